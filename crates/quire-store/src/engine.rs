@@ -1,0 +1,96 @@
+//! The contract every storage engine implements: the memory-mapped [`Store`](crate::Store)
+//! and the file-per-entry [`FileStore`](crate::FileStore) baseline sit behind it, so
+//! `quire bench store` and the tests drive both with the same code.
+//!
+//! Contract:
+//! - Keys, tags and metadata are opaque bytes; an engine knows nothing of HTTP.
+//! - `put` may decline to store (admission, or no reclaimable space): it returns
+//!   [`Put::Rejected`], never an error, for that. After `put` returns `Stored`, a `get`
+//!   on any thread sees the new value (or a later one), never an older one.
+//! - `get` returns a handle whose `meta()`/`body()` stay exactly the bytes that were
+//!   stored for as long as the handle lives, whatever writers, removers and reclaim do
+//!   meanwhile. A corrupt, torn or colliding entry is a miss, never wrong bytes.
+//! - `remove`/`remove_tagged` take effect for every `get` that starts after they return;
+//!   handles already held keep their bytes.
+//! - Dropping a handle releases whatever it pinned; it never blocks.
+
+use std::os::fd::BorrowedFd;
+
+use crate::Result;
+
+/// What `put` did with the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Put {
+    /// Written; visible to every `get` that starts from now on.
+    Stored,
+    /// Declined by the admission policy or for lack of reclaimable space.
+    Rejected,
+}
+
+/// A byte range of an open file, for `sendfile(2)` straight from the volume.
+#[derive(Debug, Clone, Copy)]
+pub struct FileExtent<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// A hit: read access to one stored object that stays valid while the handle lives.
+pub trait EntryRef: Send + Sync + 'static {
+    /// The metadata stored with the object (for quire, the encoded response head).
+    fn meta(&self) -> &[u8];
+    /// The object's body.
+    fn body(&self) -> &[u8];
+    /// Where the body lies in a file, when the engine can hand that out for
+    /// `sendfile`. The bytes there equal `body()` while the handle lives.
+    fn body_extent(&self) -> Option<FileExtent<'_>>;
+}
+
+/// Counters and gauges every engine reports. Counters only grow.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Puts written.
+    pub admitted: u64,
+    /// Puts declined (admission policy or no reclaimable space).
+    pub rejected: u64,
+    /// Entries dropped to make room (not counting explicit removes or overwrites).
+    pub evicted: u64,
+    /// Entries carried forward by reclaim because they were hit since being written.
+    pub carried: u64,
+    /// Hits served from the RAM tier (a subset of `hits`).
+    pub ram_hits: u64,
+    /// Bytes the engine occupies for data now (for the store: regions in use; for
+    /// the baseline: the files' sizes as the janitor last saw them plus writes since).
+    pub bytes_used: u64,
+    /// The configured cap.
+    pub cap_bytes: u64,
+    /// Live entries.
+    pub entries: u64,
+    /// Bytes of RAM the key index takes (hash table slots), not counting tags.
+    pub index_bytes: u64,
+    /// Bytes of RAM the tag index takes.
+    pub tag_index_bytes: u64,
+    /// Bytes held by the RAM tier.
+    pub ram_bytes: u64,
+}
+
+/// A storage engine: see the module doc for the contract.
+pub trait Engine: Send + Sync + 'static {
+    type Entry: EntryRef;
+
+    /// Stores `body` with `meta` under `key`, replacing any earlier value, labelled
+    /// with `tags` for [`Engine::remove_tagged`].
+    fn put(&self, key: &[u8], meta: &[u8], body: &[u8], tags: &[&[u8]]) -> Result<Put>;
+    /// Looks `key` up; `None` is a miss.
+    fn get(&self, key: &[u8]) -> Option<Self::Entry>;
+    /// Removes `key`; true if it was present.
+    fn remove(&self, key: &[u8]) -> Result<bool>;
+    /// Removes every entry labelled `tag`; returns how many.
+    fn remove_tagged(&self, tag: &[u8]) -> Result<usize>;
+    /// A snapshot of the counters.
+    fn stats(&self) -> Stats;
+    /// A short name for reports ("quire", "file").
+    fn name(&self) -> &'static str;
+}

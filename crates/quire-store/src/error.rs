@@ -1,0 +1,52 @@
+//! The store's one error type.
+//!
+//! Misses are not errors: a torn, stale, colliding or corrupt entry reads as a miss
+//! (`None` from `get`). Errors are for what the caller must act on: an object over the
+//! size limit, a volume that cannot be opened, an I/O failure while writing.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in `quire-store`, with enough context to act on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The object (key + tags + meta + body + header) does not fit the configured limit.
+    #[error("object of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")]
+    TooLarge { size_bytes: u64, limit_bytes: u64 },
+    /// A key or tag longer than the format allows.
+    #[error("{what} of {len} bytes exceeds the limit of {limit} bytes")]
+    FieldTooLong {
+        what: &'static str,
+        len: usize,
+        limit: usize,
+    },
+    /// Options that cannot describe a volume (cap too small, region size not usable, ...).
+    #[error("invalid store options: {0}")]
+    InvalidOptions(String),
+    /// The file at `path` is not a quire volume, or one this build cannot read.
+    #[error("{path}: {reason}")]
+    BadVolume { path: PathBuf, reason: String },
+    /// Every region is pinned by a reader or in use; nothing can be reclaimed right now.
+    /// The put is dropped (a cache may always decline to store).
+    #[error("no region can be reclaimed: all are pinned by readers")]
+    NoSpace,
+    /// An I/O error, with what was being done.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Result alias for the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

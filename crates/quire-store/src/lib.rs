@@ -1,0 +1,39 @@
+//! `quire-store`: the storage engine under quire's page cache.
+//!
+//! Two engines implement one contract ([`Engine`]):
+//!
+//! - [`Store`]: one file per volume, preallocated to its cap and memory-mapped. The file
+//!   is cut into fixed-size regions written append-only; the writer that needs space
+//!   reclaims the oldest region inline (carrying recently-hit entries forward within a
+//!   bounded share of write bandwidth), so the cap holds by construction and there is no
+//!   janitor. An in-RAM index maps key hashes to packed locations; a hit is a pinned
+//!   slice of the mapping (and the volume's fd + offset for `sendfile`). Admission keeps
+//!   one-hit wonders out; a RAM tier can hold the hot set. Restart is warm: the regions
+//!   are scanned and every entry is checked (magic, version, generation, checksum).
+//! - [`FileStore`]: the file-per-entry design seed 002 replaced (open/read/close plus a
+//!   copy per read, temp file + rename per write, a periodic janitor that walks the
+//!   directory), kept as the baseline the benchmark compares against.
+//!
+//! The store knows nothing of HTTP: keys, tags and metadata are opaque bytes.
+
+mod admission;
+pub mod baseline;
+#[cfg(feature = "bench")]
+pub mod bench;
+mod engine;
+mod error;
+mod handle;
+mod index;
+mod layout;
+mod ram_tier;
+mod recovery;
+mod region;
+mod store;
+mod tags;
+mod volume;
+
+pub use baseline::{FileOptions, FileStore};
+pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
+pub use error::{Result, StoreError};
+pub use handle::Handle;
+pub use store::{Options, Store};

@@ -1,0 +1,2 @@
+//! The `quire` binary (in progress).
+fn main() {}
