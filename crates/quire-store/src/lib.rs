@@ -20,6 +20,7 @@ mod admission;
 pub mod baseline;
 #[cfg(feature = "bench")]
 pub mod bench;
+mod counters;
 mod engine;
 mod error;
 mod handle;

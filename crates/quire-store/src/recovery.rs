@@ -1,1 +1,219 @@
-//! (in progress)
+//! Opening a volume: deciding whether a file is usable, formatting it, and rebuilding
+//! the index and the writer's state by scanning regions (warm restart).
+//!
+//! The scan visits regions in generation order (oldest first) and each region's
+//! entries in write order, so a later write of a key wins. An entry counts only if its
+//! magic, version, generation and lengths are right and — unless the volume was closed
+//! cleanly — its checksum matches; the first entry that fails ends its region's log
+//! (everything after it was written later, so a torn write loses only itself and what
+//! followed it in that region). Entries marked dead (removed or overwritten) are
+//! skipped. A crash therefore loses at most unflushed entries, never correctness.
+//!
+//! A file that is not a quire volume is refused and left alone; a quire volume that is
+//! damaged, of another version, or laid out differently is started cold, with a log line.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::index::{Index, Loc};
+use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
+use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
+use crate::region::loc_gen;
+use crate::store::{OpenReport, Writer};
+use crate::volume::Volume;
+use crate::{Result, StoreError};
+
+/// What the file at a volume path is.
+#[derive(Debug)]
+pub enum Probe {
+    Missing,
+    /// A quire volume with the wanted layout; `clean` if it was closed in order.
+    Usable {
+        clean: bool,
+    },
+    /// A quire volume that cannot be used as is (the reason): start cold.
+    Unusable(String),
+}
+
+/// Looks at the file at `path` without changing it.
+pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Missing),
+        Err(e) => return Err(StoreError::io(format!("opening {}", path.display()), e)),
+    };
+    let mut head = Vec::with_capacity(64);
+    (&mut file)
+        .take(64)
+        .read_to_end(&mut head)
+        .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?;
+    if head.is_empty() {
+        return Ok(Probe::Missing);
+    }
+    if head.len() < 8 || head[0..8] != layout::VOLUME_MAGIC {
+        return Err(StoreError::BadVolume {
+            path: path.to_owned(),
+            reason: "exists and is not a quire volume; refusing to overwrite it".into(),
+        });
+    }
+    let found = match VolumeHeader::decode(&head) {
+        Ok(h) => h,
+        Err(why) => return Ok(Probe::Unusable(why)),
+    };
+    if found != *want {
+        return Ok(Probe::Unusable(format!(
+            "laid out as {found:?}, options ask for {want:?}"
+        )));
+    }
+    let clean_at = layout::VOLUME_CLEAN_AT;
+    let clean = u64::from_le_bytes(head[clean_at..clean_at + 8].try_into().unwrap_or([0; 8]))
+        == layout::CLEAN_MARKER;
+    Ok(Probe::Usable { clean })
+}
+
+/// The index and writer state rebuilt from a volume.
+#[derive(Debug)]
+pub struct Recovered {
+    pub index: Index,
+    pub writer: Writer,
+}
+
+/// Writes a fresh header and erases every region header: an empty volume.
+pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
+    let mut h = [0u8; 64];
+    header.encode(&mut h);
+    // SAFETY: the store is not built yet; this thread is the only one with the volume.
+    unsafe {
+        volume.write(0, &h);
+        for r in 0..header.region_count {
+            volume.write(header.region_start(r), &[0u8; REGION_HEADER_BYTES as usize]);
+        }
+    }
+    volume.flush()?;
+    Ok(Recovered {
+        index: Index::new(),
+        writer: Writer::empty(header.region_count),
+    })
+}
+
+/// Iterates the entries of region `r` written under generation `gen32`, as
+/// (offset in region, header), stopping where the log ends. Does not check checksums.
+pub fn entries<'v>(
+    volume: &'v Volume,
+    header: &'v VolumeHeader,
+    r: u32,
+    gen32: u32,
+) -> impl Iterator<Item = (u64, EntryHeader)> + 'v {
+    let start = header.region_start(r);
+    let mut off = REGION_HEADER_BYTES;
+    std::iter::from_fn(move || {
+        if off + ENTRY_HEADER_BYTES > header.region_bytes {
+            return None;
+        }
+        // SAFETY: callers are the writer (region claimed or sealed) or recovery (no
+        // other thread); nobody writes these bytes but the atomic flags word.
+        let raw = unsafe { volume.read_entry_header(start + off) };
+        let h = EntryHeader::decode(&raw, gen32, header.region_bytes - off)?;
+        let at = off;
+        off += h.stride();
+        Some((at, h))
+    })
+}
+
+/// Rebuilds state from the regions. `clean`: trust entries without rehashing them.
+pub fn scan(
+    volume: &Volume,
+    header: &VolumeHeader,
+    clean: bool,
+    report: &mut OpenReport,
+) -> Recovered {
+    let mut writer = Writer::empty(header.region_count);
+    writer.free.clear();
+    let mut used: Vec<(u64, u32)> = Vec::new();
+    for r in 0..header.region_count {
+        // SAFETY: no other thread has the volume yet.
+        let raw = unsafe { volume.slice(header.region_start(r), REGION_HEADER_BYTES) };
+        match RegionHeader::decode(raw) {
+            Some(rh) => used.push((rh.gen, r)),
+            None => writer.free.push(r),
+        }
+    }
+    writer.free.reverse(); // pop() hands out low regions first
+    used.sort_unstable();
+    let hint = volume
+        .header_word(layout::VOLUME_NEXT_GEN_AT)
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let max_gen = used.last().map_or(0, |&(g, _)| g);
+    writer.next_gen = max_gen.max(hint).max(1) + 1;
+
+    let index = Index::new();
+    for &(gen, r) in &used {
+        writer.gens[r as usize] = gen;
+        let start = header.region_start(r);
+        let mut end = REGION_HEADER_BYTES;
+        let mut torn = false;
+        for (off, h) in entries(volume, header, r, gen as u32) {
+            // SAFETY: no other thread has the volume yet.
+            let payload =
+                unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
+            if !clean && h.compute_checksum(payload) != h.checksum {
+                torn = true;
+                break;
+            }
+            end = off + h.stride();
+            if h.flags & layout::FLAG_DEAD != 0 {
+                continue;
+            }
+            let key = &payload[..h.key_len as usize];
+            let loc = Loc {
+                region: r,
+                offset16: (off / layout::ENTRY_ALIGN) as u32,
+                gen19: loc_gen(gen),
+                hit: false,
+            };
+            index.insert(layout::hash_key(key), loc);
+        }
+        report.torn_regions += u32::from(torn);
+        writer.fill[r as usize] = end;
+        writer.sealed.push_back(r);
+    }
+    writer.full = writer.free.is_empty();
+    rebuild_tags(volume, header, &index, &mut writer, &used);
+    Recovered { index, writer }
+}
+
+/// Second pass: tag memberships of the entries that ended up live.
+fn rebuild_tags(
+    volume: &Volume,
+    header: &VolumeHeader,
+    index: &Index,
+    writer: &mut Writer,
+    used: &[(u64, u32)],
+) {
+    for &(gen, r) in used {
+        let start = header.region_start(r);
+        let end = writer.fill[r as usize];
+        for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
+            if h.tags_len == 0 || h.flags & layout::FLAG_DEAD != 0 {
+                continue;
+            }
+            // SAFETY: no other thread has the volume yet.
+            let p = unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
+            let hash = layout::hash_key(&p[..h.key_len as usize]);
+            let here = Loc {
+                region: r,
+                offset16: (off / layout::ENTRY_ALIGN) as u32,
+                gen19: loc_gen(gen),
+                hit: false,
+            };
+            if index.peek(hash).is_some_and(|l| l.same_place(here)) {
+                let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
+                writer
+                    .tags
+                    .add(hash, layout::decode_tags(tags).map(layout::hash_tag));
+            }
+        }
+    }
+}
+
+const _: () = assert!(VOLUME_HEADER_BYTES >= 64);

@@ -1,1 +1,181 @@
-//! (in progress)
+//! The volume file and its mapping: create/preallocate/open, raw reads and writes.
+//!
+//! This module (with `handle`) is where the store's `unsafe` lives. The mapping is a
+//! `MmapRaw`: no `&mut [u8]` over it ever exists, because readers hold `&[u8]` slices
+//! into entries while the single writer appends elsewhere. Who may touch which bytes is
+//! the store's protocol, stated where it is upheld:
+//! - bytes of an entry, once published in the index, are never written again while its
+//!   region keeps its generation, except the entry's `flags` word, which is only
+//!   accessed atomically (`store_flags`/`read_entry_header`);
+//! - a region's generation changes only when the writer claims it with no reader pinned
+//!   (`region::RegionTable::try_claim`), and only then may the writer overwrite it;
+//! - only the writer (under the writer lock) writes, and only to bytes no published
+//!   entry covers.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::layout::{ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, VOLUME_HEADER_BYTES};
+use crate::{Result, StoreError};
+
+/// An open, mapped volume file of exactly `len` bytes.
+#[derive(Debug)]
+pub struct Volume {
+    path: PathBuf,
+    file: File,
+    map: MmapRaw,
+    len: u64,
+}
+
+impl Volume {
+    /// Opens `path` (creating it if missing), makes it exactly `len` bytes with blocks
+    /// allocated (so a full disk fails here, not as SIGBUS on a later write), and maps it.
+    /// With `wipe`, or when the size differs, the old contents are discarded (the file
+    /// is truncated to nothing first, so no byte of an earlier life survives).
+    /// Returns the volume and whether it starts zeroed.
+    pub fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
+        assert!(len >= VOLUME_HEADER_BYTES);
+        let ctx = |what: &str| format!("{what} {}", path.display());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::io(ctx("opening volume"), e))?;
+        let old_len = file
+            .metadata()
+            .map_err(|e| StoreError::io(ctx("reading metadata of"), e))?
+            .len();
+        let fresh = wipe || old_len != len;
+        if fresh {
+            file.set_len(0)
+                .and_then(|()| file.set_len(len))
+                .map_err(|e| StoreError::io(ctx("sizing"), e))?;
+        }
+        // Allocate every block now. Filesystems without fallocate fall back to the
+        // sparse file set_len made (tmpfs and ext4 have it).
+        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::NOSYS) => {}
+            Err(e) => {
+                return Err(StoreError::io(ctx("preallocating"), e.into()));
+            }
+        }
+        let map = MmapOptions::new()
+            .len(len as usize)
+            .map_raw(&file)
+            .map_err(|e| StoreError::io(ctx("mapping"), e))?;
+        Ok((
+            Volume {
+                path: path.to_owned(),
+                file,
+                map,
+                len,
+            },
+            fresh,
+        ))
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    fn check(&self, off: u64, len: u64) {
+        assert!(
+            off.checked_add(len).is_some_and(|end| end <= self.len),
+            "volume access {off}+{len} past {}",
+            self.len
+        );
+    }
+
+    /// Borrows `len` bytes at `off`.
+    ///
+    /// # Safety
+    /// For as long as the slice lives, no one writes those bytes: the caller holds a
+    /// pin on the region they lie in (or is the writer, or runs before any other thread
+    /// has the store), and the range excludes every entry `flags` word.
+    pub unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
+        self.check(off, len);
+        // SAFETY: the range is inside the mapping (checked above), which lives as long
+        // as `self`; the caller guarantees no writer touches it while borrowed.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off as usize), len as usize) }
+    }
+
+    /// Copies `bytes` into the volume at `off`.
+    ///
+    /// # Safety
+    /// The caller is the writer and no reader can reach these bytes: they lie past
+    /// every published entry of a region the writer owns (active or just claimed).
+    pub unsafe fn write(&self, off: u64, bytes: &[u8]) {
+        self.check(off, bytes.len() as u64);
+        // SAFETY: in bounds (checked); exclusive by the caller's guarantee; `bytes` is
+        // a distinct allocation or an earlier range of the mapping that the caller
+        // staged into a buffer, never overlapping the destination.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.map.as_mut_ptr().add(off as usize),
+                bytes.len(),
+            )
+        }
+    }
+
+    /// The 40-byte entry header at `off`, reading the flags word atomically because a
+    /// remover may flip it while readers look at the rest.
+    ///
+    /// # Safety
+    /// As for [`Volume::slice`] on the header range, flags excepted.
+    pub unsafe fn read_entry_header(&self, off: u64) -> [u8; ENTRY_HEADER_BYTES as usize] {
+        let mut h = [0u8; ENTRY_HEADER_BYTES as usize];
+        // SAFETY: forwarded from the caller: nobody writes these bytes but the flags.
+        let head = unsafe { self.slice(off, ENTRY_FLAGS_AT as u64) };
+        h[..ENTRY_FLAGS_AT].copy_from_slice(head);
+        let rest_at = ENTRY_FLAGS_AT as u64 + 2;
+        // SAFETY: as above.
+        let rest = unsafe { self.slice(off + rest_at, ENTRY_HEADER_BYTES - rest_at) };
+        h[rest_at as usize..].copy_from_slice(rest);
+        let flags = self.flags_atomic(off).load(Ordering::Relaxed);
+        h[ENTRY_FLAGS_AT..ENTRY_FLAGS_AT + 2].copy_from_slice(&flags.to_le_bytes());
+        h
+    }
+
+    /// Sets an entry's flags word (marks it dead on disk).
+    pub fn store_flags(&self, entry_off: u64, flags: u16) {
+        self.flags_atomic(entry_off).store(flags, Ordering::Relaxed);
+    }
+
+    fn flags_atomic(&self, entry_off: u64) -> &AtomicU16 {
+        let at = entry_off + ENTRY_FLAGS_AT as u64;
+        self.check(at, 2);
+        assert_eq!(at % 2, 0, "entry flags must be 2-aligned");
+        // SAFETY: in bounds and 2-aligned (checked; the mapping is page-aligned); the
+        // flags word is only ever accessed through this atomic view after publication,
+        // and the mapping outlives the returned reference (tied to `&self`).
+        unsafe { AtomicU16::from_ptr(self.map.as_mut_ptr().add(at as usize).cast()) }
+    }
+
+    /// An atomic view of a u64 in the volume header (clean marker, next-gen hint).
+    pub fn header_word(&self, at: usize) -> &AtomicU64 {
+        assert!(at % 8 == 0 && (at as u64) + 8 <= VOLUME_HEADER_BYTES);
+        // SAFETY: in bounds and 8-aligned; these header words are only accessed through
+        // this atomic view once the volume is open; lifetime tied to `&self`.
+        unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(at).cast()) }
+    }
+
+    /// Writes dirty pages of `[off, off+len)` back to the file and waits.
+    pub fn flush_range(&self, off: u64, len: u64) -> Result<()> {
+        self.check(off, len);
+        self.map
+            .flush_range(off as usize, len as usize)
+            .map_err(|e| StoreError::io(format!("flushing {}", self.path.display()), e))
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        self.flush_range(0, self.len)
+    }
+}

@@ -1,0 +1,122 @@
+//! Basic behaviour of the memory-mapped store through its public API.
+
+use quire_store::{Engine, EntryRef, Options, Put, Store, StoreError};
+
+fn open(dir: &tempfile::TempDir, cap: u64) -> Store {
+    Store::open(dir.path().join("vol"), cap, Options::default()).unwrap()
+}
+
+#[test]
+fn put_get_round_trip_with_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    assert_eq!(
+        s.put(b"k1", b"meta", b"body bytes", &[b"t"]).unwrap(),
+        Put::Stored
+    );
+    let h = s.get(b"k1").unwrap();
+    assert_eq!(h.meta(), b"meta");
+    assert_eq!(h.body(), b"body bytes");
+    let ext = h.body_extent().unwrap();
+    assert_eq!(ext.len, 10);
+    assert!(s.get(b"k2").is_none());
+    let st = s.stats();
+    assert_eq!((st.hits, st.misses, st.entries, st.admitted), (1, 1, 1, 1));
+}
+
+#[test]
+fn overwrite_remove_and_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    s.put(b"a", b"", b"1", &[b"x", b"y"]).unwrap();
+    s.put(b"a", b"", b"2", &[b"y"]).unwrap();
+    s.put(b"b", b"", b"3", &[b"x"]).unwrap();
+    assert_eq!(s.get(b"a").unwrap().body(), b"2");
+    assert_eq!(s.remove_tagged(b"x").unwrap(), 1, "a no longer carries x");
+    assert!(s.get(b"b").is_none());
+    assert_eq!(s.remove_tagged(b"y").unwrap(), 1);
+    assert!(s.get(b"a").is_none());
+    s.put(b"c", b"", b"4", &[]).unwrap();
+    assert!(s.remove(b"c").unwrap());
+    assert!(!s.remove(b"c").unwrap());
+    assert_eq!(s.stats().entries, 0);
+}
+
+#[test]
+fn too_large_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    let big = vec![0u8; (s.region_bytes() + 1) as usize];
+    assert!(matches!(
+        s.put(b"k", b"", &big, &[]),
+        Err(StoreError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn cap_holds_and_space_is_used_when_overflowing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = 16 << 20;
+    let s = Store::open(
+        dir.path().join("vol"),
+        cap,
+        Options {
+            admission: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let body = vec![7u8; 10_000];
+    for i in 0..20_000u32 {
+        s.put(&i.to_le_bytes(), b"", &body, &[]).unwrap();
+        assert!(s.stats().bytes_used <= cap);
+    }
+    let st = s.stats();
+    assert!(st.evicted > 0);
+    assert!(st.bytes_used as f64 >= 0.95 * cap as f64, "{st:?}");
+    let on_disk = std::fs::metadata(dir.path().join("vol")).unwrap().len();
+    assert_eq!(on_disk, cap);
+    // The newest entries are there, byte for byte.
+    assert_eq!(s.get(&19_999u32.to_le_bytes()).unwrap().body(), &body[..]);
+}
+
+#[test]
+fn reopen_is_warm() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vol");
+    {
+        let s = Store::open(&path, 8 << 20, Options::default()).unwrap();
+        for i in 0..500u32 {
+            s.put(
+                &i.to_le_bytes(),
+                b"m",
+                &i.to_be_bytes().repeat(50),
+                &[b"all"],
+            )
+            .unwrap();
+        }
+        s.remove(&7u32.to_le_bytes()).unwrap();
+        s.close().unwrap();
+    }
+    let (s, report) = Store::open_with_report(&path, 8 << 20, Options::default()).unwrap();
+    assert!(
+        report.was_clean && report.cold_start.is_none(),
+        "{report:?}"
+    );
+    assert_eq!(report.entries, 499);
+    assert!(
+        s.get(&7u32.to_le_bytes()).is_none(),
+        "a removed entry stays removed"
+    );
+    for i in (0..500u32).filter(|&i| i != 7) {
+        assert_eq!(
+            s.get(&i.to_le_bytes()).unwrap().body(),
+            &i.to_be_bytes().repeat(50)[..]
+        );
+    }
+    assert_eq!(
+        s.remove_tagged(b"all").unwrap(),
+        499,
+        "tags survive restart"
+    );
+}
