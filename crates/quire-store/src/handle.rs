@@ -1,22 +1,31 @@
-//! [`Handle`]: a hit. It pins its region (see `region`) so its bytes cannot be reclaimed
-//! while it lives, and gives them out zero-copy: slices of the mapping, or the volume's
-//! fd and offset for `sendfile`. Dropping it unpins; it never blocks.
+//! [`Handle`]: a hit. A mapped hit pins its region (see `region`) so its bytes cannot be
+//! reclaimed while it lives, and gives them out zero-copy: slices of the mapping, or the
+//! volume's fd and offset for `sendfile`. A RAM-tier hit holds a reference-counted copy.
+//! Dropping a handle unpins; it never blocks.
 
 use std::fmt;
 use std::sync::Arc;
 
 use crate::engine::{EntryRef, FileExtent};
+use crate::ram_tier::RamEntry;
 use crate::store::Shared;
 
 /// A pinned, verified entry of a [`Store`](crate::Store).
 pub struct Handle {
     shared: Arc<Shared>,
-    region: u32,
-    /// Absolute volume offsets and lengths of the meta and body.
-    meta_at: u64,
-    meta_len: u64,
-    body_at: u64,
-    body_len: u64,
+    src: Source,
+}
+
+enum Source {
+    /// Absolute volume offsets and lengths of the meta and body, in a pinned region.
+    Mapped {
+        region: u32,
+        meta_at: u64,
+        meta_len: u64,
+        body_at: u64,
+        body_len: u64,
+    },
+    Ram(RamEntry),
 }
 
 impl Handle {
@@ -29,49 +38,85 @@ impl Handle {
     ) -> Handle {
         Handle {
             shared,
-            region,
-            meta_at,
-            meta_len,
-            body_at,
-            body_len,
+            src: Source::Mapped {
+                region,
+                meta_at,
+                meta_len,
+                body_at,
+                body_len,
+            },
         }
+    }
+
+    pub(crate) fn from_ram(shared: Arc<Shared>, entry: RamEntry) -> Handle {
+        Handle {
+            shared,
+            src: Source::Ram(entry),
+        }
+    }
+
+    /// Whether this hit came from the RAM tier.
+    pub fn is_from_ram(&self) -> bool {
+        matches!(self.src, Source::Ram(_))
     }
 }
 
 impl EntryRef for Handle {
     fn meta(&self) -> &[u8] {
-        // SAFETY: the handle holds a pin on `region` (taken before it was built, released
-        // in Drop), so the writer cannot claim the region and nobody writes these
-        // bytes, which lie inside a published entry and exclude its flags word.
-        unsafe { self.shared.volume.slice(self.meta_at, self.meta_len) }
+        match &self.src {
+            Source::Mapped {
+                meta_at, meta_len, ..
+            } => {
+                // SAFETY: the handle holds a pin on its region (taken before it was
+                // built, released in Drop), so the writer cannot claim the region and
+                // nobody writes these bytes, which lie inside a published entry and
+                // exclude its flags word.
+                unsafe { self.shared.volume.slice(*meta_at, *meta_len) }
+            }
+            Source::Ram(e) => e.meta(),
+        }
     }
 
     fn body(&self) -> &[u8] {
-        // SAFETY: as in `meta`.
-        unsafe { self.shared.volume.slice(self.body_at, self.body_len) }
+        match &self.src {
+            Source::Mapped {
+                body_at, body_len, ..
+            } => {
+                // SAFETY: as in `meta`.
+                unsafe { self.shared.volume.slice(*body_at, *body_len) }
+            }
+            Source::Ram(e) => e.body(),
+        }
     }
 
     fn body_extent(&self) -> Option<FileExtent<'_>> {
-        Some(FileExtent {
-            fd: self.shared.volume.fd(),
-            offset: self.body_at,
-            len: self.body_len,
-        })
+        match &self.src {
+            Source::Mapped {
+                body_at, body_len, ..
+            } => Some(FileExtent {
+                fd: self.shared.volume.fd(),
+                offset: *body_at,
+                len: *body_len,
+            }),
+            Source::Ram(_) => None,
+        }
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.shared.regions.unpin(self.region);
+        if let Source::Mapped { region, .. } = self.src {
+            self.shared.regions.unpin(region);
+        }
     }
 }
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
-            .field("region", &self.region)
-            .field("meta_len", &self.meta_len)
-            .field("body_len", &self.body_len)
+            .field("from_ram", &self.is_from_ram())
+            .field("meta_len", &self.meta().len())
+            .field("body_len", &self.body().len())
             .finish()
     }
 }

@@ -24,11 +24,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::admission::Sketch;
 use crate::counters::Striped;
-use crate::engine::{Engine, Put, Stats};
+use crate::engine::{Engine, EntryRef, Put, Stats};
 use crate::handle::Handle;
 use crate::index::{Index, Loc, REGIONS_MAX};
 use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
+use crate::ram_tier::{self, RamTier};
 use crate::recovery::{self, Probe};
 use crate::region::{loc_gen, RegionTable};
 use crate::tags::TagIndex;
@@ -79,11 +80,13 @@ pub(crate) struct Shared {
     header: VolumeHeader,
     index: Index,
     sketch: Sketch,
+    ram: Option<RamTier>,
     options: Options,
     object_bytes_max: u64,
     writer: Mutex<Writer>,
     hits: Striped,
     misses: Striped,
+    ram_hits: Striped,
     admitted: AtomicU64,
     rejected: AtomicU64,
     evicted: AtomicU64,
@@ -248,10 +251,12 @@ impl Store {
             header,
             index: recovered.index,
             sketch: Sketch::new(expected_keys),
+            ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
             options,
             object_bytes_max,
             hits: Striped::default(),
             misses: Striped::default(),
+            ram_hits: Striped::default(),
             admitted: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
@@ -284,6 +289,37 @@ impl Store {
     /// The volume's layout.
     pub fn region_bytes(&self) -> u64 {
         self.shared.header.region_bytes
+    }
+}
+
+impl Store {
+    /// The hit behind an index location: from the RAM tier if it holds a copy of
+    /// exactly this location, else pinned in the mapping (promoting it to RAM if this
+    /// is its second hit since it was written).
+    fn fetch(&self, hash: u64, loc: Loc, key: &[u8]) -> Option<Handle> {
+        let s = &*self.shared;
+        if let Some(e) = s.ram.as_ref().and_then(|r| r.get(hash, loc, key)) {
+            s.ram_hits.add(1);
+            return Some(Handle::from_ram(self.shared.clone(), e));
+        }
+        if !s.regions.pin(loc.region, loc.gen19) {
+            return None;
+        }
+        let Some((h, off)) = s.check_entry(loc, key).filter(|(h, off)| {
+            !s.options.verify_reads || h.compute_checksum(s.payload(*off, h)) == h.checksum
+        }) else {
+            s.regions.unpin(loc.region);
+            return None;
+        };
+        let meta = (off + h.meta_at(), u64::from(h.meta_len));
+        let body = (off + h.body_at(), u64::from(h.body_len));
+        let handle = Handle::new(self.shared.clone(), loc.region, meta, body);
+        if let Some(ram) = &s.ram {
+            if loc.hit && h.stride() <= ram_tier::OBJECT_BYTES_MAX {
+                ram.promote(hash, loc, key, handle.meta(), handle.body());
+            }
+        }
+        Some(handle)
     }
 }
 
@@ -331,6 +367,13 @@ impl Shared {
         // SAFETY: inside the checked entry, which the pin keeps unchanged.
         let stored_key = unsafe { self.volume.slice(off + h.key_at(), u64::from(h.key_len)) };
         (stored_key == key).then_some((h, off))
+    }
+
+    /// Frees the RAM copy of `hash`, if any (its index entry changed).
+    fn forget_copy(&self, hash: u64) {
+        if let Some(ram) = &self.ram {
+            ram.drop_copy(hash);
+        }
     }
 
     fn payload(&self, off: u64, h: &EntryHeader) -> &[u8] {
@@ -404,26 +447,11 @@ impl Engine for Store {
     fn get(&self, key: &[u8]) -> Option<Handle> {
         let s = &*self.shared;
         let hash = layout::hash_key(key);
-        let found = s.index.lookup_and_mark(hash).and_then(|loc| {
-            if !s.regions.pin(loc.region, loc.gen19) {
-                return None;
-            }
-            match s.check_entry(loc, key).filter(|(h, off)| {
-                !s.options.verify_reads || h.compute_checksum(s.payload(*off, h)) == h.checksum
-            }) {
-                Some((h, off)) => Some(Handle::new(
-                    self.shared.clone(),
-                    loc.region,
-                    (off + h.meta_at(), u64::from(h.meta_len)),
-                    (off + h.body_at(), u64::from(h.body_len)),
-                )),
-                None => {
-                    s.regions.unpin(loc.region);
-                    None
-                }
-            }
-        });
-        match found {
+        match s
+            .index
+            .lookup_and_mark(hash)
+            .and_then(|loc| self.fetch(hash, loc, key))
+        {
             Some(h) => {
                 s.hits.add(1);
                 Some(h)
@@ -490,13 +518,13 @@ impl Engine for Store {
             rejected: s.rejected.load(Ordering::Relaxed),
             evicted: s.evicted.load(Ordering::Relaxed),
             carried: s.carried.load(Ordering::Relaxed),
-            ram_hits: 0,
+            ram_hits: s.ram_hits.sum(),
             bytes_used: s.bytes_used.load(Ordering::Relaxed),
             cap_bytes: s.header.cap_bytes,
             entries: s.entries.load(Ordering::Relaxed),
             index_bytes: s.index.bytes(),
             tag_index_bytes: s.tag_bytes.load(Ordering::Relaxed),
-            ram_bytes: 0,
+            ram_bytes: s.ram.as_ref().map_or(0, RamTier::bytes),
         }
     }
 
@@ -675,6 +703,7 @@ impl Writer {
                 .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
             s.entries.fetch_sub(1, Ordering::Relaxed);
             s.evicted.fetch_add(1, Ordering::Relaxed);
+            s.forget_copy(hash);
         }
         self.open_region(s, r, gen);
         let buf = std::mem::take(&mut self.carry_buf);
@@ -738,6 +767,7 @@ impl Writer {
         self.tags
             .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
         s.volume.store_flags(off, h.flags | layout::FLAG_DEAD);
+        s.forget_copy(hash);
     }
 }
 

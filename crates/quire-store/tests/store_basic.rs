@@ -120,3 +120,32 @@ fn reopen_is_warm() {
         "tags survive restart"
     );
 }
+
+#[test]
+fn ram_tier_serves_hot_entries_and_never_stale_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path().join("vol"),
+        4 << 20,
+        Options {
+            ram_tier_bytes: 1 << 20,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    s.put(b"hot", b"m1", b"v1", &[]).unwrap();
+    assert!(!s.get(b"hot").unwrap().is_from_ram(), "first hit marks");
+    assert!(!s.get(b"hot").unwrap().is_from_ram(), "second hit promotes");
+    let h = s.get(b"hot").unwrap();
+    assert!(h.is_from_ram());
+    assert_eq!((h.meta(), h.body()), (&b"m1"[..], &b"v1"[..]));
+    assert!(h.body_extent().is_none());
+    s.put(b"hot", b"m2", b"v2", &[]).unwrap();
+    let h2 = s.get(b"hot").unwrap();
+    assert!(!h2.is_from_ram());
+    assert_eq!(h2.body(), b"v2");
+    assert_eq!(h.body(), b"v1", "a held handle keeps its bytes");
+    s.remove(b"hot").unwrap();
+    assert!(s.get(b"hot").is_none());
+    assert_eq!(s.stats().ram_hits, 1);
+}
