@@ -3,8 +3,10 @@
 //!
 //! The scan visits regions in generation order (oldest first) and each region's
 //! entries in write order, so a later write of a key wins. An entry counts only if its
-//! magic, version, generation and lengths are right and — unless the volume was closed
-//! cleanly — its checksum matches; the first entry that fails ends its region's log
+//! magic, version, generation and lengths are right and its checksum matches — also
+//! after a clean close: the file may have been damaged while quire was not running, and
+//! rehashing is cheap next to reading the volume in; the first entry that fails ends
+//! its region's log
 //! (everything after it was written later, so a torn write loses only itself and what
 //! followed it in that region). Entries marked dead (removed or overwritten) are
 //! skipped. A crash therefore loses at most unflushed entries, never correctness.
@@ -120,13 +122,8 @@ pub fn entries<'v>(
     })
 }
 
-/// Rebuilds state from the regions. `clean`: trust entries without rehashing them.
-pub fn scan(
-    volume: &Volume,
-    header: &VolumeHeader,
-    clean: bool,
-    report: &mut OpenReport,
-) -> Recovered {
+/// Rebuilds state from the regions, checking every entry's checksum.
+pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
     let mut writer = Writer::empty(header.region_count);
     writer.free.clear();
     let mut used: Vec<(u64, u32)> = Vec::new();
@@ -156,7 +153,7 @@ pub fn scan(
             // SAFETY: no other thread has the volume yet.
             let payload =
                 unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
-            if !clean && h.compute_checksum(payload) != h.checksum {
+            if h.compute_checksum(payload) != h.checksum {
                 torn = true;
                 break;
             }

@@ -142,7 +142,7 @@ pub struct Store {
 pub struct OpenReport {
     /// Why the volume was (re)initialised empty, if it was.
     pub cold_start: Option<String>,
-    /// Whether the last close was orderly (entries trusted without rehashing).
+    /// Whether the last close was orderly.
     pub was_clean: bool,
     pub entries: u64,
     /// Regions whose log ended in a damaged entry (torn write, bad checksum).
@@ -221,7 +221,7 @@ impl Store {
         let recovered = match probe {
             Probe::Usable { clean } if !wiped => {
                 report.was_clean = clean;
-                recovery::scan(&volume, &header, clean, &mut report)
+                recovery::scan(&volume, &header, &mut report)
             }
             other => {
                 let was_missing = matches!(other, Probe::Missing);
@@ -275,8 +275,8 @@ impl Store {
         ))
     }
 
-    /// Flushes the volume and marks it clean, so the next open trusts its entries
-    /// without rehashing them. Dropping a `Store` does the same, ignoring errors.
+    /// Flushes the volume and marks it clean. Dropping a `Store` does the same,
+    /// logging errors.
     pub fn close(self) -> Result<()> {
         self.shared.close()
     }
