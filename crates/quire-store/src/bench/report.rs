@@ -1,0 +1,251 @@
+//! The benchmark's results as plain serialisable data: what `quire bench store` prints
+//! and writes with `--json`. The top-level keys `warm_reads`, `mixed`, `mixed_scan`,
+//! `eviction`, `overflow` and `restart` are a contract (null for a scenario not run);
+//! the rest is extra detail.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::histogram::Histogram;
+use super::machine::Machine;
+use super::mixed::{MixedOutcome, OpStats};
+use crate::Stats;
+
+/// Everything one run measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub warm_reads: Option<Vec<WarmRow>>,
+    pub mixed: Option<MixedReport>,
+    pub mixed_scan: Option<MixedReport>,
+    pub eviction: Option<EvictionReport>,
+    pub overflow: Option<OverflowReport>,
+    pub restart: Option<RestartReport>,
+    pub machine: Machine,
+    /// "quick" or "full".
+    pub mode: String,
+    pub seed: u64,
+    /// quire's key-index RAM per live entry (index_bytes / entries), from the mixed run.
+    pub index_bytes_per_entry: Option<f64>,
+    /// Puts per second of each batch of the eviction sweep.
+    pub eviction_batches: Option<EngineSeries>,
+    /// Hits whose bytes were wrong. Any makes the command fail.
+    pub mismatches: u64,
+    /// Puts or removes that failed with an error other than declining the object.
+    /// Any makes the command fail.
+    pub errors: u64,
+    /// Puts declined with `TooLarge`/`NoSpace` errors (a cache may decline).
+    pub declined_with_error: u64,
+    /// The first few mismatches and errors, described.
+    pub problems: Vec<String>,
+    pub elapsed_secs: f64,
+}
+
+impl Report {
+    /// True when no hit returned wrong bytes and no engine call failed.
+    pub fn ok(&self) -> bool {
+        self.mismatches == 0 && self.errors == 0
+    }
+}
+
+/// One (size, threads) point of the warm-read scenario.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WarmRow {
+    pub threads: usize,
+    pub size_bytes: usize,
+    pub quire_ops_per_sec: f64,
+    pub baseline_ops_per_sec: f64,
+    pub quire_hit_ratio: f64,
+    pub baseline_hit_ratio: f64,
+    pub objects: usize,
+    /// Objects each engine actually stored during the fill.
+    pub quire_stored: u64,
+    pub baseline_stored: u64,
+}
+
+/// Latency percentiles of one kind of op, in microseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub mean_us: f64,
+}
+
+impl From<&Histogram> for Latency {
+    fn from(h: &Histogram) -> Self {
+        Latency {
+            count: h.count(),
+            p50_us: h.percentile_us(0.5),
+            p99_us: h.percentile_us(0.99),
+            p999_us: h.percentile_us(0.999),
+            max_us: h.max() as f64 / 1000.0,
+            mean_us: h.mean() / 1000.0,
+        }
+    }
+}
+
+/// An engine's counters, serialisable.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StatsReport {
+    pub hits: u64,
+    pub misses: u64,
+    pub admitted: u64,
+    pub rejected: u64,
+    pub evicted: u64,
+    pub carried: u64,
+    pub ram_hits: u64,
+    pub bytes_used: u64,
+    pub cap_bytes: u64,
+    pub entries: u64,
+    pub index_bytes: u64,
+    pub tag_index_bytes: u64,
+    pub ram_bytes: u64,
+}
+
+impl From<&Stats> for StatsReport {
+    fn from(s: &Stats) -> Self {
+        StatsReport {
+            hits: s.hits,
+            misses: s.misses,
+            admitted: s.admitted,
+            rejected: s.rejected,
+            evicted: s.evicted,
+            carried: s.carried,
+            ram_hits: s.ram_hits,
+            bytes_used: s.bytes_used,
+            cap_bytes: s.cap_bytes,
+            entries: s.entries,
+            index_bytes: s.index_bytes,
+            tag_index_bytes: s.tag_index_bytes,
+            ram_bytes: s.ram_bytes,
+        }
+    }
+}
+
+/// One engine's side of a mixed run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MixedEngine {
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub hit_ratio: f64,
+    pub max_us: f64,
+    pub mean_us: f64,
+    pub ops: u64,
+    pub gets: u64,
+    pub hits: u64,
+    pub puts_stored: u64,
+    pub puts_rejected: u64,
+    pub elapsed_secs: f64,
+    /// Latency by kind: "get_hit", "get_miss" (including its fill), "put", "delete".
+    pub by_op: BTreeMap<String, Latency>,
+    pub stats: StatsReport,
+}
+
+impl From<&MixedOutcome> for MixedEngine {
+    fn from(m: &MixedOutcome) -> Self {
+        let o: &OpStats = &m.ops;
+        let all = Latency::from(&o.all);
+        let mut by_op = BTreeMap::new();
+        by_op.insert("get_hit".to_string(), Latency::from(&o.get_hit));
+        by_op.insert("get_miss".to_string(), Latency::from(&o.get_miss));
+        by_op.insert("put".to_string(), Latency::from(&o.put));
+        by_op.insert("delete".to_string(), Latency::from(&o.delete));
+        MixedEngine {
+            ops_per_sec: m.ops_per_sec(),
+            p50_us: all.p50_us,
+            p99_us: all.p99_us,
+            p999_us: all.p999_us,
+            hit_ratio: o.hit_ratio(),
+            max_us: all.max_us,
+            mean_us: all.mean_us,
+            ops: o.ops,
+            gets: o.gets,
+            hits: o.hits,
+            puts_stored: o.puts_stored,
+            puts_rejected: o.puts_rejected,
+            elapsed_secs: m.elapsed.as_secs_f64(),
+            by_op,
+            stats: StatsReport::from(&m.stats),
+        }
+    }
+}
+
+/// A mixed (or mixed-with-scans) run of both engines and the LRU model.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MixedReport {
+    pub quire: MixedEngine,
+    pub baseline: MixedEngine,
+    pub lru_hit_ratio: f64,
+    pub threads: usize,
+    pub keys: usize,
+    pub cap_bytes: u64,
+    /// Bytes of all key-space objects (key + meta + body), about twice the cap.
+    pub working_set_bytes: u64,
+    pub warmup_ops: usize,
+    pub measured_ops: usize,
+    pub scan_share: f64,
+}
+
+/// The eviction sweep of both engines.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EvictionReport {
+    pub quire_ops_per_sec: f64,
+    pub baseline_ops_per_sec: f64,
+    pub quire_max_stall_ms: f64,
+    pub baseline_max_stall_ms: f64,
+    pub objects: u64,
+    pub cap_bytes: u64,
+    pub batch: u64,
+    pub quire_stored: u64,
+    pub baseline_stored: u64,
+    /// Hits among gets of the last objects written.
+    pub quire_readback_hit_ratio: f64,
+    pub baseline_readback_hit_ratio: f64,
+    pub quire_admission: bool,
+    pub quire_stats: StatsReport,
+    pub baseline_stats: StatsReport,
+}
+
+/// Puts per second of each batch, per engine.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EngineSeries {
+    pub quire: Vec<f64>,
+    pub baseline: Vec<f64>,
+}
+
+/// Disk use while writing far past the cap.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct OverflowReport {
+    pub cap_bytes: u64,
+    /// quire: the volume file's allocated bytes; baseline: the directory's file sizes.
+    pub quire_peak_bytes: u64,
+    pub baseline_peak_bytes: u64,
+    pub quire_peak_bytes_used: u64,
+    pub baseline_peak_bytes_used: u64,
+    pub bytes_written: u64,
+    pub quire_ops_per_sec: f64,
+    pub baseline_ops_per_sec: f64,
+    pub quire_samples: Vec<u64>,
+    pub baseline_samples: Vec<u64>,
+}
+
+/// quire's hit ratio over the same stream segment before and after close + reopen.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestartReport {
+    pub hit_ratio_before: f64,
+    pub hit_ratio_after: f64,
+    pub after_over_before: f64,
+    pub keys: usize,
+    pub cap_bytes: u64,
+    pub warmup_ops: usize,
+    pub segment_ops: usize,
+    pub entries_before: u64,
+    pub entries_after_open: u64,
+    pub close_ms: f64,
+    pub reopen_ms: f64,
+}

@@ -1,0 +1,74 @@
+//! What went wrong during a run, shared by every scenario and thread: content mismatches
+//! (a hit whose bytes are not what was stored) and engine errors (a put or remove that
+//! returned an error a cache should not), counted, with the first few described.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::StoreError;
+
+/// How many problems of each kind keep their description.
+const KEEP: usize = 8;
+
+/// Thread-safe problem counters.
+#[derive(Debug, Default)]
+pub struct Tally {
+    mismatches: AtomicU64,
+    errors: AtomicU64,
+    too_large: AtomicU64,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn note(&self, what: String) {
+        if let Ok(mut notes) = self.notes.lock() {
+            if notes.len() < 2 * KEEP {
+                notes.push(what);
+            }
+        }
+    }
+
+    /// A hit whose bytes are wrong.
+    pub fn mismatch(&self, engine: &str, scenario: &str, what: String) {
+        if self.mismatches.fetch_add(1, Ordering::Relaxed) < KEEP as u64 {
+            self.note(format!("mismatch [{engine} {scenario}] {what}"));
+        }
+    }
+
+    /// Classifies a failed put or remove. `TooLarge` and `NoSpace` are a cache declining
+    /// to store (counted apart); anything else is an engine error.
+    pub fn error(&self, engine: &str, scenario: &str, op: &str, err: &StoreError) {
+        match err {
+            StoreError::TooLarge { .. } | StoreError::NoSpace => {
+                self.too_large.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                if self.errors.fetch_add(1, Ordering::Relaxed) < KEEP as u64 {
+                    self.note(format!("error [{engine} {scenario}] {op}: {err}"));
+                }
+            }
+        }
+    }
+
+    pub fn mismatches(&self) -> u64 {
+        self.mismatches.load(Ordering::Relaxed)
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Puts declined with `TooLarge` or `NoSpace` errors.
+    pub fn declined_with_error(&self) -> u64 {
+        self.too_large.load(Ordering::Relaxed)
+    }
+
+    /// The first few problems, described.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+}
