@@ -1,2 +1,36 @@
-//! The `quire` binary (in progress).
-fn main() {}
+//! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command.
+//! Today that is `quire bench store` ([`bench_store`]); `serve`, `proxy` and `purge`
+//! come as further subcommands. Logs go to stderr, filtered by `RUST_LOG` (default
+//! `warn`).
+
+mod bench_store;
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{BenchCommand, Cli, Command};
+
+fn main() -> ExitCode {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match dispatch(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("quire: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+    }
+}

@@ -228,7 +228,8 @@ impl MixedOutcome {
 }
 
 /// Every thread runs its warm-up ops, waits for the others, then runs its measured ops;
-/// the clock runs from the moment all threads are released until the last one is done.
+/// the clock runs from the first thread's start of its measured ops to the last one's
+/// end (each taken by the worker itself).
 pub fn run<E: Engine>(
     engine: &E,
     streams: &Streams,
@@ -251,20 +252,26 @@ pub fn run<E: Engine>(
                     }
                     w.stats = OpStats::default();
                     start.wait();
+                    let began = Instant::now();
                     for &op in &streams.measured[t] {
                         w.run(op);
                     }
-                    w.stats
+                    (w.stats, began, Instant::now())
                 })
             })
             .collect();
         start.wait();
-        let t0 = Instant::now();
         let mut total = OpStats::default();
+        let mut window: Option<(Instant, Instant)> = None;
         for w in workers {
-            total.merge(&w.join().expect("mixed worker panicked"));
+            let (stats, began, ended) = w.join().expect("mixed worker panicked");
+            total.merge(&stats);
+            window = Some(match window {
+                None => (began, ended),
+                Some((b, e)) => (b.min(began), e.max(ended)),
+            });
         }
-        (total, t0.elapsed())
+        (total, window.map_or(Duration::ZERO, |(b, e)| e - b))
     });
     MixedOutcome {
         ops,

@@ -34,8 +34,10 @@ pub struct Report {
     /// Puts or removes that failed with an error other than declining the object.
     /// Any makes the command fail.
     pub errors: u64,
-    /// Puts declined with `TooLarge`/`NoSpace` errors (a cache may decline).
-    pub declined_with_error: u64,
+    /// Puts declined with a `TooLarge` error (a cache may decline).
+    pub declined_too_large: u64,
+    /// Puts declined with a `NoSpace` error (every region pinned).
+    pub declined_no_space: u64,
     /// The first few mismatches and errors, described.
     pub problems: Vec<String>,
     pub elapsed_secs: f64,

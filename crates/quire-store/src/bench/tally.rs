@@ -16,6 +16,7 @@ pub struct Tally {
     mismatches: AtomicU64,
     errors: AtomicU64,
     too_large: AtomicU64,
+    no_space: AtomicU64,
     notes: Mutex<Vec<String>>,
 }
 
@@ -43,8 +44,11 @@ impl Tally {
     /// to store (counted apart); anything else is an engine error.
     pub fn error(&self, engine: &str, scenario: &str, op: &str, err: &StoreError) {
         match err {
-            StoreError::TooLarge { .. } | StoreError::NoSpace => {
+            StoreError::TooLarge { .. } => {
                 self.too_large.fetch_add(1, Ordering::Relaxed);
+            }
+            StoreError::NoSpace => {
+                self.no_space.fetch_add(1, Ordering::Relaxed);
             }
             _ => {
                 if self.errors.fetch_add(1, Ordering::Relaxed) < KEEP as u64 {
@@ -62,9 +66,14 @@ impl Tally {
         self.errors.load(Ordering::Relaxed)
     }
 
-    /// Puts declined with `TooLarge` or `NoSpace` errors.
-    pub fn declined_with_error(&self) -> u64 {
+    /// Puts declined with `TooLarge`.
+    pub fn too_large(&self) -> u64 {
         self.too_large.load(Ordering::Relaxed)
+    }
+
+    /// Puts declined with `NoSpace`.
+    pub fn no_space(&self) -> u64 {
+        self.no_space.load(Ordering::Relaxed)
     }
 
     /// The first few problems, described.

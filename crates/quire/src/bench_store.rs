@@ -1,0 +1,390 @@
+//! `quire bench store`: runs the store benchmark (quire_store::bench), prints its table,
+//! writes the JSON report when asked, and fails when a hit returned wrong bytes or an
+//! engine call failed.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use quire_store::bench::report::{MixedEngine, MixedReport, Report};
+use quire_store::bench::{self, BenchConfig};
+
+use crate::cli::BenchStoreArgs;
+
+/// Runs the benchmark as `args` say.
+pub fn run(args: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
+    let config = BenchConfig {
+        quick: args.quick,
+        dir: args.dir.clone(),
+        only: args.only.map(Into::into),
+        seed: args.seed,
+    };
+    let t0 = Instant::now();
+    let mut progress = |line: &str| {
+        eprintln!("[{:6.1}s] {line}", t0.elapsed().as_secs_f64());
+    };
+    let report = bench::run(&config, &mut progress)
+        .map_err(anyhow::Error::from_boxed)
+        .context("quire bench store")?;
+    print!("{}", render(&report));
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report).context("encoding the report")?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if report.ok() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "quire bench store: FAILED: {} mismatched hits, {} engine errors",
+            report.mismatches, report.errors
+        );
+        for p in &report.problems {
+            eprintln!("  {p}");
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Operations per second, short: 2.72M, 601k, 84.7k, 950.
+pub fn rate(v: f64) -> String {
+    if v >= 9.995e5 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 9.995e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if v >= 999.5 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Bytes, binary units: 100 B, 9.8 KiB, 16.0 MiB.
+pub fn bytes(v: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if v < 1024 {
+        return format!("{v} B");
+    }
+    let mut x = v as f64 / 1024.0;
+    let mut unit = 0;
+    while x >= 1024.0 && unit + 1 < UNITS.len() {
+        x /= 1024.0;
+        unit += 1;
+    }
+    format!("{x:.1} {}", UNITS[unit])
+}
+
+/// `a / b` as "4.50x", or "-" when `b` is 0.
+pub fn times(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() {
+        format!("{:.2}x", a / b)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
+    let _ = writeln!(
+        out,
+        "\n{title}: {} threads, Zipf 0.99, get (cache-aside) / put / delete 80/15/5{}, \
+         cap {}, working set {} ({} keys), {} measured ops after {} warm-up ops",
+        m.threads,
+        if m.scan_share > 0.0 {
+            format!(", {:.0} % one-hit scan gets", m.scan_share * 100.0)
+        } else {
+            String::new()
+        },
+        bytes(m.cap_bytes),
+        bytes(m.working_set_bytes),
+        m.keys,
+        m.measured_ops,
+        m.warmup_ops,
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}",
+        "", "ops/s", "p50 us", "p99 us", "p999 us", "hit ratio", "stored"
+    );
+    let row = |out: &mut String, name: &str, e: &MixedEngine| {
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>9.1} {:>9.1} {:>9.1} {:>10.3} {:>9}",
+            name,
+            rate(e.ops_per_sec),
+            e.p50_us,
+            e.p99_us,
+            e.p999_us,
+            e.hit_ratio,
+            e.puts_stored
+        );
+    };
+    row(out, "quire", &m.quire);
+    row(out, "baseline", &m.baseline);
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10.3}",
+        "exact LRU", "", "", "", "", m.lru_hit_ratio
+    );
+    let _ = writeln!(
+        out,
+        "  throughput quire/baseline {}; latency baseline/quire p50 {}, p99 {}, p999 {}",
+        times(m.quire.ops_per_sec, m.baseline.ops_per_sec),
+        times(m.baseline.p50_us, m.quire.p50_us),
+        times(m.baseline.p99_us, m.quire.p99_us),
+        times(m.baseline.p999_us, m.quire.p999_us),
+    );
+    if let (Some(q), Some(b)) = (
+        m.quire.by_op.get("get_hit"),
+        m.baseline.by_op.get("get_hit"),
+    ) {
+        let _ = writeln!(
+            out,
+            "  get hits alone: p50 {:.1} vs {:.1} us, p99 {:.1} vs {:.1} us (quire vs baseline)",
+            q.p50_us, b.p50_us, q.p99_us, b.p99_us
+        );
+    }
+}
+
+/// The human-readable table of a report.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let m = &r.machine;
+    let _ = writeln!(
+        out,
+        "quire bench store ({} run, seed {}, {:.1} s)",
+        r.mode, r.seed, r.elapsed_secs
+    );
+    let _ = writeln!(
+        out,
+        "machine: {} cores, {}, {}{}",
+        m.cores,
+        m.cpu_model,
+        m.os,
+        match (m.busy_share, m.steal_share) {
+            (Some(b), Some(s)) => format!(
+                "; during the run: busy {:.0} %, steal {:.1} %",
+                b * 100.0,
+                s * 100.0
+            ),
+            _ => String::new(),
+        }
+    );
+
+    if let Some(rows) = &r.warm_reads {
+        let _ = writeln!(
+            out,
+            "\nwarm reads: aggregate gets/s, uniformly random keys, everything cached"
+        );
+        let _ = writeln!(
+            out,
+            "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>15}",
+            "size", "threads", "quire", "baseline", "ratio", "hit ratio q/b"
+        );
+        for w in rows {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>8.2}/{:.2}",
+                bytes(w.size_bytes as u64),
+                w.threads,
+                rate(w.quire_ops_per_sec),
+                rate(w.baseline_ops_per_sec),
+                times(w.quire_ops_per_sec, w.baseline_ops_per_sec),
+                w.quire_hit_ratio,
+                w.baseline_hit_ratio,
+            );
+        }
+    }
+    if let Some(mx) = &r.mixed {
+        mixed_section(&mut out, "mixed", mx);
+    }
+    if let Some(mx) = &r.mixed_scan {
+        mixed_section(&mut out, "mixed_scan", mx);
+    }
+    if let Some(e) = &r.eviction {
+        let _ = writeln!(
+            out,
+            "\neviction sweep: {} new objects into a {} cap, one thread{}",
+            e.objects,
+            bytes(e.cap_bytes),
+            if e.quire_admission {
+                ""
+            } else {
+                " (quire admission off: every put is written)"
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>16} {:>9} {:>18}",
+            "", "puts/s", "longest put ms", "stored", "read-back hits"
+        );
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+            "quire",
+            rate(e.quire_ops_per_sec),
+            e.quire_max_stall_ms,
+            e.quire_stored,
+            e.quire_readback_hit_ratio
+        );
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+            "baseline",
+            rate(e.baseline_ops_per_sec),
+            e.baseline_max_stall_ms,
+            e.baseline_stored,
+            e.baseline_readback_hit_ratio
+        );
+        let _ = writeln!(
+            out,
+            "  throughput quire/baseline {}; longest put baseline/quire {}",
+            times(e.quire_ops_per_sec, e.baseline_ops_per_sec),
+            times(e.baseline_max_stall_ms, e.quire_max_stall_ms)
+        );
+        if let Some(s) = &r.eviction_batches {
+            let line = |v: &[f64]| v.iter().map(|x| rate(*x)).collect::<Vec<_>>().join(" ");
+            let _ = writeln!(out, "  puts/s per batch of {}:", e.batch);
+            let _ = writeln!(out, "    quire    {}", line(&s.quire));
+            let _ = writeln!(out, "    baseline {}", line(&s.baseline));
+        }
+    }
+    if let Some(o) = &r.overflow {
+        let _ = writeln!(
+            out,
+            "\noverflow: {} written into a {} cap, disk sampled after every batch",
+            bytes(o.bytes_written),
+            bytes(o.cap_bytes)
+        );
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>14} {:>8} {:>16} {:>9}",
+            "", "peak on disk", "x cap", "peak bytes_used", "puts/s"
+        );
+        for (name, peak, used, ops) in [
+            (
+                "quire",
+                o.quire_peak_bytes,
+                o.quire_peak_bytes_used,
+                o.quire_ops_per_sec,
+            ),
+            (
+                "baseline",
+                o.baseline_peak_bytes,
+                o.baseline_peak_bytes_used,
+                o.baseline_ops_per_sec,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>14} {:>8} {:>16} {:>9}",
+                name,
+                bytes(peak),
+                times(peak as f64, o.cap_bytes as f64),
+                bytes(used),
+                rate(ops)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  (quire: the volume file's allocated blocks; baseline: the files' sizes)"
+        );
+    }
+    if let Some(s) = &r.restart {
+        let _ = writeln!(
+            out,
+            "\nrestart (quire): {} keys in a {} cap, a {}-op read-mostly segment replayed \
+             after close + reopen",
+            s.keys,
+            bytes(s.cap_bytes),
+            s.segment_ops
+        );
+        let _ = writeln!(
+            out,
+            "  hit ratio before {:.3}, after {:.3} (after/before {:.3}{}); entries {} -> {} \
+             on reopen; close {:.1} ms, reopen {:.1} ms",
+            s.hit_ratio_before,
+            s.hit_ratio_after,
+            s.after_over_before,
+            if s.after_over_before >= 0.95 {
+                ", warm"
+            } else {
+                ", COLD: below 0.95"
+            },
+            s.entries_before,
+            s.entries_after_open,
+            s.close_ms,
+            s.reopen_ms
+        );
+    }
+    if let Some(per) = r.index_bytes_per_entry {
+        let _ = writeln!(out, "\nquire index: {per:.1} bytes of RAM per entry");
+    }
+    let _ = writeln!(
+        out,
+        "\nchecks: {} mismatched hits, {} engine errors; puts declined with an error: {} \
+         too large, {} no space",
+        r.mismatches, r.errors, r.declined_too_large, r.declined_no_space
+    );
+    for p in &r.problems {
+        let _ = writeln!(out, "  {p}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quire_store::bench::report::{RestartReport, WarmRow};
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(rate(2_720_000.0), "2.72M");
+        assert_eq!(rate(601_000.0), "601k");
+        assert_eq!(rate(84_700.0), "84.7k");
+        assert_eq!(rate(950.0), "950");
+        assert_eq!(bytes(100), "100 B");
+        assert_eq!(bytes(16 << 20), "16.0 MiB");
+        assert_eq!(bytes(10_000), "9.8 KiB");
+        assert_eq!(times(9.0, 2.0), "4.50x");
+        assert_eq!(times(1.0, 0.0), "-");
+    }
+
+    #[test]
+    fn render_shows_what_ran_and_the_failures() {
+        let mut r = Report {
+            mode: "quick".into(),
+            warm_reads: Some(vec![WarmRow {
+                threads: 64,
+                size_bytes: 100,
+                quire_ops_per_sec: 2_720_000.0,
+                baseline_ops_per_sec: 601_000.0,
+                ..WarmRow::default()
+            }]),
+            mixed: Some(MixedReport {
+                lru_hit_ratio: 0.6789,
+                ..MixedReport::default()
+            }),
+            restart: Some(RestartReport {
+                hit_ratio_before: 0.9,
+                hit_ratio_after: 0.5,
+                after_over_before: 0.5 / 0.9,
+                ..RestartReport::default()
+            }),
+            mismatches: 2,
+            problems: vec!["mismatch [quire mixed] object 1: body differs".into()],
+            ..Report::default()
+        };
+        let text = render(&r);
+        assert!(text.contains("4.53x"), "{text}");
+        assert!(text.contains("exact LRU"));
+        assert!(text.contains("0.679"));
+        assert!(text.contains("COLD"));
+        assert!(text.contains("2 mismatched hits"));
+        assert!(text.contains("body differs"));
+        assert!(!text.contains("eviction sweep"));
+        assert!(!text.contains("overflow"));
+        r.restart = None;
+        assert!(!render(&r).contains("restart"));
+    }
+}
