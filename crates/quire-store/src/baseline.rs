@@ -780,6 +780,7 @@ impl Engine for FileStore {
             carried: 0,
             ram_hits: 0,
             bytes_used: self.bytes_used.load(Ordering::Relaxed),
+            bytes_live: self.bytes_used.load(Ordering::Relaxed),
             cap_bytes: self.cap_bytes,
             entries: self.entries.load(Ordering::Relaxed),
             index_bytes: 0,

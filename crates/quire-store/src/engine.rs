@@ -64,6 +64,8 @@ pub struct Stats {
     /// Bytes the engine occupies for data now (for the store: regions in use; for
     /// the baseline: the files' sizes as the janitor last saw them plus writes since).
     pub bytes_used: u64,
+    /// Bytes of entries that are live (reachable by `get`), headers included.
+    pub bytes_live: u64,
     /// The configured cap.
     pub cap_bytes: u64,
     /// Live entries.

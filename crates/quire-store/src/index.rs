@@ -7,9 +7,9 @@
 //!
 //! Locks are held only for the table operation itself: the writer copies an entry into
 //! the volume first and takes a shard's write lock just to publish it, so readers
-//! never wait for I/O. Readers set the location's `hit` bit (for carry-forward) with an
-//! atomic under the read lock, and only when it is not already set, so a hot key does
-//! not bounce its cache line between cores.
+//! never wait for I/O. Readers bump the location's 2-bit hit counter (the reclaim
+//! policy's frequency) with a compare-and-swap under the read lock, and only while it
+//! is below its ceiling, so a hot key stops writing its cache line once it saturates.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -21,17 +21,20 @@ use crate::region::LOC_GEN_BITS;
 const SHARDS: usize = 64;
 const REGION_BITS: u32 = 24;
 const OFFSET_BITS: u32 = 20;
-const HIT_BIT: u64 = 1 << 63;
-const _: () = assert!(REGION_BITS + OFFSET_BITS + LOC_GEN_BITS + 1 == 64);
+const FREQ_SHIFT: u32 = 62;
+const FREQ_MASK: u64 = 0b11 << FREQ_SHIFT;
+/// The hit counter saturates here.
+pub const FREQ_MAX: u8 = 3;
+const _: () = assert!(REGION_BITS + OFFSET_BITS + LOC_GEN_BITS + 2 == 64);
 
 /// Where an entry lives: region, offset within it (in 16-byte units), the low bits of
-/// the region's generation when it was written, and whether it was hit since.
+/// the region's generation when it was written, and how often it was hit since (0..=3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loc {
     pub region: u32,
     pub offset16: u32,
-    pub gen19: u32,
-    pub hit: bool,
+    pub gen18: u32,
+    pub freq: u8,
 }
 
 pub const REGIONS_MAX: u64 = 1 << REGION_BITS;
@@ -40,25 +43,25 @@ impl Loc {
     fn pack(self) -> u64 {
         debug_assert!(u64::from(self.region) < REGIONS_MAX);
         debug_assert!(self.offset16 < 1 << OFFSET_BITS);
-        debug_assert!(self.gen19 < 1 << LOC_GEN_BITS);
+        debug_assert!(self.gen18 < 1 << LOC_GEN_BITS);
         u64::from(self.region)
             | u64::from(self.offset16) << REGION_BITS
-            | u64::from(self.gen19) << (REGION_BITS + OFFSET_BITS)
-            | if self.hit { HIT_BIT } else { 0 }
+            | u64::from(self.gen18) << (REGION_BITS + OFFSET_BITS)
+            | u64::from(self.freq.min(FREQ_MAX)) << FREQ_SHIFT
     }
 
     fn unpack(w: u64) -> Loc {
         Loc {
             region: (w & ((1 << REGION_BITS) - 1)) as u32,
             offset16: ((w >> REGION_BITS) & ((1 << OFFSET_BITS) - 1)) as u32,
-            gen19: ((w >> (REGION_BITS + OFFSET_BITS)) & ((1 << LOC_GEN_BITS) - 1)) as u32,
-            hit: w & HIT_BIT != 0,
+            gen18: ((w >> (REGION_BITS + OFFSET_BITS)) & ((1 << LOC_GEN_BITS) - 1)) as u32,
+            freq: ((w & FREQ_MASK) >> FREQ_SHIFT) as u8,
         }
     }
 
-    /// The same place, ignoring the hit bit.
+    /// The same place, ignoring the hit counter.
     pub fn same_place(self, other: Loc) -> bool {
-        self.pack() & !HIT_BIT == other.pack() & !HIT_BIT
+        self.pack() & !FREQ_MASK == other.pack() & !FREQ_MASK
     }
 }
 
@@ -115,13 +118,19 @@ impl Index {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Looks `hash` up and marks it hit; returns the location as it was before.
+    /// Looks `hash` up and counts a hit; returns the location as it was before.
     pub fn lookup_and_mark(&self, hash: u64) -> Option<Loc> {
         let shard = self.read(hash);
         let w = shard.get(&hash)?;
         let old = w.load(Ordering::Acquire);
-        if old & HIT_BIT == 0 {
-            w.fetch_or(HIT_BIT, Ordering::Relaxed);
+        if old & FREQ_MASK != FREQ_MASK {
+            // One try: losing a race to another reader only loses one count.
+            let _ = w.compare_exchange(
+                old,
+                old + (1 << FREQ_SHIFT),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
         Some(Loc::unpack(old))
     }
@@ -182,19 +191,19 @@ mod tests {
         let l = Loc {
             region: (1 << 24) - 1,
             offset16: (1 << 20) - 1,
-            gen19: (1 << 19) - 1,
-            hit: true,
+            gen18: (1 << 18) - 1,
+            freq: 3,
         };
         assert_eq!(Loc::unpack(l.pack()), l);
         let z = Loc {
             region: 3,
             offset16: 4,
-            gen19: 5,
-            hit: false,
+            gen18: 5,
+            freq: 0,
         };
         assert_eq!(Loc::unpack(z.pack()), z);
-        assert!(z.same_place(Loc { hit: true, ..z }));
-        assert!(!z.same_place(Loc { gen19: 6, ..z }));
+        assert!(z.same_place(Loc { freq: 3, ..z }));
+        assert!(!z.same_place(Loc { gen18: 6, ..z }));
     }
 
     #[test]
@@ -203,13 +212,18 @@ mod tests {
         let l = Loc {
             region: 1,
             offset16: 2,
-            gen19: 3,
-            hit: false,
+            gen18: 3,
+            freq: 0,
         };
         assert_eq!(ix.insert(42, l), None);
         assert_eq!(ix.lookup_and_mark(42), Some(l));
-        assert!(ix.peek(42).unwrap().hit);
-        assert!(ix.remove(42).unwrap().hit);
+        assert_eq!(ix.peek(42).unwrap().freq, 1);
+        for _ in 0..5 {
+            ix.lookup_and_mark(42);
+        }
+        assert_eq!(ix.peek(42).unwrap().freq, FREQ_MAX, "saturates");
+        assert_eq!(ix.peek(42).unwrap().gen18, 3, "counting never spills");
+        assert_eq!(ix.remove(42).unwrap().freq, FREQ_MAX);
         assert_eq!(ix.len(), 0);
         assert_eq!(ix.lookup_and_mark(42), None);
     }
@@ -224,8 +238,8 @@ mod tests {
                 Loc {
                     region: 0,
                     offset16: 0,
-                    gen19: 0,
-                    hit: false,
+                    gen18: 0,
+                    freq: 0,
                 },
             );
         }

@@ -299,9 +299,10 @@ pub fn hash_tag(tag: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(tag, 0x7a67)
 }
 
-/// Region size for a cap: about 1/64 of it as a power of two, clamped.
+/// Region size for a cap: 1/64 of it rounded down to a power of two, clamped (so a
+/// power-of-two cap gets 63 regions and the header).
 pub fn default_region_bytes(cap_bytes: u64) -> u64 {
-    let want = (cap_bytes.saturating_sub(VOLUME_HEADER_BYTES) / 64).max(1);
+    let want = (cap_bytes / 64).max(1);
     let pow = 1u64 << (63 - want.leading_zeros());
     pow.clamp(REGION_BYTES_MIN, REGION_BYTES_MAX)
 }
@@ -376,12 +377,8 @@ mod tests {
 
     #[test]
     fn region_size_scales_with_cap() {
-        assert_eq!(
-            default_region_bytes(16 << 20),
-            128 << 10,
-            "16 MiB less the header"
-        );
-        assert_eq!(default_region_bytes((16 << 20) + 4096), 256 << 10);
+        assert_eq!(default_region_bytes(16 << 20), 256 << 10);
+        assert_eq!(default_region_bytes((32 << 20) - 1), 256 << 10);
         assert_eq!(default_region_bytes(1 << 20), REGION_BYTES_MIN);
         assert_eq!(default_region_bytes(1 << 40), REGION_BYTES_MAX);
         assert_eq!(entry_stride(0), 48);

@@ -102,8 +102,8 @@ mod tests {
         Loc {
             region,
             offset16: 1,
-            gen19: 2,
-            hit: true,
+            gen18: 2,
+            freq: 3,
         }
     }
 

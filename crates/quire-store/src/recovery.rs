@@ -165,8 +165,8 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
             let loc = Loc {
                 region: r,
                 offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen19: loc_gen(gen),
-                hit: false,
+                gen18: loc_gen(gen),
+                freq: 0,
             };
             index.insert(layout::hash_key(key), loc);
         }
@@ -175,12 +175,13 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
         writer.sealed.push_back(r);
     }
     writer.full = writer.free.is_empty();
-    rebuild_tags(volume, header, &index, &mut writer, &used);
+    rebuild_live(volume, header, &index, &mut writer, &used);
     Recovered { index, writer }
 }
 
-/// Second pass: tag memberships of the entries that ended up live.
-fn rebuild_tags(
+/// Second pass: live bytes per region and tag memberships of the entries that ended
+/// up live.
+fn rebuild_live(
     volume: &Volume,
     header: &VolumeHeader,
     index: &Index,
@@ -191,7 +192,7 @@ fn rebuild_tags(
         let start = header.region_start(r);
         let end = writer.fill[r as usize];
         for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
-            if h.tags_len == 0 || h.flags & layout::FLAG_DEAD != 0 {
+            if h.flags & layout::FLAG_DEAD != 0 {
                 continue;
             }
             // SAFETY: no other thread has the volume yet.
@@ -200,10 +201,11 @@ fn rebuild_tags(
             let here = Loc {
                 region: r,
                 offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen19: loc_gen(gen),
-                hit: false,
+                gen18: loc_gen(gen),
+                freq: 0,
             };
             if index.peek(hash).is_some_and(|l| l.same_place(here)) {
+                writer.live[r as usize] += h.stride();
                 let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
                 writer
                     .tags

@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bits of the generation an index location keeps (see `index::Loc`).
-pub const LOC_GEN_BITS: u32 = 19;
+pub const LOC_GEN_BITS: u32 = 18;
 const LOC_GEN_MASK: u32 = (1 << LOC_GEN_BITS) - 1;
 
 /// The pin words of all regions.
@@ -45,13 +45,13 @@ impl RegionTable {
         }
     }
 
-    /// Pins `region` if its generation still matches `gen19`; true on success.
+    /// Pins `region` if its generation still matches `gen18`; true on success.
     /// Every successful pin must be paired with one `unpin`.
-    pub fn pin(&self, region: u32, gen19: u32) -> bool {
+    pub fn pin(&self, region: u32, gen18: u32) -> bool {
         let w = &self.words[region as usize];
         let old = w.fetch_add(1, Ordering::Acquire);
         debug_assert!(old as u32 != u32::MAX, "pin count overflow");
-        if (old >> 32) as u32 & LOC_GEN_MASK == gen19 {
+        if (old >> 32) as u32 & LOC_GEN_MASK == gen18 {
             true
         } else {
             w.fetch_sub(1, Ordering::Release);

@@ -51,8 +51,9 @@ pub struct Options {
     pub admission: bool,
     /// Bytes of RAM for the hot-set tier (0 turns it off).
     pub ram_tier_bytes: u64,
-    /// Share of each region that reclaim may spend carrying hit entries forward
-    /// (0.0 turns carrying off; at most 0.5).
+    /// Share of each reclaimed region that may be spent carrying live entries forward,
+    /// most-hit first (0.0 turns carrying off; at most 0.9). Higher keeps more of the
+    /// volume live (less space lost to overwritten entries) at the cost of copying.
     pub carry_share: f64,
     /// Check each entry's checksum on every `get`, not only when it enters the index
     /// (at write and at recovery). Costs a hash of the body per hit.
@@ -66,7 +67,7 @@ impl Default for Options {
             max_object_bytes: None,
             admission: true,
             ram_tier_bytes: 0,
-            carry_share: 0.25,
+            carry_share: 0.5,
             verify_reads: false,
         }
     }
@@ -93,6 +94,7 @@ pub(crate) struct Shared {
     carried: AtomicU64,
     entries: AtomicU64,
     bytes_used: AtomicU64,
+    bytes_live: AtomicU64,
     tag_bytes: AtomicU64,
 }
 
@@ -103,6 +105,8 @@ pub(crate) struct Writer {
     pub gens: Vec<u64>,
     /// Bytes written into each region (its header included; 0 when free).
     pub fill: Vec<u64>,
+    /// Bytes of each region's entries that the index still points at.
+    pub live: Vec<u64>,
     /// Sealed regions, oldest first: the reclaim order.
     pub sealed: VecDeque<u32>,
     pub free: Vec<u32>,
@@ -120,6 +124,7 @@ impl Writer {
         Writer {
             gens: vec![0; region_count as usize],
             fill: vec![0; region_count as usize],
+            live: vec![0; region_count as usize],
             sealed: VecDeque::new(),
             free: (0..region_count).rev().collect(),
             active: None,
@@ -182,7 +187,7 @@ fn layout_for(cap_bytes: u64, options: &Options) -> Result<(VolumeHeader, u64)> 
              the region's room of {room} bytes"
         ));
     }
-    if !(0.0..=0.5).contains(&options.carry_share) {
+    if !(0.0..=0.9).contains(&options.carry_share) {
         return bad(format!(
             "carry_share {} must be within 0..=0.5",
             options.carry_share
@@ -263,6 +268,7 @@ impl Store {
             carried: AtomicU64::new(0),
             entries: AtomicU64::new(report.entries),
             bytes_used: AtomicU64::new(bytes_used),
+            bytes_live: AtomicU64::new(recovered.writer.live.iter().sum()),
             tag_bytes: AtomicU64::new(recovered.writer.tags.bytes()),
             writer: Mutex::new(recovered.writer),
             volume,
@@ -302,7 +308,7 @@ impl Store {
             s.ram_hits.add(1);
             return Some(Handle::from_ram(self.shared.clone(), e));
         }
-        if !s.regions.pin(loc.region, loc.gen19) {
+        if !s.regions.pin(loc.region, loc.gen18) {
             return None;
         }
         let Some((h, off)) = s.check_entry(loc, key).filter(|(h, off)| {
@@ -315,7 +321,7 @@ impl Store {
         let body = (off + h.body_at(), u64::from(h.body_len));
         let handle = Handle::new(self.shared.clone(), loc.region, meta, body);
         if let Some(ram) = &s.ram {
-            if loc.hit && h.stride() <= ram_tier::OBJECT_BYTES_MAX {
+            if loc.freq > 0 && h.stride() <= ram_tier::OBJECT_BYTES_MAX {
                 ram.promote(hash, loc, key, handle.meta(), handle.body());
             }
         }
@@ -425,12 +431,13 @@ impl Engine for Store {
         // bytes before the index publishes them below.
         unsafe { entry.write(&s.volume, off, gen as u32) };
         w.fill[region as usize] = head + stride;
+        w.add_live(s, region, stride);
         s.bytes_used.fetch_add(stride, Ordering::Relaxed);
         let loc = Loc {
             region,
             offset16: (head / layout::ENTRY_ALIGN) as u32,
-            gen19: loc_gen(gen),
-            hit: false,
+            gen18: loc_gen(gen),
+            freq: 0,
         };
         match s.index.insert(hash, loc) {
             Some(old) => w.retire(s, hash, old),
@@ -520,6 +527,7 @@ impl Engine for Store {
             carried: s.carried.load(Ordering::Relaxed),
             ram_hits: s.ram_hits.sum(),
             bytes_used: s.bytes_used.load(Ordering::Relaxed),
+            bytes_live: s.bytes_live.load(Ordering::Relaxed),
             cap_bytes: s.header.cap_bytes,
             entries: s.entries.load(Ordering::Relaxed),
             index_bytes: s.index.bytes(),
@@ -617,7 +625,7 @@ impl Writer {
             }
             None => {
                 self.full = true;
-                self.reclaim(s)?
+                self.reclaim(s, stride)?
             }
         };
         self.active = Some(r);
@@ -648,6 +656,7 @@ impl Writer {
         let old_fill = self.fill[r as usize];
         self.gens[r as usize] = gen;
         self.fill[r as usize] = REGION_HEADER_BYTES;
+        self.sub_live(s, r, self.live[r as usize]);
         s.bytes_used.fetch_sub(
             old_fill.saturating_sub(REGION_HEADER_BYTES),
             Ordering::Relaxed,
@@ -658,23 +667,38 @@ impl Writer {
         }
     }
 
-    /// Reclaims the oldest sealed region no reader pins; returns it, open and active.
-    fn reclaim(&mut self, s: &Shared) -> Result<u32> {
+    /// Reclaims the sealed region that frees most for least (LFS's cost-benefit: dead
+    /// share times age over the cost of moving what is live) among those no reader
+    /// pins; returns it, open and active, with room for `need` bytes.
+    fn reclaim(&mut self, s: &Shared, need: u64) -> Result<u32> {
         let gen = self.next_gen;
-        let pos = self
+        let mut order: Vec<(f64, usize)> = self
             .sealed
             .iter()
-            .position(|&r| s.regions.try_claim(r, self.gens[r as usize], gen))
+            .enumerate()
+            .map(|(i, &r)| (self.reclaim_score(s, r), i))
+            .collect();
+        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
+        let pos = order
+            .iter()
+            .map(|&(_, i)| i)
+            .find(|&i| {
+                let r = self.sealed[i];
+                s.regions.try_claim(r, self.gens[r as usize], gen)
+            })
             .ok_or(StoreError::NoSpace)?;
         let r = self.sealed.remove(pos).expect("position is in range");
         let old_gen = self.gens[r as usize];
         let gen = self.take_gen(s);
         debug_assert_eq!(gen, self.next_gen - 1);
-        // The region is ours now: stage what to carry, drop the rest, then rewrite.
-        let budget = (s.header.region_bytes as f64 * s.options.carry_share) as u64;
-        self.carry_buf.clear();
-        let mut carry: Vec<(u64, u64)> = Vec::new(); // (key hash, offset in carry_buf)
+        // The region is ours now: find what is live, stage what to carry (entries hit
+        // since written first, then the rest, within the budget), drop the others,
+        // then rewrite.
+        // Whatever is carried, the object that asked for room must still fit.
+        let room = s.header.region_bytes - REGION_HEADER_BYTES;
+        let budget = ((room as f64 * s.options.carry_share) as u64).min(room - need);
         let start = s.header.region_start(r);
+        let mut live: Vec<(u64, EntryHeader, u64, u8)> = Vec::new(); // off, header, hash, freq
         for (off, h) in recovery::entries(&s.volume, &s.header, r, old_gen as u32) {
             if h.flags & layout::FLAG_DEAD != 0 {
                 continue;
@@ -684,20 +708,27 @@ impl Writer {
             let here = Loc {
                 region: r,
                 offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen19: loc_gen(old_gen),
-                hit: false,
+                gen18: loc_gen(old_gen),
+                freq: 0,
             };
-            let Some(cur) = s.index.peek(hash).filter(|c| c.same_place(here)) else {
-                continue; // superseded or removed; nothing points here
-            };
-            if cur.hit && self.carry_buf.len() as u64 + h.stride() <= budget {
-                carry.push((hash, self.carry_buf.len() as u64));
+            // Superseded or removed entries have no index entry pointing here.
+            if let Some(cur) = s.index.peek(hash).filter(|c| c.same_place(here)) {
+                live.push((off, h, hash, cur.freq));
+            }
+        }
+        live.sort_by_key(|&(off, _, _, freq)| (std::cmp::Reverse(freq), off));
+        self.carry_buf.clear();
+        let mut carry: Vec<(u64, u64, u8)> = Vec::new(); // (key hash, offset in carry_buf, freq)
+        for (off, h, hash, freq) in live {
+            if self.carry_buf.len() as u64 + h.stride() <= budget {
+                carry.push((hash, self.carry_buf.len() as u64, freq.saturating_sub(1)));
                 // SAFETY: claimed region, writer lock held: nobody writes it.
                 let bytes = unsafe { s.volume.slice(start + off, h.stride()) };
                 self.carry_buf.extend_from_slice(bytes);
                 continue;
             }
             s.index.remove(hash);
+            let p = s.payload(start + off, &h);
             let tags_bytes = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
             self.tags
                 .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
@@ -707,17 +738,36 @@ impl Writer {
         }
         self.open_region(s, r, gen);
         let buf = std::mem::take(&mut self.carry_buf);
-        for &(hash, at) in &carry {
-            self.carry_one(s, r, gen, hash, &buf[at as usize..]);
+        for &(hash, at, freq) in &carry {
+            self.carry_one(s, r, gen, hash, freq, &buf[at as usize..]);
         }
         self.carry_buf = buf;
         s.carried.fetch_add(carry.len() as u64, Ordering::Relaxed);
         Ok(r)
     }
 
+    fn add_live(&mut self, s: &Shared, r: u32, bytes: u64) {
+        self.live[r as usize] += bytes;
+        s.bytes_live.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn sub_live(&mut self, s: &Shared, r: u32, bytes: u64) {
+        debug_assert!(self.live[r as usize] >= bytes, "live bytes underflow");
+        self.live[r as usize] -= bytes;
+        s.bytes_live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// How good a victim sealed region `r` is: (1 - u) · age / (1 + u), with u its
+    /// live share and age in region generations (Rosenblum & Ousterhout's cleaner).
+    fn reclaim_score(&self, s: &Shared, r: u32) -> f64 {
+        let u = self.live[r as usize] as f64 / s.header.region_bytes as f64;
+        let age = (self.next_gen - self.gens[r as usize]) as f64;
+        (1.0 - u) * age / (1.0 + u)
+    }
+
     /// Rewrites one staged entry (`staged` starts with its header) at the head of
     /// region `r` under generation `gen`, and repoints the index at it.
-    fn carry_one(&mut self, s: &Shared, r: u32, gen: u64, hash: u64, staged: &[u8]) {
+    fn carry_one(&mut self, s: &Shared, r: u32, gen: u64, hash: u64, freq: u8, staged: &[u8]) {
         let Some(mut h) = EntryHeader::decode(staged, layout_gen_of(staged), staged.len() as u64)
         else {
             debug_assert!(false, "staged entry decodes");
@@ -739,14 +789,15 @@ impl Writer {
             s.volume.write(off, &fixed);
         }
         self.fill[r as usize] = head + stride;
+        self.add_live(s, r, stride);
         s.bytes_used.fetch_add(stride, Ordering::Relaxed);
         s.index.insert(
             hash,
             Loc {
                 region: r,
                 offset16: (head / layout::ENTRY_ALIGN) as u32,
-                gen19: loc_gen(gen),
-                hit: false,
+                gen18: loc_gen(gen),
+                freq,
             },
         );
     }
@@ -767,6 +818,7 @@ impl Writer {
         self.tags
             .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
         s.volume.store_flags(off, h.flags | layout::FLAG_DEAD);
+        self.sub_live(s, loc.region, h.stride());
         s.forget_copy(hash);
     }
 }
