@@ -351,9 +351,8 @@ proptest! {
     #[test]
     fn evicting_store_never_returns_stale_or_foreign_values(
         cap in prop::sample::select(vec![256u64 << 10, 512 << 10, 1 << 20]),
-        // Bodies stay under 45 000 bytes: with the 25 % carry budget a larger object
-        // can overflow its region (see the ignored test below).
-        ops in prop::collection::vec(op_strategy(KEYS_EVICTING, 45_000), 20..200),
+        // Bodies up to 60 000 bytes: objects larger than the carry budget leaves room for.
+        ops in prop::collection::vec(op_strategy(KEYS_EVICTING, 60_000), 20..200),
     ) {
         Harness::new(cap, 64 << 10, false).run(&ops);
     }
@@ -393,13 +392,12 @@ fn evicting_overwrite_remove_and_reopen_sequence() {
     h.run(&[]);
 }
 
-/// Reclaim carries hit entries into the head of the region it hands to the put that
-/// triggered it (up to `carry_share` = 25 % of the region), but the put was only
-/// checked against the whole region's room, so an object over 75 % of a region can
-/// land past the region's end: into the next region (whose bytes held handles point
-/// at) or past the mapping.
+/// Regression: reclaim carries hit entries into the head of the region it hands to the
+/// put that triggered it (up to `carry_share` of the region); if that put is then only
+/// checked against the whole region's room, an object over 75 % of a region lands past
+/// the region's end, into the next region (whose bytes held handles point at) or past
+/// the mapping. Found by `evicting_store_never_returns_stale_or_foreign_values`.
 #[test]
-#[ignore = "bug: reclaim's carried entries + a large put overflow the region"]
 fn large_put_after_carry_forward_stays_inside_its_region() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
@@ -429,5 +427,7 @@ fn large_put_after_carry_forward_stays_inside_its_region() {
         let got = s.get(b"b2").expect("a put that returned Stored is visible");
         assert_eq!(got.body(), &big[2][..]);
     }
-    assert_eq!(s.get(b"small").unwrap().body(), &small[..]);
+    if let Some(h) = s.get(b"small") {
+        assert_eq!(h.body(), &small[..], "carried or left alone, never changed");
+    }
 }
