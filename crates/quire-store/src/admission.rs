@@ -81,13 +81,19 @@ impl Sketch {
         self.estimate(hash) >= ADMIT_MISSES
     }
 
-    /// Halves every counter once a window's worth of misses was recorded. Called by the
-    /// writer (it is O(width)), never on the read path.
+    /// Halves every counter once a window's worth of misses was recorded. Called by
+    /// writers (it is O(width)), never on the read path.
     pub fn age_if_due(&self) {
-        if self.recorded.load(Ordering::Relaxed) < self.window {
+        let seen = self.recorded.load(Ordering::Relaxed);
+        // One writer wins the right to age; the others carry on.
+        if seen < self.window
+            || self
+                .recorded
+                .compare_exchange(seen, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
             return;
         }
-        self.recorded.store(0, Ordering::Relaxed);
         for c in self.rows.iter() {
             let v = c.load(Ordering::Relaxed);
             c.store(v / 2, Ordering::Relaxed);

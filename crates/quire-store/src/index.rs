@@ -143,17 +143,32 @@ impl Index {
             .map(|w| Loc::unpack(w.load(Ordering::Acquire)))
     }
 
-    /// Points `hash` at `loc`; returns the location it replaced.
-    pub fn insert(&self, hash: u64, loc: Loc) -> Option<Loc> {
+    /// Runs `f` on `hash`'s current location under its shard's write lock and stores
+    /// the location `f` returns (`None` removes). Everything that changes which entry
+    /// a key maps to goes through here, so per-key changes are serialised: `f` may
+    /// write the volume (mark the old entry dead, copy a carried entry) before the new
+    /// location becomes visible. Keep `f` short: readers of the shard wait for it.
+    pub fn update<R>(&self, hash: u64, f: impl FnOnce(Option<Loc>) -> (Option<Loc>, R)) -> R {
         let mut shard = self.write(hash);
-        shard
-            .insert(hash, AtomicU64::new(loc.pack()))
-            .map(|w| Loc::unpack(w.into_inner()))
+        let cur = shard
+            .get(&hash)
+            .map(|w| Loc::unpack(w.load(Ordering::Acquire)));
+        let (new, out) = f(cur);
+        match (cur, new) {
+            (_, Some(l)) if cur != Some(l) => {
+                shard.insert(hash, AtomicU64::new(l.pack()));
+            }
+            (Some(_), None) => {
+                shard.remove(&hash);
+            }
+            _ => {}
+        }
+        out
     }
 
-    pub fn remove(&self, hash: u64) -> Option<Loc> {
-        let mut shard = self.write(hash);
-        shard.remove(&hash).map(|w| Loc::unpack(w.into_inner()))
+    /// Points `hash` at `loc` (recovery, before the store is shared).
+    pub fn insert(&self, hash: u64, loc: Loc) {
+        self.update(hash, |_| (Some(loc), ()));
     }
 
     pub fn len(&self) -> u64 {
@@ -215,7 +230,7 @@ mod tests {
             gen18: 3,
             freq: 0,
         };
-        assert_eq!(ix.insert(42, l), None);
+        ix.insert(42, l);
         assert_eq!(ix.lookup_and_mark(42), Some(l));
         assert_eq!(ix.peek(42).unwrap().freq, 1);
         for _ in 0..5 {
@@ -223,7 +238,8 @@ mod tests {
         }
         assert_eq!(ix.peek(42).unwrap().freq, FREQ_MAX, "saturates");
         assert_eq!(ix.peek(42).unwrap().gen18, 3, "counting never spills");
-        assert_eq!(ix.remove(42).unwrap().freq, FREQ_MAX);
+        let removed = ix.update(42, |cur| (None, cur));
+        assert_eq!(removed.unwrap().freq, FREQ_MAX);
         assert_eq!(ix.len(), 0);
         assert_eq!(ix.lookup_and_mark(42), None);
     }

@@ -29,6 +29,7 @@ mod layout;
 mod ram_tier;
 mod recovery;
 mod region;
+mod space;
 mod store;
 mod tags;
 mod volume;

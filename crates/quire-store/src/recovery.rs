@@ -1,5 +1,5 @@
 //! Opening a volume: deciding whether a file is usable, formatting it, and rebuilding
-//! the index and the writer's state by scanning regions (warm restart).
+//! the index and the space bookkeeping by scanning regions (warm restart).
 //!
 //! The scan visits regions in generation order (oldest first) and each region's
 //! entries in write order, so a later write of a key wins. An entry counts only if its
@@ -21,7 +21,9 @@ use crate::index::{Index, Loc};
 use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::region::loc_gen;
-use crate::store::{OpenReport, Writer};
+use crate::space::SpaceInit;
+use crate::store::OpenReport;
+use crate::tags::TagIndex;
 use crate::volume::Volume;
 use crate::{Result, StoreError};
 
@@ -73,11 +75,12 @@ pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
     Ok(Probe::Usable { clean })
 }
 
-/// The index and writer state rebuilt from a volume.
+/// The index, tag index and space bookkeeping rebuilt from a volume.
 #[derive(Debug)]
 pub struct Recovered {
     pub index: Index,
-    pub writer: Writer,
+    pub tags: TagIndex,
+    pub space: SpaceInit,
 }
 
 /// Writes a fresh header and erases every region header: an empty volume.
@@ -94,7 +97,8 @@ pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     volume.flush()?;
     Ok(Recovered {
         index: Index::new(),
-        writer: Writer::empty(header.region_count),
+        tags: TagIndex::default(),
+        space: SpaceInit::empty(header.region_count),
     })
 }
 
@@ -112,7 +116,7 @@ pub fn entries<'v>(
         if off + ENTRY_HEADER_BYTES > header.region_bytes {
             return None;
         }
-        // SAFETY: callers are the writer (region claimed or sealed) or recovery (no
+        // SAFETY: callers are reclaim (region claimed) or recovery (no
         // other thread); nobody writes these bytes but the atomic flags word.
         let raw = unsafe { volume.read_entry_header(start + off) };
         let h = EntryHeader::decode(&raw, gen32, header.region_bytes - off)?;
@@ -124,28 +128,29 @@ pub fn entries<'v>(
 
 /// Rebuilds state from the regions, checking every entry's checksum.
 pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
-    let mut writer = Writer::empty(header.region_count);
-    writer.free.clear();
+    let mut space = SpaceInit::empty(header.region_count);
+    space.free.clear();
+    let mut tags = TagIndex::default();
     let mut used: Vec<(u64, u32)> = Vec::new();
     for r in 0..header.region_count {
         // SAFETY: no other thread has the volume yet.
         let raw = unsafe { volume.slice(header.region_start(r), REGION_HEADER_BYTES) };
         match RegionHeader::decode(raw) {
             Some(rh) => used.push((rh.gen, r)),
-            None => writer.free.push(r),
+            None => space.free.push(r),
         }
     }
-    writer.free.reverse(); // pop() hands out low regions first
+    space.free.reverse(); // pop() hands out low regions first
     used.sort_unstable();
     let hint = volume
         .header_word(layout::VOLUME_NEXT_GEN_AT)
         .load(std::sync::atomic::Ordering::Relaxed);
     let max_gen = used.last().map_or(0, |&(g, _)| g);
-    writer.next_gen = max_gen.max(hint).max(1) + 1;
+    space.next_gen = max_gen.max(hint).max(1) + 1;
 
     let index = Index::new();
     for &(gen, r) in &used {
-        writer.gens[r as usize] = gen;
+        space.gens[r as usize] = gen;
         let start = header.region_start(r);
         let mut end = REGION_HEADER_BYTES;
         let mut torn = false;
@@ -171,12 +176,11 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
             index.insert(layout::hash_key(key), loc);
         }
         report.torn_regions += u32::from(torn);
-        writer.fill[r as usize] = end;
-        writer.sealed.push_back(r);
+        space.fill[r as usize] = end;
+        space.sealed.push_back(r);
     }
-    writer.full = writer.free.is_empty();
-    rebuild_live(volume, header, &index, &mut writer, &used);
-    Recovered { index, writer }
+    rebuild_live(volume, header, &index, &mut space, &mut tags, &used);
+    Recovered { index, tags, space }
 }
 
 /// Second pass: live bytes per region and tag memberships of the entries that ended
@@ -185,12 +189,13 @@ fn rebuild_live(
     volume: &Volume,
     header: &VolumeHeader,
     index: &Index,
-    writer: &mut Writer,
+    space: &mut SpaceInit,
+    tags: &mut TagIndex,
     used: &[(u64, u32)],
 ) {
     for &(gen, r) in used {
         let start = header.region_start(r);
-        let end = writer.fill[r as usize];
+        let end = space.fill[r as usize];
         for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
             if h.flags & layout::FLAG_DEAD != 0 {
                 continue;
@@ -205,11 +210,9 @@ fn rebuild_live(
                 freq: 0,
             };
             if index.peek(hash).is_some_and(|l| l.same_place(here)) {
-                writer.live[r as usize] += h.stride();
-                let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-                writer
-                    .tags
-                    .add(hash, layout::decode_tags(tags).map(layout::hash_tag));
+                space.live[r as usize] += h.stride();
+                let t = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
+                tags.add(hash, layout::decode_tags(t).map(layout::hash_tag));
             }
         }
     }

@@ -1,23 +1,18 @@
-//! [`Store`]: the memory-mapped engine — opening, the read path, and the writer.
+//! [`Store`]: the memory-mapped engine — opening, the read path, and publishing.
 //!
 //! Read path (`get`): hash the key, look it up in the index (a shard read lock held for
 //! one table probe), pin the region with the location's generation, check the entry
 //! header and the full key in the mapping, return a [`Handle`]. No allocation, no I/O,
-//! no lock the writer holds while copying bytes.
+//! no lock a writer holds while copying bytes.
 //!
-//! Write path (`put`, `remove`, `remove_tagged`): one writer at a time, behind the
-//! writer lock, which readers never take. A put copies the entry into the active
-//! region past every published entry, then publishes its location in the index. When
-//! the active region is full the writer takes a free region or reclaims the oldest
-//! sealed one inline (`reclaim`): claim it (fails if a reader pins it; then the next
-//! oldest is tried), drop its entries from the index — carrying those hit since they
-//! were written forward into the fresh region, within `carry_share` of it — and start
-//! writing there. The volume never grows: the cap holds by construction.
-//!
-//! Lifecycle of a region: `free → active → sealed → (claimed) → active → ...`; free
-//! regions exist only until the volume first fills.
+//! Write path (`put`): reserve bytes in the active region (`space`: a bump of the write
+//! head under a short lock), copy the entry there with no lock held, then publish it
+//! under the key's index shard lock: mark the entry it replaces dead on disk first (so
+//! recovery never prefers it), then point the index at the new one. `remove` and
+//! `remove_tagged` go through the same shard lock. When a put takes the last prepared
+//! region it reclaims the next one inline after publishing (see `space`). The volume
+//! never grows: the cap holds by construction.
 
-use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,11 +22,12 @@ use crate::counters::Striped;
 use crate::engine::{Engine, EntryRef, Put, Stats};
 use crate::handle::Handle;
 use crate::index::{Index, Loc, REGIONS_MAX};
-use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
+use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::ram_tier::{self, RamTier};
 use crate::recovery::{self, Probe};
 use crate::region::{loc_gen, RegionTable};
+use crate::space::Space;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
 use crate::{Result, StoreError};
@@ -78,62 +74,22 @@ impl Default for Options {
 pub(crate) struct Shared {
     pub(crate) volume: Volume,
     pub(crate) regions: RegionTable,
-    header: VolumeHeader,
-    index: Index,
+    pub(crate) header: VolumeHeader,
+    pub(crate) index: Index,
     sketch: Sketch,
     ram: Option<RamTier>,
-    options: Options,
+    pub(crate) options: Options,
     object_bytes_max: u64,
-    writer: Mutex<Writer>,
+    pub(crate) space: Space,
+    tags: Mutex<TagIndex>,
     hits: Striped,
     misses: Striped,
     ram_hits: Striped,
     admitted: AtomicU64,
     rejected: AtomicU64,
-    evicted: AtomicU64,
-    carried: AtomicU64,
-    entries: AtomicU64,
-    bytes_used: AtomicU64,
-    bytes_live: AtomicU64,
-    tag_bytes: AtomicU64,
-}
-
-/// The writer's state; only the holder of the writer lock touches it.
-#[derive(Debug)]
-pub(crate) struct Writer {
-    /// Full generation of each region (0: never written).
-    pub gens: Vec<u64>,
-    /// Bytes written into each region (its header included; 0 when free).
-    pub fill: Vec<u64>,
-    /// Bytes of each region's entries that the index still points at.
-    pub live: Vec<u64>,
-    /// Sealed regions, oldest first: the reclaim order.
-    pub sealed: VecDeque<u32>,
-    pub free: Vec<u32>,
-    pub active: Option<u32>,
-    pub next_gen: u64,
-    /// True once the volume has had to reclaim (or was full at open): admission on.
-    pub full: bool,
-    pub tags: TagIndex,
-    carry_buf: Vec<u8>,
-}
-
-impl Writer {
-    /// A writer for a volume of `region_count` regions, all free.
-    pub fn empty(region_count: u32) -> Writer {
-        Writer {
-            gens: vec![0; region_count as usize],
-            fill: vec![0; region_count as usize],
-            live: vec![0; region_count as usize],
-            sealed: VecDeque::new(),
-            free: (0..region_count).rev().collect(),
-            active: None,
-            next_gen: 1,
-            full: false,
-            tags: TagIndex::default(),
-            carry_buf: Vec::new(),
-        }
-    }
+    pub(crate) evicted: AtomicU64,
+    pub(crate) carried: AtomicU64,
+    pub(crate) entries: AtomicU64,
 }
 
 /// The memory-mapped store. See the crate and module docs.
@@ -249,16 +205,17 @@ impl Store {
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
         report.entries = recovered.index.len();
 
-        let bytes_used = recovered.writer.fill.iter().sum();
         let expected_keys = cap_bytes / 4096;
         let shared = Shared {
-            regions: RegionTable::new(&recovered.writer.gens),
+            regions: RegionTable::new(&recovered.space.gens),
             header,
             index: recovered.index,
             sketch: Sketch::new(expected_keys),
             ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
             options,
             object_bytes_max,
+            space: Space::new(recovered.space),
+            tags: Mutex::new(recovered.tags),
             hits: Striped::default(),
             misses: Striped::default(),
             ram_hits: Striped::default(),
@@ -267,10 +224,6 @@ impl Store {
             evicted: AtomicU64::new(0),
             carried: AtomicU64::new(0),
             entries: AtomicU64::new(report.entries),
-            bytes_used: AtomicU64::new(bytes_used),
-            bytes_live: AtomicU64::new(recovered.writer.live.iter().sum()),
-            tag_bytes: AtomicU64::new(recovered.writer.tags.bytes()),
-            writer: Mutex::new(recovered.writer),
             volume,
         };
         Ok((
@@ -339,7 +292,6 @@ impl Drop for Store {
 
 impl Shared {
     fn close(&self) -> Result<()> {
-        let _w = self.lock_writer();
         self.volume.flush()?;
         self.volume
             .header_word(layout::VOLUME_CLEAN_AT)
@@ -347,44 +299,116 @@ impl Shared {
         self.volume.flush_range(0, VOLUME_HEADER_BYTES)
     }
 
-    fn lock_writer(&self) -> MutexGuard<'_, Writer> {
-        // Writer state is updated so that a panic between steps leaves at worst an
-        // entry unpublished; the volume is still consistent for readers.
-        self.writer.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn entry_off(&self, loc: Loc) -> u64 {
         self.header.region_start(loc.region) + u64::from(loc.offset16) * layout::ENTRY_ALIGN
     }
 
-    /// Reads and checks the entry at `loc` for `key`. The caller holds a pin on
-    /// `loc.region` or is the writer. Returns the header and the entry's offset.
-    fn check_entry(&self, loc: Loc, key: &[u8]) -> Option<(EntryHeader, u64)> {
+    /// The header of the entry at `loc`, if it is one of the region's current
+    /// generation. The caller holds a pin on `loc.region`.
+    fn entry_header(&self, loc: Loc) -> Option<(EntryHeader, u64)> {
         let off = self.entry_off(loc);
         let room = self.header.region_bytes - u64::from(loc.offset16) * layout::ENTRY_ALIGN;
-        // SAFETY: the caller pins the region or is the writer, so no one rewrites the
-        // entry; the flags word is read atomically inside.
+        // SAFETY: the caller pins the region, so no one rewrites the entry; the flags
+        // word is read atomically inside.
         let raw = unsafe { self.volume.read_entry_header(off) };
-        let gen = self.regions.gen32(loc.region);
-        let h = EntryHeader::decode(&raw, gen, room)?;
+        let h = EntryHeader::decode(&raw, self.regions.gen32(loc.region), room)?;
+        Some((h, off))
+    }
+
+    /// Reads and checks the entry at `loc` for `key`. The caller holds a pin on
+    /// `loc.region`. Returns the header and the entry's offset.
+    fn check_entry(&self, loc: Loc, key: &[u8]) -> Option<(EntryHeader, u64)> {
+        let (h, off) = self.entry_header(loc)?;
         if h.key_len as usize != key.len() {
             return None;
         }
-        // SAFETY: inside the checked entry, which the pin keeps unchanged.
-        let stored_key = unsafe { self.volume.slice(off + h.key_at(), u64::from(h.key_len)) };
-        (stored_key == key).then_some((h, off))
+        let p = self.payload(off, &h);
+        (&p[..key.len()] == key).then_some((h, off))
+    }
+
+    /// The payload (key, tags, meta, body) of the entry at `off`. The caller holds a
+    /// pin on its region or has claimed it.
+    pub(crate) fn payload(&self, off: u64, h: &EntryHeader) -> &[u8] {
+        // SAFETY: inside a decoded entry of a region the caller pins or owns.
+        unsafe { self.volume.slice(off + ENTRY_HEADER_BYTES, h.payload_len()) }
+    }
+
+    /// Whether the entry at `off` carries `tag` (same precondition as `payload`).
+    fn entry_has_tag(&self, off: u64, h: &EntryHeader, tag: &[u8]) -> bool {
+        let p = self.payload(off, h);
+        let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
+        layout::decode_tags(tags).any(|t| t == tag)
+    }
+
+    /// The tag hashes of the entry at `off` (same precondition as `payload`).
+    pub(crate) fn entry_tags(&self, off: u64, h: &EntryHeader) -> Vec<u64> {
+        if h.tags_len == 0 {
+            return Vec::new();
+        }
+        let p = self.payload(off, h);
+        let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
+        layout::decode_tags(tags).map(layout::hash_tag).collect()
+    }
+
+    fn lock_tags(&self) -> MutexGuard<'_, TagIndex> {
+        self.tags.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn drop_tags(&self, hash: u64, tags: &[u64]) {
+        if !tags.is_empty() {
+            self.lock_tags().remove(hash, tags.iter().copied());
+        }
     }
 
     /// Frees the RAM copy of `hash`, if any (its index entry changed).
-    fn forget_copy(&self, hash: u64) {
+    pub(crate) fn forget_copy(&self, hash: u64) {
         if let Some(ram) = &self.ram {
             ram.drop_copy(hash);
         }
     }
 
-    fn payload(&self, off: u64, h: &EntryHeader) -> &[u8] {
-        // SAFETY: callers hold a pin on the entry's region or the writer lock.
-        unsafe { self.volume.slice(off + ENTRY_HEADER_BYTES, h.payload_len()) }
+    /// The entry at `loc` leaves the index (the caller holds `hash`'s shard lock and
+    /// removes or replaces it): mark it dead on disk so recovery never brings it back,
+    /// drop its tags and live bytes. If its region is being reclaimed the pin fails and
+    /// there is nothing to do: reclaim invalidated the region on disk first and resets
+    /// its live bytes. With `key`, the stored key must match (else it is another key
+    /// with the same hash, and nothing is done). Returns whether the index entry should go.
+    fn retire(&self, hash: u64, loc: Loc, key: Option<&[u8]>) -> bool {
+        if !self.regions.pin(loc.region, loc.gen18) {
+            self.forget_copy(hash);
+            return true;
+        }
+        let found = match key {
+            Some(k) => self.check_entry(loc, k),
+            None => self.entry_header(loc),
+        };
+        if let Some((h, off)) = found {
+            self.volume.store_flags(off, h.flags | layout::FLAG_DEAD);
+            self.space.sub_live(loc.region, h.stride());
+            let tags = self.entry_tags(off, &h);
+            self.drop_tags(hash, &tags);
+            self.forget_copy(hash);
+        }
+        self.regions.unpin(loc.region);
+        found.is_some()
+    }
+
+    /// Makes the entry written at `loc` the one `hash` maps to.
+    fn publish(&self, hash: u64, loc: Loc, stride: u64, tags: &[&[u8]]) {
+        let replaced = self.index.update(hash, |old| {
+            if let Some(old) = old {
+                self.retire(hash, old, None);
+            }
+            if !tags.is_empty() {
+                self.lock_tags()
+                    .add(hash, tags.iter().map(|t| layout::hash_tag(t)));
+            }
+            (Some(loc), old.is_some())
+        });
+        self.space.add_live(loc.region, stride);
+        if !replaced {
+            self.entries.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -404,50 +428,46 @@ impl Engine for Store {
             });
         }
         let hash = layout::hash_key(key);
-        let mut w = s.lock_writer();
-        if s.options.admission && w.full && s.index.peek(hash).is_none() && !s.sketch.admits(hash) {
+        if s.options.admission
+            && s.space.full.load(Ordering::Relaxed)
+            && s.index.peek(hash).is_none()
+            && !s.sketch.admits(hash)
+        {
             s.rejected.fetch_add(1, Ordering::Relaxed);
             return Ok(Put::Rejected);
         }
         s.sketch.age_if_due();
-        let (region, head) = match w.room_for(s, stride) {
-            Ok(at) => at,
+        let slot = match s.reserve(stride) {
+            Ok(slot) => slot,
             Err(StoreError::NoSpace) => {
                 s.rejected.fetch_add(1, Ordering::Relaxed);
                 return Ok(Put::Rejected);
             }
             Err(e) => return Err(e),
         };
-        let gen = w.gens[region as usize];
         let entry = Entry {
             key,
             tags,
             meta,
             body,
         };
-        let off = s.header.region_start(region) + head;
-        // SAFETY: we hold the writer lock and `head` is past every published entry of
-        // the active region (room_for advanced nothing yet), so no reader can see these
-        // bytes before the index publishes them below.
-        unsafe { entry.write(&s.volume, off, gen as u32) };
-        w.fill[region as usize] = head + stride;
-        w.add_live(s, region, stride);
-        s.bytes_used.fetch_add(stride, Ordering::Relaxed);
+        let off = s.header.region_start(slot.region) + slot.head;
+        // SAFETY: the reservation gave this writer bytes [head, head + stride) of its
+        // region alone; no published entry covers them, so no reader reads them before
+        // `publish` below, and the slot's pin keeps reclaim away.
+        unsafe { entry.write(&s.volume, off, slot.gen as u32) };
         let loc = Loc {
-            region,
-            offset16: (head / layout::ENTRY_ALIGN) as u32,
-            gen18: loc_gen(gen),
+            region: slot.region,
+            offset16: (slot.head / layout::ENTRY_ALIGN) as u32,
+            gen18: loc_gen(slot.gen),
             freq: 0,
         };
-        match s.index.insert(hash, loc) {
-            Some(old) => w.retire(s, hash, old),
-            None => {
-                s.entries.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        w.tags.add(hash, tags.iter().map(|t| layout::hash_tag(t)));
-        s.tag_bytes.store(w.tags.bytes(), Ordering::Relaxed);
+        s.publish(hash, loc, stride, tags);
+        s.regions.unpin(slot.region);
         s.admitted.fetch_add(1, Ordering::Relaxed);
+        if slot.refill {
+            s.refill();
+        }
         Ok(Put::Stored)
     }
 
@@ -474,45 +494,45 @@ impl Engine for Store {
     fn remove(&self, key: &[u8]) -> Result<bool> {
         let s = &*self.shared;
         let hash = layout::hash_key(key);
-        let mut w = s.lock_writer();
-        let Some(loc) = s.index.peek(hash) else {
-            return Ok(false);
-        };
-        if s.check_entry(loc, key).is_none() {
-            return Ok(false); // another key with the same hash
+        let removed = s.index.update(hash, |cur| match cur {
+            Some(loc) if s.retire(hash, loc, Some(key)) => (None, true),
+            other => (other, false),
+        });
+        if removed {
+            s.entries.fetch_sub(1, Ordering::Relaxed);
         }
-        s.index.remove(hash);
-        w.retire(s, hash, loc);
-        s.entries.fetch_sub(1, Ordering::Relaxed);
-        s.tag_bytes.store(w.tags.bytes(), Ordering::Relaxed);
-        Ok(true)
+        Ok(removed)
     }
 
     fn remove_tagged(&self, tag: &[u8]) -> Result<usize> {
         let s = &*self.shared;
-        let mut w = s.lock_writer();
+        let members = s.lock_tags().members(layout::hash_tag(tag));
         let mut removed = 0;
-        for hash in w.tags.members(layout::hash_tag(tag)) {
-            let Some(loc) = s.index.peek(hash) else {
-                continue;
-            };
-            let off = s.entry_off(loc);
-            // SAFETY: writer lock held: the entry's region cannot be reclaimed.
-            let raw = unsafe { s.volume.read_entry_header(off) };
-            let room = s.header.region_bytes - u64::from(loc.offset16) * layout::ENTRY_ALIGN;
-            let Some(h) = EntryHeader::decode(&raw, s.regions.gen32(loc.region), room) else {
-                continue;
-            };
-            let p = s.payload(off, &h);
-            let tags_bytes = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-            if layout::decode_tags(tags_bytes).any(|t| t == tag) {
-                s.index.remove(hash);
-                w.retire(s, hash, loc);
+        for hash in members {
+            let gone = s.index.update(hash, |cur| {
+                let Some(loc) = cur else {
+                    return (None, false);
+                };
+                if !s.regions.pin(loc.region, loc.gen18) {
+                    // Being reclaimed: dropping the key is all there is left to do.
+                    s.forget_copy(hash);
+                    return (None, true);
+                }
+                let tagged = s
+                    .entry_header(loc)
+                    .is_some_and(|(h, off)| s.entry_has_tag(off, &h, tag));
+                s.regions.unpin(loc.region);
+                if tagged && s.retire(hash, loc, None) {
+                    (None, true)
+                } else {
+                    (cur, false)
+                }
+            });
+            if gone {
                 s.entries.fetch_sub(1, Ordering::Relaxed);
                 removed += 1;
             }
         }
-        s.tag_bytes.store(w.tags.bytes(), Ordering::Relaxed);
         Ok(removed)
     }
 
@@ -526,12 +546,12 @@ impl Engine for Store {
             evicted: s.evicted.load(Ordering::Relaxed),
             carried: s.carried.load(Ordering::Relaxed),
             ram_hits: s.ram_hits.sum(),
-            bytes_used: s.bytes_used.load(Ordering::Relaxed),
-            bytes_live: s.bytes_live.load(Ordering::Relaxed),
+            bytes_used: s.space.bytes_used.load(Ordering::Relaxed),
+            bytes_live: s.space.bytes_live.load(Ordering::Relaxed),
             cap_bytes: s.header.cap_bytes,
             entries: s.entries.load(Ordering::Relaxed),
             index_bytes: s.index.bytes(),
-            tag_index_bytes: s.tag_bytes.load(Ordering::Relaxed),
+            tag_index_bytes: s.lock_tags().bytes(),
             ram_bytes: s.ram.as_ref().map_or(0, RamTier::bytes),
         }
     }
@@ -601,228 +621,4 @@ impl Entry<'_> {
         // SAFETY: forwarded from the caller.
         unsafe { volume.write(off, &fixed) };
     }
-}
-
-impl Writer {
-    /// Returns (region, offset in region) where `stride` bytes can be written, sealing
-    /// the active region and opening or reclaiming another when needed.
-    fn room_for(&mut self, s: &Shared, stride: u64) -> Result<(u32, u64)> {
-        if let Some(r) = self.active {
-            let head = self.fill[r as usize];
-            if head + stride <= s.header.region_bytes {
-                return Ok((r, head));
-            }
-            self.sealed.push_back(r);
-            self.active = None;
-        }
-        let r = match self.free.pop() {
-            Some(r) => {
-                let gen = self.take_gen(s);
-                let claimed = s.regions.try_claim(r, self.gens[r as usize], gen);
-                assert!(claimed, "a free region is never pinned");
-                self.open_region(s, r, gen);
-                r
-            }
-            None => {
-                self.full = true;
-                self.reclaim(s, stride)?
-            }
-        };
-        self.active = Some(r);
-        let head = self.fill[r as usize];
-        debug_assert!(
-            head + stride <= s.header.region_bytes,
-            "object limit ≤ region room"
-        );
-        Ok((r, head))
-    }
-
-    fn take_gen(&mut self, s: &Shared) -> u64 {
-        let g = self.next_gen;
-        self.next_gen += 1;
-        s.volume
-            .header_word(layout::VOLUME_NEXT_GEN_AT)
-            .store(self.next_gen, Ordering::Relaxed);
-        g
-    }
-
-    /// Starts region `r` afresh at generation `gen` (already claimed).
-    fn open_region(&mut self, s: &Shared, r: u32, gen: u64) {
-        let mut hdr = [0u8; REGION_HEADER_BYTES as usize];
-        RegionHeader { gen }.encode(&mut hdr);
-        // SAFETY: the region is claimed (no pins, old locations fail to pin) and we
-        // hold the writer lock.
-        unsafe { s.volume.write(s.header.region_start(r), &hdr) };
-        let old_fill = self.fill[r as usize];
-        self.gens[r as usize] = gen;
-        self.fill[r as usize] = REGION_HEADER_BYTES;
-        self.sub_live(s, r, self.live[r as usize]);
-        s.bytes_used.fetch_sub(
-            old_fill.saturating_sub(REGION_HEADER_BYTES),
-            Ordering::Relaxed,
-        );
-        if old_fill == 0 {
-            s.bytes_used
-                .fetch_add(REGION_HEADER_BYTES, Ordering::Relaxed);
-        }
-    }
-
-    /// Reclaims the sealed region that frees most for least (LFS's cost-benefit: dead
-    /// share times age over the cost of moving what is live) among those no reader
-    /// pins; returns it, open and active, with room for `need` bytes.
-    fn reclaim(&mut self, s: &Shared, need: u64) -> Result<u32> {
-        let gen = self.next_gen;
-        let mut order: Vec<(f64, usize)> = self
-            .sealed
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| (self.reclaim_score(s, r), i))
-            .collect();
-        order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
-        let pos = order
-            .iter()
-            .map(|&(_, i)| i)
-            .find(|&i| {
-                let r = self.sealed[i];
-                s.regions.try_claim(r, self.gens[r as usize], gen)
-            })
-            .ok_or(StoreError::NoSpace)?;
-        let r = self.sealed.remove(pos).expect("position is in range");
-        let old_gen = self.gens[r as usize];
-        let gen = self.take_gen(s);
-        debug_assert_eq!(gen, self.next_gen - 1);
-        // The region is ours now: find what is live, stage what to carry (entries hit
-        // since written first, then the rest, within the budget), drop the others,
-        // then rewrite.
-        // Whatever is carried, the object that asked for room must still fit.
-        let room = s.header.region_bytes - REGION_HEADER_BYTES;
-        let budget = ((room as f64 * s.options.carry_share) as u64).min(room - need);
-        let start = s.header.region_start(r);
-        let mut live: Vec<(u64, EntryHeader, u64, u8)> = Vec::new(); // off, header, hash, freq
-        for (off, h) in recovery::entries(&s.volume, &s.header, r, old_gen as u32) {
-            if h.flags & layout::FLAG_DEAD != 0 {
-                continue;
-            }
-            let p = s.payload(start + off, &h);
-            let hash = layout::hash_key(&p[..h.key_len as usize]);
-            let here = Loc {
-                region: r,
-                offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen18: loc_gen(old_gen),
-                freq: 0,
-            };
-            // Superseded or removed entries have no index entry pointing here.
-            if let Some(cur) = s.index.peek(hash).filter(|c| c.same_place(here)) {
-                live.push((off, h, hash, cur.freq));
-            }
-        }
-        live.sort_by_key(|&(off, _, _, freq)| (std::cmp::Reverse(freq), off));
-        self.carry_buf.clear();
-        let mut carry: Vec<(u64, u64, u8)> = Vec::new(); // (key hash, offset in carry_buf, freq)
-        for (off, h, hash, freq) in live {
-            if self.carry_buf.len() as u64 + h.stride() <= budget {
-                carry.push((hash, self.carry_buf.len() as u64, freq.saturating_sub(1)));
-                // SAFETY: claimed region, writer lock held: nobody writes it.
-                let bytes = unsafe { s.volume.slice(start + off, h.stride()) };
-                self.carry_buf.extend_from_slice(bytes);
-                continue;
-            }
-            s.index.remove(hash);
-            let p = s.payload(start + off, &h);
-            let tags_bytes = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-            self.tags
-                .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
-            s.entries.fetch_sub(1, Ordering::Relaxed);
-            s.evicted.fetch_add(1, Ordering::Relaxed);
-            s.forget_copy(hash);
-        }
-        self.open_region(s, r, gen);
-        let buf = std::mem::take(&mut self.carry_buf);
-        for &(hash, at, freq) in &carry {
-            self.carry_one(s, r, gen, hash, freq, &buf[at as usize..]);
-        }
-        self.carry_buf = buf;
-        s.carried.fetch_add(carry.len() as u64, Ordering::Relaxed);
-        Ok(r)
-    }
-
-    fn add_live(&mut self, s: &Shared, r: u32, bytes: u64) {
-        self.live[r as usize] += bytes;
-        s.bytes_live.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    fn sub_live(&mut self, s: &Shared, r: u32, bytes: u64) {
-        debug_assert!(self.live[r as usize] >= bytes, "live bytes underflow");
-        self.live[r as usize] -= bytes;
-        s.bytes_live.fetch_sub(bytes, Ordering::Relaxed);
-    }
-
-    /// How good a victim sealed region `r` is: (1 - u) · age / (1 + u), with u its
-    /// live share and age in region generations (Rosenblum & Ousterhout's cleaner).
-    fn reclaim_score(&self, s: &Shared, r: u32) -> f64 {
-        let u = self.live[r as usize] as f64 / s.header.region_bytes as f64;
-        let age = (self.next_gen - self.gens[r as usize]) as f64;
-        (1.0 - u) * age / (1.0 + u)
-    }
-
-    /// Rewrites one staged entry (`staged` starts with its header) at the head of
-    /// region `r` under generation `gen`, and repoints the index at it.
-    fn carry_one(&mut self, s: &Shared, r: u32, gen: u64, hash: u64, freq: u8, staged: &[u8]) {
-        let Some(mut h) = EntryHeader::decode(staged, layout_gen_of(staged), staged.len() as u64)
-        else {
-            debug_assert!(false, "staged entry decodes");
-            return;
-        };
-        let stride = h.stride();
-        let payload =
-            &staged[ENTRY_HEADER_BYTES as usize..(ENTRY_HEADER_BYTES + h.payload_len()) as usize];
-        h.gen = gen as u32;
-        h.flags = 0;
-        h.checksum = h.compute_checksum(payload);
-        let mut fixed = [0u8; ENTRY_HEADER_BYTES as usize];
-        h.encode(&mut fixed);
-        let head = self.fill[r as usize];
-        let off = s.header.region_start(r) + head;
-        // SAFETY: writer lock held; `head` is past every entry of the region we own.
-        unsafe {
-            s.volume.write(off + ENTRY_HEADER_BYTES, payload);
-            s.volume.write(off, &fixed);
-        }
-        self.fill[r as usize] = head + stride;
-        self.add_live(s, r, stride);
-        s.bytes_used.fetch_add(stride, Ordering::Relaxed);
-        s.index.insert(
-            hash,
-            Loc {
-                region: r,
-                offset16: (head / layout::ENTRY_ALIGN) as u32,
-                gen18: loc_gen(gen),
-                freq,
-            },
-        );
-    }
-
-    /// An entry left the index (overwritten or removed): drop its tags, mark it dead
-    /// on disk so recovery does not bring it back.
-    fn retire(&mut self, s: &Shared, hash: u64, loc: Loc) {
-        let off = s.entry_off(loc);
-        // SAFETY: writer lock held: the region cannot be reclaimed under us.
-        let raw = unsafe { s.volume.read_entry_header(off) };
-        let room = s.header.region_bytes - u64::from(loc.offset16) * layout::ENTRY_ALIGN;
-        let Some(h) = EntryHeader::decode(&raw, s.regions.gen32(loc.region), room) else {
-            debug_assert!(false, "indexed entry decodes");
-            return;
-        };
-        let p = s.payload(off, &h);
-        let tags_bytes = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-        self.tags
-            .remove(hash, layout::decode_tags(tags_bytes).map(layout::hash_tag));
-        s.volume.store_flags(off, h.flags | layout::FLAG_DEAD);
-        self.sub_live(s, loc.region, h.stride());
-        s.forget_copy(hash);
-    }
-}
-
-fn layout_gen_of(staged: &[u8]) -> u32 {
-    u32::from_le_bytes([staged[8], staged[9], staged[10], staged[11]])
 }

@@ -1,0 +1,459 @@
+//! Space: where a put's bytes go, and reclaim, which makes room inline.
+//!
+//! A put reserves its bytes by bumping the active region's write head under the
+//! allocation lock — the only lock a put holds that other puts wait for, and it is held
+//! for a few instructions. The put then copies its entry with no lock held (its
+//! reservation pins the region, so reclaim cannot take it meanwhile) and publishes it
+//! under the key's index shard lock (`Shared::publish`).
+//!
+//! When the active region is full it is sealed and the next *ready* region becomes
+//! active. Ready regions are reclaimed inline by writers: the writer that takes the last
+//! one reclaims the next right after its own put (`Shared::refill`), and a writer that
+//! finds none ready reclaims one itself (`make_ready`), alongside any other reclaimer —
+//! each works on its own region, so no writer ever waits for another's reclaim. There
+//! is no janitor thread.
+//!
+//! Reclaim picks the sealed region that frees most for least — LFS's cost-benefit,
+//! (1 - u) · age / (1 + u) with u its live share — and then:
+//! 1. writes the region's new header (new generation) to the volume. This makes every
+//!    old entry in it invalid *on disk* at once, so no crash can bring back an entry
+//!    that is removed while reclaim runs; readers are unaffected (they check entries
+//!    against the pin word's generation, not the region header);
+//! 2. claims it (`RegionTable::try_claim`: fails if a reader or an in-flight writer
+//!    pins it — then the next candidate is tried, and this region's entries simply
+//!    will not survive a crash);
+//! 3. stages the live entries worth carrying (most-hit first, within `carry_share` of
+//!    the region and leaving room for the put that asked) and drops the others from
+//!    the index (evictions);
+//! 4. writes each staged entry back at the region's head under its key's shard lock,
+//!    only if the index still points at its old place (a concurrent put or remove wins).
+//!
+//! Region lifecycle: `free → active → sealed → claimed → ready → active → ...`; free
+//! regions exist only until the volume first fills.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::index::Loc;
+use crate::layout::{self, EntryHeader, RegionHeader, ENTRY_HEADER_BYTES, REGION_HEADER_BYTES};
+use crate::recovery;
+use crate::region::loc_gen;
+use crate::store::Shared;
+use crate::{Result, StoreError};
+
+/// A region being appended to (or ready to be): its generation and write head.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Open {
+    pub region: u32,
+    pub gen: u64,
+    pub head: u64,
+}
+
+/// What the allocation lock guards.
+#[derive(Debug)]
+pub(crate) struct Alloc {
+    active: Option<Open>,
+    /// Regions reclaimed ahead of need, taken in order as the active one fills.
+    ready: VecDeque<Open>,
+    /// Sealed regions, in the order they were sealed.
+    sealed: VecDeque<u32>,
+    free: Vec<u32>,
+    /// Bytes written into each region (its header included; 0 when free).
+    fill: Vec<u64>,
+    /// A writer is refilling `ready` ahead of need.
+    refilling: bool,
+}
+
+/// Space bookkeeping shared by writers; see the module doc.
+#[derive(Debug)]
+pub(crate) struct Space {
+    alloc: Mutex<Alloc>,
+    /// Full generation of each region (0: never written).
+    gens: Box<[AtomicU64]>,
+    /// Bytes of each region's entries that the index points at.
+    live: Box<[AtomicU64]>,
+    next_gen: AtomicU64,
+    /// The volume has had to reclaim (or was full at open): admission applies.
+    pub full: AtomicBool,
+    pub bytes_used: AtomicU64,
+    pub bytes_live: AtomicU64,
+    /// Reclaim's staging buffers, reused (one per concurrent reclaim).
+    scratch: Mutex<Vec<Vec<u8>>>,
+}
+
+/// The state recovery (or formatting) hands to a new store.
+#[derive(Debug)]
+pub(crate) struct SpaceInit {
+    pub gens: Vec<u64>,
+    pub fill: Vec<u64>,
+    pub live: Vec<u64>,
+    /// Sealed regions, oldest first.
+    pub sealed: VecDeque<u32>,
+    pub free: Vec<u32>,
+    pub next_gen: u64,
+}
+
+impl SpaceInit {
+    /// An empty volume of `region_count` regions, all free.
+    pub fn empty(region_count: u32) -> SpaceInit {
+        SpaceInit {
+            gens: vec![0; region_count as usize],
+            fill: vec![0; region_count as usize],
+            live: vec![0; region_count as usize],
+            sealed: VecDeque::new(),
+            free: (0..region_count).rev().collect(),
+            next_gen: 1,
+        }
+    }
+}
+
+/// A reservation: `stride` bytes at `head` of `region`, pinned until dropped.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub region: u32,
+    pub gen: u64,
+    pub head: u64,
+    /// This writer took the last prepared region: it must `refill` after its put.
+    pub refill: bool,
+}
+
+impl Space {
+    pub fn new(init: SpaceInit) -> Space {
+        let atomics = |v: &[u64]| v.iter().map(|&x| AtomicU64::new(x)).collect();
+        Space {
+            full: AtomicBool::new(init.free.is_empty()),
+            bytes_used: AtomicU64::new(init.fill.iter().sum()),
+            bytes_live: AtomicU64::new(init.live.iter().sum()),
+            gens: atomics(&init.gens),
+            live: atomics(&init.live),
+            next_gen: AtomicU64::new(init.next_gen),
+            alloc: Mutex::new(Alloc {
+                active: None,
+                ready: VecDeque::new(),
+                sealed: init.sealed,
+                free: init.free,
+                fill: init.fill,
+                refilling: false,
+            }),
+            scratch: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock_alloc(&self) -> MutexGuard<'_, Alloc> {
+        // Alloc is updated field by field with no invariant spanning a panic point.
+        self.alloc.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn add_live(&self, region: u32, bytes: u64) {
+        self.live[region as usize].fetch_add(bytes, Ordering::Relaxed);
+        self.bytes_live.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Only while holding a pin on `region` (so reclaim cannot reset it meanwhile).
+    pub fn sub_live(&self, region: u32, bytes: u64) {
+        let old = self.live[region as usize].fetch_sub(bytes, Ordering::Relaxed);
+        debug_assert!(old >= bytes, "live bytes underflow in region {region}");
+        self.bytes_live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// The full generation of `region` and its live bytes, as regions are cut over.
+    pub fn region_gen(&self, region: u32) -> u64 {
+        self.gens[region as usize].load(Ordering::Acquire)
+    }
+}
+
+impl Shared {
+    /// Reserves `stride` bytes; the returned slot pins its region until released with
+    /// `RegionTable::unpin`. Fails with `NoSpace` only if every region is pinned.
+    pub(crate) fn reserve(&self, stride: u64) -> Result<Slot> {
+        let sp = &self.space;
+        let mut a = sp.lock_alloc();
+        loop {
+            if let Some(act) = a.active.as_mut() {
+                if act.head + stride <= self.header.region_bytes {
+                    let slot = Slot {
+                        region: act.region,
+                        gen: act.gen,
+                        head: act.head,
+                        refill: false,
+                    };
+                    act.head += stride;
+                    let head = act.head;
+                    a.fill[slot.region as usize] = head;
+                    let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
+                    assert!(pinned, "the active region's generation is stable");
+                    sp.bytes_used.fetch_add(stride, Ordering::Relaxed);
+                    let refill = a.ready.is_empty() && a.free.is_empty() && !a.refilling;
+                    a.refilling |= refill;
+                    return Ok(Slot { refill, ..slot });
+                }
+                let r = act.region;
+                a.sealed.push_back(r);
+                a.active = None;
+            }
+            if let Some(ready) = a.ready.pop_front() {
+                a.active = Some(ready);
+                continue;
+            }
+            if let Some(r) = a.free.pop() {
+                let open = self.open_free(r);
+                a.fill[r as usize] = open.head;
+                sp.bytes_used.fetch_add(open.head, Ordering::Relaxed);
+                a.active = Some(open);
+                continue;
+            }
+            // Nothing prepared: reclaim for ourselves, alongside any other reclaimer
+            // (each works on its own region), rather than wait for one.
+            sp.full.store(true, Ordering::Relaxed);
+            drop(a);
+            let made = self.make_ready(stride);
+            a = sp.lock_alloc();
+            self.add_ready(&mut a, made?);
+        }
+    }
+
+    /// Reclaims the next ready region ahead of need; called by the writer whose slot
+    /// said `refill`, after its own put is published. Failure (every region pinned) is
+    /// not an error: the next rollover reclaims on demand.
+    pub(crate) fn refill(&self) {
+        let made = self.make_ready(0);
+        let mut a = self.space.lock_alloc();
+        a.refilling = false;
+        if let Ok(open) = made {
+            self.add_ready(&mut a, open);
+        }
+    }
+
+    fn add_ready(&self, a: &mut Alloc, open: Open) {
+        a.fill[open.region as usize] = open.head;
+        a.ready.push_back(open);
+    }
+
+    /// Starts never-used region `r` (under the allocation lock: a 64-byte write).
+    fn open_free(&self, r: u32) -> Open {
+        let gen = self.take_gen();
+        self.write_region_header(r, gen);
+        let claimed = self.regions.try_claim(r, 0, gen);
+        assert!(claimed, "a free region is never pinned");
+        self.space.gens[r as usize].store(gen, Ordering::Release);
+        Open {
+            region: r,
+            gen,
+            head: REGION_HEADER_BYTES,
+        }
+    }
+
+    fn take_gen(&self) -> u64 {
+        let gen = self.space.next_gen.fetch_add(1, Ordering::Relaxed);
+        self.volume
+            .header_word(layout::VOLUME_NEXT_GEN_AT)
+            .fetch_max(gen + 1, Ordering::Relaxed);
+        gen
+    }
+
+    fn write_region_header(&self, r: u32, gen: u64) {
+        let mut hdr = [0u8; REGION_HEADER_BYTES as usize];
+        RegionHeader { gen }.encode(&mut hdr);
+        // SAFETY: only the writer reclaiming `r` (or the allocation lock holder for a free
+        // region) writes a region header, and no reader or writer touches these 64
+        // bytes: entries start after them and readers never read region headers.
+        unsafe { self.volume.write(self.header.region_start(r), &hdr) };
+    }
+
+    /// Reclaims a sealed region into a ready one with room for `need` bytes.
+    fn make_ready(&self, need: u64) -> Result<Open> {
+        let candidates: Vec<u32> = {
+            let a = self.space.lock_alloc();
+            let now = self.space.next_gen.load(Ordering::Relaxed);
+            let mut scored: Vec<(f64, u32)> = a
+                .sealed
+                .iter()
+                .map(|&r| (self.reclaim_score(r, now), r))
+                .collect();
+            scored.sort_unstable_by(|x, y| y.0.total_cmp(&x.0));
+            scored.into_iter().map(|(_, r)| r).collect()
+        };
+        let mut scratch = self.take_scratch();
+        let mut made = Err(StoreError::NoSpace);
+        for r in candidates {
+            // Take it out of `sealed` so no concurrent reclaimer picks it too.
+            {
+                let mut a = self.space.lock_alloc();
+                let Some(pos) = a.sealed.iter().position(|&x| x == r) else {
+                    continue;
+                };
+                a.sealed.remove(pos);
+            }
+            if let Some(open) = self.try_reclaim(r, need, &mut scratch) {
+                made = Ok(open);
+                break;
+            }
+            self.space.lock_alloc().sealed.push_front(r);
+        }
+        self.space
+            .scratch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(scratch);
+        made
+    }
+
+    fn take_scratch(&self) -> Vec<u8> {
+        let mut pool = self.space.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        pool.pop().unwrap_or_default()
+    }
+
+    /// (1 - u) · age / (1 + u): Rosenblum & Ousterhout's cleaner, u the live share.
+    fn reclaim_score(&self, r: u32, now: u64) -> f64 {
+        let u = self.space.live[r as usize].load(Ordering::Relaxed) as f64
+            / self.header.region_bytes as f64;
+        let age = now.saturating_sub(self.space.region_gen(r)) as f64;
+        (1.0 - u.min(1.0)) * age / (1.0 + u)
+    }
+
+    /// Steps 1-4 of the module doc for region `r`; `None` if a pin kept it.
+    fn try_reclaim(&self, r: u32, need: u64, scratch: &mut Vec<u8>) -> Option<Open> {
+        let old_gen = self.space.region_gen(r);
+        let gen = self.take_gen();
+        self.write_region_header(r, gen);
+        if !self.regions.try_claim(r, old_gen, gen) {
+            return None;
+        }
+        // Ours now: no pins, and every new pin fails. Nobody else adjusts its live
+        // bytes (that needs a pin), so reset them here.
+        let was_live = self.space.live[r as usize].swap(0, Ordering::Relaxed);
+        self.space.bytes_live.fetch_sub(was_live, Ordering::Relaxed);
+        let old_fill = std::mem::replace(
+            &mut self.space.lock_alloc().fill[r as usize],
+            REGION_HEADER_BYTES,
+        );
+        self.space.gens[r as usize].store(gen, Ordering::Release);
+
+        let room = self.header.region_bytes - REGION_HEADER_BYTES;
+        let budget = ((room as f64 * self.options.carry_share) as u64).min(room - need);
+        let carry = self.stage(r, old_gen, budget, scratch);
+        let mut head = REGION_HEADER_BYTES;
+        let mut carried = 0;
+        for c in &carry {
+            let bytes = &scratch[c.at..c.at + c.stride as usize];
+            if self.carry_one(r, gen, head, c, bytes) {
+                head += c.stride;
+                carried += 1;
+            }
+        }
+        self.carried.fetch_add(carried, Ordering::Relaxed);
+        self.space
+            .bytes_used
+            .fetch_sub(old_fill.saturating_sub(head), Ordering::Relaxed);
+        Some(Open {
+            region: r,
+            gen,
+            head,
+        })
+    }
+
+    /// Decides what of claimed region `r` survives: stages the most-hit live entries
+    /// into `scratch` (headers rewritten for generation `gen`) up to `budget` bytes and
+    /// drops every other live entry from the index.
+    fn stage(&self, r: u32, old_gen: u64, budget: u64, scratch: &mut Vec<u8>) -> Vec<Carry> {
+        let start = self.header.region_start(r);
+        let mut live: Vec<(u64, EntryHeader, u64, Loc)> = Vec::new();
+        for (off, h) in recovery::entries(&self.volume, &self.header, r, old_gen as u32) {
+            if h.flags & layout::FLAG_DEAD != 0 {
+                continue;
+            }
+            let p = self.payload(start + off, &h);
+            let hash = layout::hash_key(&p[..h.key_len as usize]);
+            let here = Loc {
+                region: r,
+                offset16: (off / layout::ENTRY_ALIGN) as u32,
+                gen18: loc_gen(old_gen),
+                freq: 0,
+            };
+            if let Some(cur) = self.index.peek(hash).filter(|c| c.same_place(here)) {
+                live.push((off, h, hash, cur));
+            }
+        }
+        live.sort_by_key(|&(off, _, _, cur)| (std::cmp::Reverse(cur.freq), off));
+        scratch.clear();
+        let mut carry = Vec::new();
+        for (off, h, hash, old) in live {
+            if scratch.len() as u64 + h.stride() <= budget {
+                carry.push(Carry {
+                    hash,
+                    old,
+                    old_gen32: old_gen as u32,
+                    at: scratch.len(),
+                    stride: h.stride(),
+                });
+                // SAFETY: claimed region: nobody else reads or writes it now.
+                let bytes = unsafe { self.volume.slice(start + off, h.stride()) };
+                scratch.extend_from_slice(bytes);
+                continue;
+            }
+            let tags = self.entry_tags(start + off, &h);
+            let evicted = self.index.update(hash, |cur| match cur {
+                Some(c) if c.same_place(old) => (None, true),
+                other => (other, false),
+            });
+            if evicted {
+                self.drop_tags(hash, &tags);
+                self.entries.fetch_sub(1, Ordering::Relaxed);
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+                self.forget_copy(hash);
+            }
+        }
+        carry
+    }
+
+    /// Writes one staged entry at `head` of region `r` if its key still maps to where
+    /// it was; true if it did.
+    fn carry_one(&self, r: u32, gen: u64, head: u64, c: &Carry, staged: &[u8]) -> bool {
+        let Some(mut h) = EntryHeader::decode(staged, c.old_gen32, c.stride) else {
+            debug_assert!(false, "a staged entry decodes");
+            return false;
+        };
+        let payload = &staged[ENTRY_HEADER_BYTES as usize..][..h.payload_len() as usize];
+        h.gen = gen as u32;
+        h.flags = 0;
+        h.checksum = h.compute_checksum(payload);
+        let mut fixed = [0u8; ENTRY_HEADER_BYTES as usize];
+        h.encode(&mut fixed);
+        let off = self.header.region_start(r) + head;
+        let new = Loc {
+            region: r,
+            offset16: (head / layout::ENTRY_ALIGN) as u32,
+            gen18: loc_gen(gen),
+            freq: c.old.freq.saturating_sub(1),
+        };
+        let moved = self.index.update(c.hash, |cur| match cur {
+            Some(cur) if cur.same_place(c.old) => {
+                // SAFETY: region `r` is claimed by this reclaimer and `head` is past
+                // every entry written into its new generation so far.
+                unsafe {
+                    self.volume.write(off + ENTRY_HEADER_BYTES, payload);
+                    self.volume.write(off, &fixed);
+                }
+                (Some(new), true)
+            }
+            other => (other, false),
+        });
+        if moved {
+            self.space.add_live(r, c.stride);
+        }
+        moved
+    }
+}
+
+/// An entry staged for carrying.
+#[derive(Debug)]
+struct Carry {
+    hash: u64,
+    old: Loc,
+    /// The generation its staged header carries (the region's previous life).
+    old_gen32: u32,
+    /// Offset in the staging buffer.
+    at: usize,
+    stride: u64,
+}
