@@ -284,7 +284,12 @@ fn put_is_rejected_while_every_region_is_pinned() {
     let first_rejected = outcomes
         .iter()
         .position(|p| *p == Put::Rejected)
-        .unwrap_or_else(|| panic!("with every region pinned, puts must be rejected: {:?}", store.stats()));
+        .unwrap_or_else(|| {
+            panic!(
+                "with every region pinned, puts must be rejected: {:?}",
+                store.stats()
+            )
+        });
     // The active region's room, plus the ready region reclaim prepared ahead.
     assert!(
         first_rejected <= 16,
