@@ -28,7 +28,6 @@ const REGION: u64 = 64 << 10;
 const CAP: u64 = 4096 + 3 * REGION;
 const KEYS: u64 = 24;
 const VOLUME_CLEAN_AT: usize = 48;
-const VOLUME_NEXT_GEN_AT: usize = 56;
 
 fn options() -> Options {
     Options {
@@ -182,12 +181,6 @@ fn make_file(template: &[u8], data: &[u8]) -> Vec<u8> {
                 r = &r[5 + n..];
             }
         }
-    }
-    // Known bug, kept out of the way so the fuzzer looks for new ones: a hint near
-    // u64::MAX overflows the generation counter (see `huge_next_generation_hint_
-    // does_not_panic` in crates/quire-store/tests/corruption.rs). Drop the top bit.
-    if file.len() >= 64 {
-        file[VOLUME_NEXT_GEN_AT + 7] &= 0x7f;
     }
     file
 }

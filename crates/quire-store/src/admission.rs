@@ -2,14 +2,15 @@
 //! writing once the volume is full.
 //!
 //! Policy (TinyLFU's doorkeeper, as a ghost set without keys): a `get` that misses
-//! counts its key; a `put` of a key not already stored is admitted only if that key
-//! has missed at least `ADMIT_MISSES` times within the sketch's window. In the usual
-//! cache-aside flow that means the second request for a key stores it, and a key asked
-//! for once (a scan, a crawler, a one-hit wonder) never displaces the working set.
+//! counts its key, and so does a `put` that is turned away; a `put` of a key not
+//! already stored is admitted only if that key was counted at least `ADMIT_MISSES`
+//! times within the sketch's window. In the usual cache-aside flow that means the
+//! second request for a key stores it, and a key asked for once (a scan, a crawler, a
+//! one-hit wonder) never displaces the working set.
 //! Counters are 8-bit, saturating at 15, and halve every `window` recorded misses so
 //! old popularity fades.
 //!
-//! Only misses touch the sketch, never hits: the hit path stays free of shared writes.
+//! Hits never touch the sketch: the hit path stays free of its shared writes.
 //! Counter updates are relaxed load/store pairs: a lost increment under a race only
 //! makes one estimate one lower, which a frequency sketch tolerates by design.
 
@@ -17,7 +18,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 const DEPTH: usize = 4;
 const COUNTER_MAX: u8 = 15;
-/// Misses a key needs before a put of it is admitted into a full volume.
+/// Counted accesses (misses, turned-away puts) a key needs before a put of it is
+/// admitted into a full volume.
 pub const ADMIT_MISSES: u8 = 2;
 
 /// The sketch. Pure policy: no clock, no I/O.

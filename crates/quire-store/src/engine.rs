@@ -57,7 +57,7 @@ pub struct Stats {
     pub rejected: u64,
     /// Entries dropped to make room (not counting explicit removes or overwrites).
     pub evicted: u64,
-    /// Entries carried forward by reclaim because they were hit since being written.
+    /// Entries carried forward by reclaim (live entries it kept, most-hit first).
     pub carried: u64,
     /// Hits served from the RAM tier (a subset of `hits`).
     pub ram_hits: u64,

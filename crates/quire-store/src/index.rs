@@ -166,7 +166,7 @@ impl Index {
         out
     }
 
-    /// Points `hash` at `loc` (recovery, before the store is shared).
+    #[cfg(test)]
     pub fn insert(&self, hash: u64, loc: Loc) {
         self.update(hash, |_| (Some(loc), ()));
     }

@@ -3,13 +3,16 @@
 //! Two engines implement one contract ([`Engine`]):
 //!
 //! - [`Store`]: one file per volume, preallocated to its cap and memory-mapped. The file
-//!   is cut into fixed-size regions written append-only; the writer that needs space
-//!   reclaims the oldest region inline (carrying recently-hit entries forward within a
-//!   bounded share of write bandwidth), so the cap holds by construction and there is no
-//!   janitor. An in-RAM index maps key hashes to packed locations; a hit is a pinned
-//!   slice of the mapping (and the volume's fd + offset for `sendfile`). Admission keeps
-//!   one-hit wonders out; a RAM tier can hold the hot set. Restart is warm: the regions
-//!   are scanned and every entry is checked (magic, version, generation, checksum).
+//!   is cut into fixed-size regions written append-only. A put reserves bytes in the
+//!   active region (a short lock), copies its entry with no lock held and publishes it
+//!   under its key's index shard lock. Space is reclaimed inline by the writers that
+//!   need it (no janitor): the region that frees most for least is claimed, its most-hit
+//!   live entries are carried forward within a bounded share of the region and the rest
+//!   are evicted, so the cap holds by construction. An in-RAM index maps key hashes to
+//!   packed locations; a hit is a pinned slice of the mapping (and the volume's fd +
+//!   offset for `sendfile`). Admission keeps one-hit wonders out; a RAM tier can hold
+//!   the hot set. Restart is warm: the regions are scanned and every entry is checked
+//!   (magic, version, generation, checksum).
 //! - [`FileStore`]: the file-per-entry design seed 002 replaced (open/read/close plus a
 //!   copy per read, temp file + rename per write, a periodic janitor that walks the
 //!   directory), kept as the baseline the benchmark compares against.

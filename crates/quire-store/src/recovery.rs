@@ -146,7 +146,15 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
         .header_word(layout::VOLUME_NEXT_GEN_AT)
         .load(std::sync::atomic::Ordering::Relaxed);
     let max_gen = used.last().map_or(0, |&(g, _)| g);
-    space.next_gen = max_gen.max(hint).max(1) + 1;
+    // The hint is not checksummed (it is bumped as regions open): trust it only within
+    // a plausible distance of what the region headers say, so a damaged one can
+    // neither overflow nor make generations wrap.
+    let hint = if hint > max_gen && hint - max_gen < 1 << 32 {
+        hint
+    } else {
+        max_gen
+    };
+    space.next_gen = hint.max(1) + 1;
 
     let index = Index::new();
     for &(gen, r) in &used {
@@ -163,7 +171,7 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
                 break;
             }
             end = off + h.stride();
-            if h.flags & layout::FLAG_DEAD != 0 {
+            if h.is_dead() {
                 continue;
             }
             let key = &payload[..h.key_len as usize];
@@ -173,7 +181,17 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
                 gen18: loc_gen(gen),
                 freq: 0,
             };
-            index.insert(layout::hash_key(key), loc);
+            // A later write of the key supersedes this one: mark the earlier entry
+            // dead on disk now, or a remove of the later one followed by another
+            // crash would bring it back.
+            index.update(layout::hash_key(key), |old| {
+                if let Some(old) = old {
+                    let at = header.region_start(old.region)
+                        + u64::from(old.offset16) * layout::ENTRY_ALIGN;
+                    volume.store_flags(at, layout::FLAGS_DEAD);
+                }
+                (Some(loc), ())
+            });
         }
         report.torn_regions += u32::from(torn);
         space.fill[r as usize] = end;
@@ -197,7 +215,7 @@ fn rebuild_live(
         let start = header.region_start(r);
         let end = space.fill[r as usize];
         for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
-            if h.flags & layout::FLAG_DEAD != 0 {
+            if h.is_dead() {
                 continue;
             }
             // SAFETY: no other thread has the volume yet.

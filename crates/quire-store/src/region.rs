@@ -80,8 +80,7 @@ impl RegionTable {
         (self.words[region as usize].load(Ordering::Acquire) >> 32) as u32
     }
 
-    /// Readers holding pins on `region` now.
-    #[cfg(test)]
+    /// Readers and writers holding pins on `region` now.
     pub fn pins(&self, region: u32) -> u32 {
         self.words[region as usize].load(Ordering::Relaxed) as u32
     }

@@ -157,7 +157,7 @@ impl Space {
         self.bytes_live.fetch_sub(bytes, Ordering::Relaxed);
     }
 
-    /// The full generation of `region` and its live bytes, as regions are cut over.
+    /// The full generation of `region`.
     pub fn region_gen(&self, region: u32) -> u64 {
         self.gens[region as usize].load(Ordering::Acquire)
     }
@@ -315,6 +315,9 @@ impl Shared {
     /// Steps 1-4 of the module doc for region `r`; `None` if a pin kept it.
     fn try_reclaim(&self, r: u32, need: u64, scratch: &mut Vec<u8>) -> Option<Open> {
         let old_gen = self.space.region_gen(r);
+        if self.regions.pins(r) > 0 {
+            return None; // would fail the claim; spare its on-disk entries
+        }
         let gen = self.take_gen();
         self.write_region_header(r, gen);
         if !self.regions.try_claim(r, old_gen, gen) {
@@ -360,7 +363,7 @@ impl Shared {
         let start = self.header.region_start(r);
         let mut live: Vec<(u64, EntryHeader, u64, Loc)> = Vec::new();
         for (off, h) in recovery::entries(&self.volume, &self.header, r, old_gen as u32) {
-            if h.flags & layout::FLAG_DEAD != 0 {
+            if h.is_dead() {
                 continue;
             }
             let p = self.payload(start + off, &h);

@@ -35,8 +35,8 @@ use crate::{Result, StoreError};
 /// How a [`Store`] is laid out and behaves. `Options::default()` is what quire uses.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Region size; `None` derives it from the cap (about 1/64 of it, a power of two
-    /// between 64 KiB and 16 MiB) so reclaiming one region frees under 2 % of the cap.
+    /// Region size; `None` derives it from the cap (1/128 of it rounded down to a power
+    /// of two between 64 KiB and 16 MiB). It also bounds the largest object.
     pub region_bytes: Option<u64>,
     /// Largest object (key + tags + meta + body + entry header) accepted; `None` means
     /// whatever fits in a region. Larger puts fail with [`StoreError::TooLarge`].
@@ -383,7 +383,7 @@ impl Shared {
             None => self.entry_header(loc),
         };
         if let Some((h, off)) = found {
-            self.volume.store_flags(off, h.flags | layout::FLAG_DEAD);
+            self.volume.store_flags(off, layout::FLAGS_DEAD);
             self.space.sub_live(loc.region, h.stride());
             let tags = self.entry_tags(off, &h);
             self.drop_tags(hash, &tags);
@@ -433,6 +433,9 @@ impl Engine for Store {
             && s.index.peek(hash).is_none()
             && !s.sketch.admits(hash)
         {
+            // A put is an access too: a key written blind and then asked for is
+            // admitted on that first miss.
+            s.sketch.record(hash);
             s.rejected.fetch_add(1, Ordering::Relaxed);
             return Ok(Put::Rejected);
         }

@@ -333,7 +333,6 @@ fn entries_of(file: &[u8], key: &[u8]) -> Vec<(u64, u16)> {
 /// the key is removed (which marks only the newer) and the process crashes again, the
 /// older value comes back: a removed key returns, with a stale value.
 #[test]
-#[ignore = "bug: recovery leaves superseded duplicates live; a later remove + crash resurrects them"]
 fn crash_between_write_and_retire_then_remove_stays_removed() {
     let dir = tempfile::tempdir().unwrap();
     let vol = dir.path().join("vol");
