@@ -16,7 +16,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
-use crate::region::LOC_GEN_BITS;
+use crate::layout::ENTRY_ALIGN;
+use crate::region::{loc_gen, LOC_GEN_BITS};
 
 const SHARDS: usize = 64;
 const REGION_BITS: u32 = 24;
@@ -40,6 +41,17 @@ pub struct Loc {
 pub const REGIONS_MAX: u64 = 1 << REGION_BITS;
 
 impl Loc {
+    /// The entry at byte `offset` of `region`, written in generation `gen`, not yet hit.
+    pub fn at(region: u32, offset: u64, gen: u64) -> Loc {
+        debug_assert_eq!(offset % ENTRY_ALIGN, 0, "entries are 16-byte aligned");
+        Loc {
+            region,
+            offset16: (offset / ENTRY_ALIGN) as u32,
+            gen18: loc_gen(gen),
+            freq: 0,
+        }
+    }
+
     fn pack(self) -> u64 {
         debug_assert!(u64::from(self.region) < REGIONS_MAX);
         debug_assert!(self.offset16 < 1 << OFFSET_BITS);

@@ -20,7 +20,6 @@ use std::path::Path;
 use crate::index::{Index, Loc};
 use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
-use crate::region::loc_gen;
 use crate::space::SpaceInit;
 use crate::store::OpenReport;
 use crate::tags::TagIndex;
@@ -175,12 +174,7 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
                 continue;
             }
             let key = &payload[..h.key_len as usize];
-            let loc = Loc {
-                region: r,
-                offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen18: loc_gen(gen),
-                freq: 0,
-            };
+            let loc = Loc::at(r, off, gen);
             // A later write of the key supersedes this one: mark the earlier entry
             // dead on disk now, or a remove of the later one followed by another
             // crash would bring it back.
@@ -221,12 +215,7 @@ fn rebuild_live(
             // SAFETY: no other thread has the volume yet.
             let p = unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
             let hash = layout::hash_key(&p[..h.key_len as usize]);
-            let here = Loc {
-                region: r,
-                offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen18: loc_gen(gen),
-                freq: 0,
-            };
+            let here = Loc::at(r, off, gen);
             if index.peek(hash).is_some_and(|l| l.same_place(here)) {
                 space.live[r as usize] += h.stride();
                 let t = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];

@@ -368,12 +368,7 @@ impl Shared {
             }
             let p = self.payload(start + off, &h);
             let hash = layout::hash_key(&p[..h.key_len as usize]);
-            let here = Loc {
-                region: r,
-                offset16: (off / layout::ENTRY_ALIGN) as u32,
-                gen18: loc_gen(old_gen),
-                freq: 0,
-            };
+            let here = Loc::at(r, off, old_gen);
             if let Some(cur) = self.index.peek(hash).filter(|c| c.same_place(here)) {
                 live.push((off, h, hash, cur));
             }
@@ -425,10 +420,8 @@ impl Shared {
         h.encode(&mut fixed);
         let off = self.header.region_start(r) + head;
         let new = Loc {
-            region: r,
-            offset16: (head / layout::ENTRY_ALIGN) as u32,
-            gen18: loc_gen(gen),
             freq: c.old.freq.saturating_sub(1),
+            ..Loc::at(r, head, gen)
         };
         let moved = self.index.update(c.hash, |cur| match cur {
             Some(cur) if cur.same_place(c.old) => {

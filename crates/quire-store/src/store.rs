@@ -26,7 +26,7 @@ use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::ram_tier::{self, RamTier};
 use crate::recovery::{self, Probe};
-use crate::region::{loc_gen, RegionTable};
+use crate::region::RegionTable;
 use crate::space::Space;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
@@ -459,12 +459,7 @@ impl Engine for Store {
         // region alone; no published entry covers them, so no reader reads them before
         // `publish` below, and the slot's pin keeps reclaim away.
         unsafe { entry.write(&s.volume, off, slot.gen as u32) };
-        let loc = Loc {
-            region: slot.region,
-            offset16: (slot.head / layout::ENTRY_ALIGN) as u32,
-            gen18: loc_gen(slot.gen),
-            freq: 0,
-        };
+        let loc = Loc::at(slot.region, slot.head, slot.gen);
         s.publish(hash, loc, stride, tags);
         s.regions.unpin(slot.region);
         s.admitted.fetch_add(1, Ordering::Relaxed);
