@@ -356,9 +356,9 @@ impl Shared {
         })
     }
 
-    /// Decides what of claimed region `r` survives: stages the most-hit live entries
-    /// into `scratch` (headers rewritten for generation `gen`) up to `budget` bytes and
-    /// drops every other live entry from the index.
+    /// Decides what of claimed region `r` survives: copies the most-hit live entries
+    /// verbatim into `scratch` up to `budget` bytes (`carry_one` rewrites their headers)
+    /// and drops every other live entry from the index.
     fn stage(&self, r: u32, old_gen: u64, budget: u64, scratch: &mut Vec<u8>) -> Vec<Carry> {
         let start = self.header.region_start(r);
         let mut live: Vec<(u64, EntryHeader, u64, Loc)> = Vec::new();
