@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use quire_store::bench::report::{MixedEngine, MixedReport, Report};
+use quire_store::bench::report::{MixedEngine, MixedReport, RamTierRow, Report};
 use quire_store::bench::{self, BenchConfig};
 
 use crate::cli::BenchStoreArgs;
@@ -143,6 +143,100 @@ fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
             "  get hits alone: p50 {:.1} vs {:.1} us, p99 {:.1} vs {:.1} us (quire vs baseline)",
             q.p50_us, b.p50_us, q.p99_us, b.p99_us
         );
+    }
+}
+
+/// One line reading the RAM-tier rows: the range of on/off ratios and where the best
+/// and worst were; in how many rows the tier was faster (or slower) in every round,
+/// which is what sets a real difference apart from noise; and how much of the timed
+/// hits the tier served. `None` without rows.
+pub fn ram_tier_summary(rows: &[RamTierRow]) -> Option<String> {
+    let by_ratio = |a: &&RamTierRow, b: &&RamTierRow| a.ratio.total_cmp(&b.ratio);
+    let lo = rows.iter().min_by(by_ratio)?;
+    let hi = rows.iter().max_by(by_ratio)?;
+    let where_ = |r: &RamTierRow| {
+        format!(
+            "{} x {} ({}), {} thread{}",
+            bytes(r.size_bytes as u64),
+            r.objects,
+            r.case,
+            r.threads,
+            if r.threads == 1 { "" } else { "s" }
+        )
+    };
+    let mut line = format!(
+        "RAM tier on/off: {:.2}x-{:.2}x (best at {}, worst at {})",
+        lo.ratio,
+        hi.ratio,
+        where_(hi),
+        where_(lo)
+    );
+    let rounded: Vec<&RamTierRow> = rows.iter().filter(|r| r.rounds >= 2).collect();
+    if !rounded.is_empty() {
+        let faster = rounded.iter().filter(|r| r.round_ratio_min > 1.0).count();
+        let slower = rounded.iter().filter(|r| r.round_ratio_max < 1.0).count();
+        let _ = write!(
+            line,
+            "; on faster in every round in {faster} of {} rows, slower in every round in \
+             {slower}, mixed (noise) in {}",
+            rounded.len(),
+            rounded.len() - faster - slower
+        );
+    }
+    let shares = rows.iter().map(|r| r.ram_hit_share);
+    let share_lo = shares.clone().fold(f64::INFINITY, f64::min);
+    let share_hi = shares.fold(f64::NEG_INFINITY, f64::max);
+    let _ = write!(
+        line,
+        "; RAM served {:.1}-{:.1} % of the timed hits",
+        share_lo * 100.0,
+        share_hi * 100.0
+    );
+    if share_lo < 0.9 {
+        line.push_str(" (under 90 % somewhere: that row says little about the tier)");
+    }
+    Some(line)
+}
+
+fn ram_tier_section(out: &mut String, rows: &[RamTierRow]) {
+    let _ = writeln!(
+        out,
+        "\nram tier (quire only): gets/s with the RAM tier off vs on, uniformly random keys, \
+         everything cached, the tier warmed up (every object got twice first); off and on \
+         alternate in rounds, \"rounds\" is the lowest-highest on/off of a round"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<12} {:<9} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7} {:>11} {:>9}",
+        "case",
+        "size",
+        "objects",
+        "regions",
+        "threads",
+        "off",
+        "on",
+        "on/off",
+        "rounds",
+        "RAM hits"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<9} {:>7} {:>7} {:>7} {:>9} {:>9} {:>6.2}x {:>11} {:>7.1} %",
+            r.case,
+            bytes(r.size_bytes as u64),
+            r.objects,
+            r.regions,
+            r.threads,
+            rate(r.off_ops_per_sec),
+            rate(r.on_ops_per_sec),
+            r.ratio,
+            format!("{:.2}-{:.2}", r.round_ratio_min, r.round_ratio_max),
+            r.ram_hit_share * 100.0,
+        );
+    }
+    if let Some(line) = ram_tier_summary(rows) {
+        let _ = writeln!(out, "  {line}");
     }
 }
 
@@ -317,6 +411,9 @@ pub fn render(r: &Report) -> String {
             s.reopen_ms
         );
     }
+    if let Some(rows) = &r.ram_tier {
+        ram_tier_section(&mut out, rows);
+    }
     if let Some(per) = r.index_bytes_per_entry {
         let _ = writeln!(out, "\nquire index: {per:.1} bytes of RAM per entry");
     }
@@ -386,5 +483,80 @@ mod tests {
         assert!(!text.contains("overflow"));
         r.restart = None;
         assert!(!render(&r).contains("restart"));
+        assert!(!render(&r).contains("ram tier"));
+        r.ram_tier = Some(vec![tier_row("warm", 100, 8, 1.3, (1.2, 1.4), 1.0)]);
+        let text = render(&r);
+        assert!(text.contains("ram tier (quire only)"), "{text}");
+        assert!(text.contains("1.30M"), "{text}");
+        assert!(text.contains("RAM tier on/off: 1.30x-1.30x"), "{text}");
+        assert!(text.contains("1.20-1.40"), "{text}");
+    }
+
+    fn tier_row(
+        case: &str,
+        size: usize,
+        threads: usize,
+        ratio: f64,
+        rounds: (f64, f64),
+        share: f64,
+    ) -> RamTierRow {
+        RamTierRow {
+            case: case.into(),
+            size_bytes: size,
+            objects: 2000,
+            threads,
+            off_ops_per_sec: 1e6,
+            on_ops_per_sec: 1e6 * ratio,
+            ratio,
+            ram_hit_share: share,
+            rounds: 4,
+            round_ratio_min: rounds.0,
+            round_ratio_max: rounds.1,
+            ..RamTierRow::default()
+        }
+    }
+
+    #[test]
+    fn ram_tier_summary_reads_the_rows() {
+        assert_eq!(ram_tier_summary(&[]), None);
+        let rows = [
+            tier_row("warm", 100, 1, 0.97, (0.8, 1.1), 1.0),
+            tier_row("warm", 10_000, 8, 1.04, (1.01, 1.09), 0.999),
+            tier_row("few_regions", 100, 2, 0.9, (0.85, 0.95), 1.0),
+            tier_row("few_regions", 100, 8, 1.5, (0.99, 2.0), 1.0),
+        ];
+        let line = ram_tier_summary(&rows).expect("rows");
+        assert!(line.starts_with("RAM tier on/off: 0.90x-1.50x"), "{line}");
+        assert!(
+            line.contains("best at 100 B x 2000 (few_regions), 8 threads"),
+            "{line}"
+        );
+        assert!(
+            line.contains("worst at 100 B x 2000 (few_regions), 2 threads"),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "on faster in every round in 1 of 4 rows, slower in every round in 1, \
+                 mixed (noise) in 2"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("RAM served 99.9-100.0 % of the timed hits"),
+            "{line}"
+        );
+        assert!(!line.contains("under 90 %"), "{line}");
+
+        let mut one = tier_row("warm", 10_000, 1, 0.8, (0.8, 0.8), 0.5);
+        one.rounds = 1;
+        let line = ram_tier_summary(&[one]).expect("rows");
+        assert!(
+            line.contains("0.80x-0.80x (best at 9.8 KiB x 2000"),
+            "{line}"
+        );
+        assert!(!line.contains("every round"), "{line}");
+        assert!(line.contains("(warm), 1 thread, worst"), "{line}");
+        assert!(line.contains("under 90 %"), "{line}");
     }
 }

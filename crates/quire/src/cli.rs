@@ -28,7 +28,8 @@ pub enum Command {
 pub enum BenchCommand {
     /// Compare quire's memory-mapped store with the file-per-entry baseline (seed 002's
     /// tests: warm reads, realistic mix with and without scans, eviction sweep,
-    /// overflow, warm restart). Exits non-zero if any hit returned wrong bytes.
+    /// overflow, warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit
+    /// returned wrong bytes.
     Store(BenchStoreArgs),
 }
 
@@ -74,6 +75,9 @@ pub enum ScenarioArg {
     /// Hit ratio before and after close + reopen (quire only).
     #[value(name = "restart")]
     Restart,
+    /// Warm reads with quire's RAM tier off vs on (quire only).
+    #[value(name = "ram_tier", alias = "ram-tier")]
+    RamTier,
 }
 
 impl From<ScenarioArg> for Scenario {
@@ -85,6 +89,7 @@ impl From<ScenarioArg> for Scenario {
             ScenarioArg::Eviction => Scenario::Eviction,
             ScenarioArg::Overflow => Scenario::Overflow,
             ScenarioArg::Restart => Scenario::Restart,
+            ScenarioArg::RamTier => Scenario::RamTier,
         }
     }
 }
@@ -128,6 +133,10 @@ mod tests {
             let Command::Bench(BenchCommand::Store(args)) = cli.command;
             assert_eq!(args.only.map(Scenario::from), Some(s));
         }
+        let cli =
+            Cli::try_parse_from(["quire", "bench", "store", "--only", "ram-tier"]).expect("parses");
+        let Command::Bench(BenchCommand::Store(args)) = cli.command;
+        assert_eq!(args.only.map(Scenario::from), Some(Scenario::RamTier));
         assert!(Cli::try_parse_from(["quire", "bench", "store", "--only", "nope"]).is_err());
         assert!(Cli::try_parse_from(["quire", "bench"]).is_err());
     }

@@ -6,7 +6,8 @@
 //! realistic Zipf mix of gets (cache-aside), puts and deletes over heavy-tailed sizes with
 //! a working set twice the cap, with and without one-hit scans, its hit ratio read against
 //! an exact LRU replaying the very same op streams; an eviction sweep; writing ten times
-//! the cap while watching the disk; and a warm restart.
+//! the cap while watching the disk; a warm restart; and quire alone with its RAM tier
+//! off and on.
 //!
 //! Everything but [`run`](run::run) is generic over [`Engine`](crate::Engine):
 //!
@@ -17,7 +18,7 @@
 //! - [`lru`]: the exact-LRU reference.
 //! - [`histogram`]: latency histogram and percentiles.
 //! - [`tally`]: mismatches and errors seen.
-//! - [`warm`], [`mixed`], [`eviction`], [`restart`]: the scenarios.
+//! - [`warm`], [`mixed`], [`eviction`], [`restart`], [`ram_tier`]: the scenarios.
 //! - [`machine`]: the machine and its state during the run.
 //! - [`report`]: the results as serialisable data.
 //! - [`run`](mod@run): parameters, scratch directories, and the run of both engines.
@@ -28,6 +29,7 @@ pub mod histogram;
 pub mod lru;
 pub mod machine;
 pub mod mixed;
+pub mod ram_tier;
 pub mod report;
 pub mod restart;
 pub mod run;
@@ -51,16 +53,18 @@ pub enum Scenario {
     Eviction,
     Overflow,
     Restart,
+    RamTier,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::WarmReads,
         Scenario::Mixed,
         Scenario::MixedScan,
         Scenario::Eviction,
         Scenario::Overflow,
         Scenario::Restart,
+        Scenario::RamTier,
     ];
 
     /// The scenario's key in the JSON report.
@@ -72,6 +76,7 @@ impl Scenario {
             Scenario::Eviction => "eviction",
             Scenario::Overflow => "overflow",
             Scenario::Restart => "restart",
+            Scenario::RamTier => "ram_tier",
         }
     }
 
@@ -98,6 +103,7 @@ mod tests {
             assert_eq!(Scenario::from_name(s.name()), Some(s));
         }
         assert_eq!(Scenario::from_name("mixed-scan"), Some(Scenario::MixedScan));
+        assert_eq!(Scenario::from_name("ram-tier"), Some(Scenario::RamTier));
         assert_eq!(Scenario::from_name("nope"), None);
     }
 }

@@ -1,7 +1,7 @@
 //! The benchmark's results as plain serialisable data: what `quire bench store` prints
 //! and writes with `--json`. The top-level keys `warm_reads`, `mixed`, `mixed_scan`,
-//! `eviction`, `overflow` and `restart` are a contract (null for a scenario not run);
-//! the rest is extra detail.
+//! `eviction`, `overflow`, `restart` and `ram_tier` are a contract (null for a scenario
+//! not run); the rest is extra detail.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +21,8 @@ pub struct Report {
     pub eviction: Option<EvictionReport>,
     pub overflow: Option<OverflowReport>,
     pub restart: Option<RestartReport>,
+    /// quire's warm reads with the RAM tier off and on.
+    pub ram_tier: Option<Vec<RamTierRow>>,
     pub machine: Machine,
     /// "quick" or "full".
     pub mode: String,
@@ -63,6 +65,36 @@ pub struct WarmRow {
     /// Objects each engine actually stored during the fill.
     pub quire_stored: u64,
     pub baseline_stored: u64,
+}
+
+/// One (case, size, threads) point of the RAM-tier comparison (quire only).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RamTierRow {
+    pub size_bytes: usize,
+    pub objects: usize,
+    pub threads: usize,
+    /// Aggregate gets per second with the RAM tier off.
+    pub off_ops_per_sec: f64,
+    /// The same, with a RAM tier large enough for every object, warmed up.
+    pub on_ops_per_sec: f64,
+    /// on / off.
+    pub ratio: f64,
+    /// Hits served from RAM over all hits, during the timed reads with the tier on.
+    pub ram_hit_share: f64,
+    /// "warm" (a warm_reads case) or "few_regions" (a small hot set packed in a
+    /// region or two, where every pinned read contends on the same pin counts).
+    pub case: String,
+    /// Regions the objects span (bytes written over the region size, rounded up).
+    pub regions: u64,
+    /// Bytes the RAM tier held after the warm-up.
+    pub ram_bytes: u64,
+    pub off_hit_ratio: f64,
+    pub on_hit_ratio: f64,
+    /// The timed reads alternate off and on in this many rounds; on/off of the round
+    /// with the lowest and the highest ratio (how steady the comparison was).
+    pub rounds: usize,
+    pub round_ratio_min: f64,
+    pub round_ratio_max: f64,
 }
 
 /// Latency percentiles of one kind of op, in microseconds.

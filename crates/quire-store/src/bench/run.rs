@@ -12,9 +12,10 @@ use super::eviction;
 use super::lru;
 use super::machine::{CpuTimes, Machine};
 use super::mixed::{self, Versions};
+use super::ram_tier;
 use super::report::{
-    EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, Report, RestartReport,
-    StatsReport, WarmRow,
+    EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, RamTierRow, Report,
+    RestartReport, StatsReport, WarmRow,
 };
 use super::restart;
 use super::tally::Tally;
@@ -81,6 +82,15 @@ pub struct Params {
     /// The restart working set's bytes as a share of its cap.
     pub restart_fill: f64,
     pub restart_sizes: SizeModel,
+    /// The RAM-tier comparison reads the `warm` cases of these sizes (their objects, cap
+    /// and `warm_duration`) with these thread counts.
+    pub ram_sizes: Vec<usize>,
+    pub ram_threads: Vec<usize>,
+    /// A small hot set that sits in a region or two, and its thread counts.
+    pub ram_hot: WarmCase,
+    pub ram_hot_threads: Vec<usize>,
+    /// Rounds each RAM-tier timed read is cut into, alternating off and on.
+    pub ram_rounds: usize,
     /// One hit in this many is checked byte for byte.
     pub check_every: u64,
 }
@@ -138,6 +148,11 @@ impl Params {
                 min: 1024,
                 max: 256 << 10,
             },
+            ram_sizes: vec![100, 10_000],
+            ram_threads: vec![1, 2, 8],
+            ram_hot: warm(100, 2_000, None),
+            ram_hot_threads: vec![2, 8],
+            ram_rounds: 4,
             check_every: 64,
         };
         if !quick {
@@ -169,6 +184,7 @@ impl Params {
             sweep_batch: 2_000,
             overflow_factor: 5,
             restart_cap: 32 * MIB,
+            ram_threads: vec![1, 8],
             ..common
         }
     }
@@ -326,6 +342,9 @@ pub fn run(config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Repor
     }
     if wants(Scenario::Restart) {
         report.restart = Some(b.restart(progress)?);
+    }
+    if wants(Scenario::RamTier) {
+        report.ram_tier = Some(b.ram_tier(progress)?);
     }
 
     machine.finish(cpu_start, CpuTimes::now());
@@ -623,6 +642,82 @@ impl Bench<'_> {
         })
     }
 
+    /// quire alone, RAM tier off and on: two volumes filled alike and both warmed up,
+    /// then for each thread count timed reads of the one without the tier and of the one
+    /// with it, in alternating rounds.
+    fn ram_tier(&self, progress: &mut dyn FnMut(&str)) -> Result<Vec<RamTierRow>, BenchError> {
+        let p = self.params;
+        let warm = p
+            .warm
+            .iter()
+            .filter(|c| p.ram_sizes.contains(&c.size))
+            .map(|c| ("warm", c, &p.ram_threads));
+        let hot = std::iter::once(("few_regions", &p.ram_hot, &p.ram_hot_threads));
+        let mut rows = Vec::new();
+        for (name, case, threads) in warm.chain(hot) {
+            progress(&format!(
+                "ram tier ({name}), {} objects of {} B: quire off vs on",
+                case.objects, case.size
+            ));
+            let off_dir = self.scratch.fresh("ram-tier-off")?;
+            let on_dir = self.scratch.fresh("ram-tier-on")?;
+            let options = Options {
+                region_bytes: case.region_bytes,
+                ..Options::default()
+            };
+            let off = open_quire(&off_dir, case.cap, options.clone())?;
+            let on = open_quire(
+                &on_dir,
+                case.cap,
+                Options {
+                    ram_tier_bytes: case.cap,
+                    ..options
+                },
+            )?;
+            for store in [&off, &on] {
+                warm::fill(store, case.objects, case.size, self.tally);
+                ram_tier::warm_up(store, case.objects, case.size, self.tally);
+            }
+            let on_stats = on.stats();
+            let regions = on_stats.bytes_used.div_ceil(on.region_bytes().max(1));
+            for &t in threads {
+                let c = ram_tier::compare(
+                    &off,
+                    &on,
+                    case.objects,
+                    case.size,
+                    t,
+                    p.warm_duration,
+                    p.ram_rounds,
+                    p.check_every,
+                    self.tally,
+                );
+                let (round_ratio_min, round_ratio_max) = c.round_range();
+                rows.push(RamTierRow {
+                    size_bytes: case.size,
+                    objects: case.objects,
+                    threads: t,
+                    off_ops_per_sec: c.off.ops_per_sec(),
+                    on_ops_per_sec: c.on.ops_per_sec(),
+                    ratio: c.on_over_off(),
+                    ram_hit_share: c.ram_hit_share,
+                    case: name.to_string(),
+                    regions,
+                    ram_bytes: on_stats.ram_bytes,
+                    off_hit_ratio: c.off.hit_ratio(),
+                    on_hit_ratio: c.on.hit_ratio(),
+                    rounds: c.round_ratios.len(),
+                    round_ratio_min,
+                    round_ratio_max,
+                });
+            }
+            close_quire(off)?;
+            close_quire(on)?;
+            drop((off_dir, on_dir));
+        }
+        Ok(rows)
+    }
+
     fn restart(&self, progress: &mut dyn FnMut(&str)) -> Result<RestartReport, BenchError> {
         let p = self.params;
         let sizes = p.restart_sizes;
@@ -680,7 +775,22 @@ mod tests {
         assert!(q.mixed_measured_ops < f.mixed_measured_ops);
         assert!(q.sweep_objects < f.sweep_objects);
         assert!(q.warm_duration < f.warm_duration);
-        for case in q.warm.iter().chain(&f.warm) {
+        assert!(q.ram_threads.len() < f.ram_threads.len());
+        for p in [&q, &f] {
+            // The RAM-tier comparison reuses warm cases: each of its sizes must have one.
+            for size in &p.ram_sizes {
+                assert_eq!(
+                    p.warm.iter().filter(|c| c.size == *size).count(),
+                    1,
+                    "no single warm case of {size} B"
+                );
+            }
+            assert!(
+                p.ram_hot.objects * p.ram_hot.size <= 1 << 20,
+                "not a small hot set"
+            );
+        }
+        for case in q.warm.iter().chain(&f.warm).chain([&q.ram_hot, &f.ram_hot]) {
             assert!(
                 (case.objects * case.size) as u64 * 2 <= case.cap,
                 "{case:?} does not fit comfortably"
