@@ -496,13 +496,13 @@ impl Shared {
         let moved = self.index.update(c.hash, |cur| match cur {
             Some(cur) if cur.same_place(c.old) => {
                 write(&h);
+                // Counted before the key is visible (see `Shared::publish`).
+                self.space.add_live(dest.region, c.stride);
                 (Some(new), true)
             }
             other => (other, false),
         });
-        if moved {
-            self.space.add_live(dest.region, c.stride);
-        } else {
+        if !moved {
             write(&EntryHeader {
                 flags: layout::FLAGS_DEAD,
                 ..h

@@ -147,7 +147,7 @@ fn layout_for(cap_bytes: u64, options: &Options) -> Result<(VolumeHeader, u64)> 
     }
     if !(0.0..=0.9).contains(&options.carry_share) {
         return bad(format!(
-            "carry_share {} must be within 0..=0.5",
+            "carry_share {} must be within 0..=0.9",
             options.carry_share
         ));
     }
@@ -405,9 +405,11 @@ impl Shared {
                 self.lock_tags()
                     .add(hash, tags.iter().map(|t| layout::hash_tag(t)));
             }
+            // Counted before the key is visible, so a racing remove's retire never
+            // subtracts bytes not yet added.
+            self.space.add_live(loc.region, stride);
             (Some(loc), old.is_some())
         });
-        self.space.add_live(loc.region, stride);
         if !replaced {
             self.entries.fetch_add(1, Ordering::Relaxed);
         }
