@@ -5,8 +5,8 @@
 //! average over the table's growth cycle. The full key is not kept in RAM: it is on disk
 //! in the entry, and a lookup compares it there (a hash collision reads as a miss).
 //!
-//! Locks are held only for the table operation itself: the writer copies an entry into
-//! the volume first and takes a shard's write lock just to publish it, so readers
+//! Locks are held only for the table operation itself: a writer copies its entry into
+//! the volume first and takes the shard's write lock just to publish it, so readers
 //! never wait for I/O. Readers bump the location's 2-bit hit counter (the reclaim
 //! policy's frequency) with a compare-and-swap under the read lock, and only while it
 //! is below its ceiling, so a hot key stops writing its cache line once it saturates.

@@ -1,15 +1,16 @@
-//! Region pins: how a reader's handle and the writer's reclaim agree on who owns a
-//! region's bytes, without either waiting for the other.
+//! Region pins: how readers' handles, writers' reservations and reclaim agree on who
+//! owns a region's bytes, without any of them waiting for another.
 //!
 //! Each region has one atomic word: the high 32 bits are the low 32 bits of its
-//! generation, the low 32 bits count the readers pinning it.
+//! generation, the low 32 bits count the pins on it (readers' handles, and writers
+//! between reserving bytes and publishing their entry).
 //!
 //! - A reader pins with `fetch_add(1)` and then checks the generation it saw in the old
 //!   word against the one its index location carries. On a mismatch it unpins and the
 //!   lookup is a miss. A match means the region cannot change until it unpins.
-//! - The writer claims a region for reuse with one compare-and-swap from
-//!   `(gen, 0 pins)` to `(new gen, 0 pins)`. If any reader holds a pin the swap fails and
-//!   the writer picks another region: reclaim never waits for a slow client and never
+//! - A reclaimer claims a region for reuse with one compare-and-swap from
+//!   `(gen, 0 pins)` to `(new gen, 0 pins)`. If anyone holds a pin the swap fails and
+//!   reclaim picks another region: it never waits for a slow client and never
 //!   takes bytes a handle points at.
 //!
 //! So a handle held across a reclaim keeps exactly its original bytes (its region was
@@ -65,7 +66,7 @@ impl RegionTable {
     }
 
     /// Claims `region` for rewriting: succeeds only if nobody pins it. Afterwards pins
-    /// carrying the old generation fail, so the writer may overwrite its bytes.
+    /// carrying the old generation fail, so the claimer may overwrite its bytes.
     pub fn try_claim(&self, region: u32, old_gen: u64, new_gen: u64) -> bool {
         let from = u64::from(old_gen as u32) << 32;
         let to = u64::from(new_gen as u32) << 32;
@@ -75,7 +76,7 @@ impl RegionTable {
     }
 
     /// The low 32 bits of `region`'s generation. Stable while the caller holds a pin
-    /// on it or the writer lock.
+    /// on it or has claimed it.
     pub fn gen32(&self, region: u32) -> u32 {
         (self.words[region as usize].load(Ordering::Acquire) >> 32) as u32
     }

@@ -2,15 +2,18 @@
 //!
 //! This module (with `handle`) is where the store's `unsafe` lives. The mapping is a
 //! `MmapRaw`: no `&mut [u8]` over it ever exists, because readers hold `&[u8]` slices
-//! into entries while the single writer appends elsewhere. Who may touch which bytes is
-//! the store's protocol, stated where it is upheld:
+//! into entries while writers append elsewhere. Who may touch which bytes is the
+//! store's protocol, stated where it is upheld:
 //! - bytes of an entry, once published in the index, are never written again while its
 //!   region keeps its generation, except the entry's `flags` word, which is only
 //!   accessed atomically (`store_flags`/`read_entry_header`);
-//! - a region's generation changes only when the writer claims it with no reader pinned
-//!   (`region::RegionTable::try_claim`), and only then may the writer overwrite it;
-//! - only the writer (under the writer lock) writes, and only to bytes no published
-//!   entry covers.
+//! - a writer writes only the bytes it reserved (`space`: disjoint ranges handed out
+//!   under the allocation lock, past every published entry), holding a pin on the region
+//!   until its entry is published;
+//! - a region's generation changes only when a reclaimer claims it with no pin held
+//!   (`region::RegionTable::try_claim`), and only then may that reclaimer rewrite it;
+//! - region headers are written only by the writer that opens or reclaims the region;
+//!   readers never read them.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -97,7 +100,7 @@ impl Volume {
     ///
     /// # Safety
     /// For as long as the slice lives, no one writes those bytes: the caller holds a
-    /// pin on the region they lie in (or is the writer, or runs before any other thread
+    /// pin on the region they lie in (or has claimed it, or runs before any other thread
     /// has the store), and the range excludes every entry `flags` word.
     pub unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
         self.check(off, len);
@@ -109,8 +112,8 @@ impl Volume {
     /// Copies `bytes` into the volume at `off`.
     ///
     /// # Safety
-    /// The caller is the writer and no reader can reach these bytes: they lie past
-    /// every published entry of a region the writer owns (active or just claimed).
+    /// The caller reserved these bytes (or claimed their region) and no reader can
+    /// reach them: no published entry covers them.
     pub unsafe fn write(&self, off: u64, bytes: &[u8]) {
         self.check(off, bytes.len() as u64);
         // SAFETY: in bounds (checked); exclusive by the caller's guarantee; `bytes` is
