@@ -19,7 +19,7 @@
 //!   field").
 //! - **Range sets are bounded, sorted and coalesced.** More than [`RANGES_MAX`]
 //!   range-specs → the full body; overlapping, unsorted or nearly adjacent ranges are
-//!   merged (§14.2, §17.15), so a hostile header never multiplies the bytes sent.
+//!   merged (§15.3.7.2, §14.2, §17.15), so a hostile header never multiplies the bytes sent.
 //! - **Every parser is bounded** by [`ETAG_LIST_ITEMS_MAX`] and [`RANGES_MAX`] and is
 //!   total over arbitrary bytes.
 
@@ -40,7 +40,7 @@ pub const ETAG_LIST_ITEMS_MAX: usize = 64;
 pub const RANGES_MAX: usize = 32;
 
 /// Ranges separated by fewer bytes than this are merged into one part: the gap is
-/// cheaper than the part headers of a multipart response (§14.2 allows coalescing
+/// cheaper than the part headers of a multipart response (§15.3.7.2 allows coalescing
 /// "ranges that are separated by a gap that is smaller than the overhead of sending
 /// multiple parts").
 pub const RANGE_GAP_COALESCE_BYTES: u64 = 80;
@@ -345,7 +345,7 @@ fn parse_pos(digits: &[u8]) -> Option<u64> {
 }
 
 /// Maps range-specs onto a body of `len > 0` bytes (RFC 9110 §14.1.2), drops the
-/// unsatisfiable ones, and sorts and coalesces the rest (§14.2).
+/// unsatisfiable ones, and sorts and coalesces the rest (§15.3.7.2).
 fn resolve(specs: &[ByteRangeSpec], len: u64) -> RangeAnswer {
     debug_assert!(len > 0);
     let mut ranges: Vec<(u64, u64)> = specs
@@ -371,7 +371,7 @@ fn resolve(specs: &[ByteRangeSpec], len: u64) -> RangeAnswer {
 }
 
 /// Sorts inclusive ranges and merges those that overlap or are separated by fewer
-/// than [`RANGE_GAP_COALESCE_BYTES`] (§14.2: a server "MAY coalesce any of the ranges
+/// than [`RANGE_GAP_COALESCE_BYTES`] (§15.3.7.2: a server "MAY coalesce any of the ranges
 /// that overlap, or that are separated by a gap that is smaller than the overhead of
 /// sending multiple parts, regardless of the order"; §17.15 on overlapping and
 /// out-of-order sets as a denial-of-service vector).
@@ -410,7 +410,7 @@ pub struct MultipartPart {
     pub range: (u64, u64),
 }
 
-/// How to write a multi-range 206 (RFC 9110 §14.6): the `Content-Type` and
+/// How to write a multi-range 206 (RFC 9110 §15.3.7.2, §14.6): the `Content-Type` and
 /// `Content-Length` of the response, the parts in order, then `trailer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MultipartPlan {
@@ -437,10 +437,10 @@ pub fn boundary_for(seed: u64) -> String {
 
 /// Plans a `multipart/byteranges` body (RFC 9110 §14.6) for `ranges` of a body of
 /// `body_len` bytes whose own `Content-Type` is `content_type`. Each part carries that
-/// `Content-Type` and its `Content-Range` (§14.6: "each body part's header section
-/// MUST contain Content-Range").
+/// `Content-Type` and its `Content-Range` (§15.3.7.2: the server MUST generate a
+/// `Content-Range` in each part's header section).
 ///
-/// A single range should not be sent as multipart (§14.6: "a server ... MUST NOT
+/// A single range should not be sent as multipart (§15.3.7.2: "a server ... MUST NOT
 /// generate a multipart response to a request for a single range"); use
 /// [`content_range`] for it.
 pub fn multipart_plan(
@@ -999,7 +999,7 @@ mod tests {
         assert_eq!(range(&[], 10), RangeAnswer::Full);
     }
 
-    /// RFC 9110 §14.2, §17.15: ranges are sorted, overlaps and small gaps coalesced.
+    /// RFC 9110 §15.3.7.2, §17.15: ranges are sorted, overlaps and small gaps coalesced.
     #[test]
     fn ranges_sorted_and_coalesced() {
         assert_eq!(
@@ -1121,7 +1121,7 @@ mod tests {
         assert_eq!(content_range(999, 999, 1000), "bytes 999-999/1000");
     }
 
-    /// RFC 9110 §14.6: multipart/byteranges layout and length.
+    /// RFC 9110 §14.6, §15.3.7.2: multipart/byteranges layout and length.
     #[test]
     fn multipart_plan_layout() {
         let b = boundary_for(42);
