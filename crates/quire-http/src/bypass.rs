@@ -22,6 +22,7 @@
 
 use std::fmt;
 
+use crate::syntax::trim_ows;
 use http::header::{AUTHORIZATION, COOKIE};
 use http::{HeaderMap, Method};
 
@@ -211,16 +212,6 @@ fn matches_any(name: &[u8], patterns: &[String]) -> bool {
             None => name == p,
         }
     })
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
 }
 
 #[cfg(test)]

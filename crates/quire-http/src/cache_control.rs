@@ -25,6 +25,7 @@
 //!   lenient about the rest. A targeted field that is empty or malformed is ignored and
 //!   `Cache-Control` applies (RFC 9213 §2.1).
 
+use crate::syntax::{is_tchar, trim_ows};
 use http::header::{HeaderMap, HeaderName, CACHE_CONTROL};
 
 /// The `CDN-Cache-Control` response header field (RFC 9213 §3).
@@ -468,38 +469,6 @@ fn skip_element(line: &[u8], mut i: usize) -> usize {
         }
     }
     i
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// tchar (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'!' | b'#'
-                | b'$'
-                | b'%'
-                | b'&'
-                | b'\''
-                | b'*'
-                | b'+'
-                | b'-'
-                | b'.'
-                | b'^'
-                | b'_'
-                | b'`'
-                | b'|'
-                | b'~'
-        )
 }
 
 #[cfg(test)]

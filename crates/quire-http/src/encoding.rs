@@ -24,6 +24,7 @@
 
 use std::fmt;
 
+use crate::syntax::{is_tchar, trim_ows};
 use http::header::ACCEPT_ENCODING;
 use http::HeaderMap;
 
@@ -330,21 +331,6 @@ pub fn parse_qvalue(v: &[u8]) -> Option<u16> {
         b"1" if thousandths == 0 => Some(Q_MAX),
         _ => None,
     }
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// RFC 9110 §5.6.2 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]

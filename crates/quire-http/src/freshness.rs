@@ -37,6 +37,7 @@ use http::header::{
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::cache_control::{CacheControl, Delta, MaxStale, Qualified, Source, CDN_CACHE_CONTROL};
+use crate::syntax::trim_ows;
 
 /// Field names listed in `Connection` that are honoured; more is hostile input.
 const CONNECTION_NAMES_MAX: usize = 64;
@@ -743,16 +744,6 @@ pub fn invalidation_locations(resp_headers: &HeaderMap) -> Vec<&str> {
         .filter(|v| !v.is_empty())
         .take(INVALIDATION_LOCATIONS_MAX)
         .collect()
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::syntax::{is_tchar, trim_ows};
 use http::header::VARY;
 use http::{HeaderMap, HeaderValue, Method, Uri};
 
@@ -750,21 +751,6 @@ fn put_len(k: &mut Vec<u8>, mut n: usize) {
 fn put_bytes(k: &mut Vec<u8>, b: &[u8]) {
     put_len(k, b.len());
     k.extend_from_slice(b);
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// RFC 9110 §5.6.2 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 
 use std::fmt;
 
+use crate::syntax::is_tchar;
 use http::HeaderValue;
 
 /// The cache name quire uses as its list member (RFC 9211 §2: "the identity of the
@@ -257,11 +258,6 @@ pub fn is_sf_token(s: &str) -> bool {
     };
     (first.is_ascii_alphabetic() || first == b'*')
         && bytes.all(|b| is_tchar(b) || b == b':' || b == b'/')
-}
-
-/// RFC 9110 §5.6.2 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Writes `s` as an RFC 8941 §4.1.6 sf-string: `"` and `\` escaped, characters
