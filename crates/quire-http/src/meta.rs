@@ -42,7 +42,10 @@
 //! ```
 
 use http::{HeaderName, HeaderValue};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use xxhash_rust::xxh3::xxh3_64;
+
+use crate::freshness::StoredTiming;
 
 /// The first bytes of every encoded record.
 pub const MAGIC: [u8; 4] = *b"QMTA";
@@ -71,22 +74,8 @@ const HEAD_LEN: usize = 12;
 const CHECKSUM_LEN: usize = 8;
 const FIXED_PAYLOAD_LEN: usize = 2 + 2 + 10 * 8;
 
-/// Boolean facts of a stored response, mirroring
-/// [`crate::freshness::TimingFlags`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MetaFlags {
-    /// `no-cache` in either form: every reuse needs validation (RFC 9111 §5.2.2.4).
-    pub no_cache: bool,
-    /// `must-revalidate`, `proxy-revalidate` or `s-maxage`: never served stale
-    /// (RFC 9111 §4.2.4, §5.2.2.2, §5.2.2.8).
-    pub forbids_stale: bool,
-    /// `ETag` or `Last-Modified` present: revalidation can be conditional.
-    pub has_validator: bool,
-    /// The lifetime is heuristic (RFC 9111 §4.2.2).
-    pub heuristic: bool,
-    /// `immutable` (RFC 8246).
-    pub immutable: bool,
-}
+/// Boolean facts of a stored response: the same flags the reuse decision reads.
+pub use crate::freshness::TimingFlags as MetaFlags;
 
 /// Everything stored about a response besides its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,6 +184,55 @@ mod bit {
     pub const CONTENT_ENCODING: u16 = 1 << 13;
     /// Every bit version 1 defines; others are rejected.
     pub const KNOWN: u16 = 0x1f | 0x3f00;
+}
+
+impl StoredMeta {
+    /// The reuse facts [`freshness::reuse`](crate::freshness::reuse) needs, from this
+    /// record.
+    pub fn timing(&self) -> StoredTiming {
+        StoredTiming {
+            request_time: from_unix_ms(self.request_time_ms),
+            response_time: from_unix_ms(self.response_time_ms),
+            date: from_unix_ms(self.date_ms),
+            age_at_store: Duration::from_millis(self.age_at_store_ms),
+            freshness_lifetime: self.freshness_lifetime_ms.map(Duration::from_millis),
+            stale_while_revalidate: self.stale_while_revalidate_ms.map(Duration::from_millis),
+            stale_if_error: self.stale_if_error_ms.map(Duration::from_millis),
+            flags: self.flags,
+        }
+    }
+
+    /// Records `t` in this record's timing fields, to the millisecond (durations over
+    /// `u64::MAX` ms saturate).
+    pub fn set_timing(&mut self, t: &StoredTiming) {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.request_time_ms = to_unix_ms(t.request_time);
+        self.response_time_ms = to_unix_ms(t.response_time);
+        self.date_ms = to_unix_ms(t.date);
+        self.age_at_store_ms = ms(t.age_at_store);
+        self.freshness_lifetime_ms = t.freshness_lifetime.map(ms);
+        self.stale_while_revalidate_ms = t.stale_while_revalidate.map(ms);
+        self.stale_if_error_ms = t.stale_if_error.map(ms);
+        self.flags = t.flags;
+    }
+}
+
+/// Unix milliseconds (negative before 1970) to a time.
+fn from_unix_ms(ms: i64) -> SystemTime {
+    let d = Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 {
+        UNIX_EPOCH + d
+    } else {
+        UNIX_EPOCH - d
+    }
+}
+
+/// A time to unix milliseconds, saturating at the `i64` range.
+fn to_unix_ms(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |m| -m),
+    }
 }
 
 /// Encodes `meta` (layout in the module doc). Fails only when a length or count

@@ -391,3 +391,28 @@ proptest! {
         prop_assert!(decode(&buf).is_err());
     }
 }
+
+/// The record keeps exactly what `freshness::reuse` reads, to the millisecond.
+#[test]
+fn timing_round_trips_through_the_record() {
+    use crate::freshness::{StoredTiming, TimingFlags};
+    use std::time::{Duration, UNIX_EPOCH};
+    let t = StoredTiming {
+        request_time: UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
+        response_time: UNIX_EPOCH + Duration::from_millis(1_700_000_000_456),
+        date: UNIX_EPOCH - Duration::from_millis(5_000),
+        age_at_store: Duration::from_millis(1_500),
+        freshness_lifetime: Some(Duration::from_millis(60_250)),
+        stale_while_revalidate: None,
+        stale_if_error: Some(Duration::from_secs(300)),
+        flags: TimingFlags {
+            forbids_stale: true,
+            heuristic: true,
+            ..TimingFlags::default()
+        },
+    };
+    let mut m = decode(&encode(&sample()).unwrap()).unwrap();
+    m.set_timing(&t);
+    let back = decode(&encode(&m).unwrap()).unwrap().timing();
+    assert_eq!(back, t);
+}
