@@ -48,6 +48,7 @@ pub trait EntryRef: Send + Sync + 'static {
 
 /// Counters and gauges every engine reports. Counters only grow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "bench", derive(serde::Serialize))]
 pub struct Stats {
     pub hits: u64,
     pub misses: u64,

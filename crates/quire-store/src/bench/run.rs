@@ -15,7 +15,7 @@ use super::mixed::{self, Versions};
 use super::ram_tier;
 use super::report::{
     EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, RamTierRow, Report,
-    RestartReport, StatsReport, WarmRow,
+    RestartReport, WarmRow,
 };
 use super::restart;
 use super::tally::Tally;
@@ -366,6 +366,33 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// Fills `engine` with a warm-read case's objects, then times reads at every
+    /// thread count.
+    fn fill_and_read<E: Engine>(
+        &self,
+        engine: &E,
+        case: &WarmCase,
+    ) -> (warm::Fill, Vec<warm::Reads>) {
+        let p = self.params;
+        let fill = warm::fill(engine, case.objects, case.size, self.tally);
+        let reads = p
+            .warm_threads
+            .iter()
+            .map(|&t| {
+                warm::reads(
+                    engine,
+                    case.objects,
+                    case.size,
+                    t,
+                    p.warm_duration,
+                    p.check_every,
+                    self.tally,
+                )
+            })
+            .collect();
+        (fill, reads)
+    }
+
     fn warm_reads(&self, progress: &mut dyn FnMut(&str)) -> Result<Vec<WarmRow>, BenchError> {
         let p = self.params;
         let mut rows = Vec::new();
@@ -383,22 +410,7 @@ impl Bench<'_> {
                     ..Options::default()
                 },
             )?;
-            let qfill = warm::fill(&store, case.objects, case.size, self.tally);
-            let q = p
-                .warm_threads
-                .iter()
-                .map(|&t| {
-                    warm::reads(
-                        &store,
-                        case.objects,
-                        case.size,
-                        t,
-                        p.warm_duration,
-                        p.check_every,
-                        self.tally,
-                    )
-                })
-                .collect::<Vec<_>>();
+            let (qfill, q) = self.fill_and_read(&store, case);
             close_quire(store)?;
             drop(dir);
 
@@ -408,22 +420,7 @@ impl Bench<'_> {
             ));
             let dir = self.scratch.fresh("warm-baseline")?;
             let files = open_baseline(&dir, case.cap)?;
-            let bfill = warm::fill(&files, case.objects, case.size, self.tally);
-            let b = p
-                .warm_threads
-                .iter()
-                .map(|&t| {
-                    warm::reads(
-                        &files,
-                        case.objects,
-                        case.size,
-                        t,
-                        p.warm_duration,
-                        p.check_every,
-                        self.tally,
-                    )
-                })
-                .collect::<Vec<_>>();
+            let (bfill, b) = self.fill_and_read(&files, case);
             drop(files);
             drop(dir);
 
@@ -579,8 +576,8 @@ impl Bench<'_> {
             quire_readback_hit_ratio: ratio(q.readback_hits, q.readback_gets),
             baseline_readback_hit_ratio: ratio(b.readback_hits, b.readback_gets),
             quire_admission: admission,
-            quire_stats: StatsReport::from(&q_stats),
-            baseline_stats: StatsReport::from(&b_stats),
+            quire_stats: q_stats,
+            baseline_stats: b_stats,
         };
         let series = EngineSeries {
             quire: q.batches,
