@@ -24,6 +24,10 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store, StoreError};
 
+#[path = "../../crates/quire-store/tests/common/mod.rs"]
+mod common;
+use common::meta_of;
+
 const REGION: u64 = 64 << 10;
 const CAP: u64 = 4096 + 3 * REGION;
 const KEYS: u64 = 24;
@@ -37,12 +41,10 @@ fn options() -> Options {
     }
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+
+/// Bodies of 24 B to ~3 KB.
+fn body_of(k: u64, v: u64) -> Vec<u8> {
+    common::body(k, v, |r| 24 + (r % 3000) as usize)
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
@@ -53,24 +55,7 @@ fn tag_of(k: u64) -> Vec<u8> {
     format!("g{}", k % 3).into_bytes()
 }
 
-/// Body of (key, version): key, version, length, then a pattern; 24 B to ~3 KB.
-fn body_of(k: u64, v: u64) -> Vec<u8> {
-    let mut s = k.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ v;
-    let len = 24 + (splitmix(&mut s) % 3000) as usize;
-    let mut out = Vec::with_capacity(len + 8);
-    out.extend_from_slice(&k.to_le_bytes());
-    out.extend_from_slice(&v.to_le_bytes());
-    out.extend_from_slice(&(len as u64).to_le_bytes());
-    while out.len() < len {
-        out.extend_from_slice(&splitmix(&mut s).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
-fn meta_of(k: u64, v: u64) -> Vec<u8> {
-    format!("k={k} v={v}").into_bytes()
-}
 
 fn put(store: &Store, k: u64, v: u64) -> Put {
     store
@@ -80,14 +65,9 @@ fn put(store: &Store, k: u64, v: u64) -> Put {
 
 /// A hit must be exactly a value once written for its key; returns its version.
 fn check(h: &Handle, k: u64) -> u64 {
+    let v = common::version_if_exact(h, k, body_of)
+        .unwrap_or_else(|| panic!("key {k}: the hit is not a value ever written for it"));
     let b = h.body();
-    assert!(b.len() >= 24, "key {k}: a body of {} bytes", b.len());
-    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let v = word(1);
-    assert_eq!(word(0), k, "key {k}: the body of another key");
-    assert_eq!(word(2), b.len() as u64, "key {k}: length");
-    assert!(b == &body_of(k, v)[..], "key {k} v{v}: body bytes differ");
-    assert_eq!(h.meta(), &meta_of(k, v)[..], "key {k} v{v}: meta differs");
     let ext = h.body_extent().expect("the store hands out extents");
     let file = std::fs::File::from(ext.fd.try_clone_to_owned().unwrap());
     let mut buf = vec![0u8; ext.len as usize];

@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store, StoreError};
 
+mod common;
+use common::{meta_of, splitmix};
+
 const CAP: u64 = (1 << 20) + 4096;
 const REGION: u64 = 64 << 10;
 const KEYS: u64 = 40;
@@ -43,50 +46,17 @@ fn options() -> Options {
     }
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// Bodies of 24 B to ~6 KB.
+fn body_of(k: u64, v: u64) -> Vec<u8> {
+    common::body(k, v, |r| 24 + (r % 6000) as usize)
+}
+
+fn version_if_exact(h: &Handle, k: u64) -> Option<u64> {
+    common::version_if_exact(h, k, body_of)
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
     format!("corrupt/{k}").into_bytes()
-}
-
-/// Body of (key, version): key, version, length, then a pattern; 24 B to ~6 KB.
-fn body_of(k: u64, v: u64) -> Vec<u8> {
-    let mut s = k.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ v;
-    let len = 24 + (splitmix(&mut s) % 6000) as usize;
-    let mut out = Vec::with_capacity(len + 8);
-    out.extend_from_slice(&k.to_le_bytes());
-    out.extend_from_slice(&v.to_le_bytes());
-    out.extend_from_slice(&(len as u64).to_le_bytes());
-    while out.len() < len {
-        out.extend_from_slice(&splitmix(&mut s).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-fn meta_of(k: u64, v: u64) -> Vec<u8> {
-    format!("k={k} v={v}").into_bytes()
-}
-
-/// If the hit for key `k` is self-consistent, its version.
-fn version_if_exact(h: &Handle, k: u64) -> Option<u64> {
-    let b = h.body();
-    if b.len() < 24 {
-        return None;
-    }
-    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let v = word(1);
-    (word(0) == k
-        && word(2) == b.len() as u64
-        && b == &body_of(k, v)[..]
-        && h.meta() == &meta_of(k, v)[..])
-        .then_some(v)
 }
 
 /// What was written: each key's current version (None: removed or never written).

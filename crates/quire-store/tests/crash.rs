@@ -25,7 +25,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quire_store::{Engine, EntryRef, Handle, Options, Put, Store};
+use quire_store::{Engine, Handle, Options, Put, Store};
+
+mod common;
+use common::{meta_of, splitmix};
 
 const CHILD_ENV: &str = "QUIRE_CRASH_CHILD";
 const LOG_ENV: &str = "QUIRE_CRASH_LOG";
@@ -45,12 +48,20 @@ fn options() -> Options {
     }
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// Bodies of 24 B to 100 KB, mostly small.
+fn body_of(k: u64, v: u64) -> Vec<u8> {
+    common::body(k, v, |r| match r % 100 {
+        0..=69 => 24 + r as usize % 4000,
+        70..=94 => 4000 + r as usize % 30_000,
+        _ => 30_000 + r as usize % 70_000,
+    })
+}
+
+/// Checks a hit for key `k` is exactly the value of the version it carries; returns
+/// that version.
+fn check(h: &Handle, k: u64) -> u64 {
+    common::version_if_exact(h, k, body_of)
+        .unwrap_or_else(|| panic!("key {k}: the hit is not a value ever written for it"))
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
@@ -59,45 +70,6 @@ fn key_bytes(k: u64) -> Vec<u8> {
 
 fn tag_of(k: u64) -> Vec<u8> {
     format!("g{}", k % 4).into_bytes()
-}
-
-/// Body of (key, version): key, version, length, then a pattern; 16 B to 100 KB,
-/// mostly small.
-fn body_of(k: u64, v: u64) -> Vec<u8> {
-    let mut s = k.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ v;
-    let r = splitmix(&mut s);
-    let len = match r % 100 {
-        0..=69 => 24 + r as usize % 4000,
-        70..=94 => 4000 + r as usize % 30_000,
-        _ => 30_000 + r as usize % 70_000,
-    };
-    let mut out = Vec::with_capacity(len + 8);
-    out.extend_from_slice(&k.to_le_bytes());
-    out.extend_from_slice(&v.to_le_bytes());
-    out.extend_from_slice(&(len as u64).to_le_bytes());
-    while out.len() < len {
-        out.extend_from_slice(&splitmix(&mut s).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
-
-fn meta_of(k: u64, v: u64) -> Vec<u8> {
-    format!("k={k} v={v}").into_bytes()
-}
-
-/// Checks a hit for key `k` is exactly the value of the version it carries; returns
-/// that version.
-fn check(h: &Handle, k: u64) -> u64 {
-    let b = h.body();
-    assert!(b.len() >= 24, "key {k}: body of {} bytes", b.len());
-    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    assert_eq!(word(0), k, "a body of key {} under key {k}", word(0));
-    let v = word(1);
-    assert_eq!(word(2), b.len() as u64, "key {k} v{v}: length");
-    assert!(b == &body_of(k, v)[..], "key {k} v{v}: body bytes differ");
-    assert_eq!(h.meta(), &meta_of(k, v)[..], "key {k} v{v}: meta");
-    v
 }
 
 /// The child: writes until killed (or, as a safety net, for 20 s).
