@@ -62,7 +62,14 @@ fuzz_target!(|data: &[u8]| {
     let _ = encoding::parse_accept_encoding(&h);
     let _ = bypass::bypass(&Method::GET, &h, &bypass::BypassConfig::default());
     let _ = conditional::evaluate_preconditions(&Method::GET, &h, Some("\"x\""), Some(now));
-    let _ = conditional::evaluate_range(&h, &Method::GET, 1 << 20, Some("\"x\""), Some(now), Some(now));
+    let _ = conditional::evaluate_range(
+        &h,
+        &Method::GET,
+        1 << 20,
+        Some("\"x\""),
+        Some(now),
+        Some(now),
+    );
     let _ = key::vary_fields(&h);
     if let Ok(text) = std::str::from_utf8(data) {
         let kc = key::KeyConfig::default();

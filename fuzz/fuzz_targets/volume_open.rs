@@ -41,7 +41,6 @@ fn options() -> Options {
     }
 }
 
-
 /// Bodies of 24 B to ~3 KB.
 fn body_of(k: u64, v: u64) -> Vec<u8> {
     common::body(k, v, |r| 24 + (r % 3000) as usize)
@@ -54,8 +53,6 @@ fn key_bytes(k: u64) -> Vec<u8> {
 fn tag_of(k: u64) -> Vec<u8> {
     format!("g{}", k % 3).into_bytes()
 }
-
-
 
 fn put(store: &Store, k: u64, v: u64) -> Put {
     store
