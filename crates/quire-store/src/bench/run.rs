@@ -366,6 +366,28 @@ struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// Replays the mixed op `streams` against `engine`, fresh versions per engine.
+    fn run_mixed<E: Engine>(
+        &self,
+        engine: &E,
+        streams: &workload::Streams,
+        sizes: &SizeModel,
+        keys: usize,
+        name: &str,
+    ) -> mixed::MixedOutcome {
+        let versions = Versions::new(keys);
+        let p = self.params;
+        mixed::run(
+            engine,
+            streams,
+            sizes,
+            &versions,
+            p.check_every,
+            name,
+            self.tally,
+        )
+    }
+
     /// Fills `engine` with a warm-read case's objects, then times reads at every
     /// thread count.
     fn fill_and_read<E: Engine>(
@@ -467,32 +489,14 @@ impl Bench<'_> {
         progress(&format!("{name}: quire"));
         let dir = self.scratch.fresh(&format!("{name}-quire"))?;
         let store = open_quire(&dir, p.mixed_cap, Options::default())?;
-        let versions = Versions::new(keys);
-        let q = mixed::run(
-            &store,
-            &streams,
-            &sizes,
-            &versions,
-            p.check_every,
-            name,
-            self.tally,
-        );
+        let q = self.run_mixed(&store, &streams, &sizes, keys, name);
         close_quire(store)?;
         drop(dir);
 
         progress(&format!("{name}: baseline"));
         let dir = self.scratch.fresh(&format!("{name}-baseline"))?;
         let files = open_baseline(&dir, p.mixed_cap)?;
-        let versions = Versions::new(keys);
-        let b = mixed::run(
-            &files,
-            &streams,
-            &sizes,
-            &versions,
-            p.check_every,
-            name,
-            self.tally,
-        );
+        let b = self.run_mixed(&files, &streams, &sizes, keys, name);
         drop(files);
         drop(dir);
 
@@ -719,15 +723,7 @@ impl Bench<'_> {
         let p = self.params;
         let sizes = p.restart_sizes;
         let keys = sizes.keys_for_bytes((p.restart_cap as f64 * p.restart_fill) as u64);
-        let spec = StreamSpec {
-            threads: 1,
-            warmup_ops: 4 * keys,
-            measured_ops: 2 * keys,
-            keys,
-            zipf_s: 0.99,
-            mix: Mix::READ_MOSTLY,
-            seed: self.seed ^ 0x7265_7374,
-        };
+        let spec = StreamSpec::restart(keys, self.seed ^ 0x7265_7374);
         let streams = workload::generate(&spec);
         let versions = Versions::new(keys);
         progress("restart: quire");

@@ -343,15 +343,7 @@ fn sweep_and_overflow_count_and_sample() {
 fn restart_tells_warm_from_cold() {
     let cap = 4 << 20;
     let keys = SIZES.keys_for_bytes(cap * 3 / 4);
-    let spec = StreamSpec {
-        threads: 1,
-        warmup_ops: 4 * keys,
-        measured_ops: 2 * keys,
-        keys,
-        zipf_s: 0.99,
-        mix: Mix::READ_MOSTLY,
-        seed: 9,
-    };
+    let spec = StreamSpec::restart(keys, 9);
     let streams = workload::generate(&spec);
     let shared = Arc::new(MapEngine::new(cap));
     let tally = Tally::new();

@@ -92,6 +92,22 @@ pub struct StreamSpec {
     pub seed: u64,
 }
 
+impl StreamSpec {
+    /// The restart scenario's stream: one thread, Zipf 0.99, read-mostly, a warm-up of
+    /// four passes' worth of ops over `keys` and a measured segment of two.
+    pub fn restart(keys: usize, seed: u64) -> StreamSpec {
+        StreamSpec {
+            threads: 1,
+            warmup_ops: 4 * keys,
+            measured_ops: 2 * keys,
+            keys,
+            zipf_s: 0.99,
+            mix: Mix::READ_MOSTLY,
+            seed,
+        }
+    }
+}
+
 /// Generates every thread's stream. Thread `t` draws from its own RNG seeded by
 /// `(seed, t)`; the rank → key-id permutation is fixed by `seed` alone, so the same key
 /// space and popularity order hold for a spec with or without scans.
