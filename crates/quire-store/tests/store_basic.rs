@@ -149,3 +149,75 @@ fn ram_tier_serves_hot_entries_and_never_stale_ones() {
     assert!(s.get(b"hot").is_none());
     assert_eq!(s.stats().ram_hits, 1);
 }
+
+#[test]
+fn field_limits_are_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 16 << 20); // 128 KiB regions: a 64 KiB key fits
+    let long_key = vec![b'k'; (64 << 10) + 1];
+    assert!(matches!(
+        s.put(&long_key, b"", b"", &[]),
+        Err(StoreError::FieldTooLong { what: "key", .. })
+    ));
+    let long_tag = vec![b't'; 65_536];
+    assert!(matches!(
+        s.put(b"k", b"", b"", &[&long_tag]),
+        Err(StoreError::FieldTooLong { what: "tag", .. })
+    ));
+    let many: Vec<&[u8]> = vec![b"t"; 1025];
+    assert!(matches!(
+        s.put(b"k", b"", b"", &many),
+        Err(StoreError::FieldTooLong {
+            what: "tag list",
+            ..
+        })
+    ));
+    // At the limits the put is fine.
+    assert_eq!(s.put(&long_key[1..], b"", b"", &[]).unwrap(), Put::Stored);
+    assert_eq!(s.stats().entries, 1);
+}
+
+#[test]
+fn impossible_options_are_refused_before_touching_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vol");
+    let bad = [
+        (
+            4 << 20,
+            Options {
+                region_bytes: Some(100_000),
+                ..Options::default()
+            },
+        ),
+        (
+            4 << 20,
+            Options {
+                region_bytes: Some(32 << 10),
+                ..Options::default()
+            },
+        ),
+        (100 << 10, Options::default()),
+        (
+            4 << 20,
+            Options {
+                carry_share: 0.95,
+                ..Options::default()
+            },
+        ),
+        (
+            4 << 20,
+            Options {
+                max_object_bytes: Some(1 << 30),
+                ..Options::default()
+            },
+        ),
+    ];
+    for (cap, options) in bad {
+        let err = Store::open(&path, cap, options.clone()).unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidOptions(_)),
+            "{options:?}: {err}"
+        );
+        assert!(!path.exists(), "{options:?}: nothing may be created");
+    }
+}
