@@ -217,7 +217,6 @@ impl Shared {
             }
             // Nothing prepared: reclaim for ourselves, alongside any other reclaimer
             // (each works on its own region), rather than wait for one.
-            sp.full.store(true, Ordering::Relaxed);
             drop(a);
             let made = self.make_ready(stride);
             a = sp.lock_alloc();
@@ -275,6 +274,9 @@ impl Shared {
 
     /// Reclaims a sealed region into a ready one with room for `need` bytes.
     fn make_ready(&self, need: u64) -> Result<Open> {
+        // Reclaiming at all means the volume is full: admission applies from now on,
+        // whether this reclaim runs ahead of need (refill) or on demand.
+        self.space.full.store(true, Ordering::Relaxed);
         let candidates: Vec<u32> = {
             let a = self.space.lock_alloc();
             let now = self.space.next_gen.load(Ordering::Relaxed);

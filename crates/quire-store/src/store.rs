@@ -284,6 +284,121 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Whether a `put` of `key` now would pass admission (it may still be declined for
+    /// lack of reclaimable space). Records nothing. For callers that store one logical
+    /// object as several entries: decide once, on the entry that makes the others
+    /// reachable, then write the parts with [`Store::put_admitted`].
+    pub fn admits(&self, key: &[u8]) -> bool {
+        let s = &*self.shared;
+        let hash = layout::hash_key(key);
+        !s.options.admission
+            || !s.space.full.load(Ordering::Relaxed)
+            || s.index.peek(hash).is_some()
+            || s.sketch.admits(hash)
+    }
+
+    /// `put` without the admission check: the caller decided with [`Store::admits`]
+    /// for the object this entry is part of. Still `Rejected` when no space can be
+    /// reclaimed.
+    pub fn put_admitted(
+        &self,
+        key: &[u8],
+        meta: &[u8],
+        body: &[u8],
+        tags: &[&[u8]],
+    ) -> Result<Put> {
+        self.put_inner(key, meta, body, tags, false)
+    }
+
+    /// The full keys of the live entries labelled `tag` (each checked against the
+    /// entry's own tag list, so a tag-hash collision never lists a stranger). A copy:
+    /// entries may change before the caller acts on it.
+    pub fn tagged_keys(&self, tag: &[u8]) -> Vec<Vec<u8>> {
+        let s = &*self.shared;
+        let members = s.lock_tags().members(layout::hash_tag(tag));
+        let mut keys = Vec::with_capacity(members.len());
+        for hash in members {
+            let Some(loc) = s.index.peek(hash) else {
+                continue;
+            };
+            if !s.regions.pin(loc.region, loc.gen18) {
+                continue;
+            }
+            if let Some((h, off)) = s.entry_header(loc) {
+                if s.entry_has_tag(off, &h, tag) {
+                    keys.push(s.payload(off, &h)[..h.key_len as usize].to_vec());
+                }
+            }
+            s.regions.unpin(loc.region);
+        }
+        keys
+    }
+
+    /// `put`, with the admission check only when `check_admission`.
+    fn put_inner(
+        &self,
+        key: &[u8],
+        meta: &[u8],
+        body: &[u8],
+        tags: &[&[u8]],
+        check_admission: bool,
+    ) -> Result<Put> {
+        let s = &*self.shared;
+        validate(key, tags)?;
+        let payload_len =
+            key.len() as u64 + layout::tags_len(tags) + meta.len() as u64 + body.len() as u64;
+        let stride = layout::entry_stride(payload_len);
+        if stride > s.object_bytes_max {
+            return Err(StoreError::TooLarge {
+                size_bytes: stride,
+                limit_bytes: s.object_bytes_max,
+            });
+        }
+        let hash = layout::hash_key(key);
+        if check_admission
+            && s.options.admission
+            && s.space.full.load(Ordering::Relaxed)
+            && s.index.peek(hash).is_none()
+            && !s.sketch.admits(hash)
+        {
+            // A put is an access too: a key written blind and then asked for is
+            // admitted on that first miss.
+            s.sketch.record(hash);
+            s.rejected.fetch_add(1, Ordering::Relaxed);
+            return Ok(Put::Rejected);
+        }
+        s.sketch.age_if_due();
+        let slot = match s.reserve(stride) {
+            Ok(slot) => slot,
+            Err(StoreError::NoSpace) => {
+                s.rejected.fetch_add(1, Ordering::Relaxed);
+                return Ok(Put::Rejected);
+            }
+            Err(e) => return Err(e),
+        };
+        let entry = Entry {
+            key,
+            tags,
+            meta,
+            body,
+        };
+        let off = s.header.region_start(slot.region) + slot.head;
+        // SAFETY: the reservation gave this writer bytes [head, head + stride) of its
+        // region alone; no published entry covers them, so no reader reads them before
+        // `publish` below, and the slot's pin keeps reclaim away.
+        unsafe { entry.write(&s.volume, off, slot.gen as u32) };
+        let loc = Loc::at(slot.region, slot.head, slot.gen);
+        s.publish(hash, loc, stride, tags);
+        s.regions.unpin(slot.region);
+        s.admitted.fetch_add(1, Ordering::Relaxed);
+        if slot.refill {
+            s.refill();
+        }
+        Ok(Put::Stored)
+    }
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         if let Err(e) = self.shared.close() {
@@ -420,57 +535,7 @@ impl Engine for Store {
     type Entry = Handle;
 
     fn put(&self, key: &[u8], meta: &[u8], body: &[u8], tags: &[&[u8]]) -> Result<Put> {
-        let s = &*self.shared;
-        validate(key, tags)?;
-        let payload_len =
-            key.len() as u64 + layout::tags_len(tags) + meta.len() as u64 + body.len() as u64;
-        let stride = layout::entry_stride(payload_len);
-        if stride > s.object_bytes_max {
-            return Err(StoreError::TooLarge {
-                size_bytes: stride,
-                limit_bytes: s.object_bytes_max,
-            });
-        }
-        let hash = layout::hash_key(key);
-        if s.options.admission
-            && s.space.full.load(Ordering::Relaxed)
-            && s.index.peek(hash).is_none()
-            && !s.sketch.admits(hash)
-        {
-            // A put is an access too: a key written blind and then asked for is
-            // admitted on that first miss.
-            s.sketch.record(hash);
-            s.rejected.fetch_add(1, Ordering::Relaxed);
-            return Ok(Put::Rejected);
-        }
-        s.sketch.age_if_due();
-        let slot = match s.reserve(stride) {
-            Ok(slot) => slot,
-            Err(StoreError::NoSpace) => {
-                s.rejected.fetch_add(1, Ordering::Relaxed);
-                return Ok(Put::Rejected);
-            }
-            Err(e) => return Err(e),
-        };
-        let entry = Entry {
-            key,
-            tags,
-            meta,
-            body,
-        };
-        let off = s.header.region_start(slot.region) + slot.head;
-        // SAFETY: the reservation gave this writer bytes [head, head + stride) of its
-        // region alone; no published entry covers them, so no reader reads them before
-        // `publish` below, and the slot's pin keeps reclaim away.
-        unsafe { entry.write(&s.volume, off, slot.gen as u32) };
-        let loc = Loc::at(slot.region, slot.head, slot.gen);
-        s.publish(hash, loc, stride, tags);
-        s.regions.unpin(slot.region);
-        s.admitted.fetch_add(1, Ordering::Relaxed);
-        if slot.refill {
-            s.refill();
-        }
-        Ok(Put::Stored)
+        self.put_inner(key, meta, body, tags, true)
     }
 
     fn get(&self, key: &[u8]) -> Option<Handle> {

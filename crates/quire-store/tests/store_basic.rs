@@ -221,3 +221,64 @@ fn impossible_options_are_refused_before_touching_the_file() {
         assert!(!path.exists(), "{options:?}: nothing may be created");
     }
 }
+
+#[test]
+fn tagged_keys_lists_exactly_the_live_carriers() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    s.put(b"a", b"", b"1", &[b"x"]).unwrap();
+    s.put(b"b", b"", b"2", &[b"x", b"y"]).unwrap();
+    s.put(b"c", b"", b"3", &[b"y"]).unwrap();
+    let mut x = s.tagged_keys(b"x");
+    x.sort();
+    assert_eq!(x, vec![b"a".to_vec(), b"b".to_vec()]);
+    s.put(b"a", b"", b"1", &[]).unwrap();
+    assert_eq!(
+        s.tagged_keys(b"x"),
+        vec![b"b".to_vec()],
+        "overwrite drops a's tag"
+    );
+    s.remove(b"b").unwrap();
+    assert!(s.tagged_keys(b"x").is_empty());
+    assert_eq!(s.tagged_keys(b"y"), vec![b"c".to_vec()]);
+    assert!(s.tagged_keys(b"nope").is_empty());
+}
+
+#[test]
+fn admission_can_be_decided_once_for_a_multi_entry_object() {
+    let dir = tempfile::tempdir().unwrap();
+    // Small regions so the volume fills quickly and admission starts to apply.
+    let s = Store::open(
+        dir.path().join("vol"),
+        1 << 20,
+        Options {
+            region_bytes: Some(64 << 10),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let body = vec![7u8; 4000];
+    let mut i = 0u32;
+    // Fill until a fresh key is turned away: the volume is full.
+    while s.put(&i.to_le_bytes(), b"", &body, &[]).unwrap() == Put::Stored {
+        i += 1;
+        assert!(i < 10_000, "admission never engaged");
+    }
+    assert!(
+        !s.admits(b"never-seen"),
+        "a one-hit key is not admitted once full"
+    );
+    assert!(s.admits(&0u32.to_le_bytes()) || s.get(&0u32.to_le_bytes()).is_none());
+    // `put_admitted` writes regardless of the sketch: the caller decided.
+    assert_eq!(
+        s.put_admitted(b"part-of-admitted-object", b"", &body, &[])
+            .unwrap(),
+        Put::Stored
+    );
+    assert_eq!(s.get(b"part-of-admitted-object").unwrap().body(), &body[..]);
+    // Two misses admit a key (the doorkeeper's rule), and `admits` says so first.
+    assert!(s.get(b"popular").is_none());
+    assert!(s.get(b"popular").is_none());
+    assert!(s.admits(b"popular"));
+    assert_eq!(s.put(b"popular", b"", &body, &[]).unwrap(), Put::Stored);
+}

@@ -1,6 +1,6 @@
-//! The command line, as clap derive types: `quire <command> ...`. Today the one command
-//! is `bench store`; `serve`, `proxy` and `purge` join as further [`Command`] variants
-//! (and `bench` as further [`BenchCommand`] targets), each with its own args struct.
+//! The command line, as clap derive types: `quire <command> ...`: `proxy`, `purge`
+//! and `bench store`; `serve` joins as a further [`Command`] variant (and `bench` as
+//! further [`BenchCommand`] targets), each with its own args struct.
 
 use std::path::PathBuf;
 
@@ -18,9 +18,64 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a caching reverse proxy in front of an origin.
+    Proxy(ProxyArgs),
+    /// Purge cached pages through a running quire's admin API.
+    Purge(PurgeArgs),
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+/// Arguments of `quire proxy`. Flags override the config file.
+#[derive(Debug, Clone, Args)]
+pub struct ProxyArgs {
+    /// The origin, http://host[:port].
+    #[arg(long, value_name = "URL")]
+    pub origin: Option<String>,
+    /// Address to listen on (default 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// TOML configuration file (every option is documented in the README).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Cache volume file (default quire-cache/proxy.vol).
+    #[arg(long, value_name = "PATH")]
+    pub cache: Option<PathBuf>,
+    /// Cache size, e.g. 512MiB (default 1GiB).
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+}
+
+/// Arguments of `quire purge`.
+#[derive(Debug, Clone, Args)]
+pub struct PurgeArgs {
+    /// The quire server, http://host:port.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// Admin token (default: $QUIRE_ADMIN_TOKEN).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUIRE_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Mark stale instead of removing: the next request revalidates once.
+    #[arg(long)]
+    pub soft: bool,
+    /// A URL to purge (all its variants), e.g. http://example.com/a. Repeatable.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// A prefix: everything under its directory, e.g. http://example.com/blog/. Repeatable.
+    #[arg(long = "prefix", value_name = "URL")]
+    pub prefixes: Vec<String>,
+    /// A surrogate key from Surrogate-Key / Cache-Tag. Repeatable.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
 }
 
 /// What to benchmark.
@@ -117,7 +172,9 @@ mod tests {
             "mixed-scan",
         ])
         .expect("parses");
-        let Command::Bench(BenchCommand::Store(args)) = cli.command;
+        let Command::Bench(BenchCommand::Store(args)) = cli.command else {
+            panic!("not bench store")
+        };
         assert!(args.quick);
         assert_eq!(args.json, Some(PathBuf::from("out.json")));
         assert_eq!(args.only.map(Scenario::from), Some(Scenario::MixedScan));
@@ -130,14 +187,56 @@ mod tests {
         for s in Scenario::ALL {
             let cli = Cli::try_parse_from(["quire", "bench", "store", "--only", s.name()])
                 .expect("parses");
-            let Command::Bench(BenchCommand::Store(args)) = cli.command;
+            let Command::Bench(BenchCommand::Store(args)) = cli.command else {
+                panic!("not bench store")
+            };
             assert_eq!(args.only.map(Scenario::from), Some(s));
         }
         let cli =
             Cli::try_parse_from(["quire", "bench", "store", "--only", "ram-tier"]).expect("parses");
-        let Command::Bench(BenchCommand::Store(args)) = cli.command;
+        let Command::Bench(BenchCommand::Store(args)) = cli.command else {
+            panic!("not bench store")
+        };
         assert_eq!(args.only.map(Scenario::from), Some(Scenario::RamTier));
         assert!(Cli::try_parse_from(["quire", "bench", "store", "--only", "nope"]).is_err());
         assert!(Cli::try_parse_from(["quire", "bench"]).is_err());
+    }
+
+    #[test]
+    fn proxy_and_purge_parse() {
+        let cli = Cli::try_parse_from([
+            "quire",
+            "proxy",
+            "--origin",
+            "http://127.0.0.1:9000",
+            "--listen",
+            "127.0.0.1:0",
+            "--cache-size",
+            "64MiB",
+        ])
+        .expect("parses");
+        let Command::Proxy(a) = cli.command else {
+            panic!("not proxy")
+        };
+        assert_eq!(a.origin.as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(a.cache_size.as_deref(), Some("64MiB"));
+        let cli = Cli::try_parse_from([
+            "quire",
+            "purge",
+            "--url",
+            "http://h/a",
+            "--url",
+            "http://h/b",
+            "--tag",
+            "t",
+            "--soft",
+        ])
+        .expect("parses");
+        let Command::Purge(p) = cli.command else {
+            panic!("not purge")
+        };
+        assert_eq!(p.urls.len(), 2);
+        assert!(p.soft);
+        assert!(Cli::try_parse_from(["quire", "proxy", "--listen", "nope"]).is_err());
     }
 }

@@ -1,10 +1,12 @@
-//! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command.
-//! Today that is `quire bench store` ([`bench_store`]); `serve`, `proxy` and `purge`
-//! come as further subcommands. Logs go to stderr, filtered by `RUST_LOG` (default
+//! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command:
+//! `quire proxy` ([`proxy`]), `quire purge` ([`purge`]), `quire bench store`
+//! ([`bench_store`]); `serve` comes as a further subcommand. Logs go to stderr, filtered by `RUST_LOG` (default
 //! `warn`).
 
 mod bench_store;
 mod cli;
+mod proxy;
+mod purge;
 
 use std::process::ExitCode;
 
@@ -32,5 +34,7 @@ fn main() -> ExitCode {
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
     }
 }

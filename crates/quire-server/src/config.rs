@@ -1,0 +1,510 @@
+//! Server configuration: every knob of the proxy with its default, deserialised from
+//! the `[server]`-level TOML the binary reads (`quire --config FILE`).
+//!
+//! Key decisions:
+//! - **Sane defaults, nothing required but the origin.** `Config::default()` is a
+//!   working shared cache with RFC 9111 behaviour exactly; grace periods, storing
+//!   `private` or `Set-Cookie` responses and exposing keys are opt-in.
+//! - **Unknown keys are errors** (`deny_unknown_fields`): a misspelt option must not
+//!   silently do nothing.
+//! - **Sizes and durations are written the way people write them** (`"64 MiB"`,
+//!   `"2s"`, or plain integers of bytes and seconds), parsed by [`ByteSize`] and
+//!   [`Secs`].
+//! - [`Config::validate`] checks cross-field rules once at start-up, so the request
+//!   path never meets an impossible setting.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::compress::Levels;
+
+/// The whole configuration of a quire server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// The origin, `http://host[:port]` (proxy mode).
+    pub origin: Option<String>,
+    /// Worker threads of the runtime; 0 means one per available core.
+    pub workers: usize,
+    /// Bearer token for `/_quire/*` admin endpoints and `PURGE`. The environment
+    /// variable `QUIRE_ADMIN_TOKEN` overrides it. Without a token, admin endpoints
+    /// answer 403 (health excepted).
+    pub admin_token: Option<String>,
+    /// The cache volume.
+    pub cache: CacheConfig,
+    /// Resource limits and timeouts.
+    pub limits: Limits,
+    /// URL normalisation before keying.
+    pub keys: KeysConfig,
+    /// Which requests bypass the anonymous cache.
+    pub bypass: BypassSection,
+    /// What is stored and how long it is reused.
+    pub storage: StorageSection,
+    /// Stored content encodings.
+    pub encodings: EncodingsConfig,
+    /// Put the cache key in `Cache-Status` (`key=`): useful to debug, but it shows
+    /// clients how URLs are normalised.
+    pub expose_key: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            origin: None,
+            workers: 0,
+            admin_token: None,
+            cache: CacheConfig::default(),
+            limits: Limits::default(),
+            keys: KeysConfig::default(),
+            bypass: BypassSection::default(),
+            storage: StorageSection::default(),
+            encodings: EncodingsConfig::default(),
+            expose_key: false,
+        }
+    }
+}
+
+/// The cache volume.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheConfig {
+    /// The volume file (created, preallocated to `size`).
+    pub path: PathBuf,
+    /// Volume size: the cache's byte cap.
+    pub size: ByteSize,
+    /// RAM tier for the hot set (0 = off).
+    pub ram_tier: ByteSize,
+    /// Admission on: once full, a URL is stored on its second miss.
+    pub admission: bool,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            path: PathBuf::from("quire-cache/proxy.vol"),
+            size: ByteSize(1 << 30),
+            ram_tier: ByteSize(0),
+            admission: true,
+        }
+    }
+}
+
+/// Limits and timeouts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request head (request line and headers) accepted; larger gets 431.
+    pub header_bytes: ByteSize,
+    /// Largest response body stored; larger responses stream through uncached.
+    /// Also bounded by the volume's region size (1/128 of the volume).
+    pub object_bytes: ByteSize,
+    /// Open client connections; further connections wait in the listen backlog.
+    pub connections: usize,
+    /// Origin fetches in flight for cacheable misses; further misses get 503.
+    pub fills: usize,
+    /// Origin TCP connect timeout.
+    pub origin_connect_timeout: Secs,
+    /// Time to the origin's response head, and between body chunks.
+    pub origin_read_timeout: Secs,
+    /// A keep-alive client connection idle this long is closed.
+    pub client_idle_timeout: Secs,
+    /// On SIGTERM, in-flight requests get this long to finish.
+    pub shutdown_grace: Secs,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_bytes: ByteSize(64 << 10),
+            object_bytes: ByteSize(8 << 20),
+            connections: 10_000,
+            fills: 256,
+            origin_connect_timeout: Secs(Duration::from_secs(2)),
+            origin_read_timeout: Secs(Duration::from_secs(30)),
+            client_idle_timeout: Secs(Duration::from_secs(60)),
+            shutdown_grace: Secs(Duration::from_secs(30)),
+        }
+    }
+}
+
+/// URL normalisation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeysConfig {
+    /// Query parameters dropped before keying (`name` or `prefix*`).
+    pub drop_params: Vec<String>,
+    /// Host aliases: `{ "www.example.com" = "example.com" }`.
+    pub host_aliases: std::collections::BTreeMap<String, String>,
+    /// Host used for requests without one.
+    pub default_host: String,
+}
+
+impl Default for KeysConfig {
+    fn default() -> Self {
+        let k = quire_http::key::KeyConfig::default();
+        KeysConfig {
+            drop_params: k.drop_params,
+            host_aliases: Default::default(),
+            default_host: k.default_host,
+        }
+    }
+}
+
+/// Bypass rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BypassSection {
+    /// Cookies that mark a session; empty means every cookie not ignored does.
+    pub session_cookies: Vec<String>,
+    /// Cookies that never mark a session (analytics by default).
+    pub ignore_cookies: Vec<String>,
+    /// Serve requests carrying `Authorization` from the cache (RFC 9111 §3.5 rules
+    /// still apply to what is stored).
+    pub allow_authorization: bool,
+}
+
+impl Default for BypassSection {
+    fn default() -> Self {
+        let b = quire_http::bypass::BypassConfig::default();
+        BypassSection {
+            session_cookies: b.session_cookies,
+            ignore_cookies: b.ignore_cookies,
+            allow_authorization: b.allow_authorization,
+        }
+    }
+}
+
+/// Storage and reuse rules.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSection {
+    /// Store `Cache-Control: private` responses (makes quire a private cache).
+    pub store_private: bool,
+    /// Store responses that carry `Set-Cookie` (the cookie is stored with them).
+    pub store_set_cookie: bool,
+    /// Heuristic freshness: share of the time since `Last-Modified`.
+    pub heuristic_fraction: f64,
+    /// Heuristic freshness: the longest lifetime for types not listed below.
+    pub heuristic_max: Secs,
+    /// Heuristic freshness by `Content-Type` prefix: `{ "text/html" = "10m" }`.
+    /// Replaces the built-in table when given.
+    pub heuristic_by_type: Option<std::collections::BTreeMap<String, Secs>>,
+    /// Serve stale while revalidating for at least this long past expiry.
+    pub stale_while_revalidate_grace: Secs,
+    /// Serve stale when the origin fails for at least this long past expiry.
+    pub stale_if_error_grace: Secs,
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        let h = quire_http::freshness::HeuristicConfig::default();
+        StorageSection {
+            store_private: false,
+            store_set_cookie: false,
+            heuristic_fraction: h.fraction,
+            heuristic_max: Secs(h.max),
+            heuristic_by_type: None,
+            stale_while_revalidate_grace: Secs(Duration::ZERO),
+            stale_if_error_grace: Secs(Duration::ZERO),
+        }
+    }
+}
+
+/// Stored encodings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EncodingsConfig {
+    /// Compress into gzip at fill time.
+    pub gzip: bool,
+    /// Compress into brotli at fill time.
+    pub br: bool,
+    /// Compress into zstd at fill time.
+    pub zstd: bool,
+    /// libdeflater level, 1–12.
+    pub gzip_level: i32,
+    /// brotli quality, 0–11.
+    pub brotli_level: u32,
+    /// zstd level, 1–22.
+    pub zstd_level: i32,
+}
+
+impl Default for EncodingsConfig {
+    fn default() -> Self {
+        let l = Levels::default();
+        EncodingsConfig {
+            gzip: true,
+            br: true,
+            zstd: true,
+            gzip_level: l.gzip,
+            brotli_level: l.brotli,
+            zstd_level: l.zstd,
+        }
+    }
+}
+
+impl EncodingsConfig {
+    /// The levels as the compressor takes them.
+    pub fn levels(&self) -> Levels {
+        Levels {
+            gzip: self.gzip_level,
+            brotli: self.brotli_level,
+            zstd: self.zstd_level,
+        }
+    }
+}
+
+/// A configuration that cannot work.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(pub String);
+
+impl Config {
+    /// Checks the rules no single field can: called once before serving.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |s: String| Err(ConfigError(s));
+        if self.cache.size.0 < 1 << 20 {
+            return bad(format!("cache.size {} is below 1 MiB", self.cache.size));
+        }
+        if self.limits.connections == 0 {
+            return bad("limits.connections must be at least 1".into());
+        }
+        if self.limits.fills == 0 {
+            return bad("limits.fills must be at least 1".into());
+        }
+        if self.limits.header_bytes.0 < 1024 {
+            return bad("limits.header_bytes must be at least 1 KiB".into());
+        }
+        if !(0.0..=1.0).contains(&self.storage.heuristic_fraction) {
+            return bad("storage.heuristic_fraction must be within 0..=1".into());
+        }
+        if let Some(origin) = &self.origin {
+            crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
+        }
+        if let Some(t) = &self.admin_token {
+            if t.len() < 16 {
+                return bad("admin_token must be at least 16 characters".into());
+            }
+        }
+        self.encodings
+            .levels()
+            .validate()
+            .map_err(|e| ConfigError(e.to_string()))?;
+        Ok(())
+    }
+
+    /// The key configuration for `quire-http`.
+    pub fn key_config(&self) -> quire_http::key::KeyConfig {
+        quire_http::key::KeyConfig {
+            drop_params: self.keys.drop_params.clone(),
+            host_aliases: self
+                .keys
+                .host_aliases
+                .iter()
+                .map(|(a, c)| (a.clone(), c.clone()))
+                .collect(),
+            default_host: self.keys.default_host.clone(),
+            ..quire_http::key::KeyConfig::default()
+        }
+    }
+
+    /// The bypass configuration for `quire-http`.
+    pub fn bypass_config(&self) -> quire_http::bypass::BypassConfig {
+        quire_http::bypass::BypassConfig {
+            session_cookies: self.bypass.session_cookies.clone(),
+            ignore_cookies: self.bypass.ignore_cookies.clone(),
+            allow_authorization: self.bypass.allow_authorization,
+        }
+    }
+
+    /// The storage configuration for `quire-http`.
+    pub fn storage_config(&self) -> quire_http::freshness::StorageConfig {
+        let mut heuristic = quire_http::freshness::HeuristicConfig {
+            fraction: self.storage.heuristic_fraction,
+            max: self.storage.heuristic_max.0,
+            ..Default::default()
+        };
+        if let Some(table) = &self.storage.heuristic_by_type {
+            heuristic.by_content_type = table
+                .iter()
+                .map(|(t, d)| (t.to_ascii_lowercase(), d.0))
+                .collect();
+        }
+        quire_http::freshness::StorageConfig {
+            store_private: self.storage.store_private,
+            store_set_cookie: self.storage.store_set_cookie,
+            heuristic,
+            ..Default::default()
+        }
+    }
+
+    /// The reuse configuration for `quire-http`.
+    pub fn reuse_config(&self) -> quire_http::freshness::ReuseConfig {
+        quire_http::freshness::ReuseConfig {
+            stale_while_revalidate_grace: self.storage.stale_while_revalidate_grace.0,
+            stale_if_error_grace: self.storage.stale_if_error_grace.0,
+        }
+    }
+}
+
+/// A byte count, written as an integer or as `"<number> <unit>"` with units B, KB,
+/// KiB, MB, MiB, GB, GiB, TB, TiB (decimal and binary; `K`, `M`, `G`, `T` are binary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} bytes", self.0)
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let num: f64 = num
+            .parse()
+            .map_err(|_| format!("`{s}` is not a size (e.g. 512MiB)"))?;
+        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "kb" => 1_000,
+            "k" | "kib" => 1 << 10,
+            "mb" => 1_000_000,
+            "m" | "mib" => 1 << 20,
+            "gb" => 1_000_000_000,
+            "g" | "gib" => 1 << 30,
+            "tb" => 1_000_000_000_000,
+            "t" | "tib" => 1 << 40,
+            other => return Err(format!("unknown size unit `{other}` in `{s}`")),
+        };
+        let v = num * mult as f64;
+        if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
+            return Err(format!("size `{s}` is out of range"));
+        }
+        Ok(ByteSize(v as u64))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(ByteSize(n)),
+            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// A duration, written as an integer of seconds or as `"<number><unit>"` with units
+/// ms, s, m, h, d.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Secs(pub Duration);
+
+impl std::str::FromStr for Secs {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let num: f64 = num
+            .parse()
+            .map_err(|_| format!("`{s}` is not a duration (e.g. 30s)"))?;
+        let secs = match unit.trim() {
+            "ms" => num / 1000.0,
+            "" | "s" => num,
+            "m" => num * 60.0,
+            "h" => num * 3600.0,
+            "d" => num * 86400.0,
+            other => return Err(format!("unknown duration unit `{other}` in `{s}`")),
+        };
+        Duration::try_from_secs_f64(secs)
+            .map(Secs)
+            .map_err(|_| format!("duration `{s}` is out of range"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Secs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Secs(Duration::from_secs(n))),
+            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!("512".parse::<ByteSize>().unwrap().0, 512);
+        assert_eq!("64 MiB".parse::<ByteSize>().unwrap().0, 64 << 20);
+        assert_eq!("1G".parse::<ByteSize>().unwrap().0, 1 << 30);
+        assert_eq!("1.5kb".parse::<ByteSize>().unwrap().0, 1500);
+        assert!("12 parsecs".parse::<ByteSize>().is_err());
+        assert!("-1".parse::<ByteSize>().is_err());
+        assert!("".parse::<ByteSize>().is_err());
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(
+            "250ms".parse::<Secs>().unwrap().0,
+            Duration::from_millis(250)
+        );
+        assert_eq!("2s".parse::<Secs>().unwrap().0, Duration::from_secs(2));
+        assert_eq!("10m".parse::<Secs>().unwrap().0, Duration::from_secs(600));
+        assert_eq!("1d".parse::<Secs>().unwrap().0, Duration::from_secs(86400));
+        assert!("soon".parse::<Secs>().is_err());
+        assert!("1e400s".parse::<Secs>().is_err());
+    }
+
+    #[test]
+    fn defaults_validate() {
+        Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn validate_rejects_impossible_settings() {
+        let mut c = Config::default();
+        c.cache.size = ByteSize(1000);
+        assert!(c.validate().is_err());
+        let c = Config {
+            admin_token: Some("short".into()),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
+        let c = Config {
+            origin: Some("ftp://example.com".into()),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.storage.heuristic_fraction = 2.0;
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,333 @@
+//! The hit path: a stored record and a request in, a response out. A lookup, a
+//! header copy and the body handed to the socket from the mapping.
+//!
+//! Key decisions:
+//! - **The coding is chosen first**, from the stored ones by `Accept-Encoding`
+//!   (q-values, `identity;q=0`, absent header); validators and ranges then apply to
+//!   that representation (RFC 9110 §8.8.3, §14): a coding quire derived carries the
+//!   origin's `ETag` weakened (`W/"..."`), since its bytes differ from the identity
+//!   body the origin's strong tag names. Weak comparison (`If-None-Match`) still
+//!   matches; `If-Range` (strong only) then serves the whole body, never a mix.
+//! - **The stored `Date` is kept**, `Age` is computed (RFC 9111 §4.2.3, §5.1), and
+//!   `Cache-Status` is appended after any upstream members (RFC 9211 §2).
+//! - 304 answers carry only the fields RFC 9110 §15.4.5 lists.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Response, StatusCode};
+use quire_http::conditional::{self, Precondition, RangeAnswer};
+use quire_http::encoding::{self, Coding};
+use quire_http::status::CacheStatus;
+use quire_store::Engine;
+
+use crate::body::{self, Body};
+use crate::object::{self, ObjectRecord};
+use crate::state::Ctx;
+
+/// What serving a record needs from the request.
+#[derive(Debug)]
+pub struct HitRequest<'a> {
+    /// GET or HEAD.
+    pub method: &'a Method,
+    /// The client's fields.
+    pub headers: &'a HeaderMap,
+}
+
+/// Why a record could not be served from the store.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotServed {
+    /// The request's preconditions are the origin's to evaluate (`If-Match`, ...).
+    Forward,
+    /// The chosen body is no longer stored (evicted): refill.
+    BodyGone,
+}
+
+/// The `Cache-Status` upstream caches wrote, kept with the stored head.
+const CACHE_STATUS: HeaderName = HeaderName::from_static("cache-status");
+
+/// Serves `rec` to `req` with `status` as quire's `Cache-Status` member.
+pub fn serve(
+    ctx: &Ctx,
+    req: &HitRequest<'_>,
+    rec: &ObjectRecord,
+    status: CacheStatus,
+    now: SystemTime,
+) -> Result<Response<Body>, NotServed> {
+    let m = &rec.meta;
+    let available = rec.available();
+    let accept = encoding::parse_accept_encoding(req.headers);
+    // Nothing acceptable (e.g. `identity;q=0` and no coding stored that the client
+    // takes): RFC 9110 §12.5.3 lets a server send identity anyway, which beats a 406
+    // for a page.
+    let coding = encoding::choose(&accept, &available, &encoding::DEFAULT_PREFS)
+        .or_else(|| {
+            available
+                .contains(&Coding::Identity)
+                .then_some(Coding::Identity)
+        })
+        .or_else(|| available.first().copied())
+        .ok_or(NotServed::BodyGone)?;
+    let body_len = rec.coding_len(coding).ok_or(NotServed::BodyGone)?;
+    let etag = variant_etag(m.etag.as_deref(), coding, m.content_encoding.as_deref());
+    let last_modified = m
+        .last_modified_secs
+        .and_then(|s| u64::try_from(s).ok())
+        .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+    let date = m.timing().date;
+
+    let mut h = HeaderMap::with_capacity(m.headers.len() + 8);
+    for (n, v) in &m.headers {
+        if n != CACHE_STATUS {
+            h.append(n.clone(), v.clone());
+        }
+    }
+    if !h.contains_key(header::DATE) {
+        h.insert(header::DATE, http_date(date));
+    }
+    if let Some(e) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+        h.insert(header::ETAG, e);
+    }
+    if let Some(v) = vary_value(rec) {
+        h.insert(header::VARY, v);
+    }
+    let timing = m.timing();
+    let age = timing.age(now).as_secs();
+    h.insert(header::AGE, HeaderValue::from(age));
+    let ttl = ttl_secs(&timing, now);
+    let status = if status.hit {
+        status.with_ttl(ttl)
+    } else {
+        status
+    };
+    h.insert(
+        CACHE_STATUS,
+        status.append_to_lines(
+            m.headers
+                .iter()
+                .filter(|(n, _)| n == CACHE_STATUS)
+                .map(|(_, v)| v),
+        ),
+    );
+
+    // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
+    // (RFC 9111 §4.3.2) the stored Date.
+    match conditional::evaluate_preconditions(
+        req.method,
+        req.headers,
+        etag.as_deref(),
+        last_modified.or(Some(date)),
+    ) {
+        Precondition::Forward => return Err(NotServed::Forward),
+        Precondition::NotModified => {
+            let mut nm = conditional::not_modified_headers(&h);
+            for n in [header::AGE, CACHE_STATUS, header::VARY] {
+                if let Some(v) = h.get(&n) {
+                    nm.insert(n, v.clone());
+                }
+            }
+            return Ok(respond(StatusCode::NOT_MODIFIED, nm, Body::Empty));
+        }
+        Precondition::Proceed => {}
+    }
+
+    if coding != Coding::Identity {
+        h.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.token()),
+        );
+    } else if let Some(ce) = m
+        .content_encoding
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        // Stored as the origin sent it (a coding quire does not decode).
+        h.insert(header::CONTENT_ENCODING, ce);
+    }
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+
+    let range = conditional::evaluate_range(
+        req.headers,
+        req.method,
+        body_len,
+        etag.as_deref(),
+        last_modified,
+        Some(date),
+    );
+    let head_only = req.method == Method::HEAD;
+    let status_code = StatusCode::from_u16(m.status).unwrap_or(StatusCode::OK);
+    match range {
+        RangeAnswer::Unsatisfiable => {
+            h.insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&conditional::content_range_unsatisfied(body_len))
+                    .unwrap_or(HeaderValue::from_static("bytes */0")),
+            );
+            h.remove(header::CONTENT_ENCODING);
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(0u64));
+            Ok(respond(StatusCode::RANGE_NOT_SATISFIABLE, h, Body::Empty))
+        }
+        RangeAnswer::Full if head_only => {
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
+            Ok(respond(status_code, h, Body::Empty))
+        }
+        RangeAnswer::Full => {
+            let handle = body_handle(ctx, rec, coding, body_len)?;
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
+            let b = if body_len == 0 {
+                Body::Empty
+            } else {
+                Body::Bytes([body::mapped(handle, 0, body_len)].into())
+            };
+            Ok(respond(status_code, h, b))
+        }
+        RangeAnswer::Partial(ranges) if ranges.len() == 1 => {
+            let (start, end) = ranges[0];
+            let len = end - start + 1;
+            if let Ok(v) = HeaderValue::from_str(&conditional::content_range(start, end, body_len))
+            {
+                h.insert(header::CONTENT_RANGE, v);
+            }
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            let b = if head_only {
+                Body::Empty
+            } else {
+                let handle = body_handle(ctx, rec, coding, body_len)?;
+                Body::Bytes([body::mapped(handle, start, end + 1)].into())
+            };
+            Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
+        }
+        RangeAnswer::Partial(ranges) => {
+            let ct = h
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let seed = xxhash_rust::xxh3::xxh3_64(&rec.id.to_le_bytes());
+            let plan = conditional::multipart_plan(
+                &ranges,
+                body_len,
+                ct.as_deref(),
+                &conditional::boundary_for(seed),
+            );
+            if let Ok(v) = HeaderValue::from_str(&plan.content_type) {
+                h.insert(header::CONTENT_TYPE, v);
+            }
+            h.insert(
+                header::CONTENT_LENGTH,
+                HeaderValue::from(plan.content_length),
+            );
+            let b = if head_only {
+                Body::Empty
+            } else {
+                let handle = body_handle(ctx, rec, coding, body_len)?;
+                let mut parts = std::collections::VecDeque::with_capacity(plan.parts.len() * 2 + 1);
+                for p in plan.parts {
+                    parts.push_back(Bytes::from(p.head));
+                    parts.push_back(body::mapped(handle.clone(), p.range.0, p.range.1 + 1));
+                }
+                parts.push_back(Bytes::from(plan.trailer));
+                Body::Bytes(parts)
+            };
+            Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
+        }
+    }
+}
+
+fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    *r.headers_mut() = headers;
+    r
+}
+
+/// The body of `coding`, checked to be the length the record says.
+fn body_handle(
+    ctx: &Ctx,
+    rec: &ObjectRecord,
+    coding: Coding,
+    len: u64,
+) -> Result<std::sync::Arc<quire_store::Handle>, NotServed> {
+    use quire_store::EntryRef;
+    let h = ctx
+        .store
+        .get(&object::body_key(rec.id, coding))
+        .ok_or(NotServed::BodyGone)?;
+    if h.body().len() as u64 != len {
+        return Err(NotServed::BodyGone);
+    }
+    Ok(std::sync::Arc::new(h))
+}
+
+/// The `ETag` of the `coding` representation: the origin's for the body it sent,
+/// weakened for a coding quire derived from it.
+pub fn variant_etag(
+    origin: Option<&str>,
+    coding: Coding,
+    stored_as: Option<&str>,
+) -> Option<String> {
+    let e = origin?;
+    let as_sent = match stored_as {
+        None => coding == Coding::Identity,
+        Some(c) => Coding::from_token(c.as_bytes()) == Some(coding),
+    };
+    if as_sent || e.starts_with("W/") {
+        Some(e.to_owned())
+    } else {
+        Some(format!("W/{e}"))
+    }
+}
+
+/// The `Vary` a stored response is served with: its own fields, plus
+/// `Accept-Encoding` when the coding depends on it.
+fn vary_value(rec: &ObjectRecord) -> Option<HeaderValue> {
+    let mut names: Vec<&str> = rec.meta.vary.iter().map(|n| n.as_str()).collect();
+    let by_encoding = rec.codings.len() > 1 || names.contains(&"accept-encoding");
+    names.retain(|n| *n != "accept-encoding");
+    if by_encoding {
+        names.push("accept-encoding");
+    }
+    if names.is_empty() {
+        return None;
+    }
+    HeaderValue::from_str(&names.join(", ")).ok()
+}
+
+/// Remaining freshness in whole seconds, negative when stale (RFC 9211 §2.4).
+pub fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
+    let lifetime = t.freshness_lifetime.unwrap_or(Duration::ZERO).as_secs() as i64;
+    lifetime.saturating_sub(t.age(now).as_secs() as i64)
+}
+
+/// An HTTP-date header value.
+pub fn http_date(t: SystemTime) -> HeaderValue {
+    HeaderValue::from_str(&httpdate::fmt_http_date(t))
+        .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_codings_weaken_strong_etags() {
+        assert_eq!(
+            variant_etag(Some("\"a\""), Coding::Identity, None).as_deref(),
+            Some("\"a\"")
+        );
+        assert_eq!(
+            variant_etag(Some("\"a\""), Coding::Gzip, None).as_deref(),
+            Some("W/\"a\"")
+        );
+        assert_eq!(
+            variant_etag(Some("W/\"a\""), Coding::Br, None).as_deref(),
+            Some("W/\"a\"")
+        );
+        assert_eq!(
+            variant_etag(Some("\"a\""), Coding::Gzip, Some("gzip")).as_deref(),
+            Some("\"a\""),
+            "the origin's own gzip body keeps its tag"
+        );
+        assert_eq!(variant_etag(None, Coding::Gzip, None), None);
+    }
+}

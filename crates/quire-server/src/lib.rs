@@ -1,0 +1,36 @@
+//! `quire-server`: the HTTP service of quire on hyper and tokio — the hit path, the
+//! fill path with request coalescing, the origin client, purge and the admin API,
+//! metrics and graceful shutdown. Policy (what is stored, for how long, under which
+//! key) comes from `quire-http`; bytes live in `quire-store`.
+//!
+//! - [`config`]: every option with its default (the TOML the binary reads).
+//! - [`state`]: the shared state built from it.
+//! - [`object`]: how a response lies in the store (record, bodies per coding, tags).
+//! - [`compress`]: content codings, computed once at fill time.
+//! - [`origin`]: the origin client and what is forwarded to it.
+//! - [`fill`]: coalesced, streamed fills.
+//! - [`body`]: response bodies (mapped bytes, fills, pass-through).
+//! - [`metrics`]: lock-free counters and the Prometheus rendering.
+//! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
+//!   three ways out, [`admin`] and [`purge`] the operator's.
+//! - [`server`]: the listener, connection limits and graceful shutdown.
+
+pub mod admin;
+pub mod body;
+pub mod compress;
+pub mod config;
+pub mod fill;
+pub mod hit;
+pub mod metrics;
+pub mod miss;
+pub mod object;
+pub mod origin;
+pub mod pass;
+pub mod purge;
+pub mod server;
+pub mod service;
+pub mod state;
+
+pub use config::Config;
+pub use server::Server;
+pub use state::{Ctx, StartError};

@@ -1,0 +1,507 @@
+//! One request, start to finish: guard, route, key, look up, decide, answer.
+//!
+//! The order is the design's: framing guards (request smuggling), the admin API,
+//! URL normalisation, bypass rules, then the lookup — primary record, variant record
+//! when the URL varies, body of the chosen coding — and the RFC 9111 reuse decision
+//! (`quire_http::freshness::reuse`): fresh → [`crate::hit`]; stale within
+//! `stale-while-revalidate` → served, revalidated in the background; otherwise a
+//! coalesced fill ([`crate::fill`], [`crate::miss`]) that revalidates when it can and
+//! falls back on the stale copy where `stale-if-error` allows.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use quire_http::bypass;
+use quire_http::cache_control::CacheControl;
+use quire_http::freshness::{self, Decision};
+use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
+use quire_http::status::{CacheStatus, Fwd};
+use quire_store::{Engine, EntryRef};
+
+use crate::admin;
+use crate::body::Body;
+use crate::fill::{Joined, Outcome as FillOutcome};
+use crate::hit::{self, HitRequest, NotServed};
+use crate::metrics::Outcome;
+use crate::miss::{self, FillSpec};
+use crate::object::{self, ObjectRecord, Record};
+use crate::origin;
+use crate::pass;
+use crate::state::Ctx;
+
+/// A plain-text response quire writes itself, with `Cache-Status`.
+pub fn plain(code: StatusCode, text: &str, status: CacheStatus) -> Response<Body> {
+    let mut r = Response::new(Body::full(text.to_owned()));
+    *r.status_mut() = code;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(text.len()));
+    h.insert("cache-status", status.to_header_value());
+    r
+}
+
+/// A 400 that closes the connection (the framing may be off).
+fn bad_request(why: &str) -> Response<Body> {
+    let mut r = plain(
+        StatusCode::BAD_REQUEST,
+        &format!("bad request: {why}\n"),
+        CacheStatus::default().with_detail("bad-request"),
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// Answers one request and records it in the metrics.
+pub async fn handle(ctx: Arc<Ctx>, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    let (mut resp, outcome) = route(&ctx, req, peer).await;
+    let h = resp.headers_mut();
+    for n in miss::NOT_SENT {
+        h.remove(n);
+    }
+    let bytes = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    ctx.metrics
+        .record_request(outcome, resp.status().as_u16(), bytes);
+    resp
+}
+
+async fn route(
+    ctx: &Arc<Ctx>,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> (Response<Body>, Outcome) {
+    // RFC 9112 §6.3: a message with both is a smuggling attempt or a broken client;
+    // several Content-Length lines likewise (§6.3 rule 5 lets a server reject them).
+    let h = req.headers();
+    if h.contains_key(header::TRANSFER_ENCODING) && h.contains_key(header::CONTENT_LENGTH) {
+        return (
+            bad_request("both Transfer-Encoding and Content-Length"),
+            Outcome::Error,
+        );
+    }
+    if h.get_all(header::CONTENT_LENGTH).iter().count() > 1 {
+        return (bad_request("several Content-Length fields"), Outcome::Error);
+    }
+    if req.uri().path().starts_with(admin::PREFIX) {
+        return admin::handle(ctx, req).await;
+    }
+    if req.method().as_str() == "PURGE" {
+        return admin::purge_method(ctx, &req);
+    }
+    let url = match key::normalize(
+        "http",
+        req.headers().get(header::HOST),
+        req.uri(),
+        &ctx.keys,
+    ) {
+        Ok(u) => u,
+        Err(e) => return (bad_request(&e.to_string()), Outcome::Error),
+    };
+    let Some(class) = MethodClass::of(req.method()) else {
+        // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
+        return pass::pass(
+            ctx,
+            req,
+            peer,
+            Some(&url),
+            CacheStatus::forward(Fwd::Method),
+            Outcome::Pass,
+        )
+        .await;
+    };
+    if let Some(b) = bypass::bypass(req.method(), req.headers(), &ctx.bypass) {
+        return pass::pass(
+            ctx,
+            req,
+            peer,
+            Some(&url),
+            CacheStatus::forward(Fwd::Bypass).with_detail(b.detail()),
+            Outcome::Bypass,
+        )
+        .await;
+    }
+    cached(ctx, req, peer, class, url).await
+}
+
+/// What the store holds for a request.
+struct Lookup {
+    primary_key: Vec<u8>,
+    /// Where the record for this request lives (primary or variant key).
+    record_key: Vec<u8>,
+    /// The URL's `Vary` when a Vary record was found.
+    vary: Option<VaryFields>,
+    record: Option<ObjectRecord>,
+}
+
+fn lookup(ctx: &Ctx, class: MethodClass, url: &NormalizedUrl, headers: &HeaderMap) -> Lookup {
+    let primary_key = key::primary_key(class, url);
+    let rec = ctx
+        .store
+        .get(&primary_key)
+        .and_then(|h| object::decode(h.meta()));
+    match rec {
+        Some(Record::Object(o)) => Lookup {
+            record_key: primary_key.clone(),
+            primary_key,
+            vary: None,
+            record: Some(*o),
+        },
+        Some(Record::Vary(v)) => {
+            let vk = key::variant_key(class, url, &v, headers);
+            let record = match ctx.store.get(&vk).and_then(|h| object::decode(h.meta())) {
+                Some(Record::Object(o)) => Some(*o),
+                _ => None,
+            };
+            Lookup {
+                primary_key,
+                record_key: vk,
+                vary: Some(v),
+                record,
+            }
+        }
+        None => Lookup {
+            record_key: primary_key.clone(),
+            primary_key,
+            vary: None,
+            record: None,
+        },
+    }
+}
+
+async fn cached(
+    ctx: &Arc<Ctx>,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+    class: MethodClass,
+    url: NormalizedUrl,
+) -> (Response<Body>, Outcome) {
+    let now = SystemTime::now();
+    let req_cc = CacheControl::from_headers(req.headers());
+    let look = lookup(ctx, class, &url, req.headers());
+    let hreq = HitRequest {
+        method: req.method(),
+        headers: req.headers(),
+    };
+    let miss_fwd = if look.vary.is_some() {
+        Fwd::VaryMiss
+    } else {
+        Fwd::UriMiss
+    };
+    let Some(rec) = look.record.clone() else {
+        if req_cc.only_if_cached {
+            return only_if_cached();
+        }
+        return fill(
+            ctx,
+            req,
+            peer,
+            &url,
+            &look,
+            None,
+            None,
+            CacheStatus::forward(miss_fwd),
+        )
+        .await;
+    };
+    let decision = freshness::reuse(&rec.meta.timing(), &req_cc, &ctx.reuse, now);
+    match decision {
+        Decision::Fresh | Decision::StaleAllowed | Decision::StaleWhileRevalidate => {
+            let stale = decision != Decision::Fresh;
+            let mut status = CacheStatus::hit();
+            if decision == Decision::StaleWhileRevalidate {
+                status = status.with_detail("stale-while-revalidate");
+                revalidate_in_background(ctx, &req, peer, &url, &look, &rec);
+            }
+            match hit::serve(ctx, &hreq, &rec, status, now) {
+                Ok(r) => (r, if stale { Outcome::Stale } else { Outcome::Hit }),
+                Err(NotServed::Forward) => {
+                    pass::pass(
+                        ctx,
+                        req,
+                        peer,
+                        Some(&url),
+                        CacheStatus::forward(Fwd::Request),
+                        Outcome::Pass,
+                    )
+                    .await
+                }
+                Err(NotServed::BodyGone) => {
+                    fill(
+                        ctx,
+                        req,
+                        peer,
+                        &url,
+                        &look,
+                        None,
+                        None,
+                        CacheStatus::forward(miss_fwd),
+                    )
+                    .await
+                }
+            }
+        }
+        Decision::MustRevalidate { stale_if_error } => {
+            if req_cc.only_if_cached {
+                return only_if_cached();
+            }
+            let fwd = if req_cc.no_cache.is_some()
+                || req_cc.max_age.is_some()
+                || req_cc.min_fresh.is_some()
+            {
+                Fwd::Request
+            } else {
+                Fwd::Stale
+            };
+            let rec = Arc::new(rec);
+            let stale = stale_if_error.map(|_| rec.clone());
+            fill(
+                ctx,
+                req,
+                peer,
+                &url,
+                &look,
+                Some(rec),
+                stale,
+                CacheStatus::forward(fwd),
+            )
+            .await
+        }
+    }
+}
+
+/// RFC 9111 §5.2.1.7: `only-if-cached` with nothing usable stored → 504.
+fn only_if_cached() -> (Response<Body>, Outcome) {
+    (
+        plain(
+            StatusCode::GATEWAY_TIMEOUT,
+            "not cached (only-if-cached)\n",
+            CacheStatus::forward(Fwd::Miss).with_detail("only-if-cached"),
+        ),
+        Outcome::Error,
+    )
+}
+
+/// The fill request for `url` as this client would make it.
+fn spec_for(
+    req_headers: &HeaderMap,
+    peer: SocketAddr,
+    url: &NormalizedUrl,
+    look: &Lookup,
+    fill_key: Vec<u8>,
+    revalidate: Option<Arc<ObjectRecord>>,
+) -> FillSpec {
+    let vary_names = look
+        .vary
+        .as_ref()
+        .map(|v| v.fields().to_vec())
+        .unwrap_or_default();
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", url.host()),
+        None => url.host().to_owned(),
+    };
+    FillSpec {
+        url: url.clone(),
+        primary_key: look.primary_key.clone(),
+        headers: origin::fill_headers(req_headers, &host, &vary_names, peer),
+        client_headers: req_headers.clone(),
+        revalidate,
+        fill_key,
+    }
+}
+
+fn revalidate_in_background(
+    ctx: &Arc<Ctx>,
+    req: &Request<Incoming>,
+    peer: SocketAddr,
+    url: &NormalizedUrl,
+    look: &Lookup,
+    rec: &ObjectRecord,
+) {
+    let key = look.record_key.clone();
+    if let Some(f) = ctx.fills.start_detached(&key, ctx.object_limit) {
+        let spec = spec_for(
+            req.headers(),
+            peer,
+            url,
+            look,
+            key,
+            Some(Arc::new(rec.clone())),
+        );
+        tokio::spawn(miss::run(ctx.clone(), f, spec));
+    }
+}
+
+/// A miss or a revalidation: join or start the fill for this request's record key,
+/// and answer from its outcome. `stale` is the stored copy `stale-if-error` allows
+/// serving when the origin fails.
+#[allow(clippy::too_many_arguments)]
+async fn fill(
+    ctx: &Arc<Ctx>,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+    url: &NormalizedUrl,
+    look: &Lookup,
+    revalidate: Option<Arc<ObjectRecord>>,
+    stale: Option<Arc<ObjectRecord>>,
+    status: CacheStatus,
+) -> (Response<Body>, Outcome) {
+    let key = look.record_key.clone();
+    let ticket = match ctx.fills.join(&key, ctx.object_limit) {
+        Joined::Existing(t) => {
+            ctx.metrics.record_coalesced();
+            t
+        }
+        Joined::New(f, t) => {
+            let spec = spec_for(req.headers(), peer, url, look, key.clone(), revalidate);
+            tokio::spawn(miss::run(ctx.clone(), f, spec));
+            t
+        }
+        Joined::Busy => {
+            let mut r = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many origin fetches in flight\n",
+                status.with_detail("fills-busy"),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return (r, Outcome::Error);
+        }
+    };
+    let status = if ticket.collapsed {
+        status.with_collapsed()
+    } else {
+        status
+    };
+    let hreq = HitRequest {
+        method: req.method(),
+        headers: req.headers(),
+    };
+    let now = SystemTime::now();
+    let outcome = match ticket.rx.await {
+        Ok(o) => o,
+        Err(_) => FillOutcome::Failed(Arc::new(origin::OriginError::Failed("fill aborted".into()))),
+    };
+    match outcome {
+        FillOutcome::Revalidated(rec) => {
+            match hit::serve(ctx, &hreq, &rec, status.with_fwd_status(304), now) {
+                Ok(r) => (r, Outcome::Revalidated),
+                Err(_) => {
+                    pass::pass(
+                        ctx,
+                        req,
+                        peer,
+                        Some(url),
+                        CacheStatus::forward(Fwd::Miss),
+                        Outcome::Miss,
+                    )
+                    .await
+                }
+            }
+        }
+        FillOutcome::Failed(e) => match stale {
+            Some(rec) => serve_stale(ctx, &hreq, &rec, now, "stale-if-error"),
+            None => (pass::origin_error(&e, status), Outcome::Error),
+        },
+        FillOutcome::Refused => {
+            pass::pass(
+                ctx,
+                req,
+                peer,
+                Some(url),
+                status.with_detail("uncacheable-size"),
+                Outcome::Miss,
+            )
+            .await
+        }
+        FillOutcome::Response { head, body } => {
+            // RFC 5861 §4: an error answer may be covered by the stale copy too.
+            if let Some(rec) = &stale {
+                if matches!(head.status.as_u16(), 500 | 502 | 503 | 504) {
+                    return serve_stale(ctx, &hreq, rec, now, "stale-if-error");
+                }
+            }
+            if ticket.collapsed && !head.vary.is_empty() {
+                // RFC 9111 §4.1: only a waiter whose selecting fields match may share.
+                let mine = spec_for(req.headers(), peer, url, look, Vec::new(), None);
+                let my_key = key::variant_key(MethodClass::Get, url, &head.vary, &mine.headers);
+                if my_key != head.variant_key {
+                    return pass::pass(
+                        ctx,
+                        req,
+                        peer,
+                        Some(url),
+                        CacheStatus::forward(Fwd::VaryMiss),
+                        Outcome::Miss,
+                    )
+                    .await;
+                }
+            }
+            let mut h = head.headers.clone();
+            let mut st = status;
+            if head.status.as_u16() != 200 {
+                st = st.with_fwd_status(head.status.as_u16());
+            }
+            st = match head.store {
+                Ok(()) => st.with_stored(),
+                Err(why) => st.with_detail(why),
+            };
+            let cs = st.append_to_lines(h.get_all("cache-status"));
+            h.insert("cache-status", cs);
+            let age =
+                freshness::current_age(&head.headers, head.response_time, head.request_time, now);
+            h.insert(header::AGE, HeaderValue::from(age.as_secs()));
+            if head.store.is_ok() && crate::compress::compressible(h.get(header::CONTENT_TYPE)) {
+                let names: Vec<String> = head
+                    .vary
+                    .fields()
+                    .iter()
+                    .cloned()
+                    .chain(["accept-encoding".to_owned()])
+                    .collect();
+                if let Ok(v) = HeaderValue::from_str(&names.join(", ")) {
+                    h.insert(header::VARY, v);
+                }
+            }
+            let b = if req.method() == Method::HEAD {
+                Body::Empty
+            } else {
+                Body::Fill(body)
+            };
+            let mut r = Response::new(b);
+            *r.status_mut() = head.status;
+            *r.headers_mut() = h;
+            (r, Outcome::Miss)
+        }
+    }
+}
+
+fn serve_stale(
+    ctx: &Ctx,
+    hreq: &HitRequest<'_>,
+    rec: &ObjectRecord,
+    now: SystemTime,
+    why: &str,
+) -> (Response<Body>, Outcome) {
+    match hit::serve(ctx, hreq, rec, CacheStatus::hit().with_detail(why), now) {
+        Ok(r) => (r, Outcome::Stale),
+        Err(_) => (
+            plain(
+                StatusCode::BAD_GATEWAY,
+                "origin failed and the stale copy is gone\n",
+                CacheStatus::forward(Fwd::Stale).with_detail("origin-error"),
+            ),
+            Outcome::Error,
+        ),
+    }
+}

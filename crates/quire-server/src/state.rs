@@ -1,0 +1,165 @@
+//! The state every request shares: configuration turned into the policy structs of
+//! `quire-http`, the store, the origin client, the fill registry and the metrics.
+//! Built once at start-up; read-only afterwards except for the lock-free parts.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use quire_http::bypass::BypassConfig;
+use quire_http::encoding::Coding;
+use quire_http::freshness::{ReuseConfig, StorageConfig};
+use quire_http::key::KeyConfig;
+use quire_store::{Options, Store};
+
+use crate::compress::Levels;
+use crate::config::Config;
+use crate::fill::Fills;
+use crate::metrics::Metrics;
+use crate::origin::Origin;
+
+/// Store-entry overhead kept free when deriving the largest body from the region
+/// size: entry header, key, tags and the record are far below this.
+const ENTRY_OVERHEAD_BYTES: u64 = 64 << 10;
+
+/// Shared state of a running server.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The configuration as loaded.
+    pub cfg: Config,
+    /// The cache.
+    pub store: Store,
+    /// The origin client.
+    pub origin: Origin,
+    /// Fills in flight.
+    pub fills: Fills,
+    /// Counters for `/_quire/metrics`.
+    pub metrics: Metrics,
+    /// URL normalisation.
+    pub keys: KeyConfig,
+    /// Bypass rules.
+    pub bypass: BypassConfig,
+    /// Storage rules.
+    pub storage: StorageConfig,
+    /// Reuse rules.
+    pub reuse: ReuseConfig,
+    /// Compression levels.
+    pub levels: Levels,
+    /// Codings compressed at fill time, besides identity.
+    pub codings: Vec<Coding>,
+    /// Largest body stored.
+    pub object_limit: u64,
+    /// The admin token (config or `QUIRE_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
+    /// When the server started.
+    pub started: Instant,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The cache volume could not be opened.
+    #[error("cache volume {path}: {source}")]
+    Store {
+        /// The volume path.
+        path: String,
+        /// Why.
+        source: quire_store::StoreError,
+    },
+    /// Creating the cache directory failed.
+    #[error("cache directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No origin configured.
+    #[error("no origin: give --origin http://host:port or `origin` in the config file")]
+    NoOrigin,
+    /// The origin URL is invalid.
+    #[error(transparent)]
+    Origin(#[from] crate::origin::OriginUrlError),
+    /// Binding the listener failed.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl Ctx {
+    /// Validates `cfg`, opens the volume and builds the shared state.
+    pub fn new(cfg: Config) -> Result<Arc<Ctx>, StartError> {
+        cfg.validate()?;
+        let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
+        let origin = Origin::new(
+            &origin_url,
+            cfg.limits.origin_connect_timeout.0,
+            cfg.limits.origin_read_timeout.0,
+        )?;
+        if let Some(dir) = cfg
+            .cache
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|source| StartError::Dir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let store = Store::open(
+            &cfg.cache.path,
+            cfg.cache.size.0,
+            Options {
+                admission: cfg.cache.admission,
+                ram_tier_bytes: cfg.cache.ram_tier.0,
+                ..Options::default()
+            },
+        )
+        .map_err(|source| StartError::Store {
+            path: cfg.cache.path.display().to_string(),
+            source,
+        })?;
+        let object_limit = cfg.limits.object_bytes.0.min(
+            store
+                .object_bytes_max()
+                .saturating_sub(ENTRY_OVERHEAD_BYTES),
+        );
+        let mut codings = Vec::new();
+        if cfg.encodings.br {
+            codings.push(Coding::Br);
+        }
+        if cfg.encodings.zstd {
+            codings.push(Coding::Zstd);
+        }
+        if cfg.encodings.gzip {
+            codings.push(Coding::Gzip);
+        }
+        let admin_token = std::env::var("QUIRE_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .or_else(|| cfg.admin_token.clone());
+        Ok(Arc::new(Ctx {
+            keys: cfg.key_config(),
+            bypass: cfg.bypass_config(),
+            storage: cfg.storage_config(),
+            reuse: cfg.reuse_config(),
+            levels: cfg.encodings.levels(),
+            fills: Fills::new(cfg.limits.fills),
+            metrics: Metrics::new(),
+            codings,
+            object_limit,
+            admin_token,
+            started: Instant::now(),
+            store,
+            origin,
+            cfg,
+        }))
+    }
+}

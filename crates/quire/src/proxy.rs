@@ -1,0 +1,141 @@
+//! `quire proxy`: loads the configuration (file, then flags), starts the runtime and
+//! the server, and drains on SIGTERM or SIGINT.
+
+use std::path::Path;
+
+use anyhow::Context;
+use quire_server::config::ByteSize;
+use quire_server::{Config, Ctx, Server};
+
+use crate::cli::ProxyArgs;
+
+/// Reads a TOML configuration file; unknown keys and bad values are errors that
+/// name the file and the key.
+pub fn load_config(path: &Path) -> anyhow::Result<Config> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config {}", path.display()))?;
+    parse_config(&text).with_context(|| format!("config {}", path.display()))
+}
+
+/// Parses configuration text.
+pub fn parse_config(text: &str) -> anyhow::Result<Config> {
+    Ok(toml::from_str(text)?)
+}
+
+/// The configuration `args` describe: the file if given, then each flag over it.
+pub fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
+    let mut cfg = match &args.config {
+        Some(p) => load_config(p)?,
+        None => Config::default(),
+    };
+    if let Some(o) = &args.origin {
+        cfg.origin = Some(o.clone());
+    }
+    if let Some(l) = args.listen {
+        cfg.listen = l;
+    }
+    if let Some(c) = &args.cache {
+        cfg.cache.path = c.clone();
+    }
+    if let Some(s) = &args.cache_size {
+        cfg.cache.size = s
+            .parse::<ByteSize>()
+            .map_err(|e| anyhow::anyhow!("--cache-size: {e}"))?;
+    }
+    if let Some(w) = args.workers {
+        cfg.workers = w;
+    }
+    Ok(cfg)
+}
+
+/// Runs the proxy until SIGTERM/SIGINT, then drains.
+pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
+    let cfg = config_from(args)?;
+    let workers = if cfg.workers == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cfg.workers
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .thread_name("quire-worker")
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let ctx = Ctx::new(cfg)?;
+        let server = Server::bind(ctx.clone()).await?;
+        let addr = server.local_addr()?;
+        eprintln!(
+            "quire: proxying http://{addr} -> {} (cache {}, {} workers)",
+            ctx.cfg.origin.as_deref().unwrap_or("?"),
+            ctx.cfg.cache.path.display(),
+            workers
+        );
+        server.run(shutdown_signal()).await;
+        eprintln!("quire: stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Resolves on the first SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers, run until killed.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    eprintln!("quire: shutting down, draining in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_config_parses() {
+        let cfg = parse_config(
+            r#"
+            listen = "127.0.0.1:9999"
+            origin = "http://127.0.0.1:9000"
+            admin_token = "0123456789abcdef0123"
+            [cache]
+            path = "/tmp/q.vol"
+            size = "256 MiB"
+            [limits]
+            object_bytes = "4MiB"
+            origin_read_timeout = "5s"
+            [keys]
+            drop_params = ["utm_*"]
+            host_aliases = { "www.example.com" = "example.com" }
+            [storage]
+            stale_if_error_grace = "1h"
+            heuristic_by_type = { "text/html" = "5m" }
+            [encodings]
+            zstd = false
+            "#,
+        )
+        .unwrap();
+        assert_eq!(cfg.cache.size.0, 256 << 20);
+        assert_eq!(cfg.limits.object_bytes.0, 4 << 20);
+        assert_eq!(cfg.storage.stale_if_error_grace.0.as_secs(), 3600);
+        assert!(!cfg.encodings.zstd);
+        cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        assert!(parse_config("listen = \"127.0.0.1:1\"\nlisen = 3").is_err());
+        assert!(parse_config("[cache]\nsize = \"lots\"").is_err());
+        assert!(parse_config("[limits]\norigin_read_timeout = \"soon\"").is_err());
+        assert!(parse_config("listen = \"not an address\"").is_err());
+    }
+}
