@@ -13,13 +13,15 @@
 //! - [`metrics`]: lock-free counters and the Prometheus rendering.
 //! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
 //!   three ways out, [`admin`] and [`purge`] the operator's.
-//! - [`server`]: the listener, connection limits and graceful shutdown.
+//! - [`server`]: the listener, connection limits and graceful shutdown; [`guard`]
+//!   refuses ambiguously framed HTTP/1.1 requests on the byte stream.
 
 pub mod admin;
 pub mod body;
 pub mod compress;
 pub mod config;
 pub mod fill;
+pub mod guard;
 pub mod hit;
 pub mod metrics;
 pub mod miss;

@@ -12,6 +12,8 @@
 //! - **Graceful shutdown**: on the shutdown signal the listener closes, idle
 //!   keep-alive connections are closed, in-flight requests finish (HTTP/2 gets a
 //!   GOAWAY), for at most `limits.shutdown_grace`.
+//! - Every connection's reads pass through [`crate::guard`], which refuses ambiguously
+//!   framed requests (`Content-Length` with `Transfer-Encoding`, several lengths).
 //! - Oversized request heads get 431 from hyper (`max_buf_size` = `limits.header_bytes`),
 //!   slow or idle clients are cut by `header_read_timeout` = `limits.client_idle_timeout`.
 
@@ -28,6 +30,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::guard::Guarded;
 use crate::service;
 use crate::state::{Ctx, StartError};
 
@@ -104,9 +107,8 @@ impl Server {
                 let ctx = ctx2.clone();
                 async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
             });
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), svc)
-                .into_owned();
+            let io = Guarded::new(stream, limits.header_bytes.0 as usize);
+            let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
             let conn = graceful.watch(conn);
             let metrics_ctx = ctx.clone();
             metrics_ctx

@@ -1,6 +1,6 @@
 //! One request, start to finish: guard, route, key, look up, decide, answer.
 //!
-//! The order is the design's: framing guards (request smuggling), the admin API,
+//! The order is the design's (framing was checked by [`crate::guard`]): the admin API,
 //! URL normalisation, bypass rules, then the lookup — primary record, variant record
 //! when the URL varies, body of the chosen coding — and the RFC 9111 reuse decision
 //! (`quire_http::freshness::reuse`): fresh → [`crate::hit`]; stale within
@@ -81,18 +81,8 @@ async fn route(
     req: Request<Incoming>,
     peer: SocketAddr,
 ) -> (Response<Body>, Outcome) {
-    // RFC 9112 §6.3: a message with both is a smuggling attempt or a broken client;
-    // several Content-Length lines likewise (§6.3 rule 5 lets a server reject them).
-    let h = req.headers();
-    if h.contains_key(header::TRANSFER_ENCODING) && h.contains_key(header::CONTENT_LENGTH) {
-        return (
-            bad_request("both Transfer-Encoding and Content-Length"),
-            Outcome::Error,
-        );
-    }
-    if h.get_all(header::CONTENT_LENGTH).iter().count() > 1 {
-        return (bad_request("several Content-Length fields"), Outcome::Error);
-    }
+    // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::guard` refuses it
+    // on the byte stream, before hyper folds the evidence away.
     if req.uri().path().starts_with(admin::PREFIX) {
         return admin::handle(ctx, req).await;
     }

@@ -1,0 +1,380 @@
+//! Test harness: a scripted origin on a real loopback socket, quire in-process in
+//! front of it, and a real HTTP client. Every exchange crosses real sockets.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use quire_server::{Config, Ctx, Server};
+use tokio::net::TcpListener;
+
+/// The admin token every test server uses.
+pub const TOKEN: &str = "test-admin-token-0123456789";
+
+/// One scripted origin response.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// Wait this long before the head.
+    pub delay: Duration,
+    /// Answer `If-None-Match` with 304 when it matches this ETag.
+    pub etag: Option<String>,
+    /// Send this many body bytes, then reset the connection.
+    pub cut_after: Option<usize>,
+}
+
+impl Route {
+    pub fn ok(body: impl Into<Vec<u8>>, headers: &[(&str, &str)]) -> Route {
+        Route {
+            status: 200,
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.into(),
+            delay: Duration::ZERO,
+            etag: None,
+            cut_after: None,
+        }
+    }
+    pub fn status(mut self, s: u16) -> Route {
+        self.status = s;
+        self
+    }
+    pub fn delay(mut self, d: Duration) -> Route {
+        self.delay = d;
+        self
+    }
+    pub fn etag(mut self, e: &str) -> Route {
+        self.etag = Some(e.to_string());
+        self.headers.push(("etag".into(), e.to_string()));
+        self
+    }
+    pub fn cut_after(mut self, n: usize) -> Route {
+        self.cut_after = Some(n);
+        self
+    }
+}
+
+/// What the origin saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: Method,
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+#[derive(Debug, Default)]
+pub struct OriginState {
+    routes: Mutex<HashMap<String, Route>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A scripted origin on 127.0.0.1.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub addr: SocketAddr,
+    pub state: Arc<OriginState>,
+}
+
+impl Origin {
+    pub async fn start() -> Origin {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(OriginState::default());
+        let st = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| answer(st.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Origin { addr, state }
+    }
+
+    /// Scripts `path` (path and query, as the origin receives it).
+    pub fn route(&self, path: &str, r: Route) {
+        self.state
+            .routes
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), r);
+    }
+
+    /// Requests the origin received for `path` (path and query).
+    pub fn seen(&self, path: &str) -> Vec<Seen> {
+        self.state
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.uri == path)
+            .cloned()
+            .collect()
+    }
+
+    pub fn hits(&self, path: &str) -> usize {
+        self.seen(path).len()
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+type OriginBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+async fn answer(
+    st: Arc<OriginState>,
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response<OriginBody>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let uri = parts
+        .uri
+        .path_and_query()
+        .map_or("/".to_string(), |p| p.to_string());
+    st.seen.lock().unwrap().push(Seen {
+        method: parts.method.clone(),
+        uri: uri.clone(),
+        headers: parts.headers.clone(),
+        body,
+    });
+    let route = st.routes.lock().unwrap().get(&uri).cloned();
+    let Some(r) = route else {
+        let mut resp = Response::new(full(b"no such route".to_vec()));
+        *resp.status_mut() = StatusCode::NOT_FOUND;
+        return Ok(resp);
+    };
+    if !r.delay.is_zero() {
+        tokio::time::sleep(r.delay).await;
+    }
+    let not_modified = r.etag.as_deref().is_some_and(|e| {
+        parts
+            .headers
+            .get("if-none-match")
+            .is_some_and(|v| v.to_str().unwrap_or("").contains(e))
+    });
+    let mut resp = if not_modified {
+        let mut resp = Response::new(full(Vec::new()));
+        *resp.status_mut() = StatusCode::NOT_MODIFIED;
+        resp
+    } else if let Some(n) = r.cut_after {
+        let first = Bytes::from(r.body[..n.min(r.body.len())].to_vec());
+        let chunks: Vec<Result<Frame<Bytes>, std::io::Error>> =
+            vec![Ok(Frame::data(first)), Err(std::io::Error::other("cut"))];
+        let stream = futures_stream(chunks);
+        let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+        *resp.status_mut() = StatusCode::from_u16(r.status).unwrap();
+        resp.headers_mut()
+            .insert("content-length", r.body.len().to_string().parse().unwrap());
+        resp
+    } else {
+        let mut resp = Response::new(full(r.body.clone()));
+        *resp.status_mut() = StatusCode::from_u16(r.status).unwrap();
+        resp
+    };
+    for (k, v) in &r.headers {
+        if not_modified && k.eq_ignore_ascii_case("content-length") {
+            continue;
+        }
+        resp.headers_mut().append(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    Ok(resp)
+}
+
+fn full(b: Vec<u8>) -> OriginBody {
+    Full::new(Bytes::from(b))
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+/// A stream over prepared frames, with a short pause before an error so the data
+/// frame is flushed first.
+fn futures_stream(
+    frames: Vec<Result<Frame<Bytes>, std::io::Error>>,
+) -> impl futures_core::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send + Sync {
+    struct S(
+        std::collections::VecDeque<Result<Frame<Bytes>, std::io::Error>>,
+        Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    );
+    impl futures_core::Stream for S {
+        type Item = Result<Frame<Bytes>, std::io::Error>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            if matches!(self.0.front(), Some(Err(_))) {
+                let sleep = self
+                    .1
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(50))));
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return std::task::Poll::Pending;
+                }
+            }
+            std::task::Poll::Ready(self.0.pop_front())
+        }
+    }
+    use std::future::Future;
+    S(frames.into(), None)
+}
+
+/// quire in-process in front of an origin.
+pub struct Quire {
+    pub addr: SocketAddr,
+    pub ctx: Arc<Ctx>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Quire {
+    pub async fn start(origin: &Origin, tweak: impl FnOnce(&mut Config)) -> Quire {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            origin: Some(origin.url()),
+            admin_token: Some(TOKEN.to_string()),
+            ..Config::default()
+        };
+        cfg.cache.path = dir.path().join("cache.vol");
+        cfg.cache.size = quire_server::config::ByteSize(64 << 20);
+        cfg.limits.origin_read_timeout = quire_server::config::Secs(Duration::from_secs(2));
+        tweak(&mut cfg);
+        let ctx = Ctx::new(cfg).unwrap();
+        let server = Server::bind(ctx.clone()).await.unwrap();
+        let addr = server.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async move {
+            let _ = rx.await;
+        }));
+        Quire {
+            addr,
+            ctx,
+            stop: Some(tx),
+            task: Some(task),
+            _dir: dir,
+        }
+    }
+
+    /// Sends the shutdown signal and waits for the drain.
+    pub async fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+/// A response as the client saw it.
+#[derive(Debug)]
+pub struct Got {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Got {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+    pub fn cache_status(&self) -> &str {
+        self.header("cache-status").unwrap_or("")
+    }
+}
+
+/// A fresh client (its own connection pool).
+pub fn client() -> Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Sends one request to quire.
+pub async fn send(
+    q: &Quire,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Got {
+    let mut b = Request::builder()
+        .method(Method::from_bytes(method.as_bytes()).unwrap())
+        .uri(q.url(path));
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    let req = b.body(Full::new(Bytes::copy_from_slice(body))).unwrap();
+    let resp = client().request(req).await.expect("quire answered");
+    let (parts, body) = resp.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    Got {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body,
+    }
+}
+
+/// Waits until no fill is in flight (the last miss is stored or dropped).
+pub async fn settle(q: &Quire) {
+    for _ in 0..500 {
+        if q.ctx.fills.in_flight() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("fills never settled");
+}
+
+pub async fn get(q: &Quire, path: &str, headers: &[(&str, &str)]) -> Got {
+    send(q, "GET", path, headers, b"").await
+}
+
+/// A body that compresses well and is easy to check.
+pub fn page(n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n);
+    let mut i = 0u32;
+    while v.len() < n {
+        v.extend_from_slice(format!("<p>line {i} of a test page</p>\n").as_bytes());
+        i += 1;
+    }
+    v.truncate(n);
+    v
+}

@@ -1,0 +1,558 @@
+//! The cache through real sockets: storing, reuse, encodings, validation, ranges,
+//! coalescing, staleness. Each test names the RFC section it checks.
+
+mod common;
+
+use std::io::Read;
+use std::time::Duration;
+
+use common::*;
+
+fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    match coding {
+        "gzip" => {
+            flate2::read::GzDecoder::new(body)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "br" => {
+            brotli::Decompressor::new(body, 4096)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "zstd" => out = zstd::decode_all(body).unwrap(),
+        "" | "identity" => out = body.to_vec(),
+        other => panic!("unexpected coding {other}"),
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_is_stored_and_the_next_request_hits() {
+    // RFC 9111 §3 (storing), §4 (reuse), RFC 9211 §2.1-2.2, §2.5 (Cache-Status).
+    let o = Origin::start().await;
+    o.route(
+        "/a",
+        Route::ok(
+            page(5000),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "text/html"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let first = get(&q, "/a", &[]).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.cache_status(), "quire; fwd=uri-miss; stored");
+    assert_eq!(first.body, page(5000));
+    settle(&q).await;
+    let second = get(&q, "/a", &[]).await;
+    assert_eq!(second.body, page(5000));
+    assert!(
+        second.cache_status().starts_with("quire; hit; ttl="),
+        "{}",
+        second.cache_status()
+    );
+    assert!(
+        second.header("age").is_some(),
+        "RFC 9111 §5.1: Age on every cached response"
+    );
+    assert_eq!(o.hits("/a"), 1, "one origin request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_encoding_is_served_from_one_fill() {
+    // RFC 9110 §12.5.3 (Accept-Encoding with q-values), §8.4 (Content-Encoding).
+    let o = Origin::start().await;
+    let body = page(20_000);
+    o.route(
+        "/p",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "text/html; charset=utf-8"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
+    for (ae, want) in [
+        ("gzip", "gzip"),
+        ("br", "br"),
+        ("zstd", "zstd"),
+        ("gzip, deflate, br, zstd", "br"),
+        ("gzip;q=1, br;q=0.5", "gzip"),
+        ("identity", ""),
+        ("br;q=0, gzip;q=0, zstd;q=0", ""),
+        ("*", "br"),
+    ] {
+        let r = get(&q, "/p", &[("accept-encoding", ae)]).await;
+        assert!(
+            r.cache_status().contains("hit"),
+            "{ae}: {}",
+            r.cache_status()
+        );
+        assert_eq!(
+            r.header("content-encoding").unwrap_or(""),
+            want,
+            "accept-encoding {ae}"
+        );
+        assert_eq!(decode(want, &r.body), body, "accept-encoding {ae}");
+        assert_eq!(
+            r.header("content-length").unwrap(),
+            r.body.len().to_string()
+        );
+        assert!(r.header("vary").unwrap().contains("accept-encoding"));
+    }
+    // No Accept-Encoding at all: identity (RFC 9110 §12.5.3).
+    let r = get(&q, "/p", &[]).await;
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(o.hits("/p"), 1);
+    // The fill asked the origin for identity.
+    assert_eq!(o.seen("/p")[0].headers["accept-encoding"], "identity");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_requests_are_answered_from_the_cache() {
+    // RFC 9110 §13.1.1-13.1.3, §13.2.2, §15.4.5; RFC 9111 §4.3.2.
+    let o = Origin::start().await;
+    o.route(
+        "/c",
+        Route::ok(
+            page(1000),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "text/html"),
+                ("last-modified", "Tue, 01 Jan 2030 00:00:00 GMT"),
+            ],
+        )
+        .etag("\"v1\""),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/c", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/c", &[("if-none-match", "\"v1\"")]).await;
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    assert_eq!(r.header("etag"), Some("\"v1\""));
+    let r = get(&q, "/c", &[("if-none-match", "\"other\"")]).await;
+    assert_eq!(r.status, 200);
+    // If-None-Match wins over If-Modified-Since (§13.1.3).
+    let r = get(
+        &q,
+        "/c",
+        &[
+            ("if-none-match", "\"other\""),
+            ("if-modified-since", "Wed, 01 Jan 2031 00:00:00 GMT"),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let r = get(
+        &q,
+        "/c",
+        &[("if-modified-since", "Wed, 01 Jan 2031 00:00:00 GMT")],
+    )
+    .await;
+    assert_eq!(r.status, 304);
+    // A gzip variant carries the weakened tag; weak comparison still matches.
+    let r = get(&q, "/c", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(r.header("etag"), Some("W/\"v1\""));
+    let r = get(
+        &q,
+        "/c",
+        &[("accept-encoding", "gzip"), ("if-none-match", "W/\"v1\"")],
+    )
+    .await;
+    assert_eq!(r.status, 304);
+    assert_eq!(o.hits("/c"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_are_answered_from_the_cache() {
+    // RFC 9110 §14.2, §15.3.7 (206), §15.5.17 (416), §14.6 (multipart/byteranges).
+    let o = Origin::start().await;
+    let body: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    o.route(
+        "/r",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "application/octet-stream"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/r", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/r", &[("range", "bytes=10-19")]).await;
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-range"), Some("bytes 10-19/1000"));
+    assert_eq!(&r.body[..], &body[10..20]);
+    let r = get(&q, "/r", &[("range", "bytes=-5")]).await;
+    assert_eq!(&r.body[..], &body[995..]);
+    let r = get(&q, "/r", &[("range", "bytes=5000-")]).await;
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */1000"));
+    let r = get(&q, "/r", &[("range", "bytes=0-1,500-501")]).await;
+    assert_eq!(r.status, 206);
+    let ct = r.header("content-type").unwrap();
+    assert!(ct.starts_with("multipart/byteranges; boundary="));
+    let text = String::from_utf8_lossy(&r.body);
+    assert!(text.contains("Content-Range: bytes 0-1/1000"));
+    assert!(text.contains("Content-Range: bytes 500-501/1000"));
+    assert_eq!(
+        r.header("content-length").unwrap(),
+        r.body.len().to_string()
+    );
+    assert_eq!(o.hits("/r"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_is_answered_from_the_get_entry() {
+    // RFC 9110 §9.3.2; RFC 9111 §4 (a HEAD can use a stored GET response).
+    let o = Origin::start().await;
+    o.route(
+        "/h",
+        Route::ok(page(3000), &[("cache-control", "max-age=60")]),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let r = send(&q, "HEAD", "/h", &[], b"").await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty());
+    // The HEAD miss filled with a GET, so the GET is a hit.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let g = get(&q, "/h", &[]).await;
+    assert!(g.cache_status().contains("hit"), "{}", g.cache_status());
+    let r = send(&q, "HEAD", "/h", &[], b"").await;
+    assert!(r.cache_status().contains("hit"));
+    assert_eq!(r.header("content-length"), Some("3000"));
+    assert!(r.body.is_empty());
+    assert_eq!(o.seen("/h")[0].method, http::Method::GET);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_misses_make_one_origin_request() {
+    // DESIGN: coalescing; RFC 9211 §2.6 (collapsed).
+    let o = Origin::start().await;
+    let body = page(100_000);
+    o.route(
+        "/slow",
+        Route::ok(body.clone(), &[("cache-control", "max-age=60")])
+            .delay(Duration::from_millis(300)),
+    );
+    let q = std::sync::Arc::new(Quire::start(&o, |_| {}).await);
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let q = q.clone();
+        tasks.push(tokio::spawn(async move { get(&q, "/slow", &[]).await }));
+    }
+    let mut collapsed = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, body);
+        if r.cache_status().contains("collapsed") {
+            collapsed += 1;
+        }
+    }
+    assert_eq!(
+        o.hits("/slow"),
+        1,
+        "one origin request for 20 concurrent misses"
+    );
+    assert!(collapsed >= 18, "{collapsed} of 20 collapsed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_response_is_revalidated_and_a_304_refreshes_it() {
+    // RFC 9111 §4.3.1 (validators sent), §4.3.3-4.3.4 (304 updates the stored head).
+    let o = Origin::start().await;
+    o.route(
+        "/v",
+        Route::ok(
+            page(800),
+            &[("cache-control", "max-age=1"), ("x-version", "1")],
+        )
+        .etag("\"e1\""),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/v", &[]).await;
+    settle(&q).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let r = get(&q, "/v", &[]).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page(800));
+    assert_eq!(r.cache_status(), "quire; fwd=stale; fwd-status=304");
+    let seen = o.seen("/v");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].headers["if-none-match"], "\"e1\"");
+    // Fresh again after the 304.
+    let r = get(&q, "/v", &[]).await;
+    assert!(r.cache_status().contains("hit"));
+    assert_eq!(o.hits("/v"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_if_error_covers_a_failing_origin() {
+    // RFC 5861 §4.
+    let o = Origin::start().await;
+    o.route(
+        "/e",
+        Route::ok(
+            page(500),
+            &[("cache-control", "max-age=1, stale-if-error=60")],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/e", &[]).await;
+    settle(&q).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    o.route("/e", Route::ok("broken", &[]).status(503));
+    let r = get(&q, "/e", &[]).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page(500));
+    assert!(
+        r.cache_status().contains("stale-if-error"),
+        "{}",
+        r.cache_status()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_while_revalidate_serves_at_once_and_refreshes_behind() {
+    // RFC 5861 §3.
+    let o = Origin::start().await;
+    o.route(
+        "/s",
+        Route::ok(
+            "old",
+            &[("cache-control", "max-age=1, stale-while-revalidate=60")],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/s", &[]).await;
+    settle(&q).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    o.route("/s", Route::ok("new", &[("cache-control", "max-age=60")]));
+    let r = get(&q, "/s", &[]).await;
+    assert_eq!(&r.body[..], b"old");
+    assert!(r.cache_status().contains("stale-while-revalidate"));
+    // The background fill lands shortly.
+    let mut body = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let r = get(&q, "/s", &[]).await;
+        body = r.body.to_vec();
+        if body == b"new" {
+            break;
+        }
+    }
+    assert_eq!(body, b"new");
+    assert_eq!(o.hits("/s"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_must_not_be_stored_is_not() {
+    // RFC 9111 §3, §5.2.2.5 (no-store), §5.2.2.7 (private), §4.2 + §4.3 (no freshness
+    // and no validator: never reused), Set-Cookie (quire's default), Vary: * (§4.1).
+    let o = Origin::start().await;
+    let cases = [
+        ("/ns", vec![("cache-control", "no-store")], "no-store"),
+        (
+            "/pv",
+            vec![("cache-control", "private, max-age=60")],
+            "private",
+        ),
+        (
+            "/ck",
+            vec![("cache-control", "max-age=60"), ("set-cookie", "s=1")],
+            "set-cookie",
+        ),
+        ("/nf", vec![], "no-freshness"),
+        (
+            "/vs",
+            vec![("cache-control", "max-age=60"), ("vary", "*")],
+            "vary-star",
+        ),
+    ];
+    for (p, h, _) in &cases {
+        o.route(p, Route::ok("x", h));
+    }
+    let q = Quire::start(&o, |_| {}).await;
+    for (p, _, detail) in &cases {
+        let r = get(&q, p, &[]).await;
+        assert!(
+            r.cache_status().contains(&format!("detail={detail}")),
+            "{p}: {}",
+            r.cache_status()
+        );
+        settle(&q).await;
+        let r = get(&q, p, &[]).await;
+        assert!(!r.cache_status().contains("hit"), "{p} reused");
+        assert_eq!(o.hits(p), 2, "{p}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vary_selects_variants_by_request_fields() {
+    // RFC 9111 §4.1.
+    let o = Origin::start().await;
+    o.route(
+        "/l",
+        Route::ok(
+            "hallo",
+            &[("cache-control", "max-age=60"), ("vary", "Accept-Language")],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let r = get(&q, "/l", &[("accept-language", "de")]).await;
+    assert!(r.cache_status().contains("stored"));
+    settle(&q).await;
+    let r = get(&q, "/l", &[("accept-language", "de")]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+    let r = get(&q, "/l", &[("accept-language", "fr")]).await;
+    assert!(
+        r.cache_status().contains("fwd=vary-miss"),
+        "{}",
+        r.cache_status()
+    );
+    assert_eq!(o.hits("/l"), 2);
+    assert_eq!(o.seen("/l")[1].headers["accept-language"], "fr");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsafe_methods_pass_through_and_invalidate() {
+    // RFC 9111 §4.4; every method is forwarded (quire's contract).
+    let o = Origin::start().await;
+    o.route("/doc", Route::ok("v1", &[("cache-control", "max-age=60")]));
+    o.route("/other", Route::ok("o", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/doc", &[]).await;
+    settle(&q).await;
+    get(&q, "/other", &[]).await;
+    settle(&q).await;
+    assert!(get(&q, "/doc", &[]).await.cache_status().contains("hit"));
+    let r = send(
+        &q,
+        "POST",
+        "/doc",
+        &[("content-type", "text/plain")],
+        b"payload",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.cache_status(), "quire; fwd=method");
+    let posted = o
+        .seen("/doc")
+        .into_iter()
+        .find(|s| s.method == http::Method::POST)
+        .unwrap();
+    assert_eq!(&posted.body[..], b"payload");
+    assert!(
+        !get(&q, "/doc", &[]).await.cache_status().contains("hit"),
+        "invalidated"
+    );
+    assert!(
+        get(&q, "/other", &[]).await.cache_status().contains("hit"),
+        "others untouched"
+    );
+    // An unknown method invalidates too, and a Location target on the same host.
+    o.route("/x", Route::ok("", &[("location", "/other")]));
+    let r = send(&q, "M-SEARCH", "/x", &[], b"").await;
+    assert_eq!(r.status, 200);
+    assert!(
+        !get(&q, "/other", &[]).await.cache_status().contains("hit"),
+        "Location invalidated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdn_cache_control_overrides_cache_control() {
+    // RFC 9213 §2.1.
+    let o = Origin::start().await;
+    o.route(
+        "/t",
+        Route::ok(
+            "t",
+            &[
+                ("cache-control", "no-store"),
+                ("cdn-cache-control", "max-age=60"),
+            ],
+        ),
+    );
+    o.route(
+        "/u",
+        Route::ok(
+            "u",
+            &[
+                ("cache-control", "max-age=60"),
+                ("cdn-cache-control", "no-store"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/t", &[]).await;
+    settle(&q).await;
+    assert!(get(&q, "/t", &[]).await.cache_status().contains("hit"));
+    get(&q, "/u", &[]).await;
+    settle(&q).await;
+    assert!(!get(&q, "/u", &[]).await.cache_status().contains("hit"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tracking_parameters_and_query_order_share_one_entry() {
+    // quire's URL normalisation: utm_* and friends dropped, query sorted.
+    let o = Origin::start().await;
+    o.route(
+        "/q?a=1&b=2",
+        Route::ok("q", &[("cache-control", "max-age=60")]),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/q?b=2&utm_source=x&a=1", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/q?a=1&fbclid=y&b=2", &[]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+    assert_eq!(o.hits("/q?a=1&b=2"), 1, "the origin saw the normalised URL");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_if_cached_without_an_entry_is_504() {
+    // RFC 9111 §5.2.1.7.
+    let o = Origin::start().await;
+    o.route("/oic", Route::ok("x", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    let r = get(&q, "/oic", &[("cache-control", "only-if-cached")]).await;
+    assert_eq!(r.status, 504);
+    assert_eq!(o.hits("/oic"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_over_the_limit_stream_through_uncached() {
+    let o = Origin::start().await;
+    let big = page(300_000);
+    o.route(
+        "/big",
+        Route::ok(big.clone(), &[("cache-control", "max-age=60")]),
+    );
+    let q = Quire::start(&o, |c| {
+        c.limits.object_bytes = quire_server::config::ByteSize(100_000)
+    })
+    .await;
+    let r = get(&q, "/big", &[]).await;
+    assert_eq!(r.body, big);
+    assert!(
+        r.cache_status().contains("detail=too-large"),
+        "{}",
+        r.cache_status()
+    );
+    settle(&q).await;
+    let r = get(&q, "/big", &[]).await;
+    assert_eq!(r.body, big);
+    assert_eq!(o.hits("/big"), 2);
+}

@@ -1,0 +1,440 @@
+//! Who is served from cache, what hostile input gets, and the operator's controls
+//! (purge, admin API, shutdown), through real sockets.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_cookies_and_authorization_bypass_analytics_cookies_do_not() {
+    // RFC 9111 §3.5 (Authorization), quire's bypass rules.
+    let o = Origin::start().await;
+    o.route("/p", Route::ok("page", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/p", &[("cookie", "session=abc")]).await;
+    assert_eq!(r.cache_status(), "quire; fwd=bypass; detail=cookie");
+    assert_eq!(
+        o.seen("/p").last().unwrap().headers["cookie"],
+        "session=abc"
+    );
+    let r = get(&q, "/p", &[("authorization", "Bearer x")]).await;
+    assert_eq!(r.cache_status(), "quire; fwd=bypass; detail=authorization");
+    let r = get(&q, "/p", &[("cookie", "_ga=GA1.2.3; _gid=x")]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unkeyed_headers_never_reach_the_origin_on_a_fill() {
+    // Cache poisoning: a header outside the key must not change a stored response.
+    let o = Origin::start().await;
+    o.route(
+        "/home",
+        Route::ok("home", &[("cache-control", "max-age=60")]),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(
+        &q,
+        "/home",
+        &[
+            ("x-forwarded-host", "evil.example"),
+            ("x-original-url", "/admin"),
+            ("cookie", "_ga=1"),
+            ("x-forwarded-scheme", "nothttps"),
+        ],
+    )
+    .await;
+    let seen = &o.seen("/home")[0];
+    for h in [
+        "x-forwarded-host",
+        "x-original-url",
+        "cookie",
+        "x-forwarded-scheme",
+    ] {
+        assert!(
+            !seen.headers.contains_key(h),
+            "{h} reached the origin on a fill"
+        );
+    }
+    assert_eq!(
+        seen.headers["host"],
+        q.addr.to_string(),
+        "the normalised host"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_that_normalises_elsewhere_reaches_the_origin_normalised() {
+    // RFC 3986 §6.2.2: `/a/%2e%2e/b` and `/b` are one resource; the origin must see
+    // what the key says, or a cached `/b` could hold another page.
+    let o = Origin::start().await;
+    o.route("/b", Route::ok("b", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    let r = get(&q, "/a/%2e%2e/b", &[]).await;
+    assert_eq!(&r.body[..], b"b");
+    assert_eq!(o.hits("/b"), 1);
+}
+
+fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smuggling_shapes_and_oversized_heads_are_refused() {
+    // RFC 9112 §6.1, §6.3 (CL + TE, several CL), RFC 6585 §5 (431).
+    let o = Origin::start().await;
+    o.route("/x", Route::ok("x", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    let addr = q.addr;
+    let r = tokio::task::spawn_blocking(move || {
+        raw(addr, b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    })
+    .await
+    .unwrap();
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    let r = tokio::task::spawn_blocking(move || {
+        raw(
+            addr,
+            b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    let big = format!(
+        "GET /x HTTP/1.1\r\nHost: h\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(200_000)
+    );
+    let r = tokio::task::spawn_blocking(move || raw(addr, big.as_bytes()))
+        .await
+        .unwrap();
+    assert!(r.starts_with("HTTP/1.1 431"), "{}", &r[..r.len().min(200)]);
+    let r = tokio::task::spawn_blocking(move || raw(addr, b"GARBAGE\r\n\r\n"))
+        .await
+        .unwrap();
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    assert!(
+        o.seen("/x").iter().all(|s| s.method != http::Method::POST),
+        "nothing smuggled through"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_hung_or_cut_origin_gives_502_504_and_stores_nothing() {
+    let o = Origin::start().await;
+    o.route(
+        "/hang",
+        Route::ok("late", &[("cache-control", "max-age=60")]).delay(Duration::from_secs(5)),
+    );
+    o.route(
+        "/cut",
+        Route::ok(page(50_000), &[("cache-control", "max-age=60")]).cut_after(1000),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let r = get(&q, "/hang", &[]).await;
+    assert_eq!(r.status, 504, "origin_read_timeout is 2 s in tests");
+    // A cut body: the client sees an error (or a short body), never a full 200 of the
+    // wrong length, and nothing is stored.
+    let req = http::Request::get(q.url("/cut"))
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    if let Ok(resp) = client().request(req).await {
+        use http_body_util::BodyExt;
+        let body = resp.into_body().collect().await;
+        assert!(body.is_err() || body.unwrap().to_bytes().len() < 50_000);
+    }
+    settle(&q).await;
+    assert!(!get(&q, "/cut", &[]).await.cache_status().contains("hit"));
+    // A dead origin.
+    let dead = Origin {
+        addr: "127.0.0.1:1".parse().unwrap(),
+        state: Default::default(),
+    };
+    let q2 = Quire::start(&dead, |_| {}).await;
+    let r = get(&q2, "/any", &[]).await;
+    assert_eq!(r.status, 502);
+    assert!(r.cache_status().contains("origin-error"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_needs_the_token_and_removes_by_url_prefix_and_tag() {
+    let o = Origin::start().await;
+    for p in ["/blog/a", "/blog/b", "/docs/c", "/docs/d"] {
+        let tag = if p.ends_with('c') {
+            "k-c shared"
+        } else {
+            "shared-not"
+        };
+        o.route(
+            p,
+            Route::ok(
+                p.as_bytes().to_vec(),
+                &[("cache-control", "max-age=60"), ("surrogate-key", tag)],
+            ),
+        );
+    }
+    let q = Quire::start(&o, |_| {}).await;
+    for p in ["/blog/a", "/blog/b", "/docs/c", "/docs/d"] {
+        get(&q, p, &[]).await;
+    }
+    settle(&q).await;
+    let hit = |r: &Got| r.cache_status().contains("hit");
+    // No token, wrong token.
+    assert_eq!(send(&q, "PURGE", "/blog/a", &[], b"").await.status, 401);
+    assert_eq!(
+        send(
+            &q,
+            "PURGE",
+            "/blog/a",
+            &[("authorization", "Bearer wrong")],
+            b""
+        )
+        .await
+        .status,
+        401
+    );
+    let auth = format!("Bearer {TOKEN}");
+    let r = send(&q, "PURGE", "/blog/a", &[("authorization", &auth)], b"").await;
+    assert_eq!(r.status, 200);
+    assert!(!hit(&get(&q, "/blog/a", &[]).await));
+    assert!(hit(&get(&q, "/blog/b", &[]).await));
+    // Prefix.
+    let body = format!(r#"{{"prefixes":["http://{}/blog/"]}}"#, q.addr);
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[
+            ("authorization", &auth),
+            ("content-type", "application/json"),
+        ],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(!hit(&get(&q, "/blog/b", &[]).await));
+    assert!(hit(&get(&q, "/docs/c", &[]).await));
+    // Tag (surrogate key); the key header is not sent to clients.
+    assert!(get(&q, "/docs/c", &[])
+        .await
+        .header("surrogate-key")
+        .is_none());
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[("authorization", &auth)],
+        br#"{"tags":["k-c"]}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(!hit(&get(&q, "/docs/c", &[]).await));
+    assert!(hit(&get(&q, "/docs/d", &[]).await));
+    // Bad purge bodies are 400 and purge nothing.
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[("authorization", &auth)],
+        br#"{"urls":["not a url"]}"#,
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[("authorization", &auth)],
+        br#"{"nope":1}"#,
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(hit(&get(&q, "/docs/d", &[]).await));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soft_purge_marks_stale_and_the_next_request_revalidates() {
+    let o = Origin::start().await;
+    o.route(
+        "/s",
+        Route::ok("body", &[("cache-control", "max-age=600")]).etag("\"s1\""),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/s", &[]).await;
+    settle(&q).await;
+    let auth = format!("Bearer {TOKEN}");
+    let body = format!(r#"{{"urls":["http://{}/s"],"soft":true}}"#, q.addr);
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[("authorization", &auth)],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("\"purged\": 1"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    let r = get(&q, "/s", &[]).await;
+    assert_eq!(r.cache_status(), "quire; fwd=stale; fwd-status=304");
+    assert_eq!(o.seen("/s")[1].headers["if-none-match"], "\"s1\"");
+    assert!(get(&q, "/s", &[]).await.cache_status().contains("hit"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_endpoints_health_metrics_explain() {
+    let o = Origin::start().await;
+    o.route("/m", Route::ok("m", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/m", &[]).await;
+    settle(&q).await;
+    get(&q, "/m", &[]).await;
+    assert_eq!(get(&q, "/_quire/health", &[]).await.status, 200);
+    assert_eq!(get(&q, "/_quire/metrics", &[]).await.status, 401);
+    let auth = format!("Bearer {TOKEN}");
+    let m = get(&q, "/_quire/metrics", &[("authorization", &auth)]).await;
+    let text = String::from_utf8_lossy(&m.body);
+    assert!(
+        text.contains("quire_requests_total{cache=\"hit\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quire_requests_total{cache=\"miss\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("quire_store_entries"));
+    let path = format!(
+        "/_quire/explain?url=http%3A%2F%2F{}%2Fm%3Futm_source%3Dx",
+        q.addr
+    );
+    let e = get(&q, &path, &[("authorization", &auth)]).await;
+    let v: serde_json::Value = serde_json::from_slice(&e.body).unwrap();
+    assert_eq!(v["normalized"], format!("http://{}/m", q.addr));
+    assert_eq!(v["cached"], true);
+    assert_eq!(v["decision_for_plain_get"], "Fresh");
+    assert_eq!(
+        get(&q, "/_quire/nope", &[("authorization", &auth)])
+            .await
+            .status,
+        404
+    );
+    // No token configured: the admin API is off.
+    let q2 = Quire::start(&o, |c| c.admin_token = None).await;
+    if std::env::var("QUIRE_ADMIN_TOKEN").is_err() {
+        assert_eq!(
+            get(&q2, "/_quire/metrics", &[("authorization", &auth)])
+                .await
+                .status,
+            403
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_in_flight_requests() {
+    let o = Origin::start().await;
+    o.route(
+        "/slow",
+        Route::ok("done", &[("cache-control", "max-age=60")]).delay(Duration::from_millis(500)),
+    );
+    let mut q = Quire::start(&o, |_| {}).await;
+    let url = q.url("/slow");
+    let inflight = tokio::spawn(async move {
+        let req = http::Request::get(url)
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let resp = client().request(req).await.unwrap();
+        use http_body_util::BodyExt;
+        resp.into_body().collect().await.unwrap().to_bytes()
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    q.shutdown().await;
+    assert_eq!(&inflight.await.unwrap()[..], b"done");
+    // The listener is closed.
+    assert!(std::net::TcpStream::connect(q.addr).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curl_gets_compressed_pages_over_http1_and_h2c() {
+    // A real client: curl, HTTP/1.1 with --compressed, and HTTP/2 with prior knowledge.
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("curl not installed; .ci/run installs it");
+        return;
+    }
+    let o = Origin::start().await;
+    let body = page(50_000);
+    o.route(
+        "/page",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "text/html"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/page", &[]).await;
+    settle(&q).await;
+    let url = q.url("/page");
+    let out = tokio::task::spawn_blocking(move || {
+        let h1 = std::process::Command::new("curl")
+            .args(["-s", "--compressed", "-D", "-", &url])
+            .output()
+            .unwrap();
+        let h2 = std::process::Command::new("curl")
+            .args([
+                "-s",
+                "--http2-prior-knowledge",
+                "-H",
+                "accept-encoding: gzip",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_version} %{size_download}",
+                &url,
+            ])
+            .output()
+            .unwrap();
+        (h1, h2)
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.0.stdout).into_owned();
+    let (head, got) = text.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("cache-status: quire; hit"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase().contains("content-encoding: br")
+            || head.to_ascii_lowercase().contains("content-encoding: gzip")
+            || head.to_ascii_lowercase().contains("content-encoding: zstd"),
+        "{head}"
+    );
+    assert_eq!(got.as_bytes(), &body[..]);
+    let h2 = String::from_utf8_lossy(&out.1.stdout).into_owned();
+    let (ver, size) = h2.split_once(' ').unwrap();
+    assert_eq!(ver, "2", "h2c prior knowledge");
+    assert!(
+        size.parse::<usize>().unwrap() < body.len(),
+        "gzip over h2: {size} bytes"
+    );
+}
