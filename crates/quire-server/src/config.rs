@@ -51,6 +51,9 @@ pub struct Config {
     /// Put the cache key in `Cache-Status` (`key=`): useful to debug, but it shows
     /// clients how URLs are normalised.
     pub expose_key: bool,
+    /// Hit bodies at least this large are sent with `sendfile` from the volume
+    /// (HTTP/1.1); smaller ones are copied from the mapping. 0 turns sendfile off.
+    pub sendfile_min_bytes: ByteSize,
 }
 
 impl Default for Config {
@@ -67,6 +70,7 @@ impl Default for Config {
             storage: StorageSection::default(),
             encodings: EncodingsConfig::default(),
             expose_key: false,
+            sendfile_min_bytes: ByteSize(crate::sendfile::SENDFILE_MIN_BYTES as u64),
         }
     }
 }

@@ -23,8 +23,11 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
+use tokio::io::Interest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+use crate::sendfile::Volume;
 
 /// Longest chunk-size or trailer line followed; longer turns the scanner off (hyper
 /// rejects such lines).
@@ -247,10 +250,12 @@ fn judge(head: &[u8]) -> Judgement {
     }
 }
 
-/// A client connection whose reads pass through a [`Scanner`].
+/// A client connection whose reads pass through a [`Scanner`], and whose writes of
+/// mapped hit bodies go out by sendfile ([`crate::sendfile`]).
 #[derive(Debug)]
 pub struct Guarded {
     inner: TcpStream,
+    volume: Option<Volume>,
     scan: Scanner,
     /// Set once a request was refused: reads end, the 400 goes out before shutdown.
     refused: Option<Vec<u8>>,
@@ -258,10 +263,11 @@ pub struct Guarded {
 }
 
 impl Guarded {
-    /// Wraps a fresh connection.
-    pub fn new(inner: TcpStream, head_limit: usize) -> Guarded {
+    /// Wraps a fresh connection; with `volume`, large mapped bodies use sendfile.
+    pub fn new(inner: TcpStream, head_limit: usize, volume: Option<Volume>) -> Guarded {
         Guarded {
             inner,
+            volume,
             scan: Scanner::new(head_limit),
             refused: None,
             written: 0,
@@ -313,7 +319,20 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        let Some(vol) = this.volume.as_ref().filter(|v| v.wants(bufs)) else {
+            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        };
+        loop {
+            ready!(this.inner.poll_write_ready(cx))?;
+            match this
+                .inner
+                .try_io(Interest::WRITABLE, || vol.write(&this.inner, bufs))
+            {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                r => return Poll::Ready(r),
+            }
+        }
     }
 
     fn is_write_vectored(&self) -> bool {

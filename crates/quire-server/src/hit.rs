@@ -12,6 +12,7 @@
 //!   `Cache-Status` is appended after any upstream members (RFC 9211 §2).
 //! - 304 answers carry only the fields RFC 9110 §15.4.5 lists.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -19,11 +20,12 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 use quire_http::conditional::{self, Precondition, RangeAnswer};
 use quire_http::encoding::{self, Coding};
+use quire_http::key::VaryFields;
 use quire_http::status::CacheStatus;
 use quire_store::Engine;
 
 use crate::body::{self, Body};
-use crate::object::{self, ObjectRecord};
+use crate::object::{self, ObjectRecord, Record};
 use crate::state::Ctx;
 
 /// What serving a record needs from the request.
@@ -47,50 +49,129 @@ pub enum NotServed {
 /// The `Cache-Status` upstream caches wrote, kept with the stored head.
 const CACHE_STATUS: HeaderName = HeaderName::from_static("cache-status");
 
-/// Serves `rec` to `req` with `status` as quire's `Cache-Status` member.
+/// A stored record made ready to serve: decoded once and kept in [`Records`], so a
+/// hit copies a header map instead of parsing the record.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The record.
+    pub rec: ObjectRecord,
+    /// The stored fields as served (upstream `Cache-Status` set apart, `Date` and
+    /// `Vary` in place).
+    headers: HeaderMap,
+    /// Upstream caches' `Cache-Status` lines.
+    upstream: Vec<HeaderValue>,
+    available: Vec<Coding>,
+    last_modified: Option<SystemTime>,
+    date: SystemTime,
+}
+
+impl Prepared {
+    /// Prepares `rec` for serving.
+    pub fn new(rec: ObjectRecord) -> Prepared {
+        let m = &rec.meta;
+        let mut headers = HeaderMap::with_capacity(m.headers.len() + 8);
+        let mut upstream = Vec::new();
+        for (n, v) in &m.headers {
+            if n == CACHE_STATUS {
+                upstream.push(v.clone());
+            } else {
+                headers.append(n.clone(), v.clone());
+            }
+        }
+        let date = m.timing().date;
+        if !headers.contains_key(header::DATE) {
+            headers.insert(header::DATE, http_date(date));
+        }
+        if let Some(v) = vary_value(&rec) {
+            headers.insert(header::VARY, v);
+        }
+        headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+        let last_modified = m
+            .last_modified_secs
+            .and_then(|s| u64::try_from(s).ok())
+            .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+        Prepared {
+            available: rec.available(),
+            headers,
+            upstream,
+            last_modified,
+            date,
+            rec,
+        }
+    }
+}
+
+/// What the store's record bytes decode to, prepared.
+#[derive(Debug, Clone)]
+pub enum Cached {
+    /// The URL varies on these fields.
+    Vary(Arc<VaryFields>),
+    /// A response ready to serve.
+    Object(Arc<Prepared>),
+}
+
+/// Decoded records by content hash. Content-addressed, so never stale: a record
+/// rewritten (refill, 304, soft purge) has other bytes and another hash; old ones
+/// age out. Lookups take a shard's read lock only; inserts happen on the first hit
+/// of each record version.
+#[derive(Debug)]
+pub struct Records {
+    cache: quick_cache::sync::Cache<u64, Cached>,
+}
+
+impl Records {
+    /// A cache of about `entries` records.
+    pub fn new(entries: usize) -> Records {
+        Records {
+            cache: quick_cache::sync::Cache::new(entries.max(16)),
+        }
+    }
+
+    /// The record behind `meta` (a store entry's meta bytes), decoded once.
+    pub fn get(&self, meta: &[u8]) -> Option<Cached> {
+        let h = object::identity(meta);
+        if let Some(c) = self.cache.get(&h) {
+            return Some(c);
+        }
+        let c = match object::decode(meta)? {
+            Record::Vary(v) => Cached::Vary(Arc::new(v)),
+            Record::Object(o) => Cached::Object(Arc::new(Prepared::new(*o))),
+        };
+        self.cache.insert(h, c.clone());
+        Some(c)
+    }
+}
+
+/// Serves `p` to `req` with `status` as quire's `Cache-Status` member.
 pub fn serve(
     ctx: &Ctx,
     req: &HitRequest<'_>,
-    rec: &ObjectRecord,
+    p: &Prepared,
     status: CacheStatus,
     now: SystemTime,
 ) -> Result<Response<Body>, NotServed> {
+    let rec = &p.rec;
     let m = &rec.meta;
-    let available = rec.available();
     let accept = encoding::parse_accept_encoding(req.headers);
     // Nothing acceptable (e.g. `identity;q=0` and no coding stored that the client
     // takes): RFC 9110 §12.5.3 lets a server send identity anyway, which beats a 406
     // for a page.
-    let coding = encoding::choose(&accept, &available, &encoding::DEFAULT_PREFS)
+    let coding = encoding::choose(&accept, &p.available, &encoding::DEFAULT_PREFS)
         .or_else(|| {
-            available
+            p.available
                 .contains(&Coding::Identity)
                 .then_some(Coding::Identity)
         })
-        .or_else(|| available.first().copied())
+        .or_else(|| p.available.first().copied())
         .ok_or(NotServed::BodyGone)?;
     let body_len = rec.coding_len(coding).ok_or(NotServed::BodyGone)?;
     let etag = variant_etag(m.etag.as_deref(), coding, m.content_encoding.as_deref());
-    let last_modified = m
-        .last_modified_secs
-        .and_then(|s| u64::try_from(s).ok())
-        .map(|s| UNIX_EPOCH + Duration::from_secs(s));
-    let date = m.timing().date;
+    let last_modified = p.last_modified;
+    let date = p.date;
 
-    let mut h = HeaderMap::with_capacity(m.headers.len() + 8);
-    for (n, v) in &m.headers {
-        if n != CACHE_STATUS {
-            h.append(n.clone(), v.clone());
-        }
-    }
-    if !h.contains_key(header::DATE) {
-        h.insert(header::DATE, http_date(date));
-    }
+    let mut h = p.headers.clone();
     if let Some(e) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
         h.insert(header::ETAG, e);
-    }
-    if let Some(v) = vary_value(rec) {
-        h.insert(header::VARY, v);
     }
     let timing = m.timing();
     let age = timing.age(now).as_secs();
@@ -101,15 +182,7 @@ pub fn serve(
     } else {
         status
     };
-    h.insert(
-        CACHE_STATUS,
-        status.append_to_lines(
-            m.headers
-                .iter()
-                .filter(|(n, _)| n == CACHE_STATUS)
-                .map(|(_, v)| v),
-        ),
-    );
+    h.insert(CACHE_STATUS, status.append_to_lines(p.upstream.iter()));
 
     // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
     // (RFC 9111 §4.3.2) the stored Date.
@@ -145,7 +218,6 @@ pub fn serve(
         // Stored as the origin sent it (a coding quire does not decode).
         h.insert(header::CONTENT_ENCODING, ce);
     }
-    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
 
     let range = conditional::evaluate_range(
         req.headers,

@@ -14,7 +14,8 @@
 //! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
 //!   three ways out, [`admin`] and [`purge`] the operator's.
 //! - [`server`]: the listener, connection limits and graceful shutdown; [`guard`]
-//!   refuses ambiguously framed HTTP/1.1 requests on the byte stream.
+//!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
+//!   sends large hit bodies from the volume file.
 
 pub mod admin;
 pub mod body;
@@ -29,6 +30,7 @@ pub mod object;
 pub mod origin;
 pub mod pass;
 pub mod purge;
+pub mod sendfile;
 pub mod server;
 pub mod service;
 pub mod state;

@@ -31,6 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::guard::Guarded;
+use crate::sendfile::Volume;
 use crate::service;
 use crate::state::{Ctx, StartError};
 
@@ -78,6 +79,8 @@ impl Server {
             .timer(TokioTimer::new())
             .max_header_list_size(limits.header_bytes.0.min(u64::from(u32::MAX)) as u32)
             .keep_alive_interval(Some(limits.client_idle_timeout.0));
+        let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
+            .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let graceful = GracefulShutdown::new();
         let permits = Arc::new(Semaphore::new(limits.connections));
         tokio::pin!(shutdown);
@@ -107,7 +110,7 @@ impl Server {
                 let ctx = ctx2.clone();
                 async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
             });
-            let io = Guarded::new(stream, limits.header_bytes.0 as usize);
+            let io = Guarded::new(stream, limits.header_bytes.0 as usize, volume.clone());
             let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
             let conn = graceful.watch(conn);
             let metrics_ctx = ctx.clone();

@@ -25,10 +25,10 @@ use quire_store::{Engine, EntryRef};
 use crate::admin;
 use crate::body::Body;
 use crate::fill::{Joined, Outcome as FillOutcome};
-use crate::hit::{self, HitRequest, NotServed};
+use crate::hit::{self, Cached, HitRequest, NotServed, Prepared};
 use crate::metrics::Outcome;
 use crate::miss::{self, FillSpec};
-use crate::object::{self, ObjectRecord, Record};
+use crate::object::ObjectRecord;
 use crate::origin;
 use crate::pass;
 use crate::state::Ctx;
@@ -130,8 +130,8 @@ struct Lookup {
     /// Where the record for this request lives (primary or variant key).
     record_key: Vec<u8>,
     /// The URL's `Vary` when a Vary record was found.
-    vary: Option<VaryFields>,
-    record: Option<ObjectRecord>,
+    vary: Option<Arc<VaryFields>>,
+    record: Option<Arc<Prepared>>,
 }
 
 fn lookup(ctx: &Ctx, class: MethodClass, url: &NormalizedUrl, headers: &HeaderMap) -> Lookup {
@@ -139,18 +139,18 @@ fn lookup(ctx: &Ctx, class: MethodClass, url: &NormalizedUrl, headers: &HeaderMa
     let rec = ctx
         .store
         .get(&primary_key)
-        .and_then(|h| object::decode(h.meta()));
+        .and_then(|h| ctx.records.get(h.meta()));
     match rec {
-        Some(Record::Object(o)) => Lookup {
+        Some(Cached::Object(o)) => Lookup {
             record_key: primary_key.clone(),
             primary_key,
             vary: None,
-            record: Some(*o),
+            record: Some(o),
         },
-        Some(Record::Vary(v)) => {
+        Some(Cached::Vary(v)) => {
             let vk = key::variant_key(class, url, &v, headers);
-            let record = match ctx.store.get(&vk).and_then(|h| object::decode(h.meta())) {
-                Some(Record::Object(o)) => Some(*o),
+            let record = match ctx.store.get(&vk).and_then(|h| ctx.records.get(h.meta())) {
+                Some(Cached::Object(o)) => Some(o),
                 _ => None,
             };
             Lookup {
@@ -204,14 +204,14 @@ async fn cached(
         )
         .await;
     };
-    let decision = freshness::reuse(&rec.meta.timing(), &req_cc, &ctx.reuse, now);
+    let decision = freshness::reuse(&rec.rec.meta.timing(), &req_cc, &ctx.reuse, now);
     match decision {
         Decision::Fresh | Decision::StaleAllowed | Decision::StaleWhileRevalidate => {
             let stale = decision != Decision::Fresh;
             let mut status = CacheStatus::hit();
             if decision == Decision::StaleWhileRevalidate {
                 status = status.with_detail("stale-while-revalidate");
-                revalidate_in_background(ctx, &req, peer, &url, &look, &rec);
+                revalidate_in_background(ctx, &req, peer, &url, &look, &rec.rec);
             }
             match hit::serve(ctx, &hreq, &rec, status, now) {
                 Ok(r) => (r, if stale { Outcome::Stale } else { Outcome::Hit }),
@@ -253,8 +253,8 @@ async fn cached(
             } else {
                 Fwd::Stale
             };
-            let rec = Arc::new(rec);
             let stale = stale_if_error.map(|_| rec.clone());
+            let rec = Arc::new(rec.rec.clone());
             fill(
                 ctx,
                 req,
@@ -343,7 +343,7 @@ async fn fill(
     url: &NormalizedUrl,
     look: &Lookup,
     revalidate: Option<Arc<ObjectRecord>>,
-    stale: Option<Arc<ObjectRecord>>,
+    stale: Option<Arc<Prepared>>,
     status: CacheStatus,
 ) -> (Response<Body>, Outcome) {
     let key = look.record_key.clone();
@@ -384,7 +384,8 @@ async fn fill(
     };
     match outcome {
         FillOutcome::Revalidated(rec) => {
-            match hit::serve(ctx, &hreq, &rec, status.with_fwd_status(304), now) {
+            let p = Prepared::new((*rec).clone());
+            match hit::serve(ctx, &hreq, &p, status.with_fwd_status(304), now) {
                 Ok(r) => (r, Outcome::Revalidated),
                 Err(_) => {
                     pass::pass(
@@ -479,7 +480,7 @@ async fn fill(
 fn serve_stale(
     ctx: &Ctx,
     hreq: &HitRequest<'_>,
-    rec: &ObjectRecord,
+    rec: &Prepared,
     now: SystemTime,
     why: &str,
 ) -> (Response<Body>, Outcome) {

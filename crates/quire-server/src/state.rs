@@ -14,12 +14,16 @@ use quire_store::{Options, Store};
 use crate::compress::Levels;
 use crate::config::Config;
 use crate::fill::Fills;
+use crate::hit::Records;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
 
 /// Store-entry overhead kept free when deriving the largest body from the region
 /// size: entry header, key, tags and the record are far below this.
 const ENTRY_OVERHEAD_BYTES: u64 = 64 << 10;
+
+/// Decoded records kept ready (a few hundred bytes to a few KiB each).
+const RECORDS_CACHED: usize = 32 * 1024;
 
 /// Shared state of a running server.
 #[derive(Debug)]
@@ -32,6 +36,8 @@ pub struct Ctx {
     pub origin: Origin,
     /// Fills in flight.
     pub fills: Fills,
+    /// Decoded records, by content.
+    pub records: Records,
     /// Counters for `/_quire/metrics`.
     pub metrics: Metrics,
     /// URL normalisation.
@@ -152,6 +158,7 @@ impl Ctx {
             reuse: cfg.reuse_config(),
             levels: cfg.encodings.levels(),
             fills: Fills::new(cfg.limits.fills),
+            records: Records::new(RECORDS_CACHED),
             metrics: Metrics::new(),
             codings,
             object_limit,

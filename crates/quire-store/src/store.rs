@@ -251,6 +251,19 @@ impl Store {
     pub fn region_bytes(&self) -> u64 {
         self.shared.header.region_bytes
     }
+
+    /// Where the volume is mapped: `(address, length)`. A byte of a handle's body at
+    /// address `a` inside this span is the volume file's byte at offset `a - address`,
+    /// so a writer holding the handle may send it with `sendfile` from
+    /// [`Store::volume_fd`] instead of copying it.
+    pub fn mapping(&self) -> (usize, u64) {
+        self.shared.volume.span()
+    }
+
+    /// The volume file, for `sendfile` (see [`Store::mapping`]).
+    pub fn volume_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.shared.volume.fd()
+    }
 }
 
 impl Store {

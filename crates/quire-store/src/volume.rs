@@ -88,6 +88,12 @@ impl Volume {
         self.file.as_fd()
     }
 
+    /// The mapping's address and length (bytes at `addr + off` are the file's bytes
+    /// at `off`).
+    pub fn span(&self) -> (usize, u64) {
+        (self.map.as_ptr() as usize, self.len)
+    }
+
     fn check(&self, off: u64, len: u64) {
         assert!(
             off.checked_add(len).is_some_and(|end| end <= self.len),
