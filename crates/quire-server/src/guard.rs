@@ -23,6 +23,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
+use bytes::Bytes;
 use tokio::io::Interest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -255,6 +256,8 @@ fn judge(head: &[u8]) -> Judgement {
 #[derive(Debug)]
 pub struct Guarded {
     inner: TcpStream,
+    /// Bytes already read from `inner` (by the fast path) that hyper must see first.
+    prefix: Bytes,
     volume: Option<Volume>,
     scan: Scanner,
     /// Set once a request was refused: reads end, the 400 goes out before shutdown.
@@ -263,10 +266,17 @@ pub struct Guarded {
 }
 
 impl Guarded {
-    /// Wraps a fresh connection; with `volume`, large mapped bodies use sendfile.
-    pub fn new(inner: TcpStream, head_limit: usize, volume: Option<Volume>) -> Guarded {
+    /// Wraps a connection whose unanswered bytes so far are `prefix` (empty for a
+    /// fresh one); with `volume`, large mapped bodies use sendfile.
+    pub fn new(
+        inner: TcpStream,
+        prefix: Bytes,
+        head_limit: usize,
+        volume: Option<Volume>,
+    ) -> Guarded {
         Guarded {
             inner,
+            prefix,
             volume,
             scan: Scanner::new(head_limit),
             refused: None,
@@ -294,8 +304,13 @@ impl AsyncRead for Guarded {
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
-        ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
         let this = &mut *self;
+        if !this.prefix.is_empty() {
+            let n = this.prefix.len().min(buf.remaining());
+            buf.put_slice(&this.prefix.split_to(n));
+        } else {
+            ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        }
         if let Err((offset, why)) = this.scan.feed(&buf.filled()[before..]) {
             tracing::debug!(why, "refusing an ambiguously framed request");
             buf.set_filled(before + offset);

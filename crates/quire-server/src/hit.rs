@@ -63,9 +63,77 @@ pub struct Prepared {
     available: Vec<Coding>,
     last_modified: Option<SystemTime>,
     date: SystemTime,
+    /// `headers` serialised as HTTP/1.1 field lines, for the fast path.
+    head_block: Vec<u8>,
+}
+
+/// The representation a request gets, and the per-response fields that go with it.
+#[derive(Debug)]
+pub struct Variant {
+    /// The chosen coding.
+    pub coding: Coding,
+    /// Its body length.
+    pub body_len: u64,
+    /// Its `ETag`.
+    pub etag: Option<String>,
+    /// `Age` in seconds.
+    pub age_secs: u64,
+    /// The full `Cache-Status` value (upstream members, then quire's).
+    pub cache_status: HeaderValue,
 }
 
 impl Prepared {
+    /// Chooses the coding for `req_headers` (`Accept-Encoding` with q-values; when
+    /// nothing stored is acceptable, RFC 9110 §12.5.3 lets a server send identity
+    /// anyway, which beats a 406 for a page) and computes the per-response fields.
+    pub fn variant(
+        &self,
+        req_headers: &HeaderMap,
+        status: CacheStatus,
+        now: SystemTime,
+    ) -> Result<Variant, NotServed> {
+        let m = &self.rec.meta;
+        let accept = encoding::parse_accept_encoding(req_headers);
+        let coding = encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
+            .or_else(|| {
+                self.available
+                    .contains(&Coding::Identity)
+                    .then_some(Coding::Identity)
+            })
+            .or_else(|| self.available.first().copied())
+            .ok_or(NotServed::BodyGone)?;
+        let body_len = self.rec.coding_len(coding).ok_or(NotServed::BodyGone)?;
+        let etag = variant_etag(m.etag.as_deref(), coding, m.content_encoding.as_deref());
+        let timing = m.timing();
+        let status = if status.hit {
+            status.with_ttl(ttl_secs(&timing, now))
+        } else {
+            status
+        };
+        Ok(Variant {
+            coding,
+            body_len,
+            etag,
+            age_secs: timing.age(now).as_secs(),
+            cache_status: status.append_to_lines(self.upstream.iter()),
+        })
+    }
+
+    /// The stored fields as HTTP/1.1 field lines (`name: value\r\n` each).
+    pub fn head_block(&self) -> &[u8] {
+        &self.head_block
+    }
+
+    /// The stored status.
+    pub fn status(&self) -> StatusCode {
+        StatusCode::from_u16(self.rec.meta.status).unwrap_or(StatusCode::OK)
+    }
+
+    /// The body of `coding` from the store.
+    pub fn body(&self, ctx: &Ctx, v: &Variant) -> Result<Arc<quire_store::Handle>, NotServed> {
+        body_handle(ctx, &self.rec, v.coding, v.body_len)
+    }
+
     /// Prepares `rec` for serving.
     pub fn new(rec: ObjectRecord) -> Prepared {
         let m = &rec.meta;
@@ -90,8 +158,16 @@ impl Prepared {
             .last_modified_secs
             .and_then(|s| u64::try_from(s).ok())
             .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+        let mut head_block = Vec::with_capacity(512);
+        for (n, v) in &headers {
+            head_block.extend_from_slice(n.as_str().as_bytes());
+            head_block.extend_from_slice(b": ");
+            head_block.extend_from_slice(v.as_bytes());
+            head_block.extend_from_slice(b"\r\n");
+        }
         Prepared {
             available: rec.available(),
+            head_block,
             headers,
             upstream,
             last_modified,
@@ -151,21 +227,9 @@ pub fn serve(
     now: SystemTime,
 ) -> Result<Response<Body>, NotServed> {
     let rec = &p.rec;
-    let m = &rec.meta;
-    let accept = encoding::parse_accept_encoding(req.headers);
-    // Nothing acceptable (e.g. `identity;q=0` and no coding stored that the client
-    // takes): RFC 9110 §12.5.3 lets a server send identity anyway, which beats a 406
-    // for a page.
-    let coding = encoding::choose(&accept, &p.available, &encoding::DEFAULT_PREFS)
-        .or_else(|| {
-            p.available
-                .contains(&Coding::Identity)
-                .then_some(Coding::Identity)
-        })
-        .or_else(|| p.available.first().copied())
-        .ok_or(NotServed::BodyGone)?;
-    let body_len = rec.coding_len(coding).ok_or(NotServed::BodyGone)?;
-    let etag = variant_etag(m.etag.as_deref(), coding, m.content_encoding.as_deref());
+    let v = p.variant(req.headers, status, now)?;
+    let (coding, body_len) = (v.coding, v.body_len);
+    let etag = v.etag;
     let last_modified = p.last_modified;
     let date = p.date;
 
@@ -173,16 +237,8 @@ pub fn serve(
     if let Some(e) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
         h.insert(header::ETAG, e);
     }
-    let timing = m.timing();
-    let age = timing.age(now).as_secs();
-    h.insert(header::AGE, HeaderValue::from(age));
-    let ttl = ttl_secs(&timing, now);
-    let status = if status.hit {
-        status.with_ttl(ttl)
-    } else {
-        status
-    };
-    h.insert(CACHE_STATUS, status.append_to_lines(p.upstream.iter()));
+    h.insert(header::AGE, HeaderValue::from(v.age_secs));
+    h.insert(CACHE_STATUS, v.cache_status);
 
     // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
     // (RFC 9111 §4.3.2) the stored Date.
@@ -205,6 +261,7 @@ pub fn serve(
         Precondition::Proceed => {}
     }
 
+    let m = &rec.meta;
     if coding != Coding::Identity {
         h.insert(
             header::CONTENT_ENCODING,

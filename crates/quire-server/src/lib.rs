@@ -13,6 +13,7 @@
 //! - [`metrics`]: lock-free counters and the Prometheus rendering.
 //! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
 //!   three ways out, [`admin`] and [`purge`] the operator's.
+//! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper.
 //! - [`server`]: the listener, connection limits and graceful shutdown; [`guard`]
 //!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
 //!   sends large hit bodies from the volume file.
@@ -21,6 +22,7 @@ pub mod admin;
 pub mod body;
 pub mod compress;
 pub mod config;
+pub mod fastpath;
 pub mod fill;
 pub mod guard;
 pub mod hit;

@@ -30,6 +30,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::fastpath;
 use crate::guard::Guarded;
 use crate::sendfile::Volume;
 use crate::service;
@@ -68,6 +69,7 @@ impl Server {
         let Server { ctx, listener } = self;
         let limits = &ctx.cfg.limits;
         let mut builder = auto::Builder::new(TokioExecutor::new());
+        // (cloned into each connection task; the builder is a bundle of settings)
         builder
             .http1()
             .timer(TokioTimer::new())
@@ -82,6 +84,7 @@ impl Server {
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let graceful = GracefulShutdown::new();
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let permits = Arc::new(Semaphore::new(limits.connections));
         tokio::pin!(shutdown);
         loop {
@@ -106,34 +109,52 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let ctx2 = ctx.clone();
-            let svc = service_fn(move |req| {
-                let ctx = ctx2.clone();
-                async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
-            });
-            let io = Guarded::new(stream, limits.header_bytes.0 as usize, volume.clone());
-            let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
-            let conn = graceful.watch(conn);
-            let metrics_ctx = ctx.clone();
-            metrics_ctx
-                .metrics
-                .connections()
-                .fetch_add(1, Ordering::Relaxed);
+            let builder = builder.clone();
+            let volume = volume.clone();
+            let watcher = graceful.watcher();
+            let mut stop = stop_rx.clone();
+            ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, %peer, "connection ended with an error");
+                // Fresh hits first, off the socket; the rest of the connection goes
+                // to hyper (see `fastpath`).
+                let prefix = match fastpath::run(&ctx2, &stream, volume.as_ref(), &mut stop).await {
+                    Ok(fastpath::Exit::Handover(prefix)) => Some(prefix),
+                    Ok(fastpath::Exit::Closed) => None,
+                    Err(e) => {
+                        tracing::debug!(error = %e, %peer, "connection failed");
+                        None
+                    }
+                };
+                if let Some(prefix) = prefix {
+                    let head_limit = ctx2.cfg.limits.header_bytes.0 as usize;
+                    let io = Guarded::new(stream, prefix, head_limit, volume);
+                    let svc_ctx = ctx2.clone();
+                    let svc = service_fn(move |req| {
+                        let ctx = svc_ctx.clone();
+                        async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
+                    });
+                    let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
+                        tracing::debug!(error = %e, %peer, "connection ended with an error");
+                    }
                 }
-                metrics_ctx
-                    .metrics
-                    .connections()
-                    .fetch_sub(1, Ordering::Relaxed);
+                ctx2.metrics.connections().fetch_sub(1, Ordering::Relaxed);
                 drop(permit);
             });
         }
         drop(listener);
         let grace = limits.shutdown_grace.0;
         tracing::info!(?grace, "draining connections");
+        // Fast-path connections close when idle; hyper's get the graceful signal.
+        // Every connection holds a permit until it ends.
+        let _ = stop_tx.send(true);
+        let all = u32::try_from(limits.connections).unwrap_or(u32::MAX);
+        let drained = async {
+            graceful.shutdown().await;
+            let _ = permits.acquire_many(all).await;
+        };
         tokio::select! {
-            () = graceful.shutdown() => tracing::info!("drained"),
+            () = drained => tracing::info!("drained"),
             () = tokio::time::sleep(grace) => tracing::warn!("shutdown grace elapsed; closing remaining connections"),
         }
     }

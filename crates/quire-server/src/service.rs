@@ -125,16 +125,24 @@ async fn route(
 }
 
 /// What the store holds for a request.
-struct Lookup {
+pub(crate) struct Lookup {
     primary_key: Vec<u8>,
     /// Where the record for this request lives (primary or variant key).
     record_key: Vec<u8>,
     /// The URL's `Vary` when a Vary record was found.
     vary: Option<Arc<VaryFields>>,
-    record: Option<Arc<Prepared>>,
+    /// The stored response selected for the request.
+    pub(crate) record: Option<Arc<Prepared>>,
 }
 
-fn lookup(ctx: &Ctx, class: MethodClass, url: &NormalizedUrl, headers: &HeaderMap) -> Lookup {
+/// Looks up the stored response for a request: primary record, then the variant
+/// record when the URL varies. Shared by this path and [`crate::fastpath`].
+pub(crate) fn lookup(
+    ctx: &Ctx,
+    class: MethodClass,
+    url: &NormalizedUrl,
+    headers: &HeaderMap,
+) -> Lookup {
     let primary_key = key::primary_key(class, url);
     let rec = ctx
         .store

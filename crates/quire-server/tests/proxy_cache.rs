@@ -562,16 +562,35 @@ async fn large_hits_sent_with_sendfile_are_byte_exact() {
     // The sendfile writer (crate::sendfile): whole bodies, ranges (an offset into the
     // entry) and keep-alive reuse of the connection after a sendfile response.
     let o = Origin::start().await;
-    let body: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    o.route("/bin", Route::ok(body.clone(), &[("cache-control", "max-age=60"), ("content-type", "application/octet-stream")]));
-    let q = Quire::start(&o, |c| c.sendfile_min_bytes = quire_server::config::ByteSize(1024)).await;
+    let body: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    o.route(
+        "/bin",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=60"),
+                ("content-type", "application/octet-stream"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |c| {
+        c.sendfile_min_bytes = quire_server::config::ByteSize(1024)
+    })
+    .await;
     get(&q, "/bin", &[]).await;
     settle(&q).await;
     let c = client();
     for _ in 0..3 {
-        let req = http::Request::get(q.url("/bin")).body(http_body_util::Full::new(bytes::Bytes::new())).unwrap();
+        let req = http::Request::get(q.url("/bin"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
         let resp = c.request(req).await.unwrap();
-        assert!(resp.headers()["cache-status"].to_str().unwrap().contains("hit"));
+        assert!(resp.headers()["cache-status"]
+            .to_str()
+            .unwrap()
+            .contains("hit"));
         use http_body_util::BodyExt;
         let got = resp.into_body().collect().await.unwrap().to_bytes();
         assert!(got[..] == body[..], "full body differs");

@@ -56,8 +56,16 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     } else {
         cfg.workers
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
+    // One worker: a current-thread runtime (no work-stealing queues or cross-thread
+    // wake-ups on the hit path); more: the multi-thread scheduler.
+    let mut builder = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(workers);
+        b
+    };
+    let rt = builder
         .enable_all()
         .thread_name("quire-worker")
         .build()

@@ -1,0 +1,255 @@
+//! The HTTP/1.1 fast path: fresh hits answered straight off the socket, without
+//! hyper.
+//!
+//! Each new connection starts here. Request heads are parsed with `httparse`; a
+//! plain `GET`/`HEAD` that is a fresh hit (no body, no conditional or range fields,
+//! no bypass, a stored response fresh for this request) is answered by one write:
+//! the status line, the record's pre-serialised field lines
+//! ([`crate::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
+//! (or by sendfile, see [`crate::sendfile`]). Pipelined requests are answered in
+//! order from the same buffer.
+//!
+//! The first request that is anything else — a miss, a stale entry, a conditional
+//! or range request, a bypass, a request with a body, HTTP/1.0, an HTTP/2 preface, an
+//! admin call, a malformed or oversized head — hands the connection, with every
+//! unanswered byte, to hyper ([`crate::server`]) for the rest of its life, so all
+//! of the semantics live in one place ([`crate::service`]) and this path only ever
+//! answers what the hyper path would answer the same way. Responses here are the
+//! same bytes `hit::serve` produces (the tests run the same requests through both).
+//!
+//! Why: on one core, hyper's request parsing, header-map building and response
+//! encoding were about a third of the user-space time of a hit.
+
+use std::io::{self, IoSlice};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Uri};
+use quire_http::bypass;
+use quire_http::cache_control::CacheControl;
+use quire_http::freshness::{self, Decision};
+use quire_http::key::{self, MethodClass};
+use quire_http::status::CacheStatus;
+use quire_store::EntryRef;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::metrics::Outcome;
+use crate::sendfile::Volume;
+use crate::state::Ctx;
+
+/// Most header lines the fast path parses; more goes to hyper.
+const HEADERS_MAX: usize = 64;
+
+/// What ended the fast path on a connection.
+#[derive(Debug)]
+pub enum Exit {
+    /// The client closed, went idle, or the server is shutting down.
+    Closed,
+    /// Hand the connection to hyper with these unanswered bytes.
+    Handover(Bytes),
+}
+
+/// A fresh hit ready to write.
+struct Answer {
+    head: Vec<u8>,
+    body: Option<Bytes>,
+    status: u16,
+    body_len: u64,
+}
+
+/// Serves fresh hits on `stream` until something else arrives.
+pub async fn run(
+    ctx: &Arc<Ctx>,
+    stream: &TcpStream,
+    volume: Option<&Volume>,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> io::Result<Exit> {
+    let limit = ctx.cfg.limits.header_bytes.0 as usize;
+    let idle = ctx.cfg.limits.client_idle_timeout.0;
+    let mut buf = BytesMut::with_capacity(8 * 1024);
+    loop {
+        // A complete head in the buffer, or read more.
+        let end = loop {
+            if let Some(e) = head_end(&buf) {
+                break e;
+            }
+            if buf.len() > limit.min(64 * 1024) {
+                return Ok(Exit::Handover(buf.freeze()));
+            }
+            if *shutdown.borrow() && buf.is_empty() {
+                return Ok(Exit::Closed);
+            }
+            let read = tokio::select! {
+                r = read_some(stream, &mut buf) => r?,
+                _ = shutdown.changed(), if buf.is_empty() => return Ok(Exit::Closed),
+                () = tokio::time::sleep(idle) => return Ok(Exit::Closed),
+            };
+            if read == 0 {
+                return Ok(if buf.is_empty() {
+                    Exit::Closed
+                } else {
+                    Exit::Handover(buf.freeze())
+                });
+            }
+        };
+        let Some(answer) = answer(ctx, &buf[..end]) else {
+            return Ok(Exit::Handover(buf.freeze()));
+        };
+        write_answer(stream, &answer, volume).await?;
+        ctx.metrics
+            .record_request(Outcome::Hit, answer.status, answer.body_len);
+        buf.advance(end);
+    }
+}
+
+async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(8192);
+    }
+    // `&TcpStream` has no `read_buf`; go through readiness and `try_read_buf`.
+    loop {
+        stream.readable().await?;
+        match stream.try_read_buf(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            r => return r,
+        }
+    }
+}
+
+/// The end of the first request head in `b` (after its blank line). Leading empty
+/// lines are not skipped here: such a request fails to parse and goes to hyper.
+fn head_end(b: &[u8]) -> Option<usize> {
+    b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+/// The fresh-hit answer to the head `head`, or `None` to hand over.
+fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
+    let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
+    let mut req = httparse::Request::new(&mut fields);
+    if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let method = match req.method? {
+        "GET" => Method::GET,
+        "HEAD" => Method::HEAD,
+        _ => return None,
+    };
+    if req.version != Some(1) {
+        return None;
+    }
+    let path = req.path?;
+    if !path.starts_with('/') || path.starts_with(crate::admin::PREFIX) {
+        return None;
+    }
+    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    for f in req.headers.iter() {
+        let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
+        // Anything with a body, framing, upgrade or connection semantics, and every
+        // conditional or range field: hyper's path.
+        if matches!(
+            name,
+            header::CONTENT_LENGTH
+                | header::TRANSFER_ENCODING
+                | header::CONNECTION
+                | header::UPGRADE
+                | header::EXPECT
+                | header::IF_MATCH
+                | header::IF_NONE_MATCH
+                | header::IF_MODIFIED_SINCE
+                | header::IF_UNMODIFIED_SINCE
+                | header::IF_RANGE
+                | header::RANGE
+                | header::TE
+        ) {
+            return None;
+        }
+        headers.append(name, HeaderValue::from_bytes(f.value).ok()?);
+    }
+    if bypass::bypass(&method, &headers, &ctx.bypass).is_some() {
+        return None;
+    }
+    let uri: Uri = path.parse().ok()?;
+    let url = key::normalize("http", headers.get(header::HOST), &uri, &ctx.keys).ok()?;
+    let class = MethodClass::of(&method)?;
+    let now = SystemTime::now();
+    let prepared = crate::service::lookup(ctx, class, &url, &headers).record?;
+    let req_cc = CacheControl::from_headers(&headers);
+    if freshness::reuse(&prepared.rec.meta.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
+        return None;
+    }
+    let v = prepared.variant(&headers, CacheStatus::hit(), now).ok()?;
+    let body = if method == Method::HEAD || v.body_len == 0 {
+        None
+    } else {
+        let h = prepared.body(ctx, &v).ok()?;
+        debug_assert_eq!(h.body().len() as u64, v.body_len);
+        Some(crate::body::mapped(h, 0, v.body_len))
+    };
+    let status = prepared.status();
+    let mut out = Vec::with_capacity(prepared.head_block().len() + 256);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(prepared.head_block());
+    let mut field = |name: &str, value: &[u8]| {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    };
+    if let Some(e) = &v.etag {
+        field("etag", e.as_bytes());
+    }
+    field("age", v.age_secs.to_string().as_bytes());
+    field("cache-status", v.cache_status.as_bytes());
+    if v.coding != quire_http::encoding::Coding::Identity {
+        field("content-encoding", v.coding.token().as_bytes());
+    } else if let Some(ce) = &prepared.rec.meta.content_encoding {
+        field("content-encoding", ce.as_bytes());
+    }
+    field("content-length", v.body_len.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    Some(Answer {
+        head: out,
+        body,
+        status: status.as_u16(),
+        body_len: if method == Method::HEAD {
+            0
+        } else {
+            v.body_len
+        },
+    })
+}
+
+/// Writes head and body, the body by sendfile when it qualifies.
+async fn write_answer(stream: &TcpStream, a: &Answer, volume: Option<&Volume>) -> io::Result<()> {
+    let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
+    let total = a.head.len() + body.len();
+    let mut done = 0;
+    while done < total {
+        let (h, b) = if done < a.head.len() {
+            (&a.head[done..], body)
+        } else {
+            (&a.head[..0], &body[done - a.head.len()..])
+        };
+        let slices = [IoSlice::new(h), IoSlice::new(b)];
+        let slices: &[IoSlice<'_>] = if h.is_empty() { &slices[1..] } else { &slices };
+        stream.writable().await?;
+        let r = stream.try_io(Interest::WRITABLE, || match volume {
+            Some(v) if v.wants(slices) => v.write(stream, slices),
+            _ => Ok(rustix::io::writev(stream, slices)?),
+        });
+        match r {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
