@@ -214,6 +214,7 @@ pub struct Metrics {
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
+    handovers: AtomicU64,
     purged: AtomicU64,
     connections: AtomicI64,
     fills_in_flight: AtomicI64,
@@ -234,6 +235,7 @@ impl Metrics {
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
             connections: AtomicI64::new(0),
             fills_in_flight: AtomicI64::new(0),
@@ -275,6 +277,16 @@ impl Metrics {
     /// Requests that joined an in-flight fill instead of starting one.
     pub fn record_coalesced(&self) {
         self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection left the HTTP/1.1 fast path for the general one.
+    pub fn record_handover(&self) {
+        self.handovers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections handed over so far.
+    pub fn handovers(&self) -> u64 {
+        self.handovers.load(Ordering::Relaxed)
     }
 
     /// A purge removed `removed` entries.
@@ -390,6 +402,12 @@ impl Metrics {
             "quire_fills_coalesced_total",
             "Requests that joined an in-flight fill instead of starting one.",
             self.coalesced.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
+            "quire_fastpath_handovers_total",
+            "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
+            self.handovers.load(Ordering::Relaxed),
         )?;
         counter(
             out,
@@ -921,6 +939,7 @@ mod tests {
             "quire_origin_errors_total",
             "quire_fills_total",
             "quire_fills_coalesced_total",
+            "quire_fastpath_handovers_total",
             "quire_purged_entries_total",
             "quire_connections_open",
             "quire_fills_in_flight",

@@ -118,7 +118,10 @@ impl Server {
                 // Fresh hits first, off the socket; the rest of the connection goes
                 // to hyper (see `fastpath`).
                 let prefix = match fastpath::run(&ctx2, &stream, volume.as_ref(), &mut stop).await {
-                    Ok(fastpath::Exit::Handover(prefix)) => Some(prefix),
+                    Ok(fastpath::Exit::Handover(prefix)) => {
+                        ctx2.metrics.record_handover();
+                        Some(prefix)
+                    }
                     Ok(fastpath::Exit::Closed) => None,
                     Err(e) => {
                         tracing::debug!(error = %e, %peer, "connection failed");

@@ -1,0 +1,172 @@
+//! The HTTP/1.1 fast path against the general (hyper) path: same answers, pipelining,
+//! and the hand-over of a connection mid-stream.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use common::*;
+
+/// Responses parsed from a raw HTTP/1.1 byte stream (Content-Length framing only).
+fn parse_responses(mut b: &[u8], head_only: bool) -> Vec<(u16, Vec<(String, String)>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&b[..end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut fields: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l.split_once(':').unwrap();
+                (n.trim().to_ascii_lowercase(), v.trim().to_string())
+            })
+            .collect();
+        fields.sort();
+        let len: usize = if head_only {
+            0
+        } else {
+            fields
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap())
+        };
+        if b.len() < end + 4 + len {
+            break;
+        }
+        let body = b[end + 4..end + 4 + len].to_vec();
+        b = &b[end + 4 + len..];
+        out.push((status, fields, body));
+    }
+    out
+}
+
+/// Sends `requests` on one connection in one write; reads until `n` responses.
+async fn exchange(
+    addr: std::net::SocketAddr,
+    requests: String,
+    n: usize,
+) -> Vec<(u16, Vec<(String, String)>, Vec<u8>)> {
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(requests.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            let parsed = parse_responses(&got, requests.starts_with("HEAD"));
+            if parsed.len() >= n {
+                return parsed;
+            }
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return parse_responses(&got, requests.starts_with("HEAD")),
+                Ok(k) => got.extend_from_slice(&buf[..k]),
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+fn get_req(path: &str, extra: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nAccept-Encoding: gzip\r\n{extra}\r\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fast_path_answers_exactly_as_the_general_path() {
+    let o = Origin::start().await;
+    o.route(
+        "/page",
+        Route::ok(
+            page(30_000),
+            &[
+                ("cache-control", "max-age=600"),
+                ("content-type", "text/html"),
+                ("x-app", "1"),
+            ],
+        )
+        .etag("\"p1\""),
+    );
+    o.route("/other", Route::ok("o", &[("cache-control", "no-store")]));
+    let q = Quire::start(&o, |_| {}).await;
+    let warm = exchange(q.addr, get_req("/page", ""), 1).await;
+    assert_eq!(warm[0].0, 200);
+    settle(&q).await;
+    let before = q.ctx.metrics.handovers();
+    // A fresh connection whose first request is a hit: the fast path.
+    let fast = exchange(q.addr, get_req("/page", ""), 1).await;
+    assert_eq!(
+        q.ctx.metrics.handovers(),
+        before,
+        "served without handing over"
+    );
+    // A connection that starts with a miss is handed to hyper; its hit comes from there.
+    let general = exchange(q.addr, get_req("/other", "") + &get_req("/page", ""), 2).await;
+    assert_eq!(q.ctx.metrics.handovers(), before + 1);
+    let strip_age = |f: &Vec<(String, String)>| {
+        f.iter()
+            .filter(|(n, _)| n != "age")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let (fs, ff, fb) = &fast[0];
+    let (gs, gf, gb) = &general[1];
+    assert_eq!(fs, gs);
+    assert_eq!(strip_age(ff), strip_age(gf), "same fields");
+    assert_eq!(fb, gb, "same body");
+    assert!(ff
+        .iter()
+        .any(|(n, v)| n == "cache-status" && v.starts_with("quire; hit")));
+    assert!(ff
+        .iter()
+        .any(|(n, v)| n == "content-encoding" && v == "gzip"));
+    assert!(ff.iter().any(|(n, _)| n == "age"));
+    // HEAD on the fast path: the same fields, no body.
+    let head = exchange(
+        q.addr,
+        "HEAD /page HTTP/1.1\r\nHost: site.test\r\nAccept-Encoding: gzip\r\n\r\n".into(),
+        1,
+    )
+    .await;
+    assert_eq!(strip_age(&head[0].1), strip_age(ff));
+    assert!(head[0].2.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_in_order_across_a_hand_over() {
+    let o = Origin::start().await;
+    o.route("/a", Route::ok("AAA", &[("cache-control", "max-age=600")]));
+    o.route("/b", Route::ok("BBBB", &[("cache-control", "max-age=600")]));
+    o.route("/m", Route::ok("MM", &[("cache-control", "no-store")]));
+    let q = Quire::start(&o, |_| {}).await;
+    exchange(q.addr, get_req("/a", "") + &get_req("/b", ""), 2).await;
+    settle(&q).await;
+    let before = q.ctx.metrics.handovers();
+    // Hits, then a miss (hand-over with the rest of the pipeline), then hits again.
+    let reqs = get_req("/a", "")
+        + &get_req("/b", "")
+        + &get_req("/m", "")
+        + &get_req("/a", "")
+        + &get_req("/b", "");
+    let got = exchange(q.addr, reqs, 5).await;
+    let bodies: Vec<&[u8]> = got.iter().map(|r| &r.2[..]).collect();
+    assert_eq!(bodies, vec![&b"AAA"[..], b"BBBB", b"MM", b"AAA", b"BBBB"]);
+    assert_eq!(q.ctx.metrics.handovers(), before + 1);
+    // Stale, conditional, ranged, bypassed, HTTP/1.0: all handed over, all answered.
+    for req in [
+        get_req("/a", "If-None-Match: \"x\"\r\n"),
+        get_req("/a", "Range: bytes=0-0\r\n"),
+        get_req("/a", "Cookie: session=1\r\n"),
+        "GET /a HTTP/1.0\r\nHost: site.test\r\n\r\n".to_string(),
+    ] {
+        let r = exchange(q.addr, req.clone(), 1).await;
+        assert!(matches!(r[0].0, 200 | 206), "{req:?} -> {}", r[0].0);
+    }
+    assert_eq!(q.ctx.metrics.handovers(), before + 5);
+}
