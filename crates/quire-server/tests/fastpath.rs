@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use common::*;
 
+/// A parsed response: status, sorted lower-case fields, body.
+type Raw = (u16, Vec<(String, String)>, Vec<u8>);
+
 /// Responses parsed from a raw HTTP/1.1 byte stream (Content-Length framing only).
-fn parse_responses(mut b: &[u8], head_only: bool) -> Vec<(u16, Vec<(String, String)>, Vec<u8>)> {
+fn parse_responses(mut b: &[u8], head_only: bool) -> Vec<Raw> {
     let mut out = Vec::new();
     while let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") {
         let head = String::from_utf8_lossy(&b[..end]).into_owned();
