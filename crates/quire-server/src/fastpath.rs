@@ -180,7 +180,8 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
     if freshness::reuse(&prepared.rec.meta.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
     }
-    let v = prepared.variant(&headers, CacheStatus::hit(), now).ok()?;
+    let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
+    let v = prepared.variant(&headers, status, now).ok()?;
     let body = if method == Method::HEAD || v.body_len == 0 {
         None
     } else {

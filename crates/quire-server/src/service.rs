@@ -208,7 +208,7 @@ async fn cached(
             &look,
             None,
             None,
-            CacheStatus::forward(miss_fwd),
+            keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
         )
         .await;
     };
@@ -216,7 +216,7 @@ async fn cached(
     match decision {
         Decision::Fresh | Decision::StaleAllowed | Decision::StaleWhileRevalidate => {
             let stale = decision != Decision::Fresh;
-            let mut status = CacheStatus::hit();
+            let mut status = keyed(ctx, &url, CacheStatus::hit());
             if decision == Decision::StaleWhileRevalidate {
                 status = status.with_detail("stale-while-revalidate");
                 revalidate_in_background(ctx, &req, peer, &url, &look, &rec.rec);
@@ -243,7 +243,7 @@ async fn cached(
                         &look,
                         None,
                         None,
-                        CacheStatus::forward(miss_fwd),
+                        keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
                     )
                     .await
                 }
@@ -271,10 +271,19 @@ async fn cached(
                 &look,
                 Some(rec),
                 stale,
-                CacheStatus::forward(fwd),
+                keyed(ctx, &url, CacheStatus::forward(fwd)),
             )
             .await
         }
+    }
+}
+
+/// `status` with the cache key (`key=`, RFC 9211 §2.7) when `expose_key` is set.
+pub(crate) fn keyed(ctx: &Ctx, url: &NormalizedUrl, status: CacheStatus) -> CacheStatus {
+    if ctx.cfg.expose_key {
+        status.with_key(url.as_str())
+    } else {
+        status
     }
 }
 

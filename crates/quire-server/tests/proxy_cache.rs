@@ -604,3 +604,26 @@ async fn large_hits_sent_with_sendfile_are_byte_exact() {
         assert!(got[..] == body[100_000..200_000], "range differs");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expose_key_puts_the_normalised_url_in_cache_status() {
+    // RFC 9211 §2.7, opt-in.
+    let o = Origin::start().await;
+    o.route("/k?a=1", Route::ok("k", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |c| c.expose_key = true).await;
+    let r = get(&q, "/k?utm_medium=x&a=1", &[]).await;
+    let want = format!("key=\"http://{}/k?a=1\"", q.addr);
+    assert!(r.cache_status().contains(&want), "{}", r.cache_status());
+    settle(&q).await;
+    let r = get(&q, "/k?a=1", &[]).await;
+    assert!(
+        r.cache_status().contains("hit") && r.cache_status().contains(&want),
+        "{}",
+        r.cache_status()
+    );
+    let o2 = Quire::start(&o, |_| {}).await;
+    assert!(!get(&o2, "/k?a=1", &[])
+        .await
+        .cache_status()
+        .contains("key="));
+}
