@@ -151,6 +151,11 @@ impl Ctx {
             .ok()
             .filter(|t| !t.is_empty())
             .or_else(|| cfg.admin_token.clone());
+        if admin_token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err(StartError::Config(crate::config::ConfigError(
+                "the admin token (QUIRE_ADMIN_TOKEN) must be at least 16 characters".into(),
+            )));
+        }
         Ok(Arc::new(Ctx {
             keys: cfg.key_config(),
             bypass: cfg.bypass_config(),
