@@ -71,7 +71,10 @@ pub async fn run(
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let mut buf = BytesMut::with_capacity(8 * 1024);
     loop {
-        // A complete head in the buffer, or read more.
+        // A complete head in the buffer, or read more. The wait for a head — idle
+        // between requests, or a head trickling in — is bounded as a whole (a client
+        // sending a byte a minute does not hold the connection forever).
+        let deadline = tokio::time::Instant::now() + idle;
         let end = loop {
             if let Some(e) = head_end(&buf) {
                 break e;
@@ -85,7 +88,7 @@ pub async fn run(
             let read = tokio::select! {
                 r = read_some(stream, &mut buf) => r?,
                 _ = shutdown.changed(), if buf.is_empty() => return Ok(Exit::Closed),
-                () = tokio::time::sleep(idle) => return Ok(Exit::Closed),
+                () = tokio::time::sleep_until(deadline) => return Ok(Exit::Closed),
             };
             if read == 0 {
                 return Ok(if buf.is_empty() {

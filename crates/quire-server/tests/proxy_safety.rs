@@ -438,3 +438,34 @@ async fn curl_gets_compressed_pages_over_http1_and_h2c() {
         "gzip over h2: {size} bytes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_trickled_in_is_cut_off() {
+    // Slowloris: a head that never completes must not hold a connection forever.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_millis(500))
+    })
+    .await;
+    let addr = q.addr;
+    let closed = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: h\r\n");
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(100));
+            if s.write_all(b"X-Slow: 1\r\n").is_err() {
+                return true;
+            }
+            let mut b = [0u8; 64];
+            if let Ok(0) = s.read(&mut b) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap();
+    assert!(closed, "the connection stayed open for 10 s of trickling");
+}
