@@ -961,7 +961,7 @@ mod tests {
         ] {
             assert!(sampled.contains(name), "missing family {name}");
         }
-        assert_eq!(types.len(), 26);
+        assert_eq!(types.len(), 27);
 
         for line in [
             "quire_store_hits_total 1",
