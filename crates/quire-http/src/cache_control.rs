@@ -31,6 +31,12 @@ use http::header::{HeaderMap, HeaderName, CACHE_CONTROL};
 /// The `CDN-Cache-Control` response header field (RFC 9213 §3).
 pub const CDN_CACHE_CONTROL: HeaderName = HeaderName::from_static("cdn-cache-control");
 
+/// The `Surrogate-Control` response header field (W3C Edge Architecture 1.0), which
+/// origins set for Varnish, Fastly and Akamai; quire reads it as a targeted field
+/// after `CDN-Cache-Control` (its `max-age` and `no-store` mean what they mean in
+/// `Cache-Control`).
+pub const SURROGATE_CONTROL: HeaderName = HeaderName::from_static("surrogate-control");
+
 /// Bytes of all field lines of one field that the parser looks at. Anything beyond is
 /// not parsed and [`CacheControl::truncated`] is set, so callers can refuse to store.
 pub const FIELD_BYTES_MAX: usize = 8 * 1024;

@@ -36,7 +36,9 @@ use http::header::{
 };
 use http::{HeaderValue, Method, StatusCode};
 
-use crate::cache_control::{CacheControl, Delta, MaxStale, Qualified, Source, CDN_CACHE_CONTROL};
+use crate::cache_control::{
+    CacheControl, Delta, MaxStale, Qualified, Source, CDN_CACHE_CONTROL, SURROGATE_CONTROL,
+};
 use crate::syntax::trim_ows;
 
 /// Field names listed in `Connection` that are honoured; more is hostile input.
@@ -133,7 +135,7 @@ pub struct StorageConfig {
     /// Store responses that carry `Set-Cookie`.
     pub store_set_cookie: bool,
     /// Targeted cache-control fields addressed to quire, highest priority first
-    /// (RFC 9213 §2.1). Default: `CDN-Cache-Control`.
+    /// (RFC 9213 §2.1). Default: `CDN-Cache-Control`, then `Surrogate-Control`.
     pub targeted_fields: Vec<HeaderName>,
     /// Heuristic freshness settings.
     pub heuristic: HeuristicConfig,
@@ -144,7 +146,7 @@ impl Default for StorageConfig {
         StorageConfig {
             store_private: false,
             store_set_cookie: false,
-            targeted_fields: vec![CDN_CACHE_CONTROL],
+            targeted_fields: vec![CDN_CACHE_CONTROL, SURROGATE_CONTROL],
             heuristic: HeuristicConfig::default(),
         }
     }

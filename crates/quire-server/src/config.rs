@@ -51,6 +51,12 @@ pub struct Config {
     /// Put the cache key in `Cache-Status` (`key=`): useful to debug, but it shows
     /// clients how URLs are normalised.
     pub expose_key: bool,
+    /// Which request fields a fill (a cacheable miss) forwards to the origin:
+    /// `keyed` (default) sends only what the cache key covers — content negotiation
+    /// fields and those the URL's `Vary` names — so no other field can change a stored
+    /// response; `all` forwards every end-to-end field as the client sent it (as nginx
+    /// and Varnish do), for origins that need more and whose responses declare `Vary`.
+    pub fill_headers: FillHeaders,
     /// Hit bodies at least this large are sent with `sendfile` from the volume
     /// (HTTP/1.1); smaller ones are copied from the mapping. 0 turns sendfile off.
     pub sendfile_min_bytes: ByteSize,
@@ -70,9 +76,20 @@ impl Default for Config {
             storage: StorageSection::default(),
             encodings: EncodingsConfig::default(),
             expose_key: false,
+            fill_headers: FillHeaders::Keyed,
             sendfile_min_bytes: ByteSize(crate::sendfile::SENDFILE_MIN_BYTES as u64),
         }
     }
+}
+
+/// See [`Config::fill_headers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FillHeaders {
+    /// Only fields the key covers.
+    Keyed,
+    /// Every end-to-end field.
+    All,
 }
 
 /// The cache volume.

@@ -150,8 +150,10 @@ impl Prepared {
         if !headers.contains_key(header::DATE) {
             headers.insert(header::DATE, http_date(date));
         }
-        if let Some(v) = vary_value(&rec) {
-            headers.insert(header::VARY, v);
+        // The origin's `Vary` lines as sent; `Accept-Encoding` added when the coding
+        // served depends on it.
+        if rec.codings.len() > 1 {
+            add_vary_accept_encoding(&mut headers);
         }
         headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
         let last_modified = m
@@ -407,19 +409,19 @@ pub fn variant_etag(
     }
 }
 
-/// The `Vary` a stored response is served with: its own fields, plus
-/// `Accept-Encoding` when the coding depends on it.
-fn vary_value(rec: &ObjectRecord) -> Option<HeaderValue> {
-    let mut names: Vec<&str> = rec.meta.vary.iter().map(|n| n.as_str()).collect();
-    let by_encoding = rec.codings.len() > 1 || names.contains(&"accept-encoding");
-    names.retain(|n| *n != "accept-encoding");
-    if by_encoding {
-        names.push("accept-encoding");
+/// Appends `Vary: Accept-Encoding` unless a `Vary` line already names it (or is
+/// `*`): the origin's own lines stay as they were sent.
+pub fn add_vary_accept_encoding(h: &mut HeaderMap) {
+    let named = h.get_all(header::VARY).iter().any(|v| {
+        v.to_str().is_ok_and(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|n| n == "*" || n.eq_ignore_ascii_case("accept-encoding"))
+        })
+    });
+    if !named {
+        h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     }
-    if names.is_empty() {
-        return None;
-    }
-    HeaderValue::from_str(&names.join(", ")).ok()
 }
 
 /// Remaining freshness in whole seconds, negative when stale (RFC 9211 §2.4).
@@ -437,6 +439,29 @@ pub fn http_date(t: SystemTime) -> HeaderValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vary_accept_encoding_is_appended_once() {
+        let mut h = HeaderMap::new();
+        add_vary_accept_encoding(&mut h);
+        assert_eq!(h.get_all(header::VARY).iter().count(), 1);
+        let mut h = HeaderMap::new();
+        h.append(header::VARY, HeaderValue::from_static("Foo"));
+        add_vary_accept_encoding(&mut h);
+        let lines: Vec<_> = h.get_all(header::VARY).iter().collect();
+        assert_eq!(
+            lines,
+            ["Foo", "Accept-Encoding"],
+            "the origin's line kept as sent"
+        );
+        let mut h = HeaderMap::new();
+        h.append(
+            header::VARY,
+            HeaderValue::from_static("foo, ACCEPT-ENCODING"),
+        );
+        add_vary_accept_encoding(&mut h);
+        assert_eq!(h.get_all(header::VARY).iter().count(), 1);
+    }
 
     #[test]
     fn derived_codings_weaken_strong_etags() {

@@ -36,21 +36,22 @@ use crate::origin::{self, OriginError};
 use crate::state::Ctx;
 
 /// Fields never stored with a response: hop-by-hop ones go earlier; these are either
-/// recomputed per response (`Age`, `Content-Length`, `ETag`, `Vary`,
-/// `Content-Encoding`: per coding) or addressed to quire alone (surrogate keys, RFC
-/// 9213 targeted fields stay: they are harmless and explain answers with them).
+/// recomputed per response (`Age`, `Content-Length`, `ETag`, `Content-Encoding`: per
+/// coding) or addressed to quire alone (surrogate keys and `Surrogate-Control`).
+/// `Vary` is stored as sent (`Accept-Encoding` is added when serving).
 const NOT_STORED: [&str; 7] = [
     "age",
     "content-length",
     "content-encoding",
     "etag",
-    "vary",
     "surrogate-key",
     "cache-tag",
+    "surrogate-control",
 ];
 
-/// Fields removed from every response quire sends (tags are for quire, not clients).
-pub const NOT_SENT: [&str; 2] = ["surrogate-key", "cache-tag"];
+/// Fields removed from every response quire sends: tags and `Surrogate-Control` are
+/// for quire (a surrogate), not for clients (Edge Architecture 1.0 §3).
+pub const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
 
 /// Most surrogate keys kept per response, and their longest length.
 const SURROGATE_KEYS_MAX: usize = 64;

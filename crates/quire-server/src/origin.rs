@@ -192,6 +192,10 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// Fills announce that quire reads `Surrogate-Control` (Edge Architecture 1.0 §2.2).
+const SURROGATE_CAPABILITY: HeaderName = HeaderName::from_static("surrogate-capability");
+const CAPABILITY: HeaderValue = HeaderValue::from_static("quire=\"Surrogate/1.0\"");
+
 /// `Via` (RFC 9110 §7.6.3) value quire adds.
 const VIA: HeaderValue = HeaderValue::from_static("1.1 quire");
 
@@ -256,6 +260,37 @@ pub fn fill_headers(
     h
 }
 
+/// Request fields a fill never forwards in `all` mode: a fill fetches the whole
+/// representation, and answers conditionals and ranges itself.
+const FILL_NEVER: [HeaderName; 7] = [
+    header::IF_MATCH,
+    header::IF_NONE_MATCH,
+    header::IF_MODIFIED_SINCE,
+    header::IF_UNMODIFIED_SINCE,
+    header::IF_RANGE,
+    header::RANGE,
+    header::ACCEPT_ENCODING,
+];
+
+/// The head of a fill in `all` mode (`fill_headers = "all"`): the client's fields as
+/// for a pass, minus conditionals and ranges, with the normalised `Host` and
+/// `Accept-Encoding: identity`.
+pub fn fill_headers_all(client: &HeaderMap, host: &str, peer: SocketAddr) -> HeaderMap {
+    let mut h = pass_headers(client, peer);
+    for n in FILL_NEVER {
+        h.remove(n);
+    }
+    if let Ok(v) = HeaderValue::from_str(host) {
+        h.insert(header::HOST, v);
+    }
+    h.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    h.insert(SURROGATE_CAPABILITY, CAPABILITY);
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +329,22 @@ mod tests {
         assert!(!h.contains_key("x-original-url"));
         assert!(!h.contains_key(header::IF_NONE_MATCH));
         assert_eq!(h["x-forwarded-for"], "192.0.2.7");
+    }
+
+    #[test]
+    fn fills_in_all_mode_forward_fields_but_not_conditionals() {
+        let mut c = HeaderMap::new();
+        c.insert("x-custom", "1".parse().unwrap());
+        c.insert(header::IF_NONE_MATCH, "\"x\"".parse().unwrap());
+        c.insert(header::RANGE, "bytes=0-1".parse().unwrap());
+        c.insert(header::ACCEPT_ENCODING, "br".parse().unwrap());
+        c.insert(header::HOST, "Example.COM".parse().unwrap());
+        let h = fill_headers_all(&c, "example.com", peer());
+        assert_eq!(h["x-custom"], "1");
+        assert_eq!(h[header::HOST], "example.com");
+        assert_eq!(h[header::ACCEPT_ENCODING], "identity");
+        assert!(!h.contains_key(header::IF_NONE_MATCH));
+        assert!(!h.contains_key(header::RANGE));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use quire_store::{Engine, EntryRef};
 
 use crate::admin;
 use crate::body::Body;
+use crate::config::FillHeaders;
 use crate::fill::{Joined, Outcome as FillOutcome};
 use crate::hit::{self, Cached, HitRequest, NotServed, Prepared};
 use crate::metrics::Outcome;
@@ -301,6 +302,7 @@ fn only_if_cached() -> (Response<Body>, Outcome) {
 
 /// The fill request for `url` as this client would make it.
 fn spec_for(
+    ctx: &Ctx,
     req_headers: &HeaderMap,
     peer: SocketAddr,
     url: &NormalizedUrl,
@@ -317,10 +319,14 @@ fn spec_for(
         Some(p) => format!("{}:{p}", url.host()),
         None => url.host().to_owned(),
     };
+    let headers = match ctx.cfg.fill_headers {
+        FillHeaders::Keyed => origin::fill_headers(req_headers, &host, &vary_names, peer),
+        FillHeaders::All => origin::fill_headers_all(req_headers, &host, peer),
+    };
     FillSpec {
         url: url.clone(),
         primary_key: look.primary_key.clone(),
-        headers: origin::fill_headers(req_headers, &host, &vary_names, peer),
+        headers,
         client_headers: req_headers.clone(),
         revalidate,
         fill_key,
@@ -338,6 +344,7 @@ fn revalidate_in_background(
     let key = look.record_key.clone();
     if let Some(f) = ctx.fills.start_detached(&key, ctx.object_limit) {
         let spec = spec_for(
+            ctx,
             req.headers(),
             peer,
             url,
@@ -370,7 +377,7 @@ async fn fill(
             t
         }
         Joined::New(f, t) => {
-            let spec = spec_for(req.headers(), peer, url, look, key.clone(), revalidate);
+            let spec = spec_for(ctx, req.headers(), peer, url, look, key.clone(), revalidate);
             tokio::spawn(miss::run(ctx.clone(), f, spec));
             t
         }
@@ -441,7 +448,7 @@ async fn fill(
             }
             if ticket.collapsed && !head.vary.is_empty() {
                 // RFC 9111 §4.1: only a waiter whose selecting fields match may share.
-                let mine = spec_for(req.headers(), peer, url, look, Vec::new(), None);
+                let mine = spec_for(ctx, req.headers(), peer, url, look, Vec::new(), None);
                 let my_key = key::variant_key(MethodClass::Get, url, &head.vary, &mine.headers);
                 if my_key != head.variant_key {
                     return pass::pass(
@@ -470,16 +477,7 @@ async fn fill(
                 freshness::current_age(&head.headers, head.response_time, head.request_time, now);
             h.insert(header::AGE, HeaderValue::from(age.as_secs()));
             if head.store.is_ok() && crate::compress::compressible(h.get(header::CONTENT_TYPE)) {
-                let names: Vec<String> = head
-                    .vary
-                    .fields()
-                    .iter()
-                    .cloned()
-                    .chain(["accept-encoding".to_owned()])
-                    .collect();
-                if let Ok(v) = HeaderValue::from_str(&names.join(", ")) {
-                    h.insert(header::VARY, v);
-                }
+                hit::add_vary_accept_encoding(&mut h);
             }
             let b = if req.method() == Method::HEAD {
                 Body::Empty
