@@ -476,7 +476,17 @@ async fn fill(
             let age =
                 freshness::current_age(&head.headers, head.response_time, head.request_time, now);
             h.insert(header::AGE, HeaderValue::from(age.as_secs()));
-            if head.store.is_ok() && crate::compress::compressible(h.get(header::CONTENT_TYPE)) {
+            // Later hits choose among codings when the body will be compressed: a
+            // compressible type, and not known to be below the compression minimum.
+            let small = h
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<usize>().ok())
+                .is_some_and(|n| n < crate::compress::MIN_COMPRESS_BYTES);
+            if head.store.is_ok()
+                && !small
+                && crate::compress::compressible(h.get(header::CONTENT_TYPE))
+            {
                 hit::add_vary_accept_encoding(&mut h);
             }
             let b = if req.method() == Method::HEAD {
