@@ -396,6 +396,11 @@ fn normalize_path(raw: &str) -> Result<String, KeyError> {
         // asterisk-form (`OPTIONS *`) or anything else that names no resource.
         return Err(KeyError::Path);
     }
+    // The common case costs one copy: without `%` there is nothing to decode, and
+    // without a `.` or `..` segment nothing to remove.
+    if !raw.contains('%') && !raw.split('/').any(|seg| seg == "." || seg == "..") {
+        return Ok(raw.to_owned());
+    }
     Ok(remove_dot_segments(&normalize_percent(raw)))
 }
 

@@ -32,7 +32,6 @@ use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass};
 use quire_http::status::CacheStatus;
-use quire_store::EntryRef;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
@@ -178,7 +177,8 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
     let url = key::normalize("http", headers.get(header::HOST), &uri, &ctx.keys).ok()?;
     let class = MethodClass::of(&method)?;
     let now = SystemTime::now();
-    let prepared = crate::service::lookup(ctx, class, &url, &headers).record?;
+    let look = crate::service::lookup(ctx, class, &url, &headers);
+    let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(&headers);
     if freshness::reuse(&prepared.rec.meta.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
@@ -188,9 +188,7 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
     let body = if method == Method::HEAD || v.body_len == 0 {
         None
     } else {
-        let h = prepared.body(ctx, &v).ok()?;
-        debug_assert_eq!(h.body().len() as u64, v.body_len);
-        Some(crate::body::mapped(h, 0, v.body_len))
+        Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
     };
     let status = prepared.status();
     let mut out = Vec::with_capacity(prepared.head_block().len() + 256);
@@ -206,17 +204,18 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     };
-    if let Some(e) = &v.etag {
+    if let Some(e) = v.etag {
         field("etag", e.as_bytes());
     }
-    field("age", v.age_secs.to_string().as_bytes());
+    let mut num = itoa_buf();
+    field("age", fmt_u64(&mut num, v.age_secs));
     field("cache-status", v.cache_status.as_bytes());
     if v.coding != quire_http::encoding::Coding::Identity {
         field("content-encoding", v.coding.token().as_bytes());
     } else if let Some(ce) = &prepared.rec.meta.content_encoding {
         field("content-encoding", ce.as_bytes());
     }
-    field("content-length", v.body_len.to_string().as_bytes());
+    field("content-length", fmt_u64(&mut num, v.body_len));
     out.extend_from_slice(b"\r\n");
     Some(Answer {
         head: out,
@@ -228,6 +227,23 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
             v.body_len
         },
     })
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+/// `n` in decimal, written into `buf` without allocating.
+fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
 }
 
 /// Writes head and body, the body by sendfile when it qualifies.
@@ -256,4 +272,17 @@ async fn write_answer(stream: &TcpStream, a: &Answer, volume: Option<&Volume>) -
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_format_like_to_string() {
+        let mut b = itoa_buf();
+        for n in [0u64, 7, 10, 99, 12345, u64::MAX] {
+            assert_eq!(fmt_u64(&mut b, n), n.to_string().as_bytes());
+        }
+    }
 }

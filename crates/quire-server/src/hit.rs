@@ -22,11 +22,11 @@ use quire_http::conditional::{self, Precondition, RangeAnswer};
 use quire_http::encoding::{self, Coding};
 use quire_http::key::VaryFields;
 use quire_http::status::CacheStatus;
-use quire_store::Engine;
+use quire_store::Handle;
 
 use crate::body::{self, Body};
+
 use crate::object::{self, ObjectRecord, Record};
-use crate::state::Ctx;
 
 /// What serving a record needs from the request.
 #[derive(Debug)]
@@ -65,17 +65,21 @@ pub struct Prepared {
     date: SystemTime,
     /// `headers` serialised as HTTP/1.1 field lines, for the fast path.
     head_block: Vec<u8>,
+    /// The `ETag` of each stored coding ([`variant_etag`]), computed once.
+    etags: Vec<(Coding, Option<String>)>,
 }
 
 /// The representation a request gets, and the per-response fields that go with it.
 #[derive(Debug)]
-pub struct Variant {
+pub struct Variant<'a> {
     /// The chosen coding.
     pub coding: Coding,
     /// Its body length.
     pub body_len: u64,
+    /// Where its body starts in the entry's body section.
+    pub start: u64,
     /// Its `ETag`.
-    pub etag: Option<String>,
+    pub etag: Option<&'a str>,
     /// `Age` in seconds.
     pub age_secs: u64,
     /// The full `Cache-Status` value (upstream members, then quire's).
@@ -91,7 +95,7 @@ impl Prepared {
         req_headers: &HeaderMap,
         status: CacheStatus,
         now: SystemTime,
-    ) -> Result<Variant, NotServed> {
+    ) -> Result<Variant<'_>, NotServed> {
         let m = &self.rec.meta;
         let accept = encoding::parse_accept_encoding(req_headers);
         let coding = encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
@@ -102,8 +106,13 @@ impl Prepared {
             })
             .or_else(|| self.available.first().copied())
             .ok_or(NotServed::BodyGone)?;
-        let body_len = self.rec.coding_len(coding).ok_or(NotServed::BodyGone)?;
-        let etag = variant_etag(m.etag.as_deref(), coding, m.content_encoding.as_deref());
+        let (start, end) = self.rec.coding_range(coding).ok_or(NotServed::BodyGone)?;
+        let body_len = end - start;
+        let etag = self
+            .etags
+            .iter()
+            .find(|(c, _)| *c == coding)
+            .and_then(|(_, e)| e.as_deref());
         let timing = m.timing();
         let status = if status.hit {
             status.with_ttl(ttl_secs(&timing, now))
@@ -113,6 +122,7 @@ impl Prepared {
         Ok(Variant {
             coding,
             body_len,
+            start,
             etag,
             age_secs: timing.age(now).as_secs(),
             cache_status: status.append_to_lines(self.upstream.iter()),
@@ -129,9 +139,20 @@ impl Prepared {
         StatusCode::from_u16(self.rec.meta.status).unwrap_or(StatusCode::OK)
     }
 
-    /// The body of `coding` from the store.
-    pub fn body(&self, ctx: &Ctx, v: &Variant) -> Result<Arc<quire_store::Handle>, NotServed> {
-        body_handle(ctx, &self.rec, v.coding, v.body_len)
+    /// Bytes `from..to` of `v`'s body in `entry` (the store entry this record was
+    /// read from), without copying.
+    pub fn body(
+        &self,
+        entry: &Arc<Handle>,
+        v: &Variant<'_>,
+        from: u64,
+        to: u64,
+    ) -> Result<Bytes, NotServed> {
+        use quire_store::EntryRef;
+        if entry.body().len() as u64 != self.rec.bodies_len() || to > v.body_len || from > to {
+            return Err(NotServed::BodyGone);
+        }
+        Ok(body::mapped(entry.clone(), v.start + from, v.start + to))
     }
 
     /// Prepares `rec` for serving.
@@ -167,9 +188,18 @@ impl Prepared {
             head_block.extend_from_slice(v.as_bytes());
             head_block.extend_from_slice(b"\r\n");
         }
+        let etags = rec
+            .codings
+            .iter()
+            .map(|&(c, _)| {
+                let e = variant_etag(m.etag.as_deref(), c, m.content_encoding.as_deref());
+                (c, e)
+            })
+            .collect();
         Prepared {
             available: rec.available(),
             head_block,
+            etags,
             headers,
             upstream,
             last_modified,
@@ -222,9 +252,9 @@ impl Records {
 
 /// Serves `p` to `req` with `status` as quire's `Cache-Status` member.
 pub fn serve(
-    ctx: &Ctx,
     req: &HitRequest<'_>,
     p: &Prepared,
+    entry: &Arc<Handle>,
     status: CacheStatus,
     now: SystemTime,
 ) -> Result<Response<Body>, NotServed> {
@@ -236,18 +266,18 @@ pub fn serve(
     let date = p.date;
 
     let mut h = p.headers.clone();
-    if let Some(e) = etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+    if let Some(e) = etag.and_then(|e| HeaderValue::from_str(e).ok()) {
         h.insert(header::ETAG, e);
     }
     h.insert(header::AGE, HeaderValue::from(v.age_secs));
-    h.insert(CACHE_STATUS, v.cache_status);
+    h.insert(CACHE_STATUS, v.cache_status.clone());
 
     // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
     // (RFC 9111 §4.3.2) the stored Date.
     match conditional::evaluate_preconditions(
         req.method,
         req.headers,
-        etag.as_deref(),
+        etag,
         last_modified.or(Some(date)),
     ) {
         Precondition::Forward => return Err(NotServed::Forward),
@@ -282,7 +312,7 @@ pub fn serve(
         req.headers,
         req.method,
         body_len,
-        etag.as_deref(),
+        etag,
         last_modified,
         Some(date),
     );
@@ -304,12 +334,11 @@ pub fn serve(
             Ok(respond(status_code, h, Body::Empty))
         }
         RangeAnswer::Full => {
-            let handle = body_handle(ctx, rec, coding, body_len)?;
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
             let b = if body_len == 0 {
                 Body::Empty
             } else {
-                Body::Bytes([body::mapped(handle, 0, body_len)].into())
+                Body::Bytes([p.body(entry, &v, 0, body_len)?].into())
             };
             Ok(respond(status_code, h, b))
         }
@@ -324,8 +353,7 @@ pub fn serve(
             let b = if head_only {
                 Body::Empty
             } else {
-                let handle = body_handle(ctx, rec, coding, body_len)?;
-                Body::Bytes([body::mapped(handle, start, end + 1)].into())
+                Body::Bytes([p.body(entry, &v, start, end + 1)?].into())
             };
             Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
         }
@@ -351,11 +379,10 @@ pub fn serve(
             let b = if head_only {
                 Body::Empty
             } else {
-                let handle = body_handle(ctx, rec, coding, body_len)?;
                 let mut parts = std::collections::VecDeque::with_capacity(plan.parts.len() * 2 + 1);
-                for p in plan.parts {
-                    parts.push_back(Bytes::from(p.head));
-                    parts.push_back(body::mapped(handle.clone(), p.range.0, p.range.1 + 1));
+                for part in plan.parts {
+                    parts.push_back(Bytes::from(part.head));
+                    parts.push_back(p.body(entry, &v, part.range.0, part.range.1 + 1)?);
                 }
                 parts.push_back(Bytes::from(plan.trailer));
                 Body::Bytes(parts)
@@ -370,24 +397,6 @@ fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body>
     *r.status_mut() = status;
     *r.headers_mut() = headers;
     r
-}
-
-/// The body of `coding`, checked to be the length the record says.
-fn body_handle(
-    ctx: &Ctx,
-    rec: &ObjectRecord,
-    coding: Coding,
-    len: u64,
-) -> Result<std::sync::Arc<quire_store::Handle>, NotServed> {
-    use quire_store::EntryRef;
-    let h = ctx
-        .store
-        .get(&object::body_key(rec.id, coding))
-        .ok_or(NotServed::BodyGone)?;
-    if h.body().len() as u64 != len {
-        return Err(NotServed::BodyGone);
-    }
-    Ok(std::sync::Arc::new(h))
 }
 
 /// The `ETag` of the `coding` representation: the origin's for the body it sent,

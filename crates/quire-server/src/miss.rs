@@ -26,7 +26,7 @@ use quire_http::encoding::Coding;
 use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
 use quire_http::meta::StoredMeta;
-use quire_store::{Engine, Put, StoreError};
+use quire_store::{Engine, EntryRef, Put, StoreError};
 
 use crate::compress;
 use crate::fill::{self, Fill, Head};
@@ -166,7 +166,6 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         headers: parts.headers,
         request_time,
         response_time,
-        previous_id: spec.revalidate.as_ref().map(|r| r.id),
     };
     let ctx2 = ctx.clone();
     match tokio::task::spawn_blocking(move || store_response(&ctx2, plan, body)).await {
@@ -292,14 +291,23 @@ fn refreshed(
 
 async fn store_record_blocking(ctx: &Arc<Ctx>, spec: &FillSpec, rec: ObjectRecord) -> FillResult {
     let ctx = ctx.clone();
-    let key = if rec.meta.vary.is_empty() {
-        spec.primary_key.clone()
-    } else {
-        spec.fill_key.clone()
-    };
-    tokio::task::spawn_blocking(move || put_record(&ctx, &key, &rec))
-        .await
-        .unwrap_or(FillResult::Failed)
+    // A revalidation fill is registered under the key its stale record was found at.
+    let key = spec.fill_key.clone();
+    tokio::task::spawn_blocking(move || {
+        // The same bodies under the refreshed head: copied from the entry being
+        // replaced, if it is still the same version.
+        let Some(h) = ctx.store.get(&key) else {
+            return FillResult::Rejected;
+        };
+        match object::decode(h.meta()) {
+            Some(object::Record::Object(old)) if old.id == rec.id => {
+                put_record(&ctx, &key, &rec, h.body())
+            }
+            _ => FillResult::Rejected,
+        }
+    })
+    .await
+    .unwrap_or(FillResult::Failed)
 }
 
 /// Everything needed to store a complete response.
@@ -313,7 +321,6 @@ struct StorePlan {
     headers: HeaderMap,
     request_time: SystemTime,
     response_time: SystemTime,
-    previous_id: Option<u64>,
 }
 
 /// Compresses and stores a complete response (blocking: run on the blocking pool).
@@ -344,21 +351,13 @@ fn store_response(ctx: &Ctx, p: StorePlan, body: Bytes) -> FillResult {
             }
         }
     }
-    let id: u64 = rand::random();
-    for (c, b) in &bodies {
-        match ctx
-            .store
-            .put_admitted(&object::body_key(id, *c), &[], b, &[])
-        {
-            Ok(Put::Stored) => {}
-            Ok(Put::Rejected) => return FillResult::Rejected,
-            Err(StoreError::TooLarge { .. }) => return FillResult::TooLarge,
-            Err(e) => {
-                tracing::warn!(error = %e, "store write failed");
-                return FillResult::Failed;
-            }
-        }
+    // All codings go into one entry: drop the least useful ones (last added) while
+    // the whole is over the object limit; identity alone must fit.
+    let limit = ctx.object_limit as usize;
+    while bodies.len() > 1 && bodies.iter().map(|(_, b)| b.len()).sum::<usize>() > limit {
+        bodies.pop();
     }
+    let id: u64 = rand::random();
     let cc = CacheControl::for_response(&p.headers, &ctx.storage.targeted_fields);
     let timing = StoredTiming::new(
         p.status,
@@ -396,7 +395,11 @@ fn store_response(ctx: &Ctx, p: StorePlan, body: Bytes) -> FillResult {
         codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
         meta,
     };
-    let result = put_record(ctx, &p.record_key, &rec);
+    let mut all = Vec::with_capacity(rec.bodies_len() as usize);
+    for (_, b) in &bodies {
+        all.extend_from_slice(b);
+    }
+    let result = put_record(ctx, &p.record_key, &rec, &all);
     if result == FillResult::Stored && !p.vary.is_empty() {
         let bytes = object::encode_vary(&p.vary);
         let tag = object::url_tag(&p.url);
@@ -404,16 +407,13 @@ fn store_response(ctx: &Ctx, p: StorePlan, body: Bytes) -> FillResult {
             .store
             .put_admitted(&p.primary_key, &bytes, &[], &[tag.as_bytes()]);
     }
-    if let Some(old) = p.previous_id.filter(|&old| old != id) {
-        for c in quire_http::encoding::ALL_CODINGS {
-            let _ = ctx.store.remove(&object::body_key(old, c));
-        }
-    }
     result
 }
 
-/// Writes a record with its tags.
-pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord) -> FillResult {
+/// Writes a record with its tags and the bodies of its codings (concatenated in the
+/// record's order) as one entry.
+pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[u8]) -> FillResult {
+    debug_assert_eq!(bodies.len() as u64, rec.bodies_len());
     let bytes = match object::encode_object(rec) {
         Ok(b) => b,
         Err(e) => {
@@ -423,7 +423,7 @@ pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord) -> FillResult {
     };
     let tags = object::record_tags(&rec.url, &rec.meta.tags);
     let tag_refs: Vec<&[u8]> = tags.iter().map(|t| t.as_bytes()).collect();
-    match ctx.store.put_admitted(key, &bytes, &[], &tag_refs) {
+    match ctx.store.put_admitted(key, &bytes, bodies, &tag_refs) {
         Ok(Put::Stored) => FillResult::Stored,
         Ok(Put::Rejected) => FillResult::Rejected,
         Err(StoreError::TooLarge { .. }) => FillResult::TooLarge,

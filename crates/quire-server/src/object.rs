@@ -1,24 +1,24 @@
 //! How a cached response lies in the store: which entries, under which keys, with
 //! which tags.
 //!
-//! A response is stored as one **record** entry plus one **body** entry per content
-//! coding:
-//! - The record (store meta section; empty body) lives under the URL's primary key
-//!   (`quire_http::key::primary_key`) when the response has no `Vary` beyond
-//!   `Accept-Encoding`. Otherwise the primary key holds a [`Record::Vary`] naming the
-//!   selecting fields, and the record lives under the variant key.
-//! - A record names its **object id** (random, never reused) and the codings stored
-//!   with their lengths; each body is stored under `body_key(id, coding)`.
+//! A response is stored as **one entry**: its record (status, head, timing, the codings
+//! stored with their lengths) in the store's meta section, and the bodies of every
+//! coding, concatenated in the record's order, in the body section.
+//! - The entry lives under the URL's primary key (`quire_http::key::primary_key`) when
+//!   the response has no `Vary` beyond `Accept-Encoding`. Otherwise the primary key
+//!   holds a [`Record::Vary`] naming the selecting fields (no body), and the response
+//!   lives under the variant key.
 //!
 //! Key decisions:
-//! - **Bodies are immutable per object id, and the record is written last.** A hit
-//!   reads the record, then the chosen body; a refill writes new bodies under a new id
-//!   and then swaps the record, so a reader sees all codings of one version or a miss,
-//!   never gzip of the new page with the identity of the old one.
+//! - **One lookup per hit, one write per fill.** A hit reads one index slot and one
+//!   entry: record and body lie side by side, so the entry header the lookup checks
+//!   and the bytes the socket gets share pages. A refill replaces the entry whole, so
+//!   a reader sees all codings of one version or of the other, never a mix.
 //! - **Only records carry tags** (`u:<url>`, `d:<directory>` for each enclosing
-//!   directory, `t:<surrogate key>`): purges remove or rewrite records, and a body whose
-//!   record is gone is unreachable and is reclaimed like any other cold entry. This
-//!   keeps the tag index at a few links per URL instead of per encoding.
+//!   directory, `t:<surrogate key>`): a purge removes or rewrites the entries it names.
+//! - The record's **object id** (random per fill) names a version: with the head's
+//!   checksum it is the record's [`identity`] for the decoded-record cache, and it
+//!   seeds multipart boundaries.
 //! - A record that does not decode (other version, damage the store's checksum missed,
 //!   a foreign writer) is a miss, never an error on the hit path.
 
@@ -72,6 +72,23 @@ impl ObjectRecord {
     /// The codings stored.
     pub fn available(&self) -> Vec<Coding> {
         self.codings.iter().map(|&(c, _)| c).collect()
+    }
+
+    /// Where `coding`'s body lies in the entry's body section: `(start, end)`.
+    pub fn coding_range(&self, coding: Coding) -> Option<(u64, u64)> {
+        let mut at = 0u64;
+        for &(c, len) in &self.codings {
+            if c == coding {
+                return Some((at, at + len));
+            }
+            at += len;
+        }
+        None
+    }
+
+    /// Bytes of all bodies together (the entry's body section).
+    pub fn bodies_len(&self) -> u64 {
+        self.codings.iter().map(|&(_, l)| l).sum()
     }
 }
 
@@ -217,16 +234,6 @@ fn coding_from_tag(t: u8) -> Option<Coding> {
         b'z' => Coding::Zstd,
         _ => return None,
     })
-}
-
-/// The store key of one body: a prefix no HTTP key starts with (HTTP keys start with
-/// `quire_http::key::KEY_FORMAT_VERSION`, a small number), the object id, the coding.
-pub fn body_key(id: u64, coding: Coding) -> [u8; 14] {
-    let mut k = [0u8; 14];
-    k[..5].copy_from_slice(b"\xffbody");
-    k[5..13].copy_from_slice(&id.to_le_bytes());
-    k[13] = coding_tag(coding);
-    k
 }
 
 /// The tag every record of `url` carries (exact-URL purge).
@@ -384,10 +391,22 @@ mod tests {
     }
 
     #[test]
-    fn body_keys_differ_by_id_and_coding() {
-        assert_ne!(body_key(1, Coding::Gzip), body_key(2, Coding::Gzip));
-        assert_ne!(body_key(1, Coding::Gzip), body_key(1, Coding::Br));
-        assert!(body_key(1, Coding::Gzip)[0] > quire_http::key::KEY_FORMAT_VERSION);
+    fn coding_ranges_follow_the_record_order() {
+        let r = ObjectRecord {
+            id: 1,
+            url: "http://h/".into(),
+            codings: vec![
+                (Coding::Identity, 100),
+                (Coding::Br, 30),
+                (Coding::Gzip, 40),
+            ],
+            meta: sample_meta(),
+        };
+        assert_eq!(r.coding_range(Coding::Identity), Some((0, 100)));
+        assert_eq!(r.coding_range(Coding::Br), Some((100, 130)));
+        assert_eq!(r.coding_range(Coding::Gzip), Some((130, 170)));
+        assert_eq!(r.coding_range(Coding::Zstd), None);
+        assert_eq!(r.bodies_len(), 170);
     }
 
     #[test]

@@ -8,9 +8,10 @@
 //! - **Prefixes purge whole directories.** A prefix is cut after the last `/` of its
 //!   path: `http://h/blog/20` purges everything under `http://h/blog/`. More than asked
 //!   is safe (a refill); less than asked would serve what the operator wanted gone.
-//! - **Soft purge rewrites records only**: the freshness lifetime is cut to the
-//!   current age, so the next request revalidates with the stored validators (or, with
-//!   `stale-while-revalidate`, is served stale once while it does); bodies stay.
+//! - **Soft purge rewrites records**: the freshness lifetime is cut to the current
+//!   age, so the next request revalidates with the stored validators (or, with
+//!   `stale-while-revalidate`, is served stale once while it does); the bodies are
+//!   copied into the rewritten entry unchanged.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -63,12 +64,12 @@ pub fn soft(ctx: &Ctx, target: &Target, now: SystemTime) -> u64 {
         let Some(Record::Object(mut rec)) = object::decode(h.meta()) else {
             continue;
         };
-        drop(h);
         let age_ms = rec.meta.timing().age(now).as_millis();
         let age_ms = u64::try_from(age_ms).unwrap_or(u64::MAX);
         rec.meta.freshness_lifetime_ms =
             Some(rec.meta.freshness_lifetime_ms.map_or(0, |l| l.min(age_ms)));
-        if miss::put_record(ctx, &key, &rec) == crate::metrics::FillResult::Stored {
+        // Rewritten whole (the bodies are copied from the entry being replaced).
+        if miss::put_record(ctx, &key, &rec, h.body()) == crate::metrics::FillResult::Stored {
             n += 1;
         }
     }

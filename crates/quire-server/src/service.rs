@@ -20,7 +20,7 @@ use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
 use quire_http::status::{CacheStatus, Fwd};
-use quire_store::{Engine, EntryRef};
+use quire_store::{Engine, EntryRef, Handle};
 
 use crate::admin;
 use crate::body::Body;
@@ -134,6 +134,8 @@ pub(crate) struct Lookup {
     vary: Option<Arc<VaryFields>>,
     /// The stored response selected for the request.
     pub(crate) record: Option<Arc<Prepared>>,
+    /// The store entry it was read from (record and bodies).
+    pub(crate) entry: Option<Arc<Handle>>,
 }
 
 /// Looks up the stored response for a request: primary record, then the variant
@@ -145,28 +147,30 @@ pub(crate) fn lookup(
     headers: &HeaderMap,
 ) -> Lookup {
     let primary_key = key::primary_key(class, url);
-    let rec = ctx
-        .store
-        .get(&primary_key)
-        .and_then(|h| ctx.records.get(h.meta()));
-    match rec {
-        Some(Cached::Object(o)) => Lookup {
+    let found = ctx.store.get(&primary_key).and_then(|h| {
+        let c = ctx.records.get(h.meta())?;
+        Some((c, h))
+    });
+    match found {
+        Some((Cached::Object(o), h)) => Lookup {
             record_key: primary_key.clone(),
             primary_key,
             vary: None,
             record: Some(o),
+            entry: Some(Arc::new(h)),
         },
-        Some(Cached::Vary(v)) => {
+        Some((Cached::Vary(v), _)) => {
             let vk = key::variant_key(class, url, &v, headers);
-            let record = match ctx.store.get(&vk).and_then(|h| ctx.records.get(h.meta())) {
-                Some(Cached::Object(o)) => Some(o),
-                _ => None,
+            let (record, entry) = match entry_at(ctx, &vk) {
+                Some((o, h)) => (Some(o), Some(h)),
+                None => (None, None),
             };
             Lookup {
                 primary_key,
                 record_key: vk,
                 vary: Some(v),
                 record,
+                entry,
             }
         }
         None => Lookup {
@@ -174,8 +178,24 @@ pub(crate) fn lookup(
             primary_key,
             vary: None,
             record: None,
+            entry: None,
         },
     }
+}
+
+/// The response stored under `key`, prepared, with its entry.
+fn entry_at(ctx: &Ctx, key: &[u8]) -> Option<(Arc<Prepared>, Arc<Handle>)> {
+    let h = ctx.store.get(key)?;
+    match ctx.records.get(h.meta())? {
+        Cached::Object(o) => Some((o, Arc::new(h))),
+        Cached::Vary(_) => None,
+    }
+}
+
+/// The entry under `key` if it still holds the bodies of `p`'s version (same object
+/// id): a stale copy served after a failed revalidation, or a refreshed head.
+fn same_version(ctx: &Ctx, key: &[u8], p: &Prepared) -> Option<(Arc<Prepared>, Arc<Handle>)> {
+    entry_at(ctx, key).filter(|(q, _)| q.rec.id == p.rec.id && q.rec.codings == p.rec.codings)
 }
 
 async fn cached(
@@ -222,7 +242,11 @@ async fn cached(
                 status = status.with_detail("stale-while-revalidate");
                 revalidate_in_background(ctx, &req, peer, &url, &look, &rec.rec);
             }
-            match hit::serve(ctx, &hreq, &rec, status, now) {
+            let served = match &look.entry {
+                Some(entry) => hit::serve(&hreq, &rec, entry, status, now),
+                None => Err(NotServed::BodyGone),
+            };
+            match served {
                 Ok(r) => (r, if stale { Outcome::Stale } else { Outcome::Hit }),
                 Err(NotServed::Forward) => {
                     pass::pass(
@@ -408,8 +432,14 @@ async fn fill(
     };
     match outcome {
         FillOutcome::Revalidated(rec) => {
+            // The refreshed head over the bodies of the same version (rewritten by the
+            // fill, or still the entry it revalidated if the rewrite was declined).
             let p = Prepared::new((*rec).clone());
-            match hit::serve(ctx, &hreq, &p, status.with_fwd_status(304), now) {
+            let served = match same_version(ctx, &look.record_key, &p) {
+                Some((_, entry)) => hit::serve(&hreq, &p, &entry, status.with_fwd_status(304), now),
+                None => Err(NotServed::BodyGone),
+            };
+            match served {
                 Ok(r) => (r, Outcome::Revalidated),
                 Err(_) => {
                     pass::pass(
@@ -425,7 +455,7 @@ async fn fill(
             }
         }
         FillOutcome::Failed(e) => match stale {
-            Some(rec) => serve_stale(ctx, &hreq, &rec, now, "stale-if-error"),
+            Some(rec) => serve_stale(ctx, &hreq, &look.record_key, &rec, now, "stale-if-error"),
             None => (pass::origin_error(&e, status), Outcome::Error),
         },
         FillOutcome::Refused => {
@@ -443,7 +473,7 @@ async fn fill(
             // RFC 5861 §4: an error answer may be covered by the stale copy too.
             if let Some(rec) = &stale {
                 if matches!(head.status.as_u16(), 500 | 502 | 503 | 504) {
-                    return serve_stale(ctx, &hreq, rec, now, "stale-if-error");
+                    return serve_stale(ctx, &hreq, &look.record_key, rec, now, "stale-if-error");
                 }
             }
             if ticket.collapsed && !head.vary.is_empty() {
@@ -505,11 +535,16 @@ async fn fill(
 fn serve_stale(
     ctx: &Ctx,
     hreq: &HitRequest<'_>,
+    key: &[u8],
     rec: &Prepared,
     now: SystemTime,
     why: &str,
 ) -> (Response<Body>, Outcome) {
-    match hit::serve(ctx, hreq, rec, CacheStatus::hit().with_detail(why), now) {
+    let served = match same_version(ctx, key, rec) {
+        Some((_, entry)) => hit::serve(hreq, rec, &entry, CacheStatus::hit().with_detail(why), now),
+        None => Err(NotServed::BodyGone),
+    };
+    match served {
         Ok(r) => (r, Outcome::Stale),
         Err(_) => (
             plain(

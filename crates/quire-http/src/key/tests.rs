@@ -591,3 +591,17 @@ proptest! {
         prop_assert!(v.fields().len() <= VARY_FIELDS_MAX);
     }
 }
+
+#[test]
+fn the_path_fast_path_agrees_with_the_full_normalisation() {
+    for p in [
+        "/", "/a", "/a/b/c", "/a/", "//a", "/a.b/c.", "/.a/..b/", "/a/./b", "/a/../b", "/..", "/.",
+        "/a/.", "/a/..", "/a%2Fb", "/%7e", "/a b", "/über", "/a/.../b", "/a//b",
+    ] {
+        assert_eq!(
+            normalize_path(p).unwrap(),
+            remove_dot_segments(&normalize_percent(p)),
+            "{p}"
+        );
+    }
+}
