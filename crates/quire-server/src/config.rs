@@ -250,8 +250,11 @@ pub struct EncodingsConfig {
     pub zstd: bool,
     /// libdeflater level, 1–12.
     pub gzip_level: i32,
-    /// brotli quality, 0–11.
+    /// brotli quality at fill time, 0–11.
     pub brotli_level: u32,
+    /// brotli quality the stored body is remade at in the background, off the request
+    /// path (0, or not above `brotli_level`, turns it off).
+    pub brotli_upgrade_level: u32,
     /// zstd level, 1–22.
     pub zstd_level: i32,
 }
@@ -265,6 +268,7 @@ impl Default for EncodingsConfig {
             zstd: true,
             gzip_level: l.gzip,
             brotli_level: l.brotli,
+            brotli_upgrade_level: 11,
             zstd_level: l.zstd,
         }
     }
@@ -317,6 +321,9 @@ impl Config {
             .levels()
             .validate()
             .map_err(|e| ConfigError(e.to_string()))?;
+        if self.encodings.brotli_upgrade_level > 11 {
+            return bad("encodings.brotli_upgrade_level must be within 0..=11".into());
+        }
         Ok(())
     }
 

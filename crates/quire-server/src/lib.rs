@@ -6,7 +6,8 @@
 //! - [`config`]: every option with its default (the TOML the binary reads).
 //! - [`state`]: the shared state built from it.
 //! - [`object`]: how a response lies in the store (record, bodies per coding, tags).
-//! - [`compress`]: content codings, computed once at fill time.
+//! - [`compress`]: content codings, computed once at fill time; [`recompress`]
+//!   remakes brotli at high quality in the background.
 //! - [`origin`]: the origin client and what is forwarded to it.
 //! - [`fill`]: coalesced, streamed fills.
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
@@ -32,6 +33,7 @@ pub mod object;
 pub mod origin;
 pub mod pass;
 pub mod purge;
+pub mod recompress;
 pub mod sendfile;
 pub mod server;
 pub mod service;

@@ -33,6 +33,7 @@ use crate::fill::{self, Fill, Head};
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
+use crate::recompress::Recompressor;
 use crate::state::Ctx;
 
 /// Fields never stored with a response: hop-by-hop ones go earlier; these are either
@@ -324,7 +325,7 @@ struct StorePlan {
 }
 
 /// Compresses and stores a complete response (blocking: run on the blocking pool).
-fn store_response(ctx: &Ctx, p: StorePlan, body: Bytes) -> FillResult {
+fn store_response(ctx: &Arc<Ctx>, p: StorePlan, body: Bytes) -> FillResult {
     let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
     let sent_coding = origin_coding(&p.headers).unwrap_or(None);
     let identity: Bytes = match sent_coding {
@@ -400,6 +401,9 @@ fn store_response(ctx: &Ctx, p: StorePlan, body: Bytes) -> FillResult {
         all.extend_from_slice(b);
     }
     let result = put_record(ctx, &p.record_key, &rec, &all);
+    if result == FillResult::Stored && rec.coding_range(Coding::Br).is_some() {
+        Recompressor::schedule(ctx, p.record_key.clone(), id, identity.clone());
+    }
     if result == FillResult::Stored && !p.vary.is_empty() {
         let bytes = object::encode_vary(&p.vary);
         let tag = object::url_tag(&p.url);

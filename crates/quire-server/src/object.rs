@@ -181,23 +181,25 @@ pub fn decode(buf: &[u8]) -> Option<Record> {
 }
 
 /// A 64-bit identity of a record's bytes, cheap to compute on every hit: for an
-/// object record, its object id (random per fill) combined with the checksum that
-/// ends the encoded head (which covers every field a 304 or a soft purge changes);
-/// for anything else, a hash of the bytes. Two different records share it only if
-/// they share both a random id and a 64-bit checksum.
+/// object record, a hash of its short prefix (object id, URL, the codings and their
+/// lengths) combined with the checksum that ends the encoded head (which covers every
+/// field a 304 or a soft purge changes); for anything else, a hash of the bytes. Two
+/// records share it only on a 64-bit collision.
 pub fn identity(buf: &[u8]) -> u64 {
-    let word = |at: usize| {
-        buf.get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
-    };
-    if buf.len() >= 6 + 8 + 8
+    if buf.len() >= 6 + 8 + 4 + 8
         && buf.starts_with(&MAGIC)
         && buf[4] == VERSION
         && buf[5] == KIND_OBJECT
     {
-        if let (Some(id), Some(sum)) = (word(6), word(buf.len() - 8)) {
-            return id ^ sum.rotate_left(32);
+        let url_len = u32::from_le_bytes([buf[14], buf[15], buf[16], buf[17]]) as usize;
+        let n_at = 18 + url_len;
+        if let Some(&n) = buf.get(n_at) {
+            let prefix_end = n_at + 1 + 9 * usize::from(n);
+            let tail = buf.len() - 8;
+            if prefix_end <= tail {
+                let sum = u64::from_le_bytes(buf[tail..].try_into().unwrap_or([0; 8]));
+                return xxhash_rust::xxh3::xxh3_64(&buf[..prefix_end]) ^ sum.rotate_left(32);
+            }
         }
     }
     xxhash_rust::xxh3::xxh3_64(buf)

@@ -17,6 +17,7 @@ use crate::fill::Fills;
 use crate::hit::Records;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
+use crate::recompress::Recompressor;
 
 /// Store-entry overhead kept free when deriving the largest body from the region
 /// size: entry header, key, tags and the record are far below this.
@@ -38,6 +39,8 @@ pub struct Ctx {
     pub fills: Fills,
     /// Decoded records, by content.
     pub records: Records,
+    /// Background brotli upgrades.
+    pub recompressor: Recompressor,
     /// Counters for `/_quire/metrics`.
     pub metrics: Metrics,
     /// URL normalisation.
@@ -164,6 +167,7 @@ impl Ctx {
             levels: cfg.encodings.levels(),
             fills: Fills::new(cfg.limits.fills),
             records: Records::new(RECORDS_CACHED),
+            recompressor: Recompressor::default(),
             metrics: Metrics::new(),
             codings,
             object_limit,

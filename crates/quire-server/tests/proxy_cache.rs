@@ -630,3 +630,53 @@ async fn expose_key_puts_the_normalised_url_in_cache_status() {
         .cache_status()
         .contains("key="));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brotli_is_remade_at_high_quality_in_the_background() {
+    // Issue 3: the slow brotli finishes off the request path and replaces the quick one.
+    let o = Origin::start().await;
+    let body = page(60_000);
+    o.route(
+        "/b",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=600"),
+                ("content-type", "text/html"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |c| {
+        c.encodings.brotli_level = 1;
+        c.encodings.brotli_upgrade_level = 11;
+    })
+    .await;
+    get(&q, "/b", &[]).await;
+    settle(&q).await;
+    let first = get(&q, "/b", &[("accept-encoding", "br")]).await;
+    assert_eq!(decode("br", &first.body), body);
+    let mut last = first.body.len();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let r = get(&q, "/b", &[("accept-encoding", "br")]).await;
+        assert!(r.cache_status().contains("hit"));
+        assert_eq!(
+            decode("br", &r.body),
+            body,
+            "every version decodes to the page"
+        );
+        last = r.body.len();
+        if last < first.body.len() {
+            break;
+        }
+    }
+    assert!(
+        last < first.body.len(),
+        "quality 11 ({last} B) did not replace quality 1 ({} B)",
+        first.body.len()
+    );
+    assert_eq!(o.hits("/b"), 1);
+    // Other codings were carried over unchanged.
+    let g = get(&q, "/b", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(decode("gzip", &g.body), body);
+}
