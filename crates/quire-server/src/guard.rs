@@ -102,6 +102,13 @@ impl Scanner {
                         }
                         return Ok(());
                     };
+                    // The same verdict however the bytes were split into reads: a head
+                    // over the limit is hyper's (431) whether or not its end arrived
+                    // in the same read.
+                    if end > self.head_limit {
+                        self.state = State::Off;
+                        return Ok(());
+                    }
                     let consumed = end - before;
                     buf.truncate(end);
                     let head = std::mem::take(buf);
