@@ -100,7 +100,11 @@ pub async fn run(
         let Some(answer) = answer(ctx, &buf[..end]) else {
             return Ok(Exit::Handover(buf.freeze()));
         };
-        write_answer(stream, &answer, volume).await?;
+        // A client that stops reading cannot hold the entry's region pinned forever.
+        match tokio::time::timeout(idle, write_answer(stream, &answer, volume)).await {
+            Ok(r) => r?,
+            Err(_) => return Ok(Exit::Closed),
+        }
         ctx.metrics
             .record_request(Outcome::Hit, answer.status, answer.body_len);
         buf.advance(end);

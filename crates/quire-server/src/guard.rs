@@ -19,6 +19,7 @@
 //! line) turns it off and leaves the judgement to hyper, which rejects malformed input
 //! itself.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -270,16 +271,25 @@ pub struct Guarded {
     /// Set once a request was refused: reads end, the 400 goes out before shutdown.
     refused: Option<Vec<u8>>,
     written: usize,
+    /// How long a write may wait for the client to take bytes.
+    send_timeout: std::time::Duration,
+    /// Set while a write waits; fires the send timeout.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Guarded {
     /// Wraps a connection whose unanswered bytes so far are `prefix` (empty for a
     /// fresh one); with `volume`, large mapped bodies use sendfile.
+    ///
+    /// A write that cannot progress for `send_timeout` fails: a client that stops
+    /// reading cannot hold a response (and the store region its body is pinned in)
+    /// forever.
     pub fn new(
         inner: TcpStream,
         prefix: Bytes,
         head_limit: usize,
         volume: Option<Volume>,
+        send_timeout: std::time::Duration,
     ) -> Guarded {
         Guarded {
             inner,
@@ -288,6 +298,36 @@ impl Guarded {
             scan: Scanner::new(head_limit),
             refused: None,
             written: 0,
+            send_timeout,
+            stalled: None,
+        }
+    }
+
+    /// Passes a write's result through, arming the send timeout while it is pending
+    /// and failing it once the timeout fires.
+    fn watch_write<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Ready(r) => {
+                self.stalled = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                let timeout = self.send_timeout;
+                let timer = self
+                    .stalled
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "client did not read the response in time",
+                    ))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
         }
     }
 }
@@ -333,7 +373,8 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         b: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, b)
+        let r = Pin::new(&mut self.inner).poll_write(cx, b);
+        self.watch_write(cx, r)
     }
 
     fn poll_write_vectored(
@@ -342,19 +383,24 @@ impl AsyncWrite for Guarded {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
-        let Some(vol) = this.volume.as_ref().filter(|v| v.wants(bufs)) else {
-            return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        let r = match this.volume.as_ref().filter(|v| v.wants(bufs)) {
+            None => Pin::new(&mut this.inner).poll_write_vectored(cx, bufs),
+            Some(vol) => loop {
+                match this.inner.poll_write_ready(cx) {
+                    Poll::Pending => break Poll::Pending,
+                    Poll::Ready(Err(e)) => break Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) => {}
+                }
+                match this
+                    .inner
+                    .try_io(Interest::WRITABLE, || vol.write(&this.inner, bufs))
+                {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    r => break Poll::Ready(r),
+                }
+            },
         };
-        loop {
-            ready!(this.inner.poll_write_ready(cx))?;
-            match this
-                .inner
-                .try_io(Interest::WRITABLE, || vol.write(&this.inner, bufs))
-            {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                r => return Poll::Ready(r),
-            }
-        }
+        this.watch_write(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -130,7 +130,8 @@ impl Server {
                 };
                 if let Some(prefix) = prefix {
                     let head_limit = ctx2.cfg.limits.header_bytes.0 as usize;
-                    let io = Guarded::new(stream, prefix, head_limit, volume);
+                    let send_timeout = ctx2.cfg.limits.client_idle_timeout.0;
+                    let io = Guarded::new(stream, prefix, head_limit, volume, send_timeout);
                     let svc_ctx = ctx2.clone();
                     let svc = service_fn(move |req| {
                         let ctx = svc_ctx.clone();

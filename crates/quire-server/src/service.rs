@@ -134,7 +134,8 @@ pub(crate) struct Lookup {
     vary: Option<Arc<VaryFields>>,
     /// The stored response selected for the request.
     pub(crate) record: Option<Arc<Prepared>>,
-    /// The store entry it was read from (record and bodies).
+    /// The store entry it was read from (record and bodies). It pins its region:
+    /// take it out before awaiting anything slow.
     pub(crate) entry: Option<Arc<Handle>>,
 }
 
@@ -207,7 +208,10 @@ async fn cached(
 ) -> (Response<Body>, Outcome) {
     let now = SystemTime::now();
     let req_cc = CacheControl::from_headers(req.headers());
-    let look = lookup(ctx, class, &url, req.headers());
+    let mut look = lookup(ctx, class, &url, req.headers());
+    // The entry pins its region: it is dropped before any wait on the origin, so a
+    // slow origin never holds reclaim back.
+    let entry = look.entry.take();
     let hreq = HitRequest {
         method: req.method(),
         headers: req.headers(),
@@ -242,10 +246,11 @@ async fn cached(
                 status = status.with_detail("stale-while-revalidate");
                 revalidate_in_background(ctx, &req, peer, &url, &look, &rec.rec);
             }
-            let served = match &look.entry {
+            let served = match &entry {
                 Some(entry) => hit::serve(&hreq, &rec, entry, status, now),
                 None => Err(NotServed::BodyGone),
             };
+            drop(entry);
             match served {
                 Ok(r) => (r, if stale { Outcome::Stale } else { Outcome::Hit }),
                 Err(NotServed::Forward) => {
@@ -286,6 +291,7 @@ async fn cached(
             } else {
                 Fwd::Stale
             };
+            drop(entry);
             let stale = stale_if_error.map(|_| rec.clone());
             let rec = Arc::new(rec.rec.clone());
             fill(

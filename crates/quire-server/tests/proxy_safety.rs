@@ -469,3 +469,50 @@ async fn a_head_trickled_in_is_cut_off() {
     .unwrap();
     assert!(closed, "the connection stayed open for 10 s of trickling");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_cut_off() {
+    // A stalled reader must not hold a response, and the store region its body is
+    // pinned in, forever: the send timeout (`client_idle_timeout`) closes it.
+    let o = Origin::start().await;
+    let big: Vec<u8> = (0..6_000_000u32).map(|i| (i % 253) as u8).collect();
+    o.route(
+        "/big",
+        Route::ok(big.clone(), &[("cache-control", "max-age=600")]),
+    );
+    let q = Quire::start(&o, |c| {
+        c.cache.size = quire_server::config::ByteSize(1 << 30);
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_millis(500));
+    })
+    .await;
+    assert_eq!(get(&q, "/big", &[]).await.body.len(), big.len());
+    settle(&q).await;
+    use std::sync::atomic::Ordering;
+    for path in ["fast path", "general path"] {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        sock.connect(&q.addr.into()).unwrap();
+        let mut s: std::net::TcpStream = sock.into();
+        let req = if path == "fast path" {
+            "GET /big HTTP/1.1\r\nHost: h\r\n\r\n"
+        } else {
+            // A conditional request goes to the general (hyper) path.
+            "GET /big HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"nope\"\r\n\r\n"
+        };
+        s.write_all(req.as_bytes()).unwrap();
+        let mut closed = false;
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if q.ctx.metrics.connections().load(Ordering::Relaxed) == 0 {
+                closed = true;
+                break;
+            }
+        }
+        assert!(
+            closed,
+            "{path}: the stalled connection stayed open for 10 s"
+        );
+        drop(s);
+    }
+}
