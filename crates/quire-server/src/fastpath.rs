@@ -51,9 +51,8 @@ pub enum Exit {
     Handover(Bytes),
 }
 
-/// A fresh hit ready to write.
+/// A fresh hit ready to write (its head is in the connection's output buffer).
 struct Answer {
-    head: Vec<u8>,
     body: Option<Bytes>,
     status: u16,
     body_len: u64,
@@ -69,6 +68,8 @@ pub async fn run(
     let limit = ctx.cfg.limits.header_bytes.0 as usize;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let mut buf = BytesMut::with_capacity(8 * 1024);
+    // Response heads are built here, reused for the life of the connection.
+    let mut out = Vec::with_capacity(1024);
     loop {
         // A complete head in the buffer, or read more. The wait for a head — idle
         // between requests, or a head trickling in — is bounded as a whole (a client
@@ -97,11 +98,12 @@ pub async fn run(
                 });
             }
         };
-        let Some(answer) = answer(ctx, &buf[..end]) else {
+        out.clear();
+        let Some(answer) = answer(ctx, &buf[..end], &mut out) else {
             return Ok(Exit::Handover(buf.freeze()));
         };
         // A client that stops reading cannot hold the entry's region pinned forever.
-        match tokio::time::timeout(idle, write_answer(stream, &answer, volume)).await {
+        match tokio::time::timeout(idle, write_answer(stream, &out, &answer, volume)).await {
             Ok(r) => r?,
             Err(_) => return Ok(Exit::Closed),
         }
@@ -132,7 +134,7 @@ fn head_end(b: &[u8]) -> Option<usize> {
 }
 
 /// The fresh-hit answer to the head `head`, or `None` to hand over.
-fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
+fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
@@ -184,7 +186,7 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
     let look = crate::service::lookup(ctx, class, &url, &headers);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(&headers);
-    if freshness::reuse(&prepared.rec.meta.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
+    if freshness::reuse(prepared.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
     }
     let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
@@ -195,7 +197,6 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
         Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
     };
     let status = prepared.status();
-    let mut out = Vec::with_capacity(prepared.head_block().len() + 256);
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
@@ -222,7 +223,6 @@ fn answer(ctx: &Ctx, head: &[u8]) -> Option<Answer> {
     field("content-length", fmt_u64(&mut num, v.body_len));
     out.extend_from_slice(b"\r\n");
     Some(Answer {
-        head: out,
         body,
         status: status.as_u16(),
         body_len: if method == Method::HEAD {
@@ -251,15 +251,20 @@ fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
 }
 
 /// Writes head and body, the body by sendfile when it qualifies.
-async fn write_answer(stream: &TcpStream, a: &Answer, volume: Option<&Volume>) -> io::Result<()> {
+async fn write_answer(
+    stream: &TcpStream,
+    head: &[u8],
+    a: &Answer,
+    volume: Option<&Volume>,
+) -> io::Result<()> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
-    let total = a.head.len() + body.len();
+    let total = head.len() + body.len();
     let mut done = 0;
     while done < total {
-        let (h, b) = if done < a.head.len() {
-            (&a.head[done..], body)
+        let (h, b) = if done < head.len() {
+            (&head[done..], body)
         } else {
-            (&a.head[..0], &body[done - a.head.len()..])
+            (&head[..0], &body[done - head.len()..])
         };
         let slices = [IoSlice::new(h), IoSlice::new(b)];
         let slices: &[IoSlice<'_>] = if h.is_empty() { &slices[1..] } else { &slices };

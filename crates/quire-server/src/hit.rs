@@ -20,6 +20,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 use quire_http::conditional::{self, Precondition, RangeAnswer};
 use quire_http::encoding::{self, Coding};
+use quire_http::freshness::StoredTiming;
 use quire_http::key::VaryFields;
 use quire_http::status::CacheStatus;
 use quire_store::Handle;
@@ -67,6 +68,8 @@ pub struct Prepared {
     head_block: Vec<u8>,
     /// The `ETag` of each stored coding ([`variant_etag`]), computed once.
     etags: Vec<(Coding, Option<String>)>,
+    /// The record's timing as `quire_http` reads it, converted once.
+    timing: StoredTiming,
 }
 
 /// The representation a request gets, and the per-response fields that go with it.
@@ -96,7 +99,6 @@ impl Prepared {
         status: CacheStatus,
         now: SystemTime,
     ) -> Result<Variant<'_>, NotServed> {
-        let m = &self.rec.meta;
         let accept = encoding::parse_accept_encoding(req_headers);
         let coding = encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
             .or_else(|| {
@@ -113,9 +115,9 @@ impl Prepared {
             .iter()
             .find(|(c, _)| *c == coding)
             .and_then(|(_, e)| e.as_deref());
-        let timing = m.timing();
+        let timing = &self.timing;
         let status = if status.hit {
-            status.with_ttl(ttl_secs(&timing, now))
+            status.with_ttl(ttl_secs(timing, now))
         } else {
             status
         };
@@ -132,6 +134,11 @@ impl Prepared {
     /// The stored fields as HTTP/1.1 field lines (`name: value\r\n` each).
     pub fn head_block(&self) -> &[u8] {
         &self.head_block
+    }
+
+    /// The stored response's timing (freshness, age inputs, flags).
+    pub fn timing(&self) -> &StoredTiming {
+        &self.timing
     }
 
     /// The stored status.
@@ -167,7 +174,8 @@ impl Prepared {
                 headers.append(n.clone(), v.clone());
             }
         }
-        let date = m.timing().date;
+        let timing = m.timing();
+        let date = timing.date;
         if !headers.contains_key(header::DATE) {
             headers.insert(header::DATE, http_date(date));
         }
@@ -200,6 +208,7 @@ impl Prepared {
             available: rec.available(),
             head_block,
             etags,
+            timing,
             headers,
             upstream,
             last_modified,

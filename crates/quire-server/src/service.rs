@@ -237,7 +237,7 @@ async fn cached(
         )
         .await;
     };
-    let decision = freshness::reuse(&rec.rec.meta.timing(), &req_cc, &ctx.reuse, now);
+    let decision = freshness::reuse(rec.timing(), &req_cc, &ctx.reuse, now);
     match decision {
         Decision::Fresh | Decision::StaleAllowed | Decision::StaleWhileRevalidate => {
             let stale = decision != Decision::Fresh;
