@@ -1,0 +1,26 @@
+//! `quire-vault`: the publishing model of `quire serve` — a folder of markdown notes
+//! (an Obsidian-style vault) read into notes with front matter, wikilinks resolved
+//! across folders, backlinks, and HTML rendering that never shows a reader a note
+//! they may not see. It knows nothing of sockets or the cache: `quire-server` serves
+//! what it renders.
+//!
+//! Status: the note model, link resolution and rendering (issue 4's first layer).
+//! Pages, templates, search, related notes, view counts, readers and the watcher are
+//! not built yet.
+//!
+//! - [`front`]: YAML front matter.
+//! - [`links`]: wikilinks, embeds and slugs.
+//! - [`note`]: one note and its visibility.
+//! - [`vault`]: loading a folder, resolving names, backlinks.
+//! - [`render`]: markdown to HTML.
+
+#![forbid(unsafe_code)]
+
+pub mod front;
+pub mod links;
+pub mod note;
+pub mod render;
+pub mod vault;
+
+pub use note::{Note, Visibility};
+pub use vault::Vault;

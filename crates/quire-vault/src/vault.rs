@@ -1,0 +1,323 @@
+//! A vault: every note and attachment under a folder, wikilinks resolved, backlinks
+//! computed.
+//!
+//! Key decisions:
+//! - **Names resolve like Obsidian's**: a wikilink names a note by file name (without
+//!   `.md`) or alias, case-insensitively, wherever it sits in the folders. When two
+//!   notes share a name, the one with the shortest path wins and a warning names both.
+//! - Dot folders (`.obsidian`, `.quire`, `.git`) are skipped; other files are
+//!   attachments, addressed by file name.
+//! - A note that cannot be read is reported and left out; it never stops the load.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::note::Note;
+
+/// A problem met while loading, with the file it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// Vault-relative path.
+    pub path: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// Why a vault could not be loaded at all.
+#[derive(Debug, thiserror::Error)]
+#[error("vault {path}: {source}")]
+pub struct VaultError {
+    /// The root given.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The loaded vault.
+#[derive(Debug)]
+pub struct Vault {
+    root: PathBuf,
+    notes: Vec<Note>,
+    by_name: HashMap<String, usize>,
+    by_url: HashMap<String, usize>,
+    attachments: HashMap<String, String>,
+    /// For each note, the notes linking to it (sorted, unique).
+    backlinks: Vec<Vec<usize>>,
+    /// For each note, its wikilinks' targets (`None`: broken), in link order.
+    resolved: Vec<Vec<Option<usize>>>,
+    warnings: Vec<Warning>,
+}
+
+/// Deepest folder nesting followed.
+const DEPTH_MAX: usize = 32;
+
+impl Vault {
+    /// Loads every note under `root`.
+    pub fn load(root: &Path) -> Result<Vault, VaultError> {
+        let err = |source| VaultError {
+            path: root.to_owned(),
+            source,
+        };
+        let meta = std::fs::metadata(root).map_err(err)?;
+        if !meta.is_dir() {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "not a folder",
+            )));
+        }
+        let mut files = Vec::new();
+        let mut warnings = Vec::new();
+        walk(root, "", 0, &mut files, &mut warnings);
+        files.sort();
+        let mut notes = Vec::new();
+        let mut attachments = HashMap::new();
+        for rel in files {
+            if rel.ends_with(".md") {
+                match std::fs::read(root.join(&rel)) {
+                    Ok(bytes) => {
+                        let n = Note::parse(&rel, &bytes);
+                        if let Some(e) = &n.front_error {
+                            warnings.push(Warning {
+                                path: rel.clone(),
+                                message: format!("{e}; the note is treated as private"),
+                            });
+                        }
+                        notes.push(n);
+                    }
+                    Err(e) => warnings.push(Warning {
+                        path: rel,
+                        message: format!("unreadable: {e}"),
+                    }),
+                }
+            } else {
+                let name = rel.rsplit('/').next().unwrap_or(&rel).to_lowercase();
+                attachments.entry(name).or_insert(rel);
+            }
+        }
+        Ok(Vault::index(root.to_owned(), notes, attachments, warnings))
+    }
+
+    fn index(
+        root: PathBuf,
+        notes: Vec<Note>,
+        attachments: HashMap<String, String>,
+        mut warnings: Vec<Warning>,
+    ) -> Vault {
+        // Shortest path first, so it wins a name clash.
+        let mut order: Vec<usize> = (0..notes.len()).collect();
+        order.sort_by_key(|&i| (notes[i].path.matches('/').count(), notes[i].path.len(), i));
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        for &i in &order {
+            let n = &notes[i];
+            let names =
+                std::iter::once(n.name.as_str()).chain(n.front.aliases.iter().map(String::as_str));
+            for name in names {
+                let key = name.to_lowercase();
+                match by_name.get(&key) {
+                    Some(&j) if j != i => warnings.push(Warning {
+                        path: n.path.clone(),
+                        message: format!(
+                            "the name `{name}` is also {}; links go there",
+                            notes[j].path
+                        ),
+                    }),
+                    Some(_) => {}
+                    None => {
+                        by_name.insert(key, i);
+                    }
+                }
+            }
+        }
+        let mut by_url: HashMap<String, usize> = HashMap::new();
+        for (i, n) in notes.iter().enumerate() {
+            if let Some(&j) = by_url.get(&n.url) {
+                warnings.push(Warning {
+                    path: n.path.clone(),
+                    message: format!(
+                        "its page {} is also {}'s; it is not published",
+                        n.url, notes[j].path
+                    ),
+                });
+                continue;
+            }
+            by_url.insert(n.url.clone(), i);
+        }
+        let mut backlinks = vec![Vec::new(); notes.len()];
+        let mut resolved = Vec::with_capacity(notes.len());
+        for (i, n) in notes.iter().enumerate() {
+            let mut targets = Vec::with_capacity(n.links.len());
+            for l in &n.links {
+                let t = if l.embed || l.target.is_empty() {
+                    None
+                } else {
+                    by_name.get(&l.target.to_lowercase()).copied()
+                };
+                if let Some(t) = t {
+                    if t != i {
+                        backlinks[t].push(i);
+                    }
+                }
+                targets.push(t);
+            }
+            resolved.push(targets);
+        }
+        for b in &mut backlinks {
+            b.sort_unstable();
+            b.dedup();
+        }
+        Vault {
+            root,
+            notes,
+            by_name,
+            by_url,
+            attachments,
+            backlinks,
+            resolved,
+            warnings,
+        }
+    }
+
+    /// The folder the vault was loaded from.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Every note, sorted by path.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// The note a wikilink target names (file name or alias, any case).
+    pub fn resolve(&self, name: &str) -> Option<usize> {
+        self.by_name.get(&name.trim().to_lowercase()).copied()
+    }
+
+    /// The note published at `url`.
+    pub fn by_url(&self, url: &str) -> Option<usize> {
+        self.by_url.get(url).copied()
+    }
+
+    /// The vault-relative path of the attachment called `name` (any case).
+    pub fn attachment(&self, name: &str) -> Option<&str> {
+        self.attachments
+            .get(&name.trim().to_lowercase())
+            .map(String::as_str)
+    }
+
+    /// Notes linking to note `i`.
+    pub fn backlinks(&self, i: usize) -> &[usize] {
+        &self.backlinks[i]
+    }
+
+    /// Note `i`'s wikilinks resolved (`None`: broken, or an embed), in link order.
+    pub fn targets(&self, i: usize) -> &[Option<usize>] {
+        &self.resolved[i]
+    }
+
+    /// Problems met while loading.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+}
+
+fn walk(dir: &Path, rel: &str, depth: usize, files: &mut Vec<String>, warnings: &mut Vec<Warning>) {
+    if depth > DEPTH_MAX {
+        warnings.push(Warning {
+            path: rel.to_owned(),
+            message: format!("folders nested deeper than {DEPTH_MAX} are skipped"),
+        });
+        return;
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            warnings.push(Warning {
+                path: rel.to_owned(),
+                message: format!("unreadable folder: {e}"),
+            });
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            warnings.push(Warning {
+                path: rel.to_owned(),
+                message: "a file name that is not UTF-8 is skipped".into(),
+            });
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let child = if rel.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{rel}/{name}")
+        };
+        // Symlinks are not followed: a vault cannot publish files outside itself.
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk(&entry.path(), &child, depth + 1, files, warnings),
+            Ok(t) if t.is_file() => files.push(child),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
+        let dir = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let path = dir.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let v = Vault::load(dir.path()).unwrap();
+        (dir, v)
+    }
+
+    #[test]
+    fn links_resolve_by_name_and_alias_across_folders_with_backlinks() {
+        let (_d, v) = vault(&[
+            ("Home.md", "---\nfree: true\n---\n[[stale while revalidate]] [[SWR|short]] [[Nowhere]] ![[pic.svg]]"),
+            ("Caching/Stale While Revalidate.md", "---\naliases: [SWR]\n---\nBack to [[Home]]."),
+            ("attachments/Pic.svg", "<svg/>"),
+            (".obsidian/workspace.md", "[[Home]]"),
+        ]);
+        assert_eq!(v.notes().len(), 2, "dot folders skipped");
+        let home = v.resolve("home").unwrap();
+        let swr = v.resolve("Stale While Revalidate").unwrap();
+        assert_eq!(v.resolve("swr"), Some(swr));
+        assert_eq!(v.targets(home), &[Some(swr), Some(swr), None, None]);
+        assert_eq!(v.backlinks(swr), &[home]);
+        assert_eq!(v.backlinks(home), &[swr]);
+        assert_eq!(v.attachment("pic.svg"), Some("attachments/Pic.svg"));
+        assert_eq!(v.by_url("/caching/stale-while-revalidate"), Some(swr));
+    }
+
+    #[test]
+    fn name_clashes_prefer_the_shortest_path_and_warn() {
+        let (_d, v) = vault(&[
+            ("a/Note.md", "x"),
+            ("Note.md", "y"),
+            ("bad.md", "---\nfree: maybe\n---\n"),
+        ]);
+        let i = v.resolve("note").unwrap();
+        assert_eq!(v.notes()[i].path, "Note.md");
+        assert!(v.warnings().iter().any(|w| w.path == "a/Note.md"));
+        assert!(v
+            .warnings()
+            .iter()
+            .any(|w| w.path == "bad.md" && w.message.contains("private")));
+    }
+
+    #[test]
+    fn a_missing_vault_is_a_clear_error() {
+        let e = Vault::load(Path::new("/nonexistent/vault")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/vault"));
+    }
+}
