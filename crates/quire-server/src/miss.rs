@@ -89,45 +89,54 @@ pub async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
 }
 
 async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> FillResult {
-    let mut headers = spec.headers.clone();
-    if let Some(old) = &spec.revalidate {
-        add_validators(&mut headers, &old.meta);
-    }
-    let mut req = Request::new(origin::empty_body());
-    *req.method_mut() = Method::GET;
-    *req.uri_mut() = match spec.url.path_and_query().parse() {
-        Ok(u) => u,
-        Err(_) => {
-            fill.publish_failed(OriginError::Failed("unusable request target".into()));
-            return FillResult::Failed;
+    // A revalidation sends the stored validators; a 304 that turns out to name
+    // another representation selects nothing (RFC 9111 §4.3.4), and the fill asks
+    // again without them.
+    let mut conditional = spec.revalidate.as_deref();
+    let (request_time, response_time, parts, body) = loop {
+        let mut headers = spec.headers.clone();
+        if let Some(old) = conditional {
+            add_validators(&mut headers, &old.meta);
         }
+        let mut req = Request::new(origin::empty_body());
+        *req.method_mut() = Method::GET;
+        *req.uri_mut() = match spec.url.path_and_query().parse() {
+            Ok(u) => u,
+            Err(_) => {
+                fill.publish_failed(OriginError::Failed("unusable request target".into()));
+                return FillResult::Failed;
+            }
+        };
+        *req.headers_mut() = headers;
+        let request_time = SystemTime::now();
+        let t0 = std::time::Instant::now();
+        let resp = ctx.origin.send(req).await;
+        ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(url = %spec.url, error = %e, "fill failed");
+                fill.publish_failed(e);
+                return FillResult::Failed;
+            }
+        };
+        let response_time = SystemTime::now();
+        let (mut parts, body) = resp.into_parts();
+        origin::strip_hop_by_hop(&mut parts.headers);
+        if parts.status == StatusCode::NOT_MODIFIED {
+            if let Some(old) = conditional {
+                if etag_conflict(old.meta.etag.as_deref(), &parts.headers) {
+                    conditional = None;
+                    continue;
+                }
+                let rec = refreshed(ctx, old, &parts.headers, request_time, response_time);
+                let stored = store_record_blocking(ctx, spec, rec.clone()).await;
+                fill.publish_revalidated(Arc::new(rec));
+                return stored;
+            }
+        }
+        break (request_time, response_time, parts, body);
     };
-    *req.headers_mut() = headers;
-    let request_time = SystemTime::now();
-    let t0 = std::time::Instant::now();
-    let resp = ctx.origin.send(req).await;
-    ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
-    let resp = match resp {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::debug!(url = %spec.url, error = %e, "fill failed");
-            fill.publish_failed(e);
-            return FillResult::Failed;
-        }
-    };
-    let response_time = SystemTime::now();
-    let (mut parts, body) = resp.into_parts();
-    origin::strip_hop_by_hop(&mut parts.headers);
-
-    if parts.status == StatusCode::NOT_MODIFIED {
-        if let Some(old) = &spec.revalidate {
-            let rec = refreshed(ctx, old, &parts.headers, request_time, response_time);
-            let stored = store_record_blocking(ctx, spec, rec.clone()).await;
-            fill.publish_revalidated(Arc::new(rec));
-            return stored;
-        }
-    }
-
     let vary = key::vary_fields(&parts.headers);
     let variant_key = if vary.is_empty() {
         spec.primary_key.clone()
@@ -228,6 +237,19 @@ fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
         }
     }
     Ok(found)
+}
+
+/// True when a 304 carries an `ETag` that is not the stored one (weak comparison,
+/// RFC 9110 §8.8.3.2): it validates some other representation, not ours.
+fn etag_conflict(stored: Option<&str>, not_modified: &HeaderMap) -> bool {
+    let opaque = |e: &str| e.trim().trim_start_matches("W/").to_owned();
+    match (
+        stored,
+        not_modified.get(header::ETAG).and_then(|v| v.to_str().ok()),
+    ) {
+        (Some(s), Some(n)) => opaque(s) != opaque(n),
+        _ => false,
+    }
 }
 
 /// Adds `If-None-Match` / `If-Modified-Since` from a stored response (RFC 9111 §4.3.1).
@@ -527,6 +549,17 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("surrogate-key", "x".repeat(300).parse().unwrap());
         assert!(surrogate_keys(&h).is_empty());
+    }
+
+    #[test]
+    fn a_304_for_another_etag_conflicts() {
+        let mut h = HeaderMap::new();
+        assert!(!etag_conflict(Some("\"a\""), &h), "no ETag in the 304");
+        h.insert(header::ETAG, "W/\"a\"".parse().unwrap());
+        assert!(!etag_conflict(Some("\"a\""), &h), "weak comparison");
+        h.insert(header::ETAG, "\"b\"".parse().unwrap());
+        assert!(etag_conflict(Some("\"a\""), &h));
+        assert!(!etag_conflict(None, &h));
     }
 
     #[test]

@@ -680,3 +680,31 @@ async fn brotli_is_remade_at_high_quality_in_the_background() {
     let g = get(&q, "/b", &[("accept-encoding", "gzip")]).await;
     assert_eq!(decode("gzip", &g.body), body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_304_naming_another_etag_refreshes_nothing_and_the_fill_asks_again() {
+    // RFC 9111 §4.3.4: a 304 whose validator matches no stored response selects none.
+    let o = Origin::start().await;
+    o.route(
+        "/e",
+        Route::ok("old", &[("cache-control", "max-age=1")]).etag("\"a\""),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/e", &[]).await;
+    settle(&q).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    o.route(
+        "/e",
+        Route::ok("new", &[("cache-control", "max-age=60"), ("etag", "\"b\"")])
+            .not_modified_as("\"b\""),
+    );
+    let r = get(&q, "/e", &[]).await;
+    assert_eq!(&r.body[..], b"new", "{}", r.cache_status());
+    let seen = o.seen("/e");
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[1].headers["if-none-match"], "\"a\"");
+    assert!(
+        !seen[2].headers.contains_key("if-none-match"),
+        "asked again without validators"
+    );
+}

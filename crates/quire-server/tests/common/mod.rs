@@ -34,6 +34,8 @@ pub struct Route {
     pub etag: Option<String>,
     /// Send this many body bytes, then reset the connection.
     pub cut_after: Option<usize>,
+    /// Answer any `If-None-Match` with a 304 carrying this (other) ETag.
+    pub not_modified_as: Option<String>,
 }
 
 impl Route {
@@ -48,6 +50,7 @@ impl Route {
             delay: Duration::ZERO,
             etag: None,
             cut_after: None,
+            not_modified_as: None,
         }
     }
     pub fn status(mut self, s: u16) -> Route {
@@ -61,6 +64,10 @@ impl Route {
     pub fn etag(mut self, e: &str) -> Route {
         self.etag = Some(e.to_string());
         self.headers.push(("etag".into(), e.to_string()));
+        self
+    }
+    pub fn not_modified_as(mut self, e: &str) -> Route {
+        self.not_modified_as = Some(e.to_string());
         self
     }
     pub fn cut_after(mut self, n: usize) -> Route {
@@ -181,6 +188,15 @@ async fn answer(
             .get("if-none-match")
             .is_some_and(|v| v.to_str().unwrap_or("").contains(e))
     });
+    if let (Some(other), true) = (
+        &r.not_modified_as,
+        parts.headers.contains_key("if-none-match"),
+    ) {
+        let mut resp = Response::new(full(Vec::new()));
+        *resp.status_mut() = StatusCode::NOT_MODIFIED;
+        resp.headers_mut().insert("etag", other.parse().unwrap());
+        return Ok(resp);
+    }
     let mut resp = if not_modified {
         let mut resp = Response::new(full(Vec::new()));
         *resp.status_mut() = StatusCode::NOT_MODIFIED;
