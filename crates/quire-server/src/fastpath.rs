@@ -2,8 +2,9 @@
 //! hyper.
 //!
 //! Each new connection starts here. Request heads are parsed with `httparse`; a
-//! plain `GET`/`HEAD` that is a fresh hit (no body, no conditional or range fields,
-//! no bypass, a stored response fresh for this request) is answered by one write:
+//! plain `GET`/`HEAD` that is a fresh hit (no body, no range or origin-bound
+//! precondition fields, no bypass, a stored response fresh for this request) is
+//! answered by one write — a 304 when `If-None-Match`/`If-Modified-Since` match:
 //! the status line, the record's pre-serialised field lines
 //! ([`crate::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
 //! (or by sendfile, see [`crate::sendfile`]). Pipelined requests are answered in
@@ -29,6 +30,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri};
 use quire_http::bypass;
 use quire_http::cache_control::CacheControl;
+use quire_http::conditional::Precondition;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass};
 use quire_http::status::CacheStatus;
@@ -155,8 +157,9 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     let mut headers = HeaderMap::with_capacity(req.headers.len());
     for f in req.headers.iter() {
         let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
-        // Anything with a body, framing, upgrade or connection semantics, and every
-        // conditional or range field: hyper's path.
+        // Anything with a body, framing, upgrade or connection semantics, ranges, and
+        // the preconditions meant for the origin: hyper's path. (`If-None-Match` and
+        // `If-Modified-Since` are answered here: a browser's reload sends them.)
         if matches!(
             name,
             header::CONTENT_LENGTH
@@ -165,8 +168,6 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
                 | header::UPGRADE
                 | header::EXPECT
                 | header::IF_MATCH
-                | header::IF_NONE_MATCH
-                | header::IF_MODIFIED_SINCE
                 | header::IF_UNMODIFIED_SINCE
                 | header::IF_RANGE
                 | header::RANGE
@@ -191,6 +192,32 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     }
     let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
     let v = prepared.variant(&headers, status, now).ok()?;
+    match prepared.precondition(&method, &headers, &v) {
+        Precondition::Forward => return None,
+        Precondition::NotModified => {
+            out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
+            out.extend_from_slice(prepared.head_block_304());
+            let mut num = itoa_buf();
+            let mut field = |name: &str, value: &[u8]| {
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value);
+                out.extend_from_slice(b"\r\n");
+            };
+            if let Some(e) = v.etag {
+                field("etag", e.as_bytes());
+            }
+            field("age", fmt_u64(&mut num, v.age_secs));
+            field("cache-status", v.cache_status.as_bytes());
+            out.extend_from_slice(b"\r\n");
+            return Some(Answer {
+                body: None,
+                status: 304,
+                body_len: 0,
+            });
+        }
+        Precondition::Proceed => {}
+    }
     let body = if method == Method::HEAD || v.body_len == 0 {
         None
     } else {

@@ -66,6 +66,8 @@ pub struct Prepared {
     date: SystemTime,
     /// `headers` serialised as HTTP/1.1 field lines, for the fast path.
     head_block: Vec<u8>,
+    /// The subset a 304 carries, serialised likewise.
+    head_block_304: Vec<u8>,
     /// The `ETag` of each stored coding ([`variant_etag`]), computed once.
     etags: Vec<(Coding, Option<String>)>,
     /// The record's timing as `quire_http` reads it, converted once.
@@ -136,6 +138,27 @@ impl Prepared {
         &self.head_block
     }
 
+    /// The fields of a 304 as HTTP/1.1 field lines.
+    pub fn head_block_304(&self) -> &[u8] {
+        &self.head_block_304
+    }
+
+    /// The preconditions of `req_headers` against `v` (RFC 9110 §13.2.2), with the
+    /// stored `Last-Modified` or, lacking one, `Date` (RFC 9111 §4.3.2).
+    pub fn precondition(
+        &self,
+        method: &Method,
+        req_headers: &HeaderMap,
+        v: &Variant<'_>,
+    ) -> Precondition {
+        conditional::evaluate_preconditions(
+            method,
+            req_headers,
+            v.etag,
+            self.last_modified.or(Some(self.date)),
+        )
+    }
+
     /// The stored response's timing (freshness, age inputs, flags).
     pub fn timing(&self) -> &StoredTiming {
         &self.timing
@@ -189,12 +212,20 @@ impl Prepared {
             .last_modified_secs
             .and_then(|s| u64::try_from(s).ok())
             .map(|s| UNIX_EPOCH + Duration::from_secs(s));
+        let line = |block: &mut Vec<u8>, n: &HeaderName, v: &HeaderValue| {
+            block.extend_from_slice(n.as_str().as_bytes());
+            block.extend_from_slice(b": ");
+            block.extend_from_slice(v.as_bytes());
+            block.extend_from_slice(b"\r\n");
+        };
         let mut head_block = Vec::with_capacity(512);
+        // A 304 carries only what RFC 9110 §15.4.5 lists (as `not_modified_headers`).
+        let mut head_block_304 = Vec::with_capacity(256);
         for (n, v) in &headers {
-            head_block.extend_from_slice(n.as_str().as_bytes());
-            head_block.extend_from_slice(b": ");
-            head_block.extend_from_slice(v.as_bytes());
-            head_block.extend_from_slice(b"\r\n");
+            line(&mut head_block, n, v);
+            if conditional::is_not_modified_header(n, m.etag.is_some()) {
+                line(&mut head_block_304, n, v);
+            }
         }
         let etags = rec
             .codings
@@ -207,6 +238,7 @@ impl Prepared {
         Prepared {
             available: rec.available(),
             head_block,
+            head_block_304,
             etags,
             timing,
             headers,
@@ -283,12 +315,7 @@ pub fn serve(
 
     // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
     // (RFC 9111 §4.3.2) the stored Date.
-    match conditional::evaluate_preconditions(
-        req.method,
-        req.headers,
-        etag,
-        last_modified.or(Some(date)),
-    ) {
+    match p.precondition(req.method, req.headers, &v) {
         Precondition::Forward => return Err(NotServed::Forward),
         Precondition::NotModified => {
             let mut nm = conditional::not_modified_headers(&h);
