@@ -214,13 +214,6 @@ impl Fill {
             }
         })
     }
-
-    /// Whether any waiter is still attached (a fill nobody reads still completes, to
-    /// store the response).
-    pub fn has_waiters(&self) -> bool {
-        let st = self.lock();
-        !st.subs.is_empty() || !st.head_waiters.is_empty()
-    }
 }
 
 /// The registry of fills in flight, keyed by record key.

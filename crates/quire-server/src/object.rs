@@ -61,14 +61,6 @@ pub struct ObjectRecord {
 }
 
 impl ObjectRecord {
-    /// The stored length of `coding`, if stored.
-    pub fn coding_len(&self, coding: Coding) -> Option<u64> {
-        self.codings
-            .iter()
-            .find(|(c, _)| *c == coding)
-            .map(|&(_, l)| l)
-    }
-
     /// The codings stored.
     pub fn available(&self) -> Vec<Coding> {
         self.codings.iter().map(|&(c, _)| c).collect()

@@ -13,7 +13,7 @@
 //!   `stale-while-revalidate`, is served stale once while it does); the bodies are
 //!   copied into the rewritten entry unchanged.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use quire_http::key::NormalizedUrl;
 use quire_store::{Engine, EntryRef};
@@ -97,11 +97,4 @@ pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
         "purged"
     );
     n
-}
-
-/// Seconds since the epoch, for reports.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
