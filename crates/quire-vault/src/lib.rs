@@ -4,21 +4,23 @@
 //! they may not see. It knows nothing of sockets or the cache: `quire-server` serves
 //! what it renders.
 //!
-//! Status: the note model, link resolution and rendering (issue 4's first layer).
-//! Pages, templates, search, related notes, view counts, readers and the watcher are
-//! not built yet.
+//! Status: the note model, link resolution, rendering and listings (issue 4's first
+//! layer). Serving, templates, search, related notes, view counts, readers and the
+//! watcher are not built yet.
 //!
 //! - [`front`]: YAML front matter.
 //! - [`links`]: wikilinks, embeds and slugs.
 //! - [`note`]: one note and its visibility.
 //! - [`vault`]: loading a folder, resolving names, backlinks.
 //! - [`render`]: markdown to HTML.
+//! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
 
 #![forbid(unsafe_code)]
 
 pub mod front;
 pub mod links;
 pub mod note;
+pub mod pages;
 pub mod render;
 pub mod vault;
 

@@ -71,3 +71,27 @@ fn public_pages_never_name_a_private_page() {
         }
     }
 }
+
+#[test]
+fn public_listings_hold_only_public_notes() {
+    use quire_vault::pages;
+    let v = example();
+    let public = |i: usize| v.notes()[i].visibility() == Visibility::Public;
+    let index = pages::index(&v, Visibility::Public);
+    assert!(!index.is_empty() && index.iter().all(|e| public(e.note)));
+    assert!(index.len() < v.notes().len(), "hidden notes are left out");
+    assert!(pages::tags(&v, Visibility::Public)
+        .values()
+        .flatten()
+        .all(|e| public(e.note)));
+    assert!(pages::folders(&v, Visibility::Public)
+        .values()
+        .flatten()
+        .all(|e| public(e.note)));
+    assert!(!pages::folders(&v, Visibility::Public).contains_key("Private"));
+    for i in 0..v.notes().len() {
+        assert!(pages::backlinks(&v, i, Visibility::Public)
+            .iter()
+            .all(|e| public(e.note)));
+    }
+}
