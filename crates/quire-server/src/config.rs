@@ -392,18 +392,41 @@ impl fmt::Display for ByteSize {
     }
 }
 
+/// `"<number><unit>"` split into the number and the trimmed unit; `what` names the
+/// kind of value for the error.
+fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str), String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.parse().map_err(|_| format!("`{s}` is not {what}"))?;
+    Ok((num, unit.trim()))
+}
+
+/// Deserialises an integer (of the base unit) or a string with a unit.
+fn int_or_text<'de, D, T>(d: D, from_int: impl FnOnce(u64) -> T) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: std::str::FromStr<Err = String>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        N(u64),
+        S(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::N(n) => Ok(from_int(n)),
+        Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
+    }
+}
+
 impl std::str::FromStr for ByteSize {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let num: f64 = num
-            .parse()
-            .map_err(|_| format!("`{s}` is not a size (e.g. 512MiB)"))?;
-        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        let (num, unit) = number_and_unit(s, "a size (e.g. 512MiB)")?;
+        let mult: u64 = match unit.to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "kb" => 1_000,
             "k" | "kib" => 1 << 10,
@@ -425,16 +448,7 @@ impl std::str::FromStr for ByteSize {
 
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(u64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::N(n) => Ok(ByteSize(n)),
-            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
-        }
+        int_or_text(d, ByteSize)
     }
 }
 
@@ -446,15 +460,8 @@ pub struct Secs(pub Duration);
 impl std::str::FromStr for Secs {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let num: f64 = num
-            .parse()
-            .map_err(|_| format!("`{s}` is not a duration (e.g. 30s)"))?;
-        let secs = match unit.trim() {
+        let (num, unit) = number_and_unit(s, "a duration (e.g. 30s)")?;
+        let secs = match unit {
             "ms" => num / 1000.0,
             "" | "s" => num,
             "m" => num * 60.0,
@@ -470,16 +477,7 @@ impl std::str::FromStr for Secs {
 
 impl<'de> Deserialize<'de> for Secs {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            N(u64),
-            S(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::N(n) => Ok(Secs(Duration::from_secs(n))),
-            Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
-        }
+        int_or_text(d, |n| Secs(Duration::from_secs(n)))
     }
 }
 
