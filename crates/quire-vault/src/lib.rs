@@ -24,5 +24,8 @@ pub mod pages;
 pub mod render;
 pub mod vault;
 
+#[cfg(test)]
+mod testing;
+
 pub use note::{Note, Visibility};
 pub use vault::Vault;

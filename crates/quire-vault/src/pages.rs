@@ -100,17 +100,7 @@ pub fn backlinks(v: &Vault, i: usize, audience: Visibility) -> Vec<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
-        let dir = tempfile::tempdir().unwrap();
-        for (p, text) in files {
-            let path = dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let v = Vault::load(dir.path()).unwrap();
-        (dir, v)
-    }
+    use crate::testing::vault;
 
     fn titles(e: &[Entry]) -> Vec<&str> {
         e.iter().map(|e| e.title.as_str()).collect()

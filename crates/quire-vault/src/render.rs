@@ -209,17 +209,7 @@ fn url_path(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
-        let dir = tempfile::tempdir().unwrap();
-        for (p, text) in files {
-            let path = dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let v = Vault::load(dir.path()).unwrap();
-        (dir, v)
-    }
+    use crate::testing::vault;
 
     #[test]
     fn wikilinks_become_links_and_private_targets_plain_text() {

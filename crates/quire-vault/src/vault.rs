@@ -268,17 +268,7 @@ fn walk(dir: &Path, rel: &str, depth: usize, files: &mut Vec<String>, warnings: 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
-        let dir = tempfile::tempdir().unwrap();
-        for (p, text) in files {
-            let path = dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        let v = Vault::load(dir.path()).unwrap();
-        (dir, v)
-    }
+    use crate::testing::vault;
 
     #[test]
     fn links_resolve_by_name_and_alias_across_folders_with_backlinks() {
