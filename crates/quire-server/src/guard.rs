@@ -42,18 +42,43 @@ const HEADERS_MAX: usize = 256;
 enum State {
     /// Accumulating a request head.
     Head(Vec<u8>),
-    /// `n` body bytes left.
-    Body(u64),
+    /// `n` bytes to pass over (a body, or chunk data with its CRLF), then `next`.
+    Skip(u64, Next),
     /// Accumulating a chunk-size line.
     ChunkSize(Vec<u8>),
-    /// `n` chunk bytes left, then CRLF.
-    ChunkData(u64),
-    /// The CRLF after chunk data: bytes of it left.
-    ChunkEnd(u8),
     /// Trailer lines until an empty one; the current line.
     Trailer(Vec<u8>),
     /// Not followed any more.
     Off,
+}
+
+/// Where a [`State::Skip`] leads.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    Head,
+    ChunkSize,
+}
+
+/// Reading a line byte by byte.
+enum Line {
+    /// Not ended yet.
+    More,
+    /// Ended (the `\n` is not kept).
+    Done,
+    /// Longer than [`LINE_BYTES_MAX`].
+    TooLong,
+}
+
+fn line_byte(line: &mut Vec<u8>, b: u8) -> Line {
+    if b == b'\n' {
+        return Line::Done;
+    }
+    line.push(b);
+    if line.len() > LINE_BYTES_MAX {
+        Line::TooLong
+    } else {
+        Line::More
+    }
 }
 
 /// Follows an HTTP/1.1 request stream and finds the first request whose framing is
@@ -120,23 +145,27 @@ impl Scanner {
                         Judgement::Next(s) => self.state = s,
                     }
                 }
-                State::Body(n) => {
+                State::Skip(n, next) => {
                     let take = (*n).min((bytes.len() - i) as u64);
                     *n -= take;
                     i += take as usize;
                     if *n == 0 {
-                        self.state = State::Head(Vec::new());
+                        self.state = match next {
+                            Next::Head => State::Head(Vec::new()),
+                            Next::ChunkSize => State::ChunkSize(Vec::new()),
+                        };
                     }
                 }
                 State::ChunkSize(line) => {
                     let b = bytes[i];
                     i += 1;
-                    if b != b'\n' {
-                        line.push(b);
-                        if line.len() > LINE_BYTES_MAX {
+                    match line_byte(line, b) {
+                        Line::More => continue,
+                        Line::TooLong => {
                             self.state = State::Off;
+                            continue;
                         }
-                        continue;
+                        Line::Done => {}
                     }
                     let size = std::str::from_utf8(line)
                         .ok()
@@ -146,38 +175,20 @@ impl Scanner {
                     self.state = match size {
                         None => State::Off,
                         Some(0) => State::Trailer(Vec::new()),
-                        Some(n) => State::ChunkData(n),
+                        // The data, then its CRLF.
+                        Some(n) => State::Skip(n.saturating_add(2), Next::ChunkSize),
                     };
-                }
-                State::ChunkData(n) => {
-                    let take = (*n).min((bytes.len() - i) as u64);
-                    *n -= take;
-                    i += take as usize;
-                    if *n == 0 {
-                        self.state = State::ChunkEnd(2);
-                    }
-                }
-                State::ChunkEnd(left) => {
-                    i += 1;
-                    *left -= 1;
-                    if *left == 0 {
-                        self.state = State::ChunkSize(Vec::new());
-                    }
                 }
                 State::Trailer(line) => {
                     let b = bytes[i];
                     i += 1;
-                    if b != b'\n' {
-                        line.push(b);
-                        if line.len() > LINE_BYTES_MAX {
-                            self.state = State::Off;
+                    match line_byte(line, b) {
+                        Line::More => {}
+                        Line::TooLong => self.state = State::Off,
+                        Line::Done if line.is_empty() || line == b"\r" => {
+                            self.state = State::Head(Vec::new());
                         }
-                        continue;
-                    }
-                    if line.is_empty() || line == b"\r" {
-                        self.state = State::Head(Vec::new());
-                    } else {
-                        line.clear();
+                        Line::Done => line.clear(),
                     }
                 }
             }
@@ -253,7 +264,7 @@ fn judge(head: &[u8]) -> Judgement {
     }
     match (lengths, length) {
         (0, _) | (1, Some(0)) => Judgement::Next(State::Head(Vec::new())),
-        (1, Some(n)) => Judgement::Next(State::Body(n)),
+        (1, Some(n)) => Judgement::Next(State::Skip(n, Next::Head)),
         // An unparsable length: hyper answers 400.
         _ => Judgement::Off,
     }
