@@ -50,8 +50,9 @@ const NOT_STORED: [&str; 7] = [
     "surrogate-control",
 ];
 
-/// Fields removed from every response quire sends: tags and `Surrogate-Control` are
-/// for quire (a surrogate), not for clients (Edge Architecture 1.0 §3).
+/// Fields removed from origin responses before they reach a client (misses and
+/// passes; stored heads never hold them): tags and `Surrogate-Control` are for quire
+/// (a surrogate), not for clients (Edge Architecture 1.0 §3).
 pub const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
 
 /// Most surrogate keys kept per response, and their longest length.

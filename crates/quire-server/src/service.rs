@@ -62,12 +62,9 @@ fn bad_request(why: &str) -> Response<Body> {
 
 /// Answers one request and records it in the metrics.
 pub async fn handle(ctx: Arc<Ctx>, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
-    let (mut resp, outcome) = route(&ctx, req, peer).await;
-    let h = resp.headers_mut();
-    for n in miss::NOT_SENT {
-        h.remove(n);
-    }
-    let bytes = h
+    let (resp, outcome) = route(&ctx, req, peer).await;
+    let bytes = resp
+        .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
@@ -499,6 +496,9 @@ async fn fill(
                 }
             }
             let mut h = head.headers.clone();
+            for n in miss::NOT_SENT {
+                h.remove(n);
+            }
             let mut st = status;
             if head.status.as_u16() != 200 {
                 st = st.with_fwd_status(head.status.as_u16());

@@ -184,7 +184,11 @@ async fn purge_needs_the_token_and_removes_by_url_prefix_and_tag() {
     }
     let q = Quire::start(&o, |_| {}).await;
     for p in ["/blog/a", "/blog/b", "/docs/c", "/docs/d"] {
-        get(&q, p, &[]).await;
+        let miss = get(&q, p, &[]).await;
+        assert!(
+            miss.header("surrogate-key").is_none(),
+            "keys stay with quire on a miss too"
+        );
     }
     settle(&q).await;
     let hit = |r: &Got| r.cache_status().contains("hit");
