@@ -520,3 +520,80 @@ async fn a_client_that_stops_reading_is_cut_off() {
         drop(s);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_flight_fill_limit_answers_503() {
+    // `limits.fills`: a second cacheable miss while the only fill slot is taken.
+    let o = Origin::start().await;
+    o.route(
+        "/slow",
+        Route::ok("s", &[("cache-control", "max-age=60")]).delay(Duration::from_millis(800)),
+    );
+    o.route("/other", Route::ok("o", &[("cache-control", "max-age=60")]));
+    let q = std::sync::Arc::new(Quire::start(&o, |c| c.limits.fills = 1).await);
+    let q2 = q.clone();
+    let slow = tokio::spawn(async move { get(&q2, "/slow", &[]).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = get(&q, "/other", &[]).await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(slow.await.unwrap().status, 200);
+    settle(&q).await;
+    assert_eq!(
+        get(&q, "/other", &[]).await.status,
+        200,
+        "the slot is free again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_body_over_the_limit_is_refused() {
+    // `admin::PURGE_BODY_BYTES_MAX`.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |_| {}).await;
+    let auth = format!("Bearer {TOKEN}");
+    let big = format!(
+        r#"{{"tags":["{}"]}}"#,
+        "x".repeat(quire_server::admin::PURGE_BODY_BYTES_MAX)
+    );
+    let r = send(
+        &q,
+        "POST",
+        "/_quire/purge",
+        &[("authorization", &auth)],
+        big.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 413);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_limit_wait_in_the_backlog() {
+    // `limits.connections`: the second connection is not served until the first ends.
+    let o = Origin::start().await;
+    o.route("/c", Route::ok("c", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |c| c.limits.connections = 1).await;
+    let addr = q.addr;
+    let first = std::net::TcpStream::connect(addr).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let got = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        s.write_all(b"GET /c HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+        let mut b = [0u8; 16];
+        let early = s.read(&mut b).is_ok();
+        drop(first);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let later = s.read(&mut b).map(|n| b[..n].to_vec()).unwrap_or_default();
+        (early, later)
+    })
+    .await
+    .unwrap();
+    assert!(!got.0, "served while the only connection slot was taken");
+    assert!(
+        got.1.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&got.1)
+    );
+}
