@@ -1,8 +1,10 @@
 //! Background recompression: a stored response's brotli body is first made at a
-//! quick quality (`encodings.brotli_level`, 5 by default: ~1 ms for a 50 KB page) so
-//! the fill finishes fast, then remade at `encodings.brotli_upgrade_level` (11: a few
-//! hundred ms, ~10 % smaller) on the blocking pool, and the entry is rewritten with
-//! it when it is still the same version.
+//! quick quality (`encodings.brotli_level`, 5 by default) so the fill finishes fast,
+//! then remade at `encodings.brotli_upgrade_level` (11) on the blocking pool, and the
+//! entry is rewritten with it when it is still the same version. Measured on 40 pages
+//! of the peer corpus (45 KB each) with the reference brotli (the `brotli` PyPI
+//! module): quality 5 takes 1.5 ms a page, quality 11 42 ms and yields bodies 10 %
+//! smaller (13,751 → 12,389 B).
 //!
 //! Key decisions:
 //! - **Never on the request path and bounded**: at most [`IN_FLIGHT_MAX`] run at once;
