@@ -569,25 +569,17 @@ mod tests {
     }
 
     #[test]
-    fn gzip_concatenated_members_decode() {
+    fn concatenated_gzip_members_and_zstd_frames_decode() {
         let levels = Levels::default();
-        let mut joined = encode(Coding::Gzip, b"hello, ", &levels).expect("encode");
-        joined.extend(encode(Coding::Gzip, b"world", &levels).expect("encode"));
-        assert_eq!(
-            decode(Coding::Gzip, &joined, 100).expect("decode"),
-            b"hello, world"
-        );
-    }
-
-    #[test]
-    fn zstd_concatenated_frames_decode() {
-        let levels = Levels::default();
-        let mut joined = encode(Coding::Zstd, b"hello, ", &levels).expect("encode");
-        joined.extend(encode(Coding::Zstd, b"world", &levels).expect("encode"));
-        assert_eq!(
-            decode(Coding::Zstd, &joined, 100).expect("decode"),
-            b"hello, world"
-        );
+        for coding in [Coding::Gzip, Coding::Zstd] {
+            let mut joined = encode(coding, b"hello, ", &levels).expect("encode");
+            joined.extend(encode(coding, b"world", &levels).expect("encode"));
+            assert_eq!(
+                decode(coding, &joined, 100).expect("decode"),
+                b"hello, world",
+                "{coding}"
+            );
+        }
     }
 
     #[test]
