@@ -257,7 +257,7 @@ fn explain(ctx: &Ctx, query: &str) -> Response<Body> {
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("url: {e}")),
     };
     let now = SystemTime::now();
-    let primary = key::primary_key(MethodClass::Get, &url);
+    let primary = ctx.primary_key(MethodClass::Get, &url, ctx.key_version(&url));
     let mut out = serde_json::json!({
         "url": raw,
         "normalized": url.as_str(),

@@ -17,7 +17,6 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
-use hyper::body::Incoming;
 use quire_store::{EntryRef, Handle};
 use tokio::sync::mpsc;
 
@@ -67,7 +66,7 @@ pub enum Body {
     /// A fill as it streams.
     Fill(mpsc::UnboundedReceiver<Chunk>),
     /// An origin response passed through as it arrives.
-    Origin(Incoming),
+    Origin(crate::upstream::UpBody),
 }
 
 impl Body {
@@ -99,7 +98,7 @@ impl http_body::Body for Body {
                 Poll::Ready(Some(Chunk::Data(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
                 Poll::Ready(Some(Chunk::Failed(why))) => Poll::Ready(Some(Err(why.into()))),
             },
-            Body::Origin(inc) => Pin::new(inc).poll_frame(cx).map_err(|e| e.into()),
+            Body::Origin(inc) => Pin::new(inc).poll_frame(cx),
         }
     }
 

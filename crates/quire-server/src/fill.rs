@@ -356,7 +356,7 @@ impl Fills {
 /// true when the whole body was kept (the response can be stored).
 pub async fn stream_body(
     fill: &Fill,
-    mut body: hyper::body::Incoming,
+    mut body: crate::upstream::UpBody,
     timeout: std::time::Duration,
 ) -> bool {
     let mut kept = true;

@@ -8,7 +8,8 @@
 //! - [`object`]: how a response lies in the store (record, bodies per coding, tags).
 //! - [`compress`]: content codings, computed once at fill time; [`recompress`]
 //!   remakes brotli at high quality in the background.
-//! - [`origin`]: the origin client and what is forwarded to it.
+//! - [`upstream`]: where fills go (an HTTP [`origin`] or an in-process renderer);
+//!   [`origin`]: the origin client and what is forwarded to it.
 //! - [`fill`]: coalesced, streamed fills.
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
 //! - [`metrics`]: lock-free counters and the Prometheus rendering.
@@ -38,7 +39,9 @@ pub mod sendfile;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod upstream;
 
 pub use config::Config;
 pub use server::Server;
 pub use state::{Ctx, StartError};
+pub use upstream::Upstream;

@@ -66,6 +66,9 @@ pub struct FillSpec {
     pub url: NormalizedUrl,
     /// Where the URL's primary record lives.
     pub primary_key: Vec<u8>,
+    /// The upstream's key version `primary_key` was made with (variant keys use it
+    /// too).
+    pub key_version: u64,
     /// The fields sent to the origin (see [`origin::fill_headers`]).
     pub headers: HeaderMap,
     /// The client request's fields (for the storability rules on the request).
@@ -142,7 +145,13 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
     let variant_key = if vary.is_empty() {
         spec.primary_key.clone()
     } else {
-        key::variant_key(MethodClass::Get, &spec.url, &vary, &spec.headers)
+        ctx.variant_key(
+            MethodClass::Get,
+            &spec.url,
+            &vary,
+            &spec.headers,
+            spec.key_version,
+        )
     };
     let store = decide(ctx, spec, parts.status, &parts.headers, &variant_key);
     let head = Head {

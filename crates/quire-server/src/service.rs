@@ -125,6 +125,8 @@ async fn route(
 /// What the store holds for a request.
 pub(crate) struct Lookup {
     primary_key: Vec<u8>,
+    /// The upstream's key version the keys were made with.
+    version: u64,
     /// Where the record for this request lives (primary or variant key).
     record_key: Vec<u8>,
     /// The URL's `Vary` when a Vary record was found.
@@ -144,7 +146,8 @@ pub(crate) fn lookup(
     url: &NormalizedUrl,
     headers: &HeaderMap,
 ) -> Lookup {
-    let primary_key = key::primary_key(class, url);
+    let version = ctx.key_version(url);
+    let primary_key = ctx.primary_key(class, url, version);
     let found = ctx.store.get(&primary_key).and_then(|h| {
         let c = ctx.records.get(h.meta())?;
         Some((c, h))
@@ -153,18 +156,20 @@ pub(crate) fn lookup(
         Some((Cached::Object(o), h)) => Lookup {
             record_key: primary_key.clone(),
             primary_key,
+            version,
             vary: None,
             record: Some(o),
             entry: Some(Arc::new(h)),
         },
         Some((Cached::Vary(v), _)) => {
-            let vk = key::variant_key(class, url, &v, headers);
+            let vk = ctx.variant_key(class, url, &v, headers, version);
             let (record, entry) = match entry_at(ctx, &vk) {
                 Some((o, h)) => (Some(o), Some(h)),
                 None => (None, None),
             };
             Lookup {
                 primary_key,
+                version,
                 record_key: vk,
                 vary: Some(v),
                 record,
@@ -174,6 +179,7 @@ pub(crate) fn lookup(
         None => Lookup {
             record_key: primary_key.clone(),
             primary_key,
+            version,
             vary: None,
             record: None,
             entry: None,
@@ -353,6 +359,7 @@ fn spec_for(
     FillSpec {
         url: url.clone(),
         primary_key: look.primary_key.clone(),
+        key_version: look.version,
         headers,
         client_headers: req_headers.clone(),
         revalidate,
@@ -482,7 +489,13 @@ async fn fill(
             if ticket.collapsed && !head.vary.is_empty() {
                 // RFC 9111 §4.1: only a waiter whose selecting fields match may share.
                 let mine = spec_for(ctx, req.headers(), peer, url, look, Vec::new(), None);
-                let my_key = key::variant_key(MethodClass::Get, url, &head.vary, &mine.headers);
+                let my_key = ctx.variant_key(
+                    MethodClass::Get,
+                    url,
+                    &head.vary,
+                    &mine.headers,
+                    look.version,
+                );
                 if my_key != head.variant_key {
                     return pass::pass(
                         ctx,

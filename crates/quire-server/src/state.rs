@@ -8,7 +8,7 @@ use std::time::Instant;
 use quire_http::bypass::BypassConfig;
 use quire_http::encoding::Coding;
 use quire_http::freshness::{ReuseConfig, StorageConfig};
-use quire_http::key::KeyConfig;
+use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
 use crate::compress::Levels;
@@ -17,6 +17,7 @@ use crate::fill::Fills;
 use crate::hit::Records;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
+use crate::upstream::{versioned, Upstream};
 use crate::recompress::Recompressor;
 
 /// Store-entry overhead kept free when deriving the largest body from the region
@@ -33,8 +34,9 @@ pub struct Ctx {
     pub cfg: Config,
     /// The cache.
     pub store: Store,
-    /// The origin client.
-    pub origin: Origin,
+    /// Where fills and passed requests go: the origin client, or the renderer of
+    /// `quire serve`.
+    pub origin: Arc<dyn Upstream>,
     /// Fills in flight.
     pub fills: Fills,
     /// Decoded records, by content.
@@ -102,7 +104,8 @@ pub enum StartError {
 }
 
 impl Ctx {
-    /// Validates `cfg`, opens the volume and builds the shared state.
+    /// Validates `cfg`, opens the volume and builds the shared state of a proxy in
+    /// front of `cfg.origin`.
     pub fn new(cfg: Config) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
         let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
@@ -111,6 +114,13 @@ impl Ctx {
             cfg.limits.origin_connect_timeout.0,
             cfg.limits.origin_read_timeout.0,
         )?;
+        Ctx::with_upstream(cfg, Arc::new(origin))
+    }
+
+    /// Validates `cfg`, opens the volume and builds the shared state of a server
+    /// that fills from `origin` (`cfg.origin` is not used).
+    pub fn with_upstream(cfg: Config, origin: Arc<dyn Upstream>) -> Result<Arc<Ctx>, StartError> {
+        cfg.validate()?;
         if let Some(dir) = cfg
             .cache
             .path
@@ -177,5 +187,29 @@ impl Ctx {
             origin,
             cfg,
         }))
+    }
+
+    /// The version [`Upstream::key_version`] gives `url` now. Read it once per
+    /// request and pass it to [`Ctx::primary_key`] and [`Ctx::variant_key`], so that
+    /// one request's keys agree.
+    pub fn key_version(&self, url: &NormalizedUrl) -> u64 {
+        self.origin.key_version(url)
+    }
+
+    /// The key of `url`'s primary record at `version`.
+    pub fn primary_key(&self, class: MethodClass, url: &NormalizedUrl, version: u64) -> Vec<u8> {
+        versioned(key::primary_key(class, url), version)
+    }
+
+    /// The key of one variant of `url` at `version`.
+    pub fn variant_key(
+        &self,
+        class: MethodClass,
+        url: &NormalizedUrl,
+        vary: &VaryFields,
+        headers: &http::HeaderMap,
+        version: u64,
+    ) -> Vec<u8> {
+        versioned(key::variant_key(class, url, vary, headers), version)
     }
 }

@@ -1,0 +1,95 @@
+//! Where fills and passed requests go: the [`Upstream`] trait.
+//!
+//! `quire proxy` fills from an HTTP origin ([`crate::origin::Origin`]); `quire serve`
+//! fills from a renderer in the same process (the `quire-site` crate). Both answer a
+//! request with a response head and a streamed body, and everything after that —
+//! storability, compression into every coding, coalescing, `Cache-Status`, the fast
+//! path — is the same code. That is how a published page takes the hit path of a
+//! proxied one.
+//!
+//! Key decision: **an upstream may version its keys.** [`Upstream::key_version`] is
+//! folded into every cache key of a URL (see [`versioned`]). A renderer that knows
+//! when a page's content changed returns a new version at that moment, so the next
+//! request misses at once, and a fill that started before the change can only ever
+//! be stored under the old key, which no request computes any more. Tag purges then
+//! only reclaim space; correctness does not wait for them. An HTTP origin has no such
+//! knowledge and returns 0 (no suffix: the keys of `quire proxy` are unchanged).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::BodyExt;
+use quire_http::key::NormalizedUrl;
+
+use crate::origin::{Origin, OriginError, OutBody};
+
+/// Errors a response body may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body from an upstream.
+pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// What [`Upstream::send`] returns.
+pub type UpFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Response<UpBody>, OriginError>> + Send + 'a>>;
+
+/// A source of responses: an HTTP origin or an in-process renderer.
+pub trait Upstream: Send + Sync + fmt::Debug + 'static {
+    /// Sends `req` (origin-form target, the fields quire chose to forward) and
+    /// resolves to the response head; the body streams after.
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_>;
+
+    /// How long to wait for a head, and between body chunks.
+    fn read_timeout(&self) -> Duration;
+
+    /// The content version of `url`, folded into its cache keys; 0 means
+    /// unversioned. Called on every lookup, so it must be a lock-free read.
+    fn key_version(&self, url: &NormalizedUrl) -> u64 {
+        let _ = url;
+        0
+    }
+}
+
+impl Upstream for Origin {
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
+        Box::pin(async move {
+            let resp = Origin::send(self, req).await?;
+            Ok(resp.map(|b| b.map_err(BoxError::from).boxed_unsync()))
+        })
+    }
+
+    fn read_timeout(&self) -> Duration {
+        Origin::read_timeout(self)
+    }
+}
+
+/// `key` with `version` appended (nothing for version 0). Keys are length-prefixed
+/// up to their end, so the suffix cannot be confused with key material.
+pub fn versioned(mut key: Vec<u8>, version: u64) -> Vec<u8> {
+    if version != 0 {
+        key.push(b'@');
+        key.extend_from_slice(&version.to_le_bytes());
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_zero_leaves_keys_alone_and_others_differ() {
+        let k = b"\x01Pkey".to_vec();
+        assert_eq!(versioned(k.clone(), 0), k);
+        let a = versioned(k.clone(), 1);
+        let b = versioned(k.clone(), 2);
+        assert_ne!(a, k);
+        assert_ne!(a, b);
+        assert!(a.starts_with(&k));
+    }
+}
