@@ -50,11 +50,14 @@ fn substitute(
         at = l.range.end;
         let text = escape(&l.text());
         if l.embed {
-            if let Some(rel) = vault.attachment(&l.target) {
-                let src = format!(
-                    "/attachments/{}",
-                    url_path(rel.split_once('/').map_or(rel, |(_, r)| r))
-                );
+            if let (Some(rel), Some(v)) = (
+                vault.attachment(&l.target),
+                vault.attachment_version(&l.target),
+            ) {
+                // Addressed by file name (what embeds name) and versioned, so the
+                // site can serve it as immutable.
+                let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
+                let src = format!("{}?v={v:016x}", attachment_url(&name));
                 let ext = rel.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
                 if IMAGE_EXTS.contains(&ext.as_str()) {
                     out.push_str(&format!(
@@ -194,6 +197,11 @@ pub fn escape(s: &str) -> String {
 
 /// Percent-encodes what may not stand in a URL path (spaces, quotes, non-ASCII...),
 /// keeping `/` and `#`.
+/// The site path of the attachment whose lower-cased file name is `name`.
+pub fn attachment_url(name: &str) -> String {
+    format!("/attachments/{}", url_path(name))
+}
+
 fn url_path(p: &str) -> String {
     let mut out = String::with_capacity(p.len());
     for b in p.bytes() {
@@ -236,8 +244,8 @@ mod tests {
         assert!(public.contains("<span class=\"wikilink broken\">Gone</span>"));
         assert!(public.contains("href=\"/open-note#part-two\""));
         assert!(
-            public
-                .contains("<img src=\"/attachments/a%20b.svg\" alt=\"a b.svg\" loading=\"lazy\">"),
+            public.contains("<img src=\"/attachments/a%20b.svg?v=")
+                && public.contains("\" alt=\"a b.svg\" loading=\"lazy\">"),
             "{public}"
         );
         assert!(public.contains("href=\"#top\""));

@@ -41,12 +41,32 @@ pub struct Vault {
     notes: Vec<Note>,
     by_name: HashMap<String, usize>,
     by_url: HashMap<String, usize>,
-    attachments: HashMap<String, String>,
+    /// Lower-cased file name → (vault-relative path, version).
+    attachments: HashMap<String, (String, u64)>,
     /// For each note, the notes linking to it (sorted, unique).
     backlinks: Vec<Vec<usize>>,
     /// For each note, its wikilinks' targets (`None`: broken), in link order.
     resolved: Vec<Vec<Option<usize>>>,
     warnings: Vec<Warning>,
+}
+
+/// An attachment's version from its size and modification time (nanoseconds), not
+/// its bytes: a vault may hold large PDFs, and loading must not read them all. An
+/// edit that keeps both size and mtime (only `touch -d` does that on purpose) keeps
+/// the version; an unreadable file gets 0 and is served as missing.
+fn attachment_version(path: &Path) -> u64 {
+    let Ok(m) = std::fs::metadata(path) else {
+        return 0;
+    };
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let mut buf = [0u8; 24];
+    buf[..8].copy_from_slice(&m.len().to_le_bytes());
+    buf[8..].copy_from_slice(&mtime.to_le_bytes());
+    xxhash_rust::xxh3::xxh3_64(&buf) | 1
 }
 
 /// Deepest folder nesting followed.
@@ -92,7 +112,8 @@ impl Vault {
                 }
             } else {
                 let name = rel.rsplit('/').next().unwrap_or(&rel).to_lowercase();
-                attachments.entry(name).or_insert(rel);
+                let version = attachment_version(&root.join(&rel));
+                attachments.entry(name).or_insert((rel, version));
             }
         }
         Ok(Vault::index(root.to_owned(), notes, attachments, warnings))
@@ -101,7 +122,7 @@ impl Vault {
     fn index(
         root: PathBuf,
         notes: Vec<Note>,
-        attachments: HashMap<String, String>,
+        attachments: HashMap<String, (String, u64)>,
         mut warnings: Vec<Warning>,
     ) -> Vault {
         // Shortest path first, so it wins a name clash.
@@ -202,7 +223,22 @@ impl Vault {
     pub fn attachment(&self, name: &str) -> Option<&str> {
         self.attachments
             .get(&name.trim().to_lowercase())
-            .map(String::as_str)
+            .map(|(rel, _)| rel.as_str())
+    }
+
+    /// The version of the attachment called `name`: changes when its size or
+    /// modification time does (see [`attachment_version`]).
+    pub fn attachment_version(&self, name: &str) -> Option<u64> {
+        self.attachments
+            .get(&name.trim().to_lowercase())
+            .map(|&(_, v)| v)
+    }
+
+    /// Every attachment: lower-cased name, vault-relative path, version.
+    pub fn attachments(&self) -> impl Iterator<Item = (&str, &str, u64)> {
+        self.attachments
+            .iter()
+            .map(|(n, (rel, v))| (n.as_str(), rel.as_str(), *v))
     }
 
     /// Notes linking to note `i`.
