@@ -1,3 +1,28 @@
 //! `quire-site`: `quire serve`, a vault published as a website. Pages are rendered
-//! by an in-process upstream that `quire-server` fills its cache from, so a
-//! published page takes the same hit path as a proxied one.
+//! by an in-process [`Upstream`](quire_server::Upstream) that `quire-server` fills
+//! its cache from, so a published page takes the same hit path as a proxied one —
+//! a lookup and a write — and rendering, templates and databases only ever run on a
+//! miss.
+//!
+//! - [`site`]: the upstream; versions every page's cache key.
+//! - [`snapshot`]: one consistent state of the site and every page's version.
+//! - [`routes`]: the URL space. [`respond`]: one request answered.
+//! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
+//! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
+//! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
+//! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
+
+pub mod config;
+pub mod extras;
+pub mod feed;
+pub mod model;
+pub mod related;
+pub mod reply;
+pub mod respond;
+pub mod routes;
+pub mod site;
+pub mod snapshot;
+pub mod templates;
+pub mod watch;
+
+pub use site::{Site, SiteError};

@@ -1,6 +1,5 @@
-//! The command line, as clap derive types: `quire <command> ...`: `proxy`, `purge`
-//! and `bench store`; `serve` joins as a further [`Command`] variant (and `bench` as
-//! further [`BenchCommand`] targets), each with its own args struct.
+//! The command line, as clap derive types: `quire <command> ...`: `serve`, `proxy`,
+//! `purge` and `bench`, each with its own args struct.
 
 use std::path::PathBuf;
 
@@ -18,6 +17,8 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Publish a folder of markdown notes (a vault) as a website, cached.
+    Serve(ServeArgs),
     /// Run a caching reverse proxy in front of an origin.
     Proxy(ProxyArgs),
     /// Purge cached pages through a running quire's admin API.
@@ -48,6 +49,34 @@ pub struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+}
+
+/// Arguments of `quire serve`. Flags override the config file.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// The vault: a folder of markdown notes (site settings, templates and users in
+    /// its `.quire/` folder).
+    #[arg(value_name = "VAULT", default_value = "examples/vault")]
+    pub vault: PathBuf,
+    /// Address to listen on (default 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// TOML configuration file for the server and cache (the README lists every
+    /// option); `origin` is ignored.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Cache volume file (default quire-cache/serve.vol).
+    #[arg(long, value_name = "PATH")]
+    pub cache: Option<PathBuf>,
+    /// Cache size, e.g. 512MiB (default 256MiB).
+    #[arg(long, value_name = "SIZE")]
+    pub cache_size: Option<String>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Do not watch the vault for changes (pages change only on restart).
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 /// Arguments of `quire purge`.

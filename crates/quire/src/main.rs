@@ -1,12 +1,13 @@
 //! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command:
-//! `quire proxy` ([`proxy`]), `quire purge` ([`purge`]), `quire bench store`
-//! ([`bench_store`]); `serve` comes as a further subcommand. Logs go to stderr, filtered by `RUST_LOG` (default
+//! `quire serve` ([`serve`]), `quire proxy` ([`proxy`]), `quire purge` ([`purge`]),
+//! `quire bench store` ([`bench_store`]). Logs go to stderr, filtered by `RUST_LOG` (default
 //! `warn`).
 
 mod bench_store;
 mod cli;
 mod proxy;
 mod purge;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
     }

@@ -51,25 +51,7 @@ pub fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
 pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
-    let workers = if cfg.workers == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        cfg.workers
-    };
-    // One worker: a current-thread runtime (no work-stealing queues or cross-thread
-    // wake-ups on the hit path); more: the multi-thread scheduler.
-    let mut builder = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut b = tokio::runtime::Builder::new_multi_thread();
-        b.worker_threads(workers);
-        b
-    };
-    let rt = builder
-        .enable_all()
-        .thread_name("quire-worker")
-        .build()
-        .context("starting the runtime")?;
+    let (rt, workers) = runtime(cfg.workers)?;
     rt.block_on(async move {
         let ctx = Ctx::new(cfg)?;
         let server = Server::bind(ctx.clone()).await?;
@@ -86,8 +68,32 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The runtime for `workers` (0: one per core), and the worker count.
+pub fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime, usize)> {
+    let workers = if workers == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        workers
+    };
+    // One worker: a current-thread runtime (no work-stealing queues or cross-thread
+    // wake-ups on the hit path); more: the multi-thread scheduler.
+    let mut builder = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(workers);
+        b
+    };
+    let rt = builder
+        .enable_all()
+        .thread_name("quire-worker")
+        .build()
+        .context("starting the runtime")?;
+    Ok((rt, workers))
+}
+
 /// Resolves on the first SIGTERM or SIGINT.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

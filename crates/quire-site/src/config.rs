@@ -1,0 +1,129 @@
+//! The site's own settings, from `VAULT/.quire/site.toml`: title, description, the
+//! public base URL (for the feed and sitemap, which need absolute links) and the
+//! language. A missing file means defaults; unknown keys are errors, so a typo never
+//! silently changes nothing.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// Where the site's settings, templates, users and databases live, inside the vault.
+pub const DIR: &str = ".quire";
+
+/// `site.toml`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SiteConfig {
+    /// The site's name, in every page title and the feed.
+    pub title: String,
+    /// One line about the site (index page, `<meta name=description>`, feed).
+    pub description: String,
+    /// `https://example.org` (no trailing slash): absolute links in the feed and
+    /// sitemap. When empty, they are made from the request's `Host` (which is part
+    /// of the cache key, so one host's links never reach another).
+    pub base_url: String,
+    /// The `lang` of every page (also part of the key epoch).
+    pub language: String,
+    /// Entries in the Atom feed.
+    pub feed_entries: usize,
+    /// How long a sign-in lasts, in hours.
+    pub session_hours: u64,
+    /// Mark the session cookie `Secure` (set this when quire is behind HTTPS).
+    pub secure_cookies: bool,
+}
+
+impl Default for SiteConfig {
+    fn default() -> SiteConfig {
+        SiteConfig {
+            title: "Notes".into(),
+            description: String::new(),
+            base_url: String::new(),
+            language: "en".into(),
+            feed_entries: 30,
+            session_hours: 24 * 14,
+            secure_cookies: false,
+        }
+    }
+}
+
+/// A bad `site.toml`.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+pub struct SiteConfigError {
+    /// The file.
+    pub path: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+impl SiteConfig {
+    /// Reads `VAULT/.quire/site.toml` (defaults when absent); also returns the raw
+    /// text, which goes into the key epoch.
+    pub fn load(vault: &Path) -> Result<(SiteConfig, String), SiteConfigError> {
+        let path = vault.join(DIR).join("site.toml");
+        let err = |why: String| SiteConfigError {
+            path: path.display().to_string(),
+            why,
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((SiteConfig::default(), String::new()))
+            }
+            Err(e) => return Err(err(e.to_string())),
+        };
+        let cfg: SiteConfig = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let base = cfg.base_url.trim_end_matches('/');
+        if !(base.is_empty() || base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(err(format!(
+                "base_url `{}` must start with http:// or https://",
+                cfg.base_url
+            )));
+        }
+        if cfg.language.is_empty()
+            || !cfg
+                .language
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(err(format!(
+                "language `{}` is not a language tag",
+                cfg.language
+            )));
+        }
+        Ok((
+            SiteConfig {
+                base_url: base.to_owned(),
+                ..cfg
+            },
+            text,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<SiteConfig, SiteConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(DIR)).unwrap();
+        std::fs::write(dir.path().join(DIR).join("site.toml"), text).unwrap();
+        SiteConfig::load(dir.path()).map(|(c, _)| c)
+    }
+
+    #[test]
+    fn defaults_when_absent_and_errors_name_the_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            SiteConfig::load(dir.path()).unwrap().0,
+            SiteConfig::default()
+        );
+        let c = load("title = \"Garden\"\nbase_url = \"https://x.org/\"\n").unwrap();
+        assert_eq!(c.title, "Garden");
+        assert_eq!(c.base_url, "https://x.org");
+        assert!(load("titel = \"x\"").unwrap_err().why.contains("titel"));
+        assert!(load("base_url = \"x.org\"").is_err());
+        assert!(load("language = \"en us\"").is_err());
+    }
+}

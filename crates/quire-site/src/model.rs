@@ -1,0 +1,211 @@
+//! What each template sees, built from a snapshot for one audience: the contexts of
+//! `templates/README.md`. Listings come from `quire_vault::pages`, which filters by
+//! audience, so no template can show a note its reader may not see.
+
+use std::collections::BTreeMap;
+
+use quire_vault::links::slug;
+use quire_vault::note::url_of;
+use quire_vault::pages::{self, Entry};
+use quire_vault::{Vault, Visibility};
+use serde_json::{json, Value};
+
+use crate::routes::CSS_PATH;
+use crate::snapshot::Snapshot;
+
+/// The signed-in reader, as templates see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewer {
+    /// Name.
+    pub name: String,
+    /// `reader` or `admin`.
+    pub role: &'static str,
+    /// What they may see.
+    pub audience: Visibility,
+}
+
+/// Who a page is rendered for: nobody (the anonymous, cached page) or a reader.
+pub type Who<'a> = Option<&'a Viewer>;
+
+/// The audience of `who`.
+pub fn audience(who: Who<'_>) -> Visibility {
+    who.map_or(Visibility::Public, |v| v.audience)
+}
+
+/// The variables every template gets.
+pub fn common(s: &Snapshot, who: Who<'_>, path: &str) -> Value {
+    json!({
+        "site": {
+            "title": s.config.title,
+            "description": s.config.description,
+            "base_url": s.config.base_url,
+            "language": s.config.language,
+        },
+        "reader": who.map(|v| json!({"name": v.name, "role": v.role})),
+        "css_url": format!("{CSS_PATH}?v={:016x}", s.css_version),
+        "feed_url": "/feed.xml",
+        "path": path,
+    })
+}
+
+/// `extra`'s fields added to the common ones.
+pub fn page(s: &Snapshot, who: Who<'_>, path: &str, extra: Value) -> Value {
+    let mut v = common(s, who, path);
+    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+        m.extend(e);
+    }
+    v
+}
+
+/// The folder a note lives in (`""` at the root).
+pub fn folder_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(f, _)| f)
+}
+
+/// A folder's page.
+pub fn folder_url(folder: &str) -> String {
+    if folder.is_empty() {
+        "/".into()
+    } else {
+        url_of(folder) + "/"
+    }
+}
+
+/// A tag's page.
+pub fn tag_url(tag: &str) -> String {
+    format!("/tags/{}", slug(tag))
+}
+
+fn folder_name(folder: &str) -> &str {
+    folder.rsplit('/').next().unwrap_or(folder)
+}
+
+/// A listing entry with its folder and tags.
+pub fn entry(v: &Vault, e: &Entry) -> Value {
+    let n = &v.notes()[e.note];
+    let folder = folder_of(&n.path);
+    json!({
+        "title": e.title,
+        "url": e.url,
+        "date": e.date,
+        "folder": (!folder.is_empty()).then_some(folder),
+        "tags": n.front.tags,
+    })
+}
+
+fn entries(v: &Vault, list: &[Entry]) -> Vec<Value> {
+    list.iter().map(|e| entry(v, e)).collect()
+}
+
+/// `{name, url, count}` for each folder.
+fn folder_list(folders: &BTreeMap<String, Vec<Entry>>) -> Vec<Value> {
+    folders
+        .iter()
+        .filter(|(f, _)| !f.is_empty())
+        .map(|(f, list)| json!({"name": f, "url": folder_url(f), "count": list.len()}))
+        .collect()
+}
+
+/// `{name, url, count}` for each tag.
+fn tag_list(tags: &BTreeMap<String, Vec<Entry>>) -> Vec<Value> {
+    tags.iter()
+        .map(|(t, list)| json!({"name": t, "url": tag_url(t), "count": list.len()}))
+        .collect()
+}
+
+/// The index page's variables.
+pub fn index(v: &Vault, audience: Visibility) -> Value {
+    json!({
+        "notes": entries(v, &pages::index(v, audience)),
+        "folders": folder_list(&pages::folders(v, audience)),
+        "tags": tag_list(&pages::tags(v, audience)),
+    })
+}
+
+/// The tags page's variables.
+pub fn tags(v: &Vault, audience: Visibility) -> Value {
+    json!({ "tags": tag_list(&pages::tags(v, audience)) })
+}
+
+/// One tag's variables, if `audience` sees any note with a tag whose slug is `slug`.
+pub fn tag(v: &Vault, audience: Visibility, tag_slug: &str) -> Option<Value> {
+    let tags = pages::tags(v, audience);
+    let (name, list) = tags.iter().find(|(t, _)| slug(t) == tag_slug)?;
+    Some(json!({ "tag": {"name": name}, "notes": entries(v, list) }))
+}
+
+/// One folder's variables (`url` ends in `/`), if `audience` sees a note in it or
+/// below it.
+pub fn folder(v: &Vault, audience: Visibility, url: &str) -> Option<Value> {
+    let folders = pages::folders(v, audience);
+    // Every folder with visible notes, and every ancestor of one.
+    let mut known: BTreeMap<String, usize> = BTreeMap::new();
+    for (f, list) in &folders {
+        let mut cur = f.as_str();
+        let mut first = true;
+        while !cur.is_empty() {
+            *known.entry(cur.to_owned()).or_default() += if first { list.len() } else { 0 };
+            first = false;
+            cur = folder_of(cur);
+        }
+    }
+    let path = known.keys().find(|f| folder_url(f) == url)?.clone();
+    let notes = folders.get(&path).map_or_else(Vec::new, |l| entries(v, l));
+    let subfolders: Vec<Value> = known
+        .iter()
+        .filter(|(f, _)| folder_of(f) == path)
+        .map(|(f, &count)| json!({"name": folder_name(f), "url": folder_url(f), "count": count}))
+        .collect();
+    Some(json!({
+        "folder": {"name": folder_name(&path), "url": url, "path": path},
+        "notes": notes,
+        "subfolders": subfolders,
+    }))
+}
+
+/// A note page's variables, without the body (`note.html` is added by the caller,
+/// so that a fingerprint can be taken without rendering). `related` are note indices.
+pub fn note(v: &Vault, i: usize, audience: Visibility, related: &[usize]) -> Value {
+    let n = &v.notes()[i];
+    let folder = folder_of(&n.path);
+    let link = |j: usize| {
+        let m = &v.notes()[j];
+        json!({"title": m.title(), "url": m.url})
+    };
+    let related: Vec<Value> = related
+        .iter()
+        .filter(|&&j| j != i && v.notes()[j].visibility() <= audience)
+        .map(|&j| link(j))
+        .collect();
+    json!({
+        "note": {
+            "title": n.title(),
+            "url": n.url,
+            "date": n.front.date,
+            "folder": (!folder.is_empty()).then(|| json!({"name": folder_name(folder), "url": folder_url(folder)})),
+            "tags": n.front.tags.iter().map(|t| json!({"name": t, "url": tag_url(t)})).collect::<Vec<_>>(),
+            "backlinks": pages::backlinks(v, i, audience).iter().map(|e| json!({"title": e.title, "url": e.url})).collect::<Vec<_>>(),
+            "related": related,
+            "visibility": match n.visibility() {
+                Visibility::Public => "public",
+                Visibility::Private => "private",
+                Visibility::Draft => "draft",
+            },
+            "views": Value::Null,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_folders_and_tags() {
+        assert_eq!(folder_url(""), "/");
+        assert_eq!(folder_url("Projects/Quire Notes"), "/projects/quire-notes/");
+        assert_eq!(tag_url("Web Perf"), "/tags/web-perf");
+        assert_eq!(folder_of("a/b/c.md"), "a/b");
+        assert_eq!(folder_of("c.md"), "");
+    }
+}

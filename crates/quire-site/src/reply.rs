@@ -1,0 +1,162 @@
+//! A rendered answer and the cache policy it carries, turned into an HTTP response
+//! for `quire-server`.
+//!
+//! Key decision: **the cache lifetime is stated to quire alone.** Anonymous pages
+//! carry `CDN-Cache-Control: max-age=…` (RFC 9213), which quire honours and
+//! browsers ignore, and `Cache-Control: no-cache` with an `ETag` for browsers: they
+//! revalidate every time and get a 304 from quire's fast path, so a changed page is
+//! seen at once. Pages rendered for a signed-in reader are `private, no-store`
+//! everywhere. Versioned assets (`?v=` matching the current version) are
+//! `immutable` for a year.
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use quire_server::upstream::{BoxError, UpBody};
+
+/// How long quire keeps an anonymous page fresh. Versioned keys make a change visible
+/// at once whatever this is; it bounds how long a page could outlive a missed watch
+/// event.
+pub const PAGE_TTL_SECS: u64 = 3600;
+
+/// Who may keep the answer, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// An anonymous page at `version`: quire keeps it, browsers revalidate.
+    Shared(u64),
+    /// A versioned asset requested with its current version.
+    Immutable,
+    /// For one reader only, or an answer to a form: never stored.
+    NoStore,
+}
+
+/// A rendered answer.
+#[derive(Debug)]
+pub struct Reply {
+    /// Status.
+    pub status: StatusCode,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    /// Body.
+    pub body: Bytes,
+    /// Caching.
+    pub policy: Policy,
+    /// `Surrogate-Key` (the page's path), for purges.
+    pub tag: Option<String>,
+    /// Further fields (`Location`, `Set-Cookie`).
+    pub extra: Vec<(header::HeaderName, String)>,
+}
+
+/// HTML pages.
+pub const HTML: &str = "text/html; charset=utf-8";
+
+/// The `Content-Security-Policy` of every page: quire's templates need no script, and
+/// raw HTML in a note cannot run any either.
+const CSP: &str = "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+impl Reply {
+    /// A reply with no extra fields.
+    pub fn new(
+        status: StatusCode,
+        content_type: &'static str,
+        body: impl Into<Bytes>,
+        policy: Policy,
+    ) -> Reply {
+        Reply {
+            status,
+            content_type,
+            body: body.into(),
+            policy,
+            tag: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// With a `Surrogate-Key` for the page at `path`.
+    pub fn tagged(mut self, path: &str) -> Reply {
+        self.tag = Some(path_tag(path));
+        self
+    }
+
+    /// With one more field.
+    pub fn with(mut self, name: header::HeaderName, value: String) -> Reply {
+        self.extra.push((name, value));
+        self
+    }
+
+    /// A `303 See Other` to a local path, never stored.
+    pub fn redirect(to: &str) -> Reply {
+        Reply::new(
+            StatusCode::SEE_OTHER,
+            "text/plain; charset=utf-8",
+            Bytes::new(),
+            Policy::NoStore,
+        )
+        .with(header::LOCATION, to.to_owned())
+    }
+
+    /// The HTTP response.
+    pub fn into_response(self) -> Response<UpBody> {
+        let mut r = Response::new(
+            Full::new(self.body)
+                .map_err(|never| -> BoxError { match never {} })
+                .boxed_unsync(),
+        );
+        *r.status_mut() = self.status;
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type),
+        );
+        match self.policy {
+            Policy::Shared(version) => {
+                h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                if let Ok(v) = HeaderValue::from_str(&format!("max-age={PAGE_TTL_SECS}")) {
+                    h.insert("cdn-cache-control", v);
+                }
+                if let Ok(v) = HeaderValue::from_str(&format!("\"{version:016x}\"")) {
+                    h.insert(header::ETAG, v);
+                }
+            }
+            Policy::Immutable => {
+                h.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=31536000, immutable"),
+                );
+            }
+            Policy::NoStore => {
+                h.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, no-store"),
+                );
+            }
+        }
+        if let Some(tag) = self.tag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+            h.insert("surrogate-key", tag);
+        }
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
+        if self.content_type == HTML {
+            h.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CSP),
+            );
+        }
+        for (name, value) in self.extra {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.append(name, v);
+            }
+        }
+        r
+    }
+}
+
+/// The surrogate key of the page at `path`: `page:` and the path's xxh3 (a path may
+/// hold characters a `Surrogate-Key` list cannot).
+pub fn path_tag(path: &str) -> String {
+    format!("page:{:016x}", xxhash_rust::xxh3::xxh3_64(path.as_bytes()))
+}

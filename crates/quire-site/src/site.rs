@@ -1,0 +1,221 @@
+//! The site as `quire-server` sees it: an [`Upstream`] that renders instead of
+//! fetching, and versions every page's cache key from the current snapshot.
+//!
+//! Key decisions:
+//! - **The snapshot is swapped whole** (`arc_swap`): a request reads one snapshot for
+//!   its key version and another load for its render may see a newer one — never an
+//!   older one. So the worst race stores a newer page under an older key, which no
+//!   request computes any more once the newer snapshot is published: a stale page is
+//!   never served after the swap.
+//! - **Rendering runs on the blocking pool**, not on the runtime's workers, so a slow
+//!   render never delays a hit on the same worker.
+//! - `key_version` is one atomic load and one hash lookup: the hit path's share of
+//!   publishing.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{header, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use quire_http::key::NormalizedUrl;
+use quire_server::origin::{OriginError, OutBody};
+use quire_server::upstream::{UpFuture, Upstream};
+use quire_vault::Vault;
+
+use crate::config::{SiteConfig, SiteConfigError};
+use crate::model::Viewer;
+use crate::related::RelatedNotes;
+use crate::reply::{Policy, Reply};
+use crate::respond::{self, Req};
+use crate::routes::percent_decode;
+use crate::snapshot::{self, Snapshot};
+use crate::templates::{TemplateError, Templates};
+
+/// Largest form body read (sign-in).
+const FORM_BYTES_MAX: usize = 16 * 1024;
+
+/// Why the site could not be opened or reloaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    /// The vault folder.
+    #[error(transparent)]
+    Vault(#[from] quire_vault::vault::VaultError),
+    /// `site.toml`.
+    #[error(transparent)]
+    Config(#[from] SiteConfigError),
+    /// A template.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
+
+/// A published vault.
+#[derive(Debug, Clone)]
+pub struct Site {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    root: PathBuf,
+    snap: ArcSwap<Snapshot>,
+    /// Answers rendered (every request that reached the site).
+    renders: AtomicU64,
+}
+
+impl Site {
+    /// Loads the vault at `root` and everything the site needs to serve it.
+    pub fn open(root: &Path) -> Result<Site, SiteError> {
+        let snap = build(root)?;
+        Ok(Site {
+            inner: Arc::new(Inner {
+                root: root.to_owned(),
+                snap: ArcSwap::from_pointee(snap),
+                renders: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The vault folder.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner.snap.load_full()
+    }
+
+    /// How many requests reached the site (misses, bypasses, forms): a hit never
+    /// does.
+    pub fn renders(&self) -> u64 {
+        self.inner.renders.load(Ordering::Relaxed)
+    }
+
+    /// Reloads the vault and publishes the new snapshot; returns the paths whose
+    /// pages changed (to purge). On an error the current snapshot stays.
+    pub fn reload(&self) -> Result<Vec<String>, SiteError> {
+        let new = Arc::new(build(&self.inner.root)?);
+        let old = self.inner.snap.swap(new.clone());
+        Ok(snapshot::changed_paths(&old, &new))
+    }
+}
+
+fn build(root: &Path) -> Result<Snapshot, SiteError> {
+    let vault = Vault::load(root)?;
+    for w in vault.warnings() {
+        tracing::warn!(path = %w.path, "{}", w.message);
+    }
+    let (config, text) = SiteConfig::load(root)?;
+    let templates = Arc::new(Templates::load(root)?);
+    Ok(Snapshot::new(
+        vault,
+        config,
+        &text,
+        templates,
+        Arc::new(RelatedNotes::empty()),
+    ))
+}
+
+/// Whether `path?query` is a search answer (versioned by the whole public corpus).
+fn is_search(path: &str) -> bool {
+    matches!(path, "/search" | "/api/search")
+}
+
+impl Upstream for Site {
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let form = if parts.method == Method::POST {
+                match Limited::new(body, FORM_BYTES_MAX).collect().await {
+                    Ok(b) => Some(b.to_bytes()),
+                    Err(_) => {
+                        return Ok(Reply::new(
+                            StatusCode::PAYLOAD_TOO_LARGE,
+                            "text/plain; charset=utf-8",
+                            "form too large\n",
+                            Policy::NoStore,
+                        )
+                        .into_response())
+                    }
+                }
+            } else {
+                None
+            };
+            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, form))
+                .await
+                .map_err(|e| OriginError::Failed(format!("render failed: {e}")))?;
+            Ok(reply.into_response())
+        })
+    }
+
+    fn read_timeout(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+
+    fn key_version(&self, url: &NormalizedUrl) -> u64 {
+        let snap = self.inner.snap.load();
+        let path = url.path();
+        if path.contains('%') {
+            snap.version_of(&percent_decode(path), is_search(path))
+        } else {
+            snap.version_of(path, is_search(path))
+        }
+    }
+}
+
+/// Renders the answer to one request.
+fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> Reply {
+    inner.renders.fetch_add(1, Ordering::Relaxed);
+    let snap = inner.snap.load_full();
+    let path = percent_decode(parts.uri.path());
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("localhost");
+    let viewer: Option<Viewer> = None;
+    let req = Req {
+        method: &parts.method,
+        path: &path,
+        query: parts.uri.query(),
+        viewer: viewer.as_ref(),
+        base: format!("http://{host}"),
+    };
+    match parts.method {
+        Method::GET | Method::HEAD => respond::page(&snap, &req),
+        Method::POST => {
+            let _ = form;
+            respond::error(
+                &snap,
+                req.viewer,
+                &path,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "This page does not take forms.",
+            )
+        }
+        _ => respond::error(
+            &snap,
+            req.viewer,
+            &path,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed.",
+        ),
+    }
+    .with_allow_if_405()
+}
+
+impl Reply {
+    fn with_allow_if_405(self) -> Reply {
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            self.with(header::ALLOW, "GET, HEAD, POST".into())
+        } else {
+            self
+        }
+    }
+}

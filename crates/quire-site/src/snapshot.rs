@@ -1,0 +1,244 @@
+//! One consistent state of the site: the vault as loaded, its settings and templates,
+//! related notes, and the **version of every cacheable page**.
+//!
+//! A page's version is a hash of everything its anonymous rendering depends on, taken
+//! without rendering it: for a note, its bytes, the state of every link target
+//! (visible or not, and where), its embeds' versions, its backlinks, related notes,
+//! folder and tags; for a listing, the listing itself. Every version also folds in
+//! the epoch (settings, templates, stylesheet, quire's own version). So a change to a
+//! note changes the versions of exactly the pages that show it, and those pages'
+//! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
+//! nothing stale can be served once the new snapshot is published.
+//!
+//! Pages that anonymous readers cannot see (private and draft notes, unknown paths)
+//! share one version, the epoch's: their anonymous answer is the same 404 whatever
+//! the note holds, so their keys reveal nothing either.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use quire_vault::pages;
+use quire_vault::render::attachment_url;
+use quire_vault::{Vault, Visibility};
+use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
+
+use crate::config::SiteConfig;
+use crate::model;
+use crate::related::RelatedNotes;
+use crate::routes::CSS_PATH;
+use crate::templates::Templates;
+
+/// A published state of the site.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The notes.
+    pub vault: Vault,
+    /// `site.toml`.
+    pub config: SiteConfig,
+    /// Templates and stylesheet.
+    pub templates: Arc<Templates>,
+    /// Related notes per note and audience.
+    pub related: Arc<RelatedNotes>,
+    /// Settings, templates, stylesheet and quire's version, hashed.
+    pub epoch: u64,
+    /// The stylesheet's version (its URL carries it).
+    pub css_version: u64,
+    /// Path → version of every page an anonymous reader can see.
+    pub versions: HashMap<String, u64, Xxh3Builder>,
+    /// The version of search answers (any public note changed: all of them change).
+    pub search_version: u64,
+    /// The version of every other path (404s, private notes, sign-in).
+    pub other_version: u64,
+    /// Lower-cased attachment name → the widest audience of a note embedding it.
+    /// An attachment no note embeds is for admins only: a file lying in the vault
+    /// is not published by being there.
+    pub attachment_audience: HashMap<String, Visibility>,
+}
+
+impl Snapshot {
+    /// Computes every version for `vault`.
+    pub fn new(
+        vault: Vault,
+        config: SiteConfig,
+        config_text: &str,
+        templates: Arc<Templates>,
+        related: Arc<RelatedNotes>,
+    ) -> Snapshot {
+        let mut h = Xxh3::new();
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(&[0]);
+        h.update(config_text.as_bytes());
+        h.update(&[0]);
+        h.update(&templates.fingerprint.to_le_bytes());
+        let epoch = h.digest();
+        let css_version = xxh3_64(templates.css.as_bytes()) | 1;
+        let mut s = Snapshot {
+            vault,
+            config,
+            templates,
+            related,
+            epoch,
+            css_version,
+            versions: HashMap::with_hasher(Xxh3Builder::new()),
+            search_version: 0,
+            other_version: mix(epoch, 0),
+            attachment_audience: HashMap::new(),
+        };
+        s.attachment_audience = attachment_audience(&s.vault);
+        s.versions = s.compute_versions();
+        let mut search = Xxh3::new();
+        for n in s.vault.notes() {
+            if n.visibility() == Visibility::Public {
+                search.update(&n.version.to_le_bytes());
+                search.update(n.path.as_bytes());
+            }
+        }
+        s.search_version = mix(epoch, search.digest());
+        s
+    }
+
+    fn compute_versions(&self) -> HashMap<String, u64, Xxh3Builder> {
+        let v = &self.vault;
+        let pub_ = Visibility::Public;
+        let mut out: HashMap<String, u64, Xxh3Builder> = HashMap::with_hasher(Xxh3Builder::new());
+        let mut put = |path: String, value: &serde_json::Value| {
+            let bytes = serde_json::to_vec(value).unwrap_or_default();
+            out.insert(path, mix(self.epoch, xxh3_64(&bytes)));
+        };
+        put("/".into(), &model::index(v, pub_));
+        put("/tags/".into(), &model::tags(v, pub_));
+        for t in pages::tags(v, pub_).keys() {
+            let url = model::tag_url(t);
+            if let Some(ctx) = model::tag(v, pub_, &url["/tags/".len()..]) {
+                put(url, &ctx);
+            }
+        }
+        let mut folders: Vec<String> = Vec::new();
+        for f in pages::folders(v, pub_).keys() {
+            let mut cur = f.as_str();
+            while !cur.is_empty() {
+                folders.push(cur.to_owned());
+                cur = model::folder_of(cur);
+            }
+        }
+        folders.sort();
+        folders.dedup();
+        for f in folders {
+            let url = model::folder_url(&f);
+            if let Some(ctx) = model::folder(v, pub_, &url) {
+                put(url, &ctx);
+            }
+        }
+        let mut feed = Xxh3::new();
+        let mut sitemap = Xxh3::new();
+        for (i, n) in v.notes().iter().enumerate() {
+            if n.visibility() != pub_ || v.by_url(&n.url) != Some(i) {
+                continue;
+            }
+            let mut ctx = model::note(v, i, pub_, self.related.of(i, pub_));
+            ctx["body"] = body_inputs(v, i).into();
+            put(n.url.clone(), &ctx);
+            for s in [&mut feed, &mut sitemap] {
+                s.update(n.url.as_bytes());
+                s.update(n.title().as_bytes());
+                s.update(n.front.date.as_deref().unwrap_or("").as_bytes());
+            }
+            feed.update(&n.version.to_le_bytes());
+        }
+        // Listing pages appear in the sitemap too.
+        for k in out.keys() {
+            sitemap.update(k.as_bytes());
+        }
+        let (feed, sitemap) = (feed.digest(), sitemap.digest());
+        out.insert("/feed.xml".into(), mix(self.epoch, feed));
+        out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
+        out.insert(CSS_PATH.into(), self.css_version);
+        for (name, _, version) in v.attachments() {
+            if self.attachment_audience.get(name) == Some(&pub_) {
+                out.insert(attachment_url(name), version);
+            }
+        }
+        out
+    }
+
+    /// The version of the page at `path` (percent-decoded, without query).
+    pub fn version_of(&self, path: &str, search: bool) -> u64 {
+        if search {
+            return self.search_version;
+        }
+        self.versions
+            .get(path)
+            .copied()
+            .unwrap_or(self.other_version)
+    }
+}
+
+fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
+    let mut out: HashMap<String, Visibility> = HashMap::new();
+    for n in v.notes() {
+        for l in n.links.iter().filter(|l| l.embed) {
+            if let Some(rel) = v.attachment(&l.target) {
+                let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
+                let a = out.entry(name).or_insert(Visibility::Draft);
+                *a = (*a).min(n.visibility());
+            }
+        }
+    }
+    out
+}
+
+/// What a note's rendered body depends on besides its own bytes: where each link
+/// goes for an anonymous reader, and each embed's version.
+fn body_inputs(v: &Vault, i: usize) -> String {
+    let n = &v.notes()[i];
+    let mut s = format!("{:016x}", n.version);
+    for (l, t) in n.links.iter().zip(v.targets(i)) {
+        s.push('|');
+        if l.embed {
+            if let Some(ver) = v.attachment_version(&l.target) {
+                s.push_str(&format!("a{ver:x}"));
+            } else if let Some(t) = v.resolve(&l.target) {
+                push_target(&mut s, v, t);
+            }
+        } else if let Some(t) = *t {
+            push_target(&mut s, v, t);
+        }
+    }
+    s
+}
+
+fn push_target(s: &mut String, v: &Vault, t: usize) {
+    let m = &v.notes()[t];
+    if m.visibility() == Visibility::Public {
+        s.push_str(&m.url);
+    } else {
+        s.push('-');
+    }
+}
+
+/// A nonzero version from the epoch and a content hash.
+fn mix(epoch: u64, content: u64) -> u64 {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&epoch.to_le_bytes());
+    b[8..].copy_from_slice(&content.to_le_bytes());
+    xxh3_64(&b) | 1
+}
+
+/// The paths whose version differs between `old` and `new` (changed, added or
+/// removed): exactly the pages to purge.
+pub fn changed_paths(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let mut out: Vec<String> = new
+        .versions
+        .iter()
+        .filter(|(p, v)| old.versions.get(*p) != Some(v))
+        .map(|(p, _)| p.clone())
+        .collect();
+    out.extend(
+        old.versions
+            .keys()
+            .filter(|p| !new.versions.contains_key(*p))
+            .cloned(),
+    );
+    out.sort();
+    out
+}

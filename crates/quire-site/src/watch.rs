@@ -1,0 +1,110 @@
+//! Watches the vault and republishes it when a note, attachment, template or setting
+//! changes: reload, swap the snapshot (new keys for exactly the changed pages), then
+//! purge those pages' old entries by tag. Runs on the watcher's own thread, never on
+//! a request.
+//!
+//! Files quire itself writes under `.quire/` (databases, the session secret) are
+//! ignored, so writing a view count never triggers a reload.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use notify::RecursiveMode;
+use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+use quire_server::purge::{self, Target};
+use quire_server::Ctx;
+
+use crate::reply::path_tag;
+use crate::site::Site;
+
+/// Events closer together than this are handled as one change (an editor's
+/// write-rename-chmod sequence).
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// A running watcher; dropping it stops watching.
+pub struct Watcher {
+    _debouncer: Box<dyn std::any::Any + Send>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Watcher")
+    }
+}
+
+/// Whether a changed path is one of quire's own files.
+fn ours(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_quire_dir = p.components().any(|c| c.as_os_str() == crate::config::DIR);
+    in_quire_dir
+        && (name == "secret"
+            || name.ends_with(".db")
+            || name.ends_with(".db-wal")
+            || name.ends_with(".db-shm")
+            || name.ends_with(".db-journal")
+            || name.contains(".corrupt"))
+}
+
+/// Republishes `site` and purges what changed.
+pub fn republish(site: &Site, ctx: &Ctx) {
+    let t0 = Instant::now();
+    match site.reload() {
+        Ok(paths) => {
+            let targets: Vec<Target> = paths.iter().map(|p| Target::Key(path_tag(p))).collect();
+            let purged = if targets.is_empty() {
+                0
+            } else {
+                purge::run(ctx, &targets, false)
+            };
+            tracing::info!(
+                pages = paths.len(),
+                purged,
+                ms = t0.elapsed().as_millis() as u64,
+                "vault republished"
+            );
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "vault reload failed; still serving the previous version")
+        }
+    }
+}
+
+/// Starts watching `site`'s vault.
+pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
+    let root = site.root().to_owned();
+    let mut debouncer = new_debouncer(DEBOUNCE, None, move |res: DebounceEventResult| {
+        let relevant = match &res {
+            Ok(events) => events
+                .iter()
+                .any(|e| !e.kind.is_access() && e.paths.iter().any(|p| !ours(p))),
+            Err(errors) => {
+                for e in errors {
+                    tracing::warn!(error = %e, "watch error; reloading to be safe");
+                }
+                true
+            }
+        };
+        if relevant {
+            republish(&site, &ctx);
+        }
+    })?;
+    debouncer.watch(&root, RecursiveMode::Recursive)?;
+    Ok(Watcher {
+        _debouncer: Box::new(debouncer),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quire_files_do_not_trigger_reloads() {
+        assert!(ours(Path::new("/v/.quire/search.db-wal")));
+        assert!(ours(Path::new("/v/.quire/secret")));
+        assert!(!ours(Path::new("/v/.quire/site.toml")));
+        assert!(!ours(Path::new("/v/.quire/templates/note.html")));
+        assert!(!ours(Path::new("/v/Notes/a.db")));
+    }
+}

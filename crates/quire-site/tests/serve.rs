@@ -1,0 +1,366 @@
+//! `quire serve` end to end: a copy of the bundled example vault served by a real
+//! quire server on a loopback port, talked to over real sockets.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quire_server::{Config, Ctx, Server};
+use quire_site::Site;
+
+/// A running site on a copy of `examples/vault`.
+struct Running {
+    addr: SocketAddr,
+    site: Site,
+    ctx: Arc<Ctx>,
+    vault: tempfile::TempDir,
+    _rt: tokio::runtime::Runtime,
+    _watcher: Option<quire_site::watch::Watcher>,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        let n = name.to_string_lossy();
+        if n.ends_with(".db") || n.contains(".db-") || n == "secret" {
+            continue;
+        }
+        let dst = to.join(&name);
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+fn example_vault() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault")
+}
+
+fn start(watch: bool) -> Running {
+    let vault = tempfile::tempdir().unwrap();
+    copy_dir(&example_vault(), vault.path());
+    let site = Site::open(vault.path()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut cfg = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..Config::default()
+    };
+    cfg.cache.path = vault.path().join(".quire-test-cache.vol");
+    cfg.cache.size = quire_server::config::ByteSize(64 << 20);
+    let (addr, ctx, watcher) = rt.block_on(async {
+        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone())).unwrap();
+        let server = Server::bind(ctx.clone()).await.unwrap();
+        let addr = server.local_addr().unwrap();
+        tokio::spawn(server.run(std::future::pending()));
+        let w = watch.then(|| quire_site::watch::start(site.clone(), ctx.clone()).unwrap());
+        (addr, ctx, w)
+    });
+    Running {
+        addr,
+        site,
+        ctx,
+        vault,
+        _rt: rt,
+        _watcher: watcher,
+    }
+}
+
+/// A response: status, lower-cased header lines, body.
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    fn hit(&self) -> bool {
+        self.header("cache-status")
+            .is_some_and(|s| s.contains("quire; hit"))
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection, with extra header lines.
+fn get_with(addr: SocketAddr, method: &str, path: &str, extra: &str, body: &str) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+/// A public note that a public note links to: its index and URL.
+fn public_linked_note(site: &Site) -> (usize, String) {
+    let snap = site.snapshot();
+    let v = &snap.vault;
+    let public = |i: usize| v.notes()[i].visibility() == quire_vault::Visibility::Public;
+    let i = (0..v.notes().len())
+        .find(|&i| public(i) && v.backlinks(i).iter().any(|&j| public(j)))
+        .expect("a linked public note");
+    (i, v.notes()[i].url.clone())
+}
+
+fn get(addr: SocketAddr, path: &str) -> Resp {
+    get_with(addr, "GET", path, "", "")
+}
+
+#[test]
+fn pages_render_once_then_hit() {
+    let r = start(false);
+    let note_url = public_linked_note(&r.site).1;
+    for path in [
+        "/",
+        "/tags/",
+        "/caching/",
+        note_url.as_str(),
+        "/feed.xml",
+        "/sitemap.xml",
+    ] {
+        let a = get(r.addr, path);
+        assert_eq!(a.status, 200, "{path}: {a:?}");
+        assert!(!a.hit(), "{path}: first request renders");
+        let before = r.site.renders();
+        // The first answer streams while it is stored: a request right after it
+        // may join that fill instead of hitting; neither renders again.
+        let mut b = get(r.addr, path);
+        within(Duration::from_secs(3), || {
+            b = get(r.addr, path);
+            b.hit()
+        })
+        .unwrap_or_else(|| panic!("{path}: never a hit: {:?}", b.header("cache-status")));
+        assert_eq!(b.status, 200, "{path}");
+        assert_eq!(r.site.renders(), before, "{path}: a hit does not render");
+        assert_eq!(a.body, b.body, "{path}");
+        assert!(b.header("etag").is_some(), "{path}");
+    }
+    let note = get(r.addr, &note_url);
+    assert!(
+        note.body.contains("<html"),
+        "{}",
+        &note.body[..200.min(note.body.len())]
+    );
+    assert!(note.header("content-security-policy").is_some());
+}
+
+#[test]
+fn private_notes_never_reach_anonymous_readers() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let hidden: Vec<(String, String)> = snap
+        .vault
+        .notes()
+        .iter()
+        .filter(|n| n.visibility() != quire_vault::Visibility::Public)
+        .map(|n| (n.url.clone(), n.title().to_owned()))
+        .collect();
+    assert!(hidden.len() >= 10, "the example vault has private notes");
+    let mut everything = String::new();
+    for path in ["/", "/tags/", "/feed.xml", "/sitemap.xml", "/private/"] {
+        everything.push_str(&get(r.addr, path).body);
+    }
+    for tag in snap.versions.keys().filter(|p| p.starts_with("/tags/")) {
+        everything.push_str(&get(r.addr, tag).body);
+    }
+    for (url, title) in &hidden {
+        let page = get(r.addr, url);
+        assert_eq!(page.status, 404, "{url}");
+        assert!(!page.body.contains(title.as_str()), "{url}: title leaked");
+        assert!(
+            !everything.contains(&format!("\"{url}\"")),
+            "{url} linked somewhere public"
+        );
+        assert!(
+            !everything.contains(&format!("{url}<")),
+            "{url} in the feed or sitemap"
+        );
+    }
+}
+
+#[test]
+fn attachments_are_immutable_when_versioned_and_hidden_when_unreferenced() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let (name, version) = snap
+        .vault
+        .attachments()
+        .find(|(n, _, _)| {
+            snap.attachment_audience.get(*n) == Some(&quire_vault::Visibility::Public)
+        })
+        .map(|(n, _, v)| (n.to_owned(), v))
+        .expect("a public attachment");
+    let url = quire_vault::render::attachment_url(&name);
+    let a = get(r.addr, &format!("{url}?v={version:016x}"));
+    assert_eq!(a.status, 200);
+    assert!(a.header("cache-control").unwrap().contains("immutable"));
+    let b = get(r.addr, &url);
+    assert_eq!(b.status, 200);
+    assert!(!b.header("cache-control").unwrap().contains("immutable"));
+    std::fs::write(r.vault.path().join("stray.png"), b"not referenced").unwrap();
+    r.site.reload().unwrap();
+    assert_eq!(get(r.addr, "/attachments/stray.png").status, 404);
+    assert_eq!(
+        get(r.addr, "/attachments/..%2F.quire%2Fusers.toml").status,
+        404
+    );
+}
+
+/// Waits until `f` holds, up to `limit`.
+fn within(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if f() {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn an_edit_changes_exactly_the_pages_that_show_it() {
+    let r = start(true);
+    // Warm a few pages: the edited note, a note linking to it, an unrelated note.
+    let snap = r.site.snapshot();
+    let v = &snap.vault;
+    let (target, target_url) = public_linked_note(&r.site);
+    let unrelated = v
+        .notes()
+        .iter()
+        .position(|n| {
+            n.visibility() == quire_vault::Visibility::Public
+                && n.path.starts_with("Kitchen/")
+                && !v.backlinks(target).contains(&v.by_url(&n.url).unwrap())
+        })
+        .unwrap();
+    let unrelated_url = v.notes()[unrelated].url.clone();
+    for p in [target_url.as_str(), unrelated_url.as_str(), "/"] {
+        get(r.addr, p);
+        within(Duration::from_secs(3), || get(r.addr, p).hit()).expect("warmed");
+    }
+    let path = r.vault.path().join(&v.notes()[target].path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    drop(snap);
+    let marker = "Edited by the watcher test.";
+    std::fs::write(&path, format!("{text}\n\n{marker}\n")).unwrap();
+    let took = within(Duration::from_secs(5), || {
+        get(r.addr, &target_url).body.contains(marker)
+    })
+    .expect("the edit is served");
+    assert!(took < Duration::from_secs(5));
+    assert!(
+        get(r.addr, &unrelated_url).hit(),
+        "an unrelated page stays cached"
+    );
+    assert!(
+        get(r.addr, "/").hit(),
+        "the index shows no body text: still cached"
+    );
+    // Renaming the title changes the index too.
+    let retitled = text.replacen("title: ", "title: Renamed ", 1);
+    assert_ne!(retitled, text, "the note has a title line");
+    std::fs::write(&path, retitled).unwrap();
+    within(Duration::from_secs(5), || {
+        get(r.addr, "/").body.contains("Renamed ")
+    })
+    .expect("the index shows the new title");
+    let _ = &r.ctx;
+}
+
+#[test]
+fn concurrent_first_requests_render_once() {
+    let r = start(false);
+    let before = r.site.renders();
+    let addr = r.addr;
+    let threads: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/caching/").status))
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 200);
+    }
+    assert_eq!(
+        r.site.renders() - before,
+        1,
+        "one render for eight requests"
+    );
+}
+
+#[test]
+fn hostile_requests_get_clear_answers() {
+    let r = start(false);
+    assert_eq!(get(r.addr, "/%00%ff/x").status, 404);
+    assert_eq!(
+        get(r.addr, "/a/../../..").status,
+        200,
+        "dot segments resolve to /"
+    );
+    assert_eq!(get(r.addr, "/tags/%3Cscript%3E").status, 404);
+    let big = "x".repeat(64 * 1024);
+    let resp = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        "Content-Type: application/x-www-form-urlencoded\r\n",
+        &big,
+    );
+    assert!(matches!(resp.status, 413 | 400), "{}", resp.status);
+    assert_eq!(get_with(r.addr, "DELETE", "/", "", "").status, 405);
+}

@@ -1,0 +1,85 @@
+//! `quire serve`: publishes a vault through the cache. Loads the server
+//! configuration (file, then flags), opens the site, starts the server with the site
+//! as its upstream and the vault watcher, and drains on SIGTERM or SIGINT.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use quire_server::config::ByteSize;
+use quire_server::{Config, Ctx, Server};
+use quire_site::Site;
+
+use crate::cli::ServeArgs;
+use crate::proxy::{load_config, runtime, shutdown_signal};
+
+/// The default cache size of `quire serve` (a site is smaller than what a proxy
+/// fronts).
+const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
+
+/// The configuration `args` describe: the file if given, then each flag over it.
+pub fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
+    let mut cfg = match &args.config {
+        Some(p) => load_config(p)?,
+        None => {
+            let mut c = Config::default();
+            c.cache.path = PathBuf::from("quire-cache/serve.vol");
+            c.cache.size = ByteSize(DEFAULT_CACHE_BYTES);
+            c
+        }
+    };
+    cfg.origin = None;
+    if let Some(l) = args.listen {
+        cfg.listen = l;
+    }
+    if let Some(c) = &args.cache {
+        cfg.cache.path = c.clone();
+    }
+    if let Some(s) = &args.cache_size {
+        cfg.cache.size = s
+            .parse::<ByteSize>()
+            .map_err(|e| anyhow::anyhow!("--cache-size: {e}"))?;
+    }
+    if let Some(w) = args.workers {
+        cfg.workers = w;
+    }
+    Ok(cfg)
+}
+
+/// Serves the vault until SIGTERM/SIGINT, then drains.
+pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let cfg = config_from(args)?;
+    let site = Site::open(&args.vault)
+        .with_context(|| format!("opening the vault {}", args.vault.display()))?;
+    let (rt, workers) = runtime(cfg.workers)?;
+    rt.block_on(async move {
+        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone()))?;
+        let watcher = if args.no_watch {
+            None
+        } else {
+            Some(
+                quire_site::watch::start(site.clone(), ctx.clone())
+                    .context("watching the vault for changes")?,
+            )
+        };
+        let server = Server::bind(ctx.clone()).await?;
+        let addr = server.local_addr()?;
+        let snap = site.snapshot();
+        eprintln!(
+            "quire: serving {} ({} notes) on http://{addr} (cache {}, {} workers{})",
+            args.vault.display(),
+            snap.vault.notes().len(),
+            ctx.cfg.cache.path.display(),
+            workers,
+            if watcher.is_some() {
+                ", watching for changes"
+            } else {
+                ""
+            },
+        );
+        server.run(shutdown_signal()).await;
+        drop(watcher);
+        eprintln!("quire: stopped");
+        anyhow::Ok(())
+    })
+}
