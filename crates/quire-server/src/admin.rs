@@ -120,9 +120,10 @@ pub async fn handle(ctx: &Arc<Ctx>, req: Request<Incoming>) -> (Response<Body>, 
     }
     let resp = match (method, path.as_str()) {
         (Method::GET, "/_quire/metrics") => {
-            let text = ctx
+            let mut text = ctx
                 .metrics
                 .render(&ctx.store.stats(), ctx.started.elapsed());
+            ctx.origin.metrics(&mut text);
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

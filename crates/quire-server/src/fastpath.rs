@@ -27,7 +27,7 @@ use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Uri};
+use http::{Method, StatusCode, Uri};
 use quire_http::bypass;
 use quire_http::cache_control::CacheControl;
 use quire_http::conditional::Precondition;
@@ -210,6 +210,9 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
             field("age", fmt_u64(&mut num, v.age_secs));
             field("cache-status", v.cache_status.as_bytes());
             out.extend_from_slice(b"\r\n");
+            if method == Method::GET {
+                ctx.origin.served(path);
+            }
             return Some(Answer {
                 body: None,
                 status: 304,
@@ -249,6 +252,9 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     }
     field("content-length", fmt_u64(&mut num, v.body_len));
     out.extend_from_slice(b"\r\n");
+    if method == Method::GET && status == StatusCode::OK {
+        ctx.origin.served(path);
+    }
     Some(Answer {
         body,
         status: status.as_u16(),

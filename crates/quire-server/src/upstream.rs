@@ -53,6 +53,18 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         let _ = url;
         0
     }
+
+    /// A GET for `target` (the request's path and query, as sent) was answered
+    /// 200 or 304, from the cache or not. Called on the hit path: it must not block
+    /// or wait (a view counter enqueues and returns).
+    fn served(&self, target: &str) {
+        let _ = target;
+    }
+
+    /// Appends the upstream's own Prometheus families to `/_quire/metrics`.
+    fn metrics(&self, out: &mut String) {
+        let _ = out;
+    }
 }
 
 impl Upstream for Origin {
