@@ -14,6 +14,7 @@
 //! - [`vault`]: loading a folder, resolving names, backlinks.
 //! - [`render`]: markdown to HTML.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
+//! - [`readers`]: the users file, password hashes, signed session cookies.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,7 @@ pub mod front;
 pub mod links;
 pub mod note;
 pub mod pages;
+pub mod readers;
 pub mod render;
 pub mod vault;
 

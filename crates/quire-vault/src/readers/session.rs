@@ -1,0 +1,401 @@
+//! Signed session cookies and the `Cookie`/`Set-Cookie` header text around them.
+//!
+//! Cookie value: `hex(payload) "." hex(tag)`, payload `v1|name|role|expires_unix|nonce`,
+//! tag HMAC-SHA256 over the payload bytes. Hex is lowercase only, so each payload has
+//! one encoding. Checking order, cheapest first: length, shape, MAC (constant time),
+//! expiry, then the user still being in the users file with the same role.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use hmac::{Hmac, Mac};
+use rand::{RngCore, TryRngCore};
+use sha2::{Digest, Sha256};
+
+use super::{hex, unhex, Reader, ReadersError, Role, Users};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "quire_session";
+/// Longest cookie value looked at; anything longer is refused before decoding. Real
+/// values are under 350 bytes (names are at most 64).
+pub const COOKIE_LEN_MAX: usize = 512;
+/// Shortest secret file accepted, bytes.
+const SECRET_LEN_MIN: usize = 32;
+const NONCE_LEN: usize = 16;
+const VERSION: &str = "v1";
+/// Domain separation: the secret file may one day key other things.
+const KEY_CONTEXT: &[u8] = b"quire session cookie v1\0";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// Issues and checks session cookies.
+pub struct Sessions {
+    key: [u8; 32],
+    ttl: Duration,
+}
+
+impl std::fmt::Debug for Sessions {
+    /// The key stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// Sessions keyed by `secret` (32 bytes or more, random), lasting `ttl`.
+    pub fn new(secret: &[u8], ttl: Duration) -> Option<Sessions> {
+        if secret.trim_ascii().len() < SECRET_LEN_MIN {
+            return None;
+        }
+        let mut h = Sha256::new();
+        h.update(KEY_CONTEXT);
+        h.update(secret);
+        Some(Sessions {
+            key: h.finalize().into(),
+            ttl,
+        })
+    }
+
+    /// Sessions keyed by the secret file at `path` (`VAULT/.quire/secret`), made with 32
+    /// random bytes (as hex) and mode 0600 if missing. A file shorter than 32 bytes is an
+    /// error; deleting the file signs everyone out.
+    pub fn load_or_create(path: &Path, ttl: Duration) -> Result<Sessions, ReadersError> {
+        let io = |source| ReadersError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let secret = match std::fs::read(path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_secret(path)?,
+            Err(e) => return Err(io(e)),
+        };
+        warn_if_readable_by_others(path);
+        Sessions::new(&secret, ttl).ok_or_else(|| ReadersError::Secret {
+            path: path.to_owned(),
+            message: format!(
+                "it holds {} bytes; it needs {SECRET_LEN_MIN} or more random bytes \
+                 (delete it and quire makes one; everyone then signs in again)",
+                secret.trim_ascii().len()
+            ),
+        })
+    }
+
+    /// How long an issued session lasts.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// A cookie value signing `reader` in until `now + ttl`.
+    pub fn issue(&self, reader: &Reader, now: SystemTime) -> String {
+        debug_assert!(
+            !reader.name.contains(['|', ';', '\r', '\n']),
+            "names come from the users file"
+        );
+        let expires = unix_secs(now).saturating_add(self.ttl.as_secs());
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
+        let payload = format!(
+            "{VERSION}|{}|{}|{expires}|{}",
+            reader.name,
+            reader.role,
+            hex(&nonce)
+        );
+        let tag = self.mac(payload.as_bytes()).finalize().into_bytes();
+        format!("{}.{}", hex(payload.as_bytes()), hex(&tag))
+    }
+
+    /// The reader a cookie value signs in, if its tag is right, it has not expired, it
+    /// does not outlive this `ttl` (shortening the ttl shortens old sessions too), and
+    /// its user is still in `users` with the same role.
+    pub fn verify(&self, cookie_value: &str, users: &Users, now: SystemTime) -> Option<Reader> {
+        if cookie_value.len() > COOKIE_LEN_MAX {
+            return None;
+        }
+        let (payload, tag) = cookie_value.split_once('.')?;
+        let (payload, tag) = (unhex(payload)?, unhex(tag)?);
+        self.mac(&payload).verify_slice(&tag).ok()?;
+        // Authentic from here on: we wrote it.
+        let payload = std::str::from_utf8(&payload).ok()?;
+        let mut fields = payload.split('|');
+        let [version, name, role, expires, _nonce] = std::array::from_fn(|_| fields.next());
+        if fields.next().is_some() || version? != VERSION {
+            return None;
+        }
+        let role = Role::parse(role?)?;
+        let expires: u64 = expires?.parse().ok()?;
+        let now = unix_secs(now);
+        if now >= expires || expires > now.saturating_add(self.ttl.as_secs()) {
+            return None;
+        }
+        users.get(name?).filter(|r| r.role == role)
+    }
+
+    fn mac(&self, payload: &[u8]) -> HmacSha256 {
+        let mut m = HmacSha256::new_from_slice(&self.key).expect("HMAC takes any key length");
+        m.update(payload);
+        m
+    }
+}
+
+fn create_secret(path: &Path) -> Result<Vec<u8>, ReadersError> {
+    use std::io::Write;
+    let io = |source| ReadersError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|e| ReadersError::Secret {
+            path: path.to_owned(),
+            message: format!("no randomness from the OS: {e}"),
+        })?;
+    let text = format!("{}\n", hex(&bytes));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    // Written whole under a temporary name, then linked into place: a reader never
+    // sees half a secret, and when two processes race the first link wins for both.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let written = opts.open(&tmp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), "made a new session secret");
+            Ok(text.into_bytes())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(path).map_err(io),
+        Err(e) => Err(io(e)),
+    }
+}
+
+fn warn_if_readable_by_others(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            if m.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(
+                    path = %path.display(),
+                    "the session secret is readable by other users; chmod 600 it"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The value of a `Set-Cookie` header signing a browser in: `HttpOnly`, `SameSite=Lax`,
+/// `Path=/`, `Max-Age` = `ttl`, and `Secure` when the site is served over HTTPS.
+/// Characters a cookie value may not hold are dropped, so a header can never be split.
+pub fn set_cookie_header(value: &str, ttl: Duration, secure: bool) -> String {
+    debug_assert!(value.bytes().all(is_cookie_octet), "a value from issue()");
+    let value: String = value
+        .chars()
+        .filter(|&c| c.is_ascii() && is_cookie_octet(c as u8))
+        .collect();
+    format!(
+        "{COOKIE}={value}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        ttl.as_secs(),
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The value of a `Set-Cookie` header signing a browser out.
+pub fn clear_cookie_header() -> String {
+    format!("{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
+}
+
+/// The session cookie's value in a `Cookie` header (`a=b; quire_session=...; c=d`): the
+/// first one wins, surrounding quotes are dropped, an empty value is none. Call it once
+/// per `Cookie` header line.
+pub fn session_cookie(header: &str) -> Option<&str> {
+    let (_, value) = header
+        .split(';')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(name, _)| name.trim() == COOKIE)?;
+    let value = value.trim();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    Some(value).filter(|v| !v.is_empty())
+}
+
+/// RFC 6265 §4.1.1 `cookie-octet`.
+fn is_cookie_octet(b: u8) -> bool {
+    matches!(b, 0x21 | 0x23..=0x2b | 0x2d..=0x3a | 0x3c..=0x5b | 0x5d..=0x7e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "$argon2id$v=19$m=256,t=1,p=1$c29tZXNhbHQxMjM0NTY$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn users(list: &[(&str, &str)]) -> Users {
+        let text: String = list
+            .iter()
+            .map(|(n, r)| {
+                format!("[[user]]\nname = \"{n}\"\npassword = \"{HASH}\"\nrole = \"{r}\"\n")
+            })
+            .collect();
+        Users::parse(&text, Path::new("users.toml")).unwrap()
+    }
+
+    fn sessions(ttl: Duration) -> Sessions {
+        Sessions::new(&[7u8; 32], ttl).unwrap()
+    }
+
+    fn t(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn reader(name: &str, role: Role) -> Reader {
+        Reader {
+            name: name.into(),
+            role,
+        }
+    }
+
+    #[test]
+    fn a_cookie_round_trips_until_it_expires() {
+        let s = sessions(HOUR);
+        let u = users(&[("ada", "admin")]);
+        let ada = reader("ada", Role::Admin);
+        let c = s.issue(&ada, t(1_000_000));
+        assert!(c.len() < COOKIE_LEN_MAX);
+        assert_eq!(s.verify(&c, &u, t(1_000_000)), Some(ada.clone()));
+        assert_eq!(s.verify(&c, &u, t(1_003_599)), Some(ada.clone()));
+        assert_eq!(s.verify(&c, &u, t(1_003_600)), None, "expired");
+        assert_ne!(c, s.issue(&ada, t(1_000_000)), "nonces differ");
+        // Another key, or a shorter ttl than the one issued under, refuses it.
+        let other = Sessions::new(&[8u8; 32], HOUR).unwrap();
+        assert_eq!(other.verify(&c, &u, t(1_000_000)), None);
+        let short = Sessions::new(&[7u8; 32], Duration::from_secs(60)).unwrap();
+        assert_eq!(short.verify(&c, &u, t(1_000_000)), None);
+        assert_eq!(short.verify(&c, &u, t(1_003_590)), Some(ada));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_refused() {
+        let s = sessions(HOUR);
+        let u = users(&[("ada", "reader")]);
+        let c = s.issue(&reader("ada", Role::Reader), t(1000));
+        for i in 0..c.len() {
+            for bit in [0x01u8, 0x20, 0x80] {
+                let mut b = c.clone().into_bytes();
+                b[i] ^= bit;
+                let Ok(tampered) = String::from_utf8(b) else {
+                    continue;
+                };
+                assert_eq!(
+                    s.verify(&tampered, &u, t(1000)),
+                    None,
+                    "byte {i} ^ {bit:#x}"
+                );
+            }
+        }
+        assert_eq!(s.verify(&c[..c.len() - 2], &u, t(1000)), None, "truncated");
+        assert_eq!(s.verify("", &u, t(1000)), None);
+        assert_eq!(s.verify(".", &u, t(1000)), None);
+    }
+
+    #[test]
+    fn removing_or_demoting_a_user_ends_their_sessions() {
+        let s = sessions(HOUR);
+        let admin = s.issue(&reader("ada", Role::Admin), t(1000));
+        let bob = s.issue(&reader("bob", Role::Reader), t(1000));
+        let before = users(&[("ada", "admin"), ("bob", "reader")]);
+        assert!(s.verify(&admin, &before, t(1000)).is_some());
+        assert!(s.verify(&bob, &before, t(1000)).is_some());
+        let after = users(&[("ada", "reader")]);
+        assert_eq!(s.verify(&admin, &after, t(1000)), None, "demoted");
+        assert_eq!(s.verify(&bob, &after, t(1000)), None, "removed");
+    }
+
+    #[test]
+    fn an_oversized_cookie_is_refused_before_decoding() {
+        let s = sessions(HOUR);
+        let u = users(&[("ada", "reader")]);
+        let c = s.issue(&reader("ada", Role::Reader), t(1000));
+        let huge = format!("{c}{}", "0".repeat(100 * 1024));
+        assert_eq!(s.verify(&huge, &u, t(1000)), None);
+        assert_eq!(s.verify(&"a".repeat(COOKIE_LEN_MAX + 1), &u, t(1000)), None);
+    }
+
+    #[test]
+    fn the_secret_is_made_private_reused_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".quire/secret");
+        let a = Sessions::load_or_create(&path, HOUR).unwrap();
+        let first = std::fs::read(&path).unwrap();
+        assert_eq!(first.len(), 65, "32 random bytes as hex, newline");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let b = Sessions::load_or_create(&path, HOUR).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), first, "reused, not remade");
+        assert_eq!(a.key, b.key);
+        let u = users(&[("ada", "reader")]);
+        let c = a.issue(&reader("ada", Role::Reader), t(1000));
+        assert!(b.verify(&c, &u, t(1000)).is_some(), "survives a restart");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(".quire"))
+                .unwrap()
+                .count(),
+            1
+        );
+
+        std::fs::write(&path, "too short\n").unwrap();
+        let e = Sessions::load_or_create(&path, HOUR)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("secret") && e.contains("32"), "{e}");
+        assert!(!format!("{a:?}").contains("key"), "no key in Debug");
+    }
+
+    #[test]
+    fn cookie_headers() {
+        assert_eq!(
+            set_cookie_header("ab.cd", HOUR, false),
+            "quire_session=ab.cd; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax"
+        );
+        assert!(set_cookie_header("ab.cd", HOUR, true).ends_with("; Secure"));
+        assert_eq!(
+            clear_cookie_header(),
+            "quire_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"
+        );
+        assert_eq!(session_cookie("quire_session=abc"), Some("abc"));
+        assert_eq!(
+            session_cookie("a=b;quire_session = \"x.y\" ; quire_session=z"),
+            Some("x.y")
+        );
+        assert_eq!(session_cookie("xquire_session=1; quire_sessionx=2"), None);
+        assert_eq!(session_cookie("junk; =; ;; quire_session=v=w"), Some("v=w"));
+        assert_eq!(session_cookie("quire_session=; a=b"), None);
+        assert_eq!(session_cookie(""), None);
+    }
+}
