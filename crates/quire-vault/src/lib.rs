@@ -15,6 +15,7 @@
 //! - [`render`]: markdown to HTML.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
 //! - [`readers`]: the users file, password hashes, signed session cookies.
+//! - [`views`]: view counts through a bounded queue into SQLite.
 
 #![forbid(unsafe_code)]
 
@@ -25,6 +26,7 @@ pub mod pages;
 pub mod readers;
 pub mod render;
 pub mod vault;
+pub mod views;
 
 #[cfg(test)]
 mod testing;
