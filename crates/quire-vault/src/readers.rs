@@ -38,7 +38,9 @@ pub use limiter::{LoginLimiter, LoginLimits};
 pub use session::{
     clear_cookie_header, session_cookie, set_cookie_header, Sessions, COOKIE, COOKIE_LEN_MAX,
 };
-pub use users::{hash_password, write_user, UserWrite, Users, NAME_LEN_MAX, PASSWORD_LEN_MAX};
+pub use users::{
+    check_name, hash_password, write_user, UserWrite, Users, NAME_LEN_MAX, PASSWORD_LEN_MAX,
+};
 
 /// A signed-in person.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

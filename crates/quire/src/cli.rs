@@ -26,6 +26,9 @@ pub enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Manage a vault's readers (VAULT/.quire/users.toml).
+    #[command(subcommand)]
+    User(crate::user::UserCommand),
 }
 
 /// Arguments of `quire proxy`. Flags override the config file.

@@ -8,6 +8,7 @@ mod cli;
 mod proxy;
 mod purge;
 mod serve;
+mod user;
 
 use std::process::ExitCode;
 
@@ -38,5 +39,6 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
+        Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
     }
 }

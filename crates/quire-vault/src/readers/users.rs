@@ -325,8 +325,9 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Names go into cookies and TOML strings unescaped: a short, plain alphabet.
-fn check_name(name: &str) -> Result<(), String> {
+/// Whether `name` can be a user name: 1 to [`NAME_LEN_MAX`] ASCII letters, digits, `.`,
+/// `_`, `-` or `@` (names go into cookies and TOML strings unescaped). The error says so.
+pub fn check_name(name: &str) -> Result<(), String> {
     let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');
     if name.is_empty() || name.len() > NAME_LEN_MAX || !name.chars().all(ok) {
         let shown: String = name.chars().take(NAME_LEN_MAX).collect();
