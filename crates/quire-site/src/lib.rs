@@ -10,8 +10,10 @@
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
 //! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
+//! - [`auth`]: sign-in, sign-out, sessions.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
 
+pub mod auth;
 pub mod config;
 pub mod extras;
 pub mod feed;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use quire_vault::render::render;
+use quire_vault::views::Views;
+use quire_vault::Visibility;
 use serde_json::{json, Value};
 
 use crate::model::{self, audience, Viewer, Who};
@@ -70,7 +72,7 @@ pub fn error(s: &Snapshot, who: Who<'_>, path: &str, status: StatusCode, message
     html(s, "error.html", &ctx, status, policy(who, version))
 }
 
-fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
+pub fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
     let msg = if req.viewer.is_none() {
         "There is no page here — or it is only for signed-in readers."
     } else {
@@ -80,7 +82,7 @@ fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
 }
 
 /// Answers a GET or HEAD for a page (forms are in [`crate::auth`]).
-pub fn page(s: &Arc<Snapshot>, req: &Req<'_>) -> Reply {
+pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
     let who = req.viewer;
     let aud = audience(who);
     let v = &s.vault;
@@ -116,6 +118,9 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>) -> Reply {
             let mut extra = model::note(v, i, aud, s.related.of(i, aud));
             let r = render(v, i, aud);
             extra["note"]["html"] = r.html.into();
+            if who.is_some_and(|w| w.audience == Visibility::Draft) {
+                extra["note"]["views"] = views.count(&v.notes()[i].path).ok().into();
+            }
             extra["note"]["headings"] = r
                 .headings
                 .iter()
@@ -187,7 +192,8 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>) -> Reply {
             )
         }
         Page::Logout => Reply::redirect("/"),
-        Page::Search | Page::ApiSearch | Page::Views => crate::extras::page(s, req),
+        Page::Views => crate::extras::views(s, req, views),
+        Page::Search | Page::ApiSearch => crate::extras::page(s, req),
     }
 }
 

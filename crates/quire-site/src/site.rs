@@ -24,10 +24,12 @@ use http_body_util::{BodyExt, Limited};
 use quire_http::key::NormalizedUrl;
 use quire_server::origin::{OriginError, OutBody};
 use quire_server::upstream::{UpFuture, Upstream};
+use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
+use quire_vault::views::Views;
 use quire_vault::Vault;
 
-use crate::config::{SiteConfig, SiteConfigError};
-use crate::model::Viewer;
+use crate::auth;
+use crate::config::{SiteConfig, SiteConfigError, DIR};
 use crate::related::RelatedNotes;
 use crate::reply::{Policy, Reply};
 use crate::respond::{self, Req};
@@ -50,6 +52,12 @@ pub enum SiteError {
     /// A template.
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// The users file or the session secret.
+    #[error(transparent)]
+    Readers(#[from] quire_vault::readers::ReadersError),
+    /// The views database.
+    #[error(transparent)]
+    Views(#[from] quire_vault::views::ViewsError),
 }
 
 /// A published vault.
@@ -64,19 +72,52 @@ struct Inner {
     snap: ArcSwap<Snapshot>,
     /// Answers rendered (every request that reached the site).
     renders: AtomicU64,
+    /// `.quire/users.toml`, reloaded with the vault.
+    users: ArcSwap<Users>,
+    /// Session cookie signing (`.quire/secret`).
+    sessions: Sessions,
+    /// Failed sign-in throttle.
+    limiter: LoginLimiter,
+    /// Page views (`.quire/views.db`).
+    views: Views,
 }
+
+/// Views queued before new ones are dropped (and counted as dropped).
+const VIEWS_QUEUE: usize = 64 * 1024;
 
 impl Site {
     /// Loads the vault at `root` and everything the site needs to serve it.
     pub fn open(root: &Path) -> Result<Site, SiteError> {
         let snap = build(root)?;
+        let dir = root.join(DIR);
+        std::fs::create_dir_all(&dir).map_err(|source| quire_vault::vault::VaultError {
+            path: dir.clone(),
+            source,
+        })?;
+        let users = Users::load(&dir.join("users.toml"))?;
+        let sessions = Sessions::load_or_create(&dir.join("secret"), auth::ttl(&snap))?;
+        let views = Views::open(&dir.join("views.db"), VIEWS_QUEUE)?;
         Ok(Site {
             inner: Arc::new(Inner {
                 root: root.to_owned(),
                 snap: ArcSwap::from_pointee(snap),
                 renders: AtomicU64::new(0),
+                users: ArcSwap::from_pointee(users),
+                sessions,
+                limiter: LoginLimiter::new(LoginLimits::default()),
+                views,
             }),
         })
+    }
+
+    /// Writes every queued view count (on shutdown: a graceful stop loses none).
+    pub fn flush(&self) {
+        self.inner.views.flush();
+    }
+
+    /// The view counter.
+    pub fn views(&self) -> &Views {
+        &self.inner.views
     }
 
     /// The vault folder.
@@ -99,6 +140,12 @@ impl Site {
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
         let new = Arc::new(build(&self.inner.root)?);
+        match Users::load(&self.inner.root.join(DIR).join("users.toml")) {
+            Ok(u) => self.inner.users.store(Arc::new(u)),
+            Err(e) => {
+                tracing::error!(error = %e, "users file not reloaded; the previous one stays")
+            }
+        }
         let old = self.inner.snap.swap(new.clone());
         Ok(snapshot::changed_paths(&old, &new))
     }
@@ -157,6 +204,50 @@ impl Upstream for Site {
         Duration::from_secs(30)
     }
 
+    fn served(&self, target: &str) {
+        let path = target.split_once('?').map_or(target, |(p, _)| p);
+        let snap = self.inner.snap.load();
+        let found = if path.contains('%') {
+            snap.note_paths.get(&percent_decode(path))
+        } else {
+            snap.note_paths.get(path)
+        };
+        if let Some(p) = found {
+            self.inner.views.record_shared(p);
+        }
+    }
+
+    fn metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let v = &self.inner.views;
+        let mut family = |name: &str, help: &str, value: u64| {
+            let _ = write!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            );
+        };
+        family(
+            "quire_site_renders_total",
+            "Requests the site rendered (misses, bypasses, forms).",
+            self.inner.renders.load(Ordering::Relaxed),
+        );
+        family(
+            "quire_views_recorded_total",
+            "Page views queued for counting.",
+            v.recorded(),
+        );
+        family(
+            "quire_views_dropped_total",
+            "Page views dropped because the queue was full.",
+            v.dropped(),
+        );
+        family(
+            "quire_views_written_total",
+            "Page views written to the views database.",
+            v.written(),
+        );
+    }
+
     fn key_version(&self, url: &NormalizedUrl) -> u64 {
         let snap = self.inner.snap.load();
         let path = url.path();
@@ -172,6 +263,7 @@ impl Upstream for Site {
 fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> Reply {
     inner.renders.fetch_add(1, Ordering::Relaxed);
     let snap = inner.snap.load_full();
+    let users = inner.users.load();
     let path = percent_decode(parts.uri.path());
     let host = parts
         .headers
@@ -179,7 +271,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
         .and_then(|h| h.to_str().ok())
         .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or("localhost");
-    let viewer: Option<Viewer> = None;
+    let viewer = auth::viewer(&parts.headers, &inner.sessions, &users);
     let req = Req {
         method: &parts.method,
         path: &path,
@@ -187,35 +279,26 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
         viewer: viewer.as_ref(),
         base: format!("http://{host}"),
     };
-    match parts.method {
-        Method::GET | Method::HEAD => respond::page(&snap, &req),
-        Method::POST => {
-            let _ = form;
-            respond::error(
-                &snap,
-                req.viewer,
-                &path,
-                StatusCode::METHOD_NOT_ALLOWED,
-                "This page does not take forms.",
-            )
-        }
+    match (&parts.method, path.as_str()) {
+        (&Method::GET | &Method::HEAD, _) => respond::page(&snap, &req, &inner.views),
+        (&Method::POST, "/login") => auth::login(
+            &auth::Login {
+                snap: &snap,
+                users: &users,
+                sessions: &inner.sessions,
+                limiter: &inner.limiter,
+            },
+            &parts.headers,
+            form.as_deref().unwrap_or_default(),
+        ),
+        (&Method::POST, "/logout") => auth::logout(),
         _ => respond::error(
             &snap,
             req.viewer,
             &path,
             StatusCode::METHOD_NOT_ALLOWED,
-            "Method not allowed.",
-        ),
-    }
-    .with_allow_if_405()
-}
-
-impl Reply {
-    fn with_allow_if_405(self) -> Reply {
-        if self.status == StatusCode::METHOD_NOT_ALLOWED {
-            self.with(header::ALLOW, "GET, HEAD, POST".into())
-        } else {
-            self
-        }
+            "This page does not take that method.",
+        )
+        .with(header::ALLOW, "GET, HEAD".into()),
     }
 }

@@ -53,6 +53,9 @@ pub struct Snapshot {
     /// An attachment no note embeds is for admins only: a file lying in the vault
     /// is not published by being there.
     pub attachment_audience: HashMap<String, Visibility>,
+    /// Page path → the note's vault path, shared, for view counts (no allocation on
+    /// the hit path).
+    pub note_paths: HashMap<String, Arc<str>, Xxh3Builder>,
 }
 
 impl Snapshot {
@@ -83,7 +86,14 @@ impl Snapshot {
             search_version: 0,
             other_version: mix(epoch, 0),
             attachment_audience: HashMap::new(),
+            note_paths: HashMap::with_hasher(Xxh3Builder::new()),
         };
+        for (i, n) in s.vault.notes().iter().enumerate() {
+            if s.vault.by_url(&n.url) == Some(i) {
+                s.note_paths
+                    .insert(n.url.clone(), Arc::from(n.path.as_str()));
+            }
+        }
         s.attachment_audience = attachment_audience(&s.vault);
         s.versions = s.compute_versions();
         let mut search = Xxh3::new();

@@ -364,3 +364,113 @@ fn hostile_requests_get_clear_answers() {
     assert!(matches!(resp.status, 413 | 400), "{}", resp.status);
     assert_eq!(get_with(r.addr, "DELETE", "/", "", "").status, 405);
 }
+
+/// The `quire_session=...` pair from a sign-in answer.
+fn session(resp: &Resp) -> Option<String> {
+    resp.headers
+        .iter()
+        .find(|(n, _)| n == "set-cookie")
+        .and_then(|(_, v)| v.split(';').next())
+        .map(str::to_owned)
+}
+
+#[test]
+fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let private = snap
+        .vault
+        .notes()
+        .iter()
+        .find(|n| n.visibility() == quire_vault::Visibility::Private)
+        .unwrap();
+    let draft = snap
+        .vault
+        .notes()
+        .iter()
+        .find(|n| n.visibility() == quire_vault::Visibility::Draft)
+        .unwrap();
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let bad = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=wrong&next=/",
+    );
+    assert_eq!(bad.status, 200);
+    assert!(session(&bad).is_none(), "no cookie for a wrong password");
+    let ok = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        &format!(
+            "name=reader&password=reader-demo-password&next={}",
+            private.url
+        ),
+    );
+    assert_eq!(ok.status, 303, "{ok:?}");
+    assert_eq!(ok.header("location"), Some(private.url.as_str()));
+    let cookie = session(&ok).expect("a session cookie");
+    let with = format!("Cookie: {cookie}\r\n");
+    let page = get_with(r.addr, "GET", &private.url, &with, "");
+    assert_eq!(page.status, 200, "a reader sees a private note");
+    assert!(page
+        .body
+        .contains(&quire_vault::render::escape(private.title())));
+    assert!(page.header("cache-control").unwrap().contains("no-store"));
+    assert!(!page.hit());
+    assert_eq!(
+        get(r.addr, &private.url).status,
+        404,
+        "still hidden from strangers"
+    );
+    assert_eq!(
+        get_with(r.addr, "GET", &draft.url, &with, "").status,
+        404,
+        "drafts are for admins"
+    );
+    // A forged cookie is nobody.
+    let forged = format!("Cookie: {}x\r\n", cookie);
+    assert_eq!(
+        get_with(r.addr, "GET", &private.url, &forged, "").status,
+        404
+    );
+    let out = get_with(r.addr, "POST", "/logout", &with, "");
+    assert_eq!(out.status, 303);
+    assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+}
+
+#[test]
+fn views_are_counted_on_hits_and_admins_see_them() {
+    let r = start(false);
+    let (i, url) = public_linked_note(&r.site);
+    let path = r.site.snapshot().vault.notes()[i].path.clone();
+    for _ in 0..5 {
+        assert_eq!(get(r.addr, &url).status, 200);
+    }
+    r.site.flush();
+    assert_eq!(
+        r.site.views().count(&path).unwrap(),
+        5,
+        "misses and hits alike"
+    );
+    assert_eq!(get(r.addr, "/_views").status, 404, "not for strangers");
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let ok = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=admin&password=admin-demo-password",
+    );
+    let with = format!("Cookie: {}\r\n", session(&ok).expect("admin cookie"));
+    let page = get_with(r.addr, "GET", "/_views", &with, "");
+    assert_eq!(page.status, 200);
+    // (minijinja escapes `/` in attribute values)
+    assert!(
+        page.body.contains(&url.replace('/', "&#x2f;")),
+        "the views page lists the note"
+    );
+}

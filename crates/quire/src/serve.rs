@@ -79,6 +79,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         );
         server.run(shutdown_signal()).await;
         drop(watcher);
+        site.flush();
         eprintln!("quire: stopped");
         anyhow::Ok(())
     })

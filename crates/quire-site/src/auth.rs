@@ -1,0 +1,153 @@
+//! Signing in and out: the `/login` and `/logout` forms, and who a request's session
+//! cookie names.
+//!
+//! Key decisions:
+//! - **Signed-in readers bypass the anonymous cache**, they do not get a cache of
+//!   their own. `quire-server` treats any cookie as a session and passes the request
+//!   to the site, which renders it for that reader with `Cache-Control: private,
+//!   no-store`. A per-audience cache would save renders for readers, but its keys
+//!   would have to carry the audience through every layer, and one mistake there
+//!   serves a private page to a stranger; on a notes site the readers are few and a
+//!   render is well under a millisecond. The anonymous cache is filled only by
+//!   requests that carry no cookie at all, so it can never hold a reader's view.
+//! - Sessions are signed cookies (`quire_vault::readers::Sessions`), checked against
+//!   the users file on every request, so removing or demoting a user takes effect at
+//!   once. Failed sign-ins are throttled per name and per address.
+//! - The address is the last `X-Forwarded-For` entry, the one quire itself appended
+//!   for the connection's peer; earlier entries come from the client and are ignored.
+
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+use http::header::{self, HeaderMap};
+use http::StatusCode;
+use quire_vault::readers::{
+    clear_cookie_header, session_cookie, set_cookie_header, LoginLimiter, Sessions, Users,
+};
+use serde_json::json;
+
+use crate::model::{self, Viewer};
+use crate::reply::{Policy, Reply, HTML};
+use crate::routes::{local_target, percent_decode};
+use crate::snapshot::Snapshot;
+
+/// The reader a request's session cookie names, if it is valid now.
+pub fn viewer(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Option<Viewer> {
+    let now = SystemTime::now();
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(session_cookie)
+        .and_then(|c| sessions.verify(c, users, now))
+        .map(|r| Viewer {
+            name: r.name.clone(),
+            role: r.role.as_str(),
+            audience: r.audience(),
+        })
+}
+
+/// The client's address as quire saw it.
+pub fn peer(headers: &HeaderMap) -> IpAddr {
+    headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.rsplit(',').next())
+        .and_then(|ip| ip.trim().parse().ok())
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]))
+}
+
+/// One field of an `application/x-www-form-urlencoded` body.
+fn field(form: &str, name: &str) -> Option<String> {
+    form.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        (percent_decode(&k.replace('+', " ")) == name).then(|| percent_decode(&v.replace('+', " ")))
+    })
+}
+
+/// Everything `POST /login` needs.
+#[derive(Debug)]
+pub struct Login<'a> {
+    /// The published site.
+    pub snap: &'a Snapshot,
+    /// The users file.
+    pub users: &'a Users,
+    /// Session signing.
+    pub sessions: &'a Sessions,
+    /// Failed-attempt throttle.
+    pub limiter: &'a LoginLimiter,
+}
+
+/// `POST /login`: signs in and redirects to `next`, or shows the form again.
+pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
+    let form = String::from_utf8_lossy(body);
+    let name = field(&form, "name").unwrap_or_default();
+    let password = field(&form, "password").unwrap_or_default();
+    let next = field(&form, "next").unwrap_or_else(|| "/".into());
+    let next = local_target(&next).to_owned();
+    let ip = peer(headers);
+    let now = SystemTime::now();
+    let again = |status: StatusCode, error: &str| {
+        let ctx = model::page(
+            l.snap,
+            None,
+            "/login",
+            json!({"error": error, "next": next}),
+        );
+        match l.snap.templates.render("login.html", &ctx) {
+            Ok(html) => Reply::new(status, HTML, html, Policy::NoStore),
+            Err(e) => Reply::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain; charset=utf-8",
+                format!("{e}\n"),
+                Policy::NoStore,
+            ),
+        }
+    };
+    if !l.limiter.allow(&name, ip, now) {
+        return again(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed attempts. Wait a few minutes and try again.",
+        );
+    }
+    match l.users.verify(&name, &password) {
+        Some(reader) => {
+            let cookie = l.sessions.issue(&reader, now);
+            tracing::info!(reader = %reader.name, "signed in");
+            Reply::redirect(&next).with(
+                header::SET_COOKIE,
+                set_cookie_header(&cookie, l.sessions.ttl(), l.snap.config.secure_cookies),
+            )
+        }
+        None => {
+            l.limiter.failed(&name, ip, now);
+            again(StatusCode::OK, "Wrong name or password.")
+        }
+    }
+}
+
+/// `POST /logout`: clears the session cookie.
+pub fn logout() -> Reply {
+    Reply::redirect("/").with(header::SET_COOKIE, clear_cookie_header())
+}
+
+/// How long a session lasts for `snap`'s settings.
+pub fn ttl(snap: &Snapshot) -> Duration {
+    Duration::from_secs(snap.config.session_hours.max(1) * 3600)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_fields_and_peers_parse() {
+        let f = "name=ada&password=p%26ss+word&next=%2Fa%3Fb";
+        assert_eq!(field(f, "password").as_deref(), Some("p&ss word"));
+        assert_eq!(field(f, "next").as_deref(), Some("/a?b"));
+        assert_eq!(field(f, "nope"), None);
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "6.6.6.6, 192.0.2.1".parse().unwrap());
+        assert_eq!(peer(&h), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+}
