@@ -16,6 +16,8 @@
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
 //! - [`readers`]: the users file, password hashes, signed session cookies.
 //! - [`views`]: view counts through a bounded queue into SQLite.
+//! - [`search`]: full-text search (SQLite FTS5), filtered by audience in SQL.
+//! - [`synth`]: a deterministic synthetic vault for benchmarks.
 
 #![forbid(unsafe_code)]
 
@@ -25,6 +27,8 @@ pub mod note;
 pub mod pages;
 pub mod readers;
 pub mod render;
+pub mod search;
+pub mod synth;
 pub mod vault;
 pub mod views;
 

@@ -1,0 +1,709 @@
+//! Full-text search over a vault's published notes: an SQLite FTS5 index that
+//! `quire serve`'s `/search` and `/api/search` query. This module owns the index file,
+//! its schema, writing it from a [`Vault`] and answering queries; the HTTP side only
+//! calls [`SearchIndex::search`].
+//!
+//! Key decisions:
+//! - **One writer, many read-only readers, WAL** (seed 001): the indexer writes
+//!   through one connection behind a mutex; queries run on a small pool of
+//!   `SQLITE_OPEN_READ_ONLY` connections and never take the writer's lock, so a
+//!   re-index never blocks a search — readers keep answering from the last committed
+//!   contents until the re-index commits.
+//! - **The audience is filtered inside SQL**, in the same statement as the match
+//!   (`visibility <= ?`), so no code path can return a note and forget to check it.
+//! - **Reader input is never FTS syntax** ([`query`]): words are quoted, phrases and
+//!   prefixes re-created by us; a malformed query is a sanitised one or an empty
+//!   result with a notice, and [`SearchIndex::search`] never returns an error.
+//! - **External-content FTS5**: the text lives once, in table `notes` (with path, url
+//!   and visibility); `notes_fts` indexes title (bm25 weight 10), tags (4) and body
+//!   (1), tokenised by `porter unicode61 remove_diacritics 2`, with prefix indexes for
+//!   2- and 3-character prefixes.
+//! - **A full re-index is one transaction** by default: readers see the old index or
+//!   the new one, never a mix, and it kept reader p99 lower than batches of commits
+//!   in `quire bench search` ([`IndexOptions::reindex_batch_notes`] selects batches).
+//! - The index is derived data: a file of another schema version is rebuilt empty,
+//!   and [`SearchIndex::open_or_rebuild`] moves a corrupt file aside.
+
+mod query;
+mod text;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+
+pub use query::{sanitize, Sanitized, INPUT_CHARS_MAX, PREFIX_CHARS_MIN, WORDS_MAX};
+pub use text::{plain_body, snippet_html};
+
+use crate::note::Visibility;
+use crate::vault::Vault;
+
+/// Most hits one query returns.
+pub const LIMIT_MAX: usize = 100;
+/// `PRAGMA user_version` of the schema below; a file with another is rebuilt.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE notes (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visibility INTEGER NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    title, tags, body,
+    content = 'notes', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2',
+    prefix = '2 3'
+);
+";
+
+/// The query: best matches first, the audience filtered in the join, snippets of the
+/// body. `CROSS JOIN` keeps FTS5 the outer loop (never a scan of `notes`).
+const SEARCH_SQL: &str = "
+SELECT n.title, n.url, n.path,
+       snippet(notes_fts, 2, ?4, ?5, '…', 16),
+       bm25(notes_fts, 10.0, 4.0, 1.0) AS score
+FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
+WHERE notes_fts MATCH ?1 AND n.visibility <= ?2
+ORDER BY score
+LIMIT ?3";
+
+/// Tuning knobs; [`IndexOptions::default`] is what `quire serve` uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Notes per transaction in [`SearchIndex::reindex`]; 0: the whole re-index is
+    /// one transaction (readers never see a half-built index).
+    pub reindex_batch_notes: usize,
+    /// Idle read-only connections kept open; more are opened when queries overlap
+    /// and closed afterwards.
+    pub readers_idle_max: usize,
+    /// Page cache of each read-only connection, KiB.
+    pub reader_cache_kib: u32,
+    /// `mmap_size` of each read-only connection, bytes.
+    pub reader_mmap_bytes: u64,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            reindex_batch_notes: 0,
+            readers_idle_max: 8,
+            reader_cache_kib: 16 * 1024,
+            reader_mmap_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Why the index could not be opened or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// SQLite failed.
+    #[error("search index {path}: {op}: {source}")]
+    Sqlite {
+        /// The index file.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// Why.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file is not an SQLite database, or is damaged.
+    #[error(
+        "search index {path} is corrupt ({source}); delete it and re-index (open_or_rebuild does)"
+    )]
+    Corrupt {
+        /// The index file.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A database that holds tables other than the index's: not ours to rebuild.
+    #[error("search index {path}: the file holds other tables ({tables}); not touching it")]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// Some of its tables.
+        tables: String,
+    },
+    /// SQLite could not use WAL mode (a file system without shared memory?).
+    #[error("search index {path}: journal mode is {mode}, not WAL")]
+    NotWal {
+        /// The index file.
+        path: PathBuf,
+        /// The journal mode SQLite kept.
+        mode: String,
+    },
+    /// A file system operation failed.
+    #[error("search index {path}: {op}: {source}")]
+    Io {
+        /// The path concerned.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl SearchError {
+    /// Whether the file is damaged (and deleting and rebuilding it is the fix).
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, SearchError::Corrupt { .. })
+    }
+}
+
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// A closure turning a SQLite error met while doing `op` on `path` into a
+/// [`SearchError`], corrupt files recognised.
+fn sql_err<'a>(path: &'a Path, op: &'static str) -> impl Fn(rusqlite::Error) -> SearchError + 'a {
+    move |source| {
+        if is_corrupt(&source) {
+            SearchError::Corrupt {
+                path: path.to_owned(),
+                source,
+            }
+        } else {
+            SearchError::Sqlite {
+                path: path.to_owned(),
+                op,
+                source,
+            }
+        }
+    }
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Hit {
+    /// The note's title.
+    pub title: String,
+    /// Its page.
+    pub url: String,
+    /// Its vault-relative path.
+    pub path: String,
+    /// HTML: the body around the matches, escaped, matches in `<mark>…</mark>`.
+    pub snippet: String,
+    /// Relevance, higher is better (negated bm25).
+    pub score: f64,
+}
+
+/// The answer to a query.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Results {
+    /// Best first.
+    pub hits: Vec<Hit>,
+    /// The FTS5 query actually run (empty when nothing was searchable).
+    pub query: String,
+    /// Something the reader should know: the query was cut, had nothing searchable,
+    /// or search failed.
+    pub notice: Option<String>,
+}
+
+/// A note as stored.
+struct Row {
+    path: String,
+    url: String,
+    title: String,
+    tags: String,
+    body: String,
+    visibility: i64,
+    version: i64,
+}
+
+fn visibility_code(v: Visibility) -> i64 {
+    match v {
+        Visibility::Public => 0,
+        Visibility::Private => 1,
+        Visibility::Draft => 2,
+    }
+}
+
+/// Note `i` as stored, or `None` when it is not published (its page is another's).
+fn row_of(vault: &Vault, i: usize) -> Option<Row> {
+    let n = vault.notes().get(i)?;
+    if vault.by_url(&n.url) != Some(i) {
+        return None;
+    }
+    Some(Row {
+        path: n.path.clone(),
+        url: n.url.clone(),
+        title: text::clean(n.title(), 1024),
+        tags: text::clean(&n.front.tags.join(" "), 4096),
+        body: plain_body(n),
+        visibility: visibility_code(n.visibility()),
+        // Stored as its bits: SQLite integers are signed.
+        version: n.version as i64,
+    })
+}
+
+/// The full-text index of one vault.
+pub struct SearchIndex {
+    path: PathBuf,
+    options: IndexOptions,
+    /// The only connection that writes; only the indexer takes this lock.
+    writer: Mutex<Connection>,
+    /// Idle read-only connections; the lock is held only to take or return one.
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("path", &self.path)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic mid-transaction rolled it back when the transaction dropped: the
+    // connection is still sound.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SearchIndex {
+    /// Opens (or creates, with its folders) the index at `path`, with default options.
+    pub fn open(path: &Path) -> Result<SearchIndex, SearchError> {
+        SearchIndex::open_with(path, IndexOptions::default())
+    }
+
+    /// Opens the index at `path`; a corrupt file is moved aside (to
+    /// `<path>.corrupt-<unix secs>`) and a fresh one created. The flag says whether
+    /// that happened: the caller should then [`reindex`](SearchIndex::reindex).
+    pub fn open_or_rebuild(path: &Path) -> Result<(SearchIndex, bool), SearchError> {
+        match SearchIndex::open(path) {
+            Ok(i) => Ok((i, false)),
+            Err(e) if e.is_corrupt() => {
+                tracing::warn!("{e}; moving it aside and starting a new index");
+                move_aside(path)?;
+                Ok((SearchIndex::open(path)?, true))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the index at `path` with `options`.
+    pub fn open_with(path: &Path, options: IndexOptions) -> Result<SearchIndex, SearchError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| SearchError::Io {
+                path: dir.to_owned(),
+                op: "creating its folder",
+                source,
+            })?;
+        }
+        let writer = open_writer(path)?;
+        let index = SearchIndex {
+            path: path.to_owned(),
+            options,
+            writer: Mutex::new(writer),
+            readers: Mutex::new(Vec::new()),
+        };
+        // Fail now, not on the first query, if readers cannot open it.
+        let reader = index.open_reader()?;
+        lock(&index.readers).push(reader);
+        Ok(index)
+    }
+
+    /// The index file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Notes in the index (every audience).
+    pub fn note_count(&self) -> Result<usize, SearchError> {
+        let n: i64 =
+            self.with_reader(|c| c.query_row("SELECT count(*) FROM notes", [], |r| r.get(0)))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
+    /// Replaces the index's contents with every published note of `vault`. Searches
+    /// meanwhile answer from the previous contents (all of them, until the commit, in
+    /// the default one-transaction mode; note by note with
+    /// [`IndexOptions::reindex_batch_notes`]).
+    pub fn reindex(&self, vault: &Vault) -> Result<(), SearchError> {
+        // The text is extracted before the writer lock is taken.
+        let rows: Vec<Row> = (0..vault.notes().len())
+            .filter_map(|i| row_of(vault, i))
+            .collect();
+        let err = sql_err(&self.path, "re-indexing");
+        let mut conn = lock(&self.writer);
+        if self.options.reindex_batch_notes == 0 {
+            replace_all(&mut conn, &rows).map_err(&err)?;
+        } else {
+            for chunk in rows.chunks(self.options.reindex_batch_notes) {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(&err)?;
+                for r in chunk {
+                    upsert(&tx, r).map_err(&err)?;
+                }
+                tx.commit().map_err(&err)?;
+            }
+            let keep: HashSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+            let stale: Vec<String> = stored_paths(&conn)
+                .map_err(&err)?
+                .into_iter()
+                .filter(|p| !keep.contains(p.as_str()))
+                .collect();
+            remove_paths(&mut conn, &stale).map_err(&err)?;
+        }
+        checkpoint(&conn, &self.path);
+        Ok(())
+    }
+
+    /// Re-indexes the notes at `changed` (indices into `vault`) and removes the notes
+    /// at `removed_paths` (vault-relative), in one transaction. A changed note that is
+    /// no longer published is removed.
+    pub fn update(
+        &self,
+        vault: &Vault,
+        changed: &[usize],
+        removed_paths: &[String],
+    ) -> Result<(), SearchError> {
+        let mut rows = Vec::with_capacity(changed.len());
+        let mut gone: Vec<String> = removed_paths.to_vec();
+        for &i in changed {
+            match (row_of(vault, i), vault.notes().get(i)) {
+                (Some(r), _) => rows.push(r),
+                (None, Some(n)) => gone.push(n.path.clone()),
+                (None, None) => tracing::warn!(
+                    "search index {}: update of note {i}, past the vault's {} notes",
+                    self.path.display(),
+                    vault.notes().len()
+                ),
+            }
+        }
+        let err = sql_err(&self.path, "updating");
+        let mut conn = lock(&self.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        for r in &rows {
+            upsert(&tx, r).map_err(&err)?;
+        }
+        for p in &gone {
+            remove(&tx, p).map_err(&err)?;
+        }
+        tx.commit().map_err(&err)
+    }
+
+    /// The best `limit` (at most [`LIMIT_MAX`]) notes `audience` may read that match
+    /// `q`. Never fails: problems are logged and answered with no hits and a notice.
+    pub fn search(&self, q: &str, audience: Visibility, limit: usize) -> Results {
+        self.run(sanitize(q, false), audience, limit)
+    }
+
+    /// [`search`](SearchIndex::search) for a query still being typed: its last word
+    /// is a prefix.
+    pub fn search_as_you_type(&self, q: &str, audience: Visibility, limit: usize) -> Results {
+        self.run(sanitize(q, true), audience, limit)
+    }
+
+    fn run(&self, s: Sanitized, audience: Visibility, limit: usize) -> Results {
+        let limit = limit.min(LIMIT_MAX);
+        if s.fts.is_empty() || limit == 0 {
+            return Results {
+                hits: Vec::new(),
+                query: s.fts,
+                notice: s.notice,
+            };
+        }
+        let found = self.with_reader(|c| {
+            let mut stmt = c.prepare_cached(SEARCH_SQL)?;
+            let rows = stmt.query_map(
+                params![
+                    s.fts,
+                    visibility_code(audience),
+                    limit as i64,
+                    text::MARK_OPEN.to_string(),
+                    text::MARK_CLOSE.to_string(),
+                ],
+                |r| {
+                    Ok(Hit {
+                        title: r.get(0)?,
+                        url: r.get(1)?,
+                        path: r.get(2)?,
+                        snippet: snippet_html(&r.get::<_, String>(3)?),
+                        score: -r.get::<_, f64>(4)?,
+                    })
+                },
+            )?;
+            rows.collect::<rusqlite::Result<Vec<Hit>>>()
+        });
+        match found {
+            Ok(hits) => Results {
+                hits,
+                query: s.fts,
+                notice: s.notice,
+            },
+            Err(e) => {
+                tracing::warn!(query = %s.fts, "{e}");
+                Results {
+                    hits: Vec::new(),
+                    query: s.fts,
+                    notice: Some("search failed; the server log says why".to_owned()),
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on an idle read-only connection (opening one if none is idle).
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, SearchError> {
+        let idle = lock(&self.readers).pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => self.open_reader()?,
+        };
+        let out = f(&conn).map_err(sql_err(&self.path, "searching"));
+        // A connection that failed is closed rather than reused.
+        if out.is_ok() {
+            let mut pool = lock(&self.readers);
+            if pool.len() < self.options.readers_idle_max {
+                pool.push(conn);
+            }
+        }
+        out
+    }
+
+    fn open_reader(&self) -> Result<Connection, SearchError> {
+        let err = sql_err(&self.path, "opening a reader");
+        let c = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(&err)?;
+        c.busy_timeout(Duration::from_secs(2)).map_err(&err)?;
+        c.execute_batch(&format!(
+            "PRAGMA cache_size = -{}; PRAGMA mmap_size = {}; PRAGMA temp_store = MEMORY;",
+            self.options.reader_cache_kib, self.options.reader_mmap_bytes
+        ))
+        .map_err(&err)?;
+        Ok(c)
+    }
+}
+
+fn open_writer(path: &Path) -> Result<Connection, SearchError> {
+    let err = sql_err(path, "opening");
+    let mut c = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(&err)?;
+    c.busy_timeout(Duration::from_secs(5)).map_err(&err)?;
+    let mode: String = c
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(&err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SearchError::NotWal {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    // synchronous=NORMAL: a commit may be lost on power failure, never corrupted —
+    // and the index is rebuilt from the vault anyway.
+    c.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA journal_size_limit = 67108864;
+         PRAGMA cache_size = -32768; PRAGMA temp_store = MEMORY;",
+    )
+    .map_err(&err)?;
+    let version: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(&err)?;
+    if version != SCHEMA_VERSION {
+        let foreign: Vec<String> = {
+            let mut stmt = c
+                .prepare(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'
+                     AND name <> 'notes' AND name NOT LIKE 'notes_fts%' LIMIT 5",
+                )
+                .map_err(&err)?;
+            let names = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+            names.collect::<rusqlite::Result<_>>().map_err(&err)?
+        };
+        if !foreign.is_empty() {
+            return Err(SearchError::Foreign {
+                path: path.to_owned(),
+                tables: foreign.join(", "),
+            });
+        }
+        if version != 0 {
+            tracing::info!(
+                "search index {}: schema {version} is not {SCHEMA_VERSION}; rebuilding it empty",
+                path.display()
+            );
+        }
+        let tx = c.transaction().map_err(&err)?;
+        tx.execute_batch(&format!(
+            "DROP TABLE IF EXISTS notes_fts; DROP TABLE IF EXISTS notes; {SCHEMA}
+             PRAGMA user_version = {SCHEMA_VERSION};"
+        ))
+        .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+    }
+    Ok(c)
+}
+
+/// Moves the file at `path` and its `-wal` and `-shm` companions aside.
+fn move_aside(path: &Path) -> Result<(), SearchError> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for suffix in ["", "-wal", "-shm"] {
+        let mut from = path.as_os_str().to_owned();
+        from.push(suffix);
+        let from = PathBuf::from(from);
+        if !from.exists() {
+            continue;
+        }
+        let mut to = path.as_os_str().to_owned();
+        to.push(format!(".corrupt-{secs}{suffix}"));
+        std::fs::rename(&from, &to).map_err(|source| SearchError::Io {
+            path: from.clone(),
+            op: "moving a corrupt index aside",
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// The whole index replaced in one transaction: readers see the old or the new.
+fn replace_all(conn: &mut Connection, rows: &[Row]) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute("DELETE FROM notes", [])?;
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO notes (path, url, title, tags, body, visibility, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for r in rows {
+            insert.execute(params![
+                r.path,
+                r.url,
+                r.title,
+                r.tags,
+                r.body,
+                r.visibility,
+                r.version
+            ])?;
+        }
+    }
+    // Rebuilds the FTS index from `notes` (its external content).
+    tx.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')", [])?;
+    tx.commit()
+}
+
+/// Removes note `id` from the FTS index (external content: the old text is needed).
+fn unindex(tx: &Connection, id: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
+         SELECT 'delete', id, title, tags, body FROM notes WHERE id = ?1",
+    )?
+    .execute([id])?;
+    Ok(())
+}
+
+/// Inserts or replaces the note at `r.path`.
+fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
+    let id: Option<i64> = tx
+        .prepare_cached("SELECT id FROM notes WHERE path = ?1")?
+        .query_row([&r.path], |row| row.get(0))
+        .optional()?;
+    let id = match id {
+        Some(id) => {
+            unindex(tx, id)?;
+            tx.prepare_cached(
+                "UPDATE notes SET url = ?2, title = ?3, tags = ?4, body = ?5,
+                 visibility = ?6, version = ?7 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                r.url,
+                r.title,
+                r.tags,
+                r.body,
+                r.visibility,
+                r.version
+            ])?;
+            id
+        }
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO notes (path, url, title, tags, body, visibility, version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                r.path,
+                r.url,
+                r.title,
+                r.tags,
+                r.body,
+                r.visibility,
+                r.version
+            ])?;
+            tx.last_insert_rowid()
+        }
+    };
+    tx.prepare_cached("INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![id, r.title, r.tags, r.body])?;
+    Ok(())
+}
+
+/// Removes the note at `path`, if indexed.
+fn remove(tx: &Connection, path: &str) -> rusqlite::Result<()> {
+    let id: Option<i64> = tx
+        .prepare_cached("SELECT id FROM notes WHERE path = ?1")?
+        .query_row([path], |row| row.get(0))
+        .optional()?;
+    if let Some(id) = id {
+        unindex(tx, id)?;
+        tx.prepare_cached("DELETE FROM notes WHERE id = ?1")?
+            .execute([id])?;
+    }
+    Ok(())
+}
+
+fn remove_paths(conn: &mut Connection, paths: &[String]) -> rusqlite::Result<()> {
+    for chunk in paths.chunks(500) {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for p in chunk {
+            remove(&tx, p)?;
+        }
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+fn stored_paths(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT path FROM notes")?;
+    let paths = stmt.query_map([], |r| r.get(0))?;
+    paths.collect()
+}
+
+/// Copies the WAL back into the file after a re-index, without waiting for readers.
+fn checkpoint(conn: &Connection, path: &Path) {
+    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+        tracing::warn!("search index {}: checkpoint: {e}", path.display());
+    }
+}
