@@ -1,31 +1,90 @@
 //! Pages backed by the site's databases: search (`/search`, `/api/search`) and the
 //! admins' view counts (`/_views`).
 //!
-//! PARTIAL: wired to the SQLite search index and view counter as they land; until
-//! then these answer 503 with a message saying so.
+//! Both read SQLite (`quire_vault::search`, `quire_vault::views`) and so run only on
+//! a miss or for a signed-in reader, never on a hit.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use http::StatusCode;
+use quire_vault::search::{Results, SearchIndex};
 use quire_vault::views::Views;
 use quire_vault::Visibility;
 use serde_json::json;
 
 use crate::model;
+use crate::model::audience;
 use crate::reply::{Policy, Reply, HTML};
-use crate::respond::{error, not_found, Req};
+use crate::respond::{not_found, Req};
+use crate::routes::query_param;
 use crate::snapshot::Snapshot;
 
-/// Answers `/search`, `/api/search` and `/_views`.
-pub fn page(s: &Arc<Snapshot>, req: &Req<'_>) -> Reply {
-    error(
+/// Results on a search page.
+const RESULTS: usize = 20;
+
+/// `/search?q=` (HTML) or `/api/search?q=` (JSON): the notes the reader may see that
+/// match. Anonymous answers are cached under the search version, which changes
+/// whenever any public note does (the index is updated before that version is
+/// published). A malformed query is sanitised by the index, never an error.
+pub fn search(s: &Arc<Snapshot>, req: &Req<'_>, index: &SearchIndex, json_api: bool) -> Reply {
+    let q = query_param(req.query, "q").unwrap_or_default();
+    let results = if q.trim().is_empty() {
+        None
+    } else {
+        Some(index.search(&q, audience(req.viewer), RESULTS))
+    };
+    let policy = match req.viewer {
+        None => Policy::Shared(s.search_version),
+        Some(_) => Policy::NoStore,
+    };
+    let hits = |r: &Results| -> Vec<serde_json::Value> {
+        r.hits
+            .iter()
+            .map(
+                |h| json!({"title": h.title, "url": h.url, "snippet": h.snippet, "score": h.score}),
+            )
+            .collect()
+    };
+    if json_api {
+        let body = json!({
+            "q": q,
+            "hits": results.as_ref().map(hits).unwrap_or_default(),
+            "notice": results.as_ref().and_then(|r| r.notice.clone()),
+        });
+        return Reply::new(
+            StatusCode::OK,
+            "application/json",
+            serde_json::to_vec(&body).unwrap_or_default(),
+            policy,
+        );
+    }
+    let ctx = model::page(
         s,
         req.viewer,
         req.path,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Search and view counts are not available yet.",
-    )
+        json!({
+            "q": q,
+            "results": results.as_ref().map(hits).unwrap_or_default(),
+            "notice": results.as_ref().and_then(|r| r.notice.clone()),
+        }),
+    );
+    render(s, "search.html", &ctx, policy)
+}
+
+fn render(s: &Snapshot, template: &str, ctx: &serde_json::Value, policy: Policy) -> Reply {
+    match s.templates.render(template, ctx) {
+        Ok(html) => Reply::new(StatusCode::OK, HTML, html, policy),
+        Err(e) => {
+            tracing::error!(error = %e, "template failed");
+            Reply::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain; charset=utf-8",
+                format!("{e}\n"),
+                Policy::NoStore,
+            )
+        }
+    }
 }
 
 /// `/_views`: views per note, for admins only (anyone else gets the 404 every
@@ -65,13 +124,5 @@ pub fn views(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
             "pending_note": "Counts are written in batches; the last fraction of a second may not show yet.",
         }),
     );
-    match s.templates.render("views.html", &ctx) {
-        Ok(html) => Reply::new(StatusCode::OK, HTML, html, Policy::NoStore),
-        Err(e) => Reply::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "text/plain; charset=utf-8",
-            format!("{e}\n"),
-            Policy::NoStore,
-        ),
-    }
+    render(s, "views.html", &ctx, Policy::NoStore)
 }

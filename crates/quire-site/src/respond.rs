@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 use quire_vault::render::render;
+use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
 use quire_vault::Visibility;
 use serde_json::{json, Value};
@@ -81,8 +82,17 @@ pub fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
     error(s, req.viewer, req.path, StatusCode::NOT_FOUND, msg)
 }
 
-/// Answers a GET or HEAD for a page (forms are in [`crate::auth`]).
-pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
+/// The site's databases, for the pages that read them.
+#[derive(Debug)]
+pub struct Stores<'a> {
+    /// View counts.
+    pub views: &'a Views,
+    /// Search.
+    pub search: &'a SearchIndex,
+}
+
+/// Answers a GET or HEAD.
+pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
     let who = req.viewer;
     let aud = audience(who);
     let v = &s.vault;
@@ -119,7 +129,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
             let r = render(v, i, aud);
             extra["note"]["html"] = r.html.into();
             if who.is_some_and(|w| w.audience == Visibility::Draft) {
-                extra["note"]["views"] = views.count(&v.notes()[i].path).ok().into();
+                extra["note"]["views"] = db.views.count(&v.notes()[i].path).ok().into();
             }
             extra["note"]["headings"] = r
                 .headings
@@ -192,8 +202,9 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
             )
         }
         Page::Logout => Reply::redirect("/"),
-        Page::Views => crate::extras::views(s, req, views),
-        Page::Search | Page::ApiSearch => crate::extras::page(s, req),
+        Page::Views => crate::extras::views(s, req, db.views),
+        Page::Search => crate::extras::search(s, req, db.search, false),
+        Page::ApiSearch => crate::extras::search(s, req, db.search, true),
     }
 }
 

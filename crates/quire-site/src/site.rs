@@ -12,6 +12,7 @@
 //! - `key_version` is one atomic load and one hash lookup: the hit path's share of
 //!   publishing.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use quire_http::key::NormalizedUrl;
 use quire_server::origin::{OriginError, OutBody};
 use quire_server::upstream::{UpFuture, Upstream};
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
+use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
 use quire_vault::Vault;
 
@@ -58,6 +60,9 @@ pub enum SiteError {
     /// The views database.
     #[error(transparent)]
     Views(#[from] quire_vault::views::ViewsError),
+    /// The search index.
+    #[error(transparent)]
+    Search(#[from] quire_vault::search::SearchError),
 }
 
 /// A published vault.
@@ -80,6 +85,8 @@ struct Inner {
     limiter: LoginLimiter,
     /// Page views (`.quire/views.db`).
     views: Views,
+    /// Full-text search (`.quire/search.db`).
+    search: SearchIndex,
 }
 
 /// Views queued before new ones are dropped (and counted as dropped).
@@ -97,6 +104,19 @@ impl Site {
         let users = Users::load(&dir.join("users.toml"))?;
         let sessions = Sessions::load_or_create(&dir.join("secret"), auth::ttl(&snap))?;
         let views = Views::open(&dir.join("views.db"), VIEWS_QUEUE)?;
+        let (search, rebuilt) = SearchIndex::open_or_rebuild(&dir.join("search.db"))?;
+        if rebuilt {
+            tracing::warn!("the search index was unreadable and has been rebuilt");
+        }
+        // Before serving: search answers are cached under the snapshot's search
+        // version, so the index must already match it.
+        let t0 = std::time::Instant::now();
+        search.reindex(&snap.vault)?;
+        tracing::info!(
+            notes = snap.vault.notes().len(),
+            ms = t0.elapsed().as_millis() as u64,
+            "search index rebuilt"
+        );
         Ok(Site {
             inner: Arc::new(Inner {
                 root: root.to_owned(),
@@ -106,6 +126,7 @@ impl Site {
                 sessions,
                 limiter: LoginLimiter::new(LoginLimits::default()),
                 views,
+                search,
             }),
         })
     }
@@ -140,6 +161,14 @@ impl Site {
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
         let new = Arc::new(build(&self.inner.root)?);
+        // The index follows before the snapshot is published (see `open`).
+        let (changed, removed) = note_changes(&self.inner.snap.load().vault, &new.vault);
+        if !changed.is_empty() || !removed.is_empty() {
+            if let Err(e) = self.inner.search.update(&new.vault, &changed, &removed) {
+                tracing::error!(error = %e, "search index update failed; rebuilding it");
+                self.inner.search.reindex(&new.vault)?;
+            }
+        }
         match Users::load(&self.inner.root.join(DIR).join("users.toml")) {
             Ok(u) => self.inner.users.store(Arc::new(u)),
             Err(e) => {
@@ -149,6 +178,31 @@ impl Site {
         let old = self.inner.snap.swap(new.clone());
         Ok(snapshot::changed_paths(&old, &new))
     }
+}
+
+/// The notes of `new` that are new or changed since `old` (indices into `new`), and
+/// the paths of `old`'s notes that are gone.
+fn note_changes(old: &Vault, new: &Vault) -> (Vec<usize>, Vec<String>) {
+    let before: HashMap<&str, u64> = old
+        .notes()
+        .iter()
+        .map(|n| (n.path.as_str(), n.version))
+        .collect();
+    let changed = new
+        .notes()
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| before.get(n.path.as_str()) != Some(&n.version))
+        .map(|(i, _)| i)
+        .collect();
+    let now: HashSet<&str> = new.notes().iter().map(|n| n.path.as_str()).collect();
+    let removed = old
+        .notes()
+        .iter()
+        .filter(|n| !now.contains(n.path.as_str()))
+        .map(|n| n.path.clone())
+        .collect();
+    (changed, removed)
 }
 
 fn build(root: &Path) -> Result<Snapshot, SiteError> {
@@ -280,7 +334,14 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
         base: format!("http://{host}"),
     };
     match (&parts.method, path.as_str()) {
-        (&Method::GET | &Method::HEAD, _) => respond::page(&snap, &req, &inner.views),
+        (&Method::GET | &Method::HEAD, _) => respond::page(
+            &snap,
+            &req,
+            &respond::Stores {
+                views: &inner.views,
+                search: &inner.search,
+            },
+        ),
         (&Method::POST, "/login") => auth::login(
             &auth::Login {
                 snap: &snap,

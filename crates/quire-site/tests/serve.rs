@@ -474,3 +474,49 @@ fn views_are_counted_on_hits_and_admins_see_them() {
         "the views page lists the note"
     );
 }
+
+#[test]
+fn search_finds_public_notes_only_and_survives_hostile_queries() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let (i, url) = public_linked_note(&r.site);
+    let title = snap.vault.notes()[i].title().to_owned();
+    let q = title.replace(' ', "+");
+    let api = get(r.addr, &format!("/api/search?q={q}"));
+    assert_eq!(api.status, 200);
+    let json: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    let urls: Vec<&str> = json["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h["url"].as_str())
+        .collect();
+    assert!(urls.contains(&url.as_str()), "{title}: {urls:?}");
+    for n in snap
+        .vault
+        .notes()
+        .iter()
+        .filter(|n| n.visibility() != quire_vault::Visibility::Public)
+    {
+        let q = n.title().replace(' ', "+");
+        let body = get(r.addr, &format!("/api/search?q={q}")).body;
+        assert!(
+            !body.contains(&format!("\"{}\"", n.url)),
+            "{} found by strangers",
+            n.url
+        );
+    }
+    for hostile in [
+        "%22unbalanced",
+        "NEAR(a+b)",
+        "*",
+        "a+OR+",
+        "%00%01",
+        "-",
+        "%3Cscript%3E",
+    ] {
+        let page = get(r.addr, &format!("/search?q={hostile}"));
+        assert_eq!(page.status, 200, "{hostile}");
+        assert!(!page.body.contains("<script>"), "{hostile}");
+    }
+}
