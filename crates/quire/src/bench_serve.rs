@@ -1,0 +1,241 @@
+//! `quire bench serve`: what publishing costs as a vault grows. For each vault size
+//! it generates a synthetic vault (`quire_vault::synth`), starts `quire serve` on it
+//! in this process (loopback, one worker), and times, over one keep-alive
+//! connection, the first request to a sample of note pages (a miss: render,
+//! compress, store) and the second (a hit). The figure of merit is how the miss time
+//! grows from the smallest vault to the largest: related notes, backlinks and listings
+//! are precomputed when the vault changes, so a note's miss should not depend on how
+//! many other notes there are.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use quire_server::config::ByteSize;
+use quire_server::{Config, Ctx, Server};
+use quire_site::Site;
+use quire_vault::Visibility;
+
+use crate::cli::BenchServeArgs;
+
+/// Pages requested before timing starts.
+const WARMUP: usize = 30;
+
+/// Latency summary in microseconds.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Summary {
+    p50_us: f64,
+    p90_us: f64,
+    p99_us: f64,
+    mean_us: f64,
+}
+
+fn summarize(mut v: Vec<Duration>) -> Summary {
+    v.sort();
+    let at = |q: f64| {
+        let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+        v.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+    };
+    let mean = v.iter().map(|d| d.as_secs_f64()).sum::<f64>() / v.len().max(1) as f64 * 1e6;
+    Summary {
+        p50_us: at(0.50),
+        p90_us: at(0.90),
+        p99_us: at(0.99),
+        mean_us: mean,
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+struct SizeResult {
+    notes: usize,
+    load_ms: f64,
+    pages: usize,
+    miss: Summary,
+    hit: Summary,
+    index_miss_us: f64,
+}
+
+/// One request on `conn`; returns the status.
+fn request(conn: &mut TcpStream, buf: &mut Vec<u8>, path: &str) -> anyhow::Result<u16> {
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: bench.test\r\nAccept-Encoding: gzip, br\r\n\r\n"
+    )?;
+    buf.clear();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = conn.read(&mut chunk)?;
+        anyhow::ensure!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let status: u16 = head
+                .split(' ')
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if let Some(len) = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+            {
+                while buf.len() < end + 4 + len {
+                    let n = conn.read(&mut chunk)?;
+                    anyhow::ensure!(n > 0, "connection closed");
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                return Ok(status);
+            }
+            if head.contains("transfer-encoding: chunked") {
+                while !buf.ends_with(b"0\r\n\r\n") {
+                    let n = conn.read(&mut chunk)?;
+                    anyhow::ensure!(n > 0, "connection closed");
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                return Ok(status);
+            }
+            return Ok(status);
+        }
+    }
+}
+
+fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> {
+    let dir = tempfile::tempdir()?;
+    let vault = dir.path().join("vault");
+    quire_vault::synth::generate(&vault, notes, seed).context("generating the vault")?;
+    let t0 = Instant::now();
+    let site = Site::open(&vault)?;
+    let load_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let urls: Vec<String> = {
+        let snap = site.snapshot();
+        let public: Vec<String> = snap
+            .vault
+            .notes()
+            .iter()
+            .filter(|n| n.visibility() == Visibility::Public)
+            .map(|n| n.url.clone())
+            .collect();
+        let step = (public.len() / (pages + WARMUP).max(1)).max(1);
+        public
+            .into_iter()
+            .step_by(step)
+            .take(pages + WARMUP)
+            .collect()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut cfg = Config {
+        listen: "127.0.0.1:0".parse()?,
+        ..Config::default()
+    };
+    cfg.cache.path = dir.path().join("cache.vol");
+    cfg.cache.size = ByteSize(256 << 20);
+    let (addr, stop): (SocketAddr, tokio::sync::oneshot::Sender<()>) = {
+        let site = site.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (atx, arx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            rt.block_on(async move {
+                let ctx = Ctx::with_upstream(cfg, Arc::new(site)).expect("server state");
+                let server = Server::bind(ctx).await.expect("bind");
+                atx.send(server.local_addr().expect("addr")).ok();
+                server
+                    .run(async {
+                        rx.await.ok();
+                    })
+                    .await;
+            });
+        });
+        (arx.recv()?, tx)
+    };
+    let mut conn = TcpStream::connect(addr)?;
+    conn.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    let (mut miss, mut hit) = (Vec::new(), Vec::new());
+    // Warm code paths, allocator and page cache on pages that are not timed.
+    let (warm, urls) = urls.split_at(WARMUP.min(urls.len() / 2));
+    for u in warm {
+        request(&mut conn, &mut buf, u)?;
+    }
+    for u in urls {
+        let t = Instant::now();
+        anyhow::ensure!(request(&mut conn, &mut buf, u)? == 200, "{u}: not 200");
+        miss.push(t.elapsed());
+    }
+    // Stores finish just after the answers stream: let them land before the hits.
+    std::thread::sleep(Duration::from_millis(200));
+    for u in urls {
+        let t = Instant::now();
+        request(&mut conn, &mut buf, u)?;
+        hit.push(t.elapsed());
+    }
+    let t = Instant::now();
+    request(&mut conn, &mut buf, "/")?;
+    let index_miss_us = t.elapsed().as_secs_f64() * 1e6;
+    drop(conn);
+    stop.send(()).ok();
+    site.flush();
+    Ok(SizeResult {
+        notes,
+        load_ms,
+        pages: urls.len(),
+        miss: summarize(miss),
+        hit: summarize(hit),
+        index_miss_us,
+    })
+}
+
+/// Runs the benchmark and prints a table (and JSON if asked).
+pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
+    let mut results = Vec::new();
+    for &n in &args.notes {
+        eprintln!("bench serve: {n} notes ...");
+        results.push(measure(n, args.pages, args.seed)?);
+    }
+    println!(
+        "{:>8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>12}",
+        "notes",
+        "load ms",
+        "pages",
+        "miss p50",
+        "miss p90",
+        "miss p99",
+        "hit p50",
+        "hit p99",
+        "index miss"
+    );
+    for r in &results {
+        println!(
+            "{:>8} {:>9.0} {:>6} {:>8.0}us {:>8.0}us {:>8.0}us {:>7.0}us {:>7.0}us {:>10.0}us",
+            r.notes,
+            r.load_ms,
+            r.pages,
+            r.miss.p50_us,
+            r.miss.p90_us,
+            r.miss.p99_us,
+            r.hit.p50_us,
+            r.hit.p99_us,
+            r.index_miss_us
+        );
+    }
+    let growth = match (results.first(), results.last()) {
+        (Some(a), Some(b)) if results.len() > 1 => Some(b.miss.p50_us / a.miss.p50_us),
+        _ => None,
+    };
+    if let Some(g) = growth {
+        println!(
+            "note miss p50 grows {g:.2}x from {} to {} notes (target: at most 1.5x)",
+            results[0].notes,
+            results[results.len() - 1].notes
+        );
+    }
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({ "sizes": results, "miss_p50_growth": growth });
+        std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
