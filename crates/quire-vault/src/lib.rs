@@ -17,6 +17,7 @@
 //! - [`readers`]: the users file, password hashes, signed session cookies.
 //! - [`views`]: view counts through a bounded queue into SQLite.
 //! - [`search`]: full-text search (SQLite FTS5), filtered by audience in SQL.
+//! - [`related`]: related notes per audience, computed when notes change.
 //! - [`synth`]: a deterministic synthetic vault for benchmarks.
 
 #![forbid(unsafe_code)]
@@ -26,6 +27,7 @@ pub mod links;
 pub mod note;
 pub mod pages;
 pub mod readers;
+pub mod related;
 pub mod render;
 pub mod search;
 pub mod synth;
