@@ -2,7 +2,67 @@
 //! list of note indices. Computed when the vault changes (never per request) and
 //! swapped in with the snapshot.
 
-use quire_vault::Visibility;
+use quire_vault::related::{Lexical, Related};
+use quire_vault::{Vault, Visibility};
+
+/// How far the vault's IDF may drift from the fitted one before the lexical
+/// embedder is refitted and every list rebuilt (see `Lexical::drift`).
+const DRIFT_MAX: f32 = 0.05;
+
+/// The related-notes state kept between reloads: the embedder and the lists it made.
+pub struct Engine {
+    embedder: Lexical,
+    related: Related,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("notes", &self.related.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    /// Fits the embedder on the vault's public notes (so a public list depends on
+    /// public text only) and computes every list.
+    pub fn build(vault: &Vault) -> Engine {
+        let embedder = Lexical::for_vault(vault, Visibility::Public);
+        let related = Related::build(vault, &embedder);
+        Engine { embedder, related }
+    }
+
+    /// Brings the lists up to date with `vault` after `changed` notes (indices in
+    /// `vault`) changed and `removed` paths went away; refits and rebuilds when the
+    /// vocabulary has drifted.
+    pub fn update(&mut self, vault: &Vault, changed: &[usize], removed: &[String]) {
+        let public: Vec<String> = vault
+            .notes()
+            .iter()
+            .filter(|n| n.visibility() == Visibility::Public)
+            .map(quire_vault::related::note_text)
+            .collect();
+        let refs: Vec<&str> = public.iter().map(String::as_str).collect();
+        if self.embedder.drift(&refs) > DRIFT_MAX {
+            *self = Engine::build(vault);
+            return;
+        }
+        let removed: Vec<&str> = removed.iter().map(String::as_str).collect();
+        self.related
+            .update(vault, &self.embedder, changed, &removed);
+    }
+
+    /// The lists as the snapshot reads them.
+    pub fn lists(&self, vault: &Vault) -> RelatedNotes {
+        let lists = (0..vault.notes().len())
+            .map(|i| {
+                [Visibility::Public, Visibility::Private, Visibility::Draft]
+                    .map(|a| self.related.related(i, a).to_vec())
+            })
+            .collect();
+        RelatedNotes { lists }
+    }
+}
 
 /// Per note, per audience (public, private, draft), the related notes.
 #[derive(Debug, Default)]

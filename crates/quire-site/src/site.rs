@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -32,7 +32,7 @@ use quire_vault::Vault;
 
 use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
-use crate::related::RelatedNotes;
+use crate::related;
 use crate::reply::{Policy, Reply};
 use crate::respond::{self, Req};
 use crate::routes::percent_decode;
@@ -87,6 +87,8 @@ struct Inner {
     views: Views,
     /// Full-text search (`.quire/search.db`).
     search: SearchIndex,
+    /// Related notes, updated on reload (one reload at a time holds it).
+    related: Mutex<related::Engine>,
 }
 
 /// Views queued before new ones are dropped (and counted as dropped).
@@ -95,7 +97,15 @@ const VIEWS_QUEUE: usize = 64 * 1024;
 impl Site {
     /// Loads the vault at `root` and everything the site needs to serve it.
     pub fn open(root: &Path) -> Result<Site, SiteError> {
-        let snap = build(root)?;
+        let parts = load(root)?;
+        let t0 = std::time::Instant::now();
+        let engine = related::Engine::build(&parts.vault);
+        tracing::info!(
+            notes = parts.vault.notes().len(),
+            ms = t0.elapsed().as_millis() as u64,
+            "related notes computed"
+        );
+        let snap = parts.into_snapshot(&engine);
         let dir = root.join(DIR);
         std::fs::create_dir_all(&dir).map_err(|source| quire_vault::vault::VaultError {
             path: dir.clone(),
@@ -127,6 +137,7 @@ impl Site {
                 limiter: LoginLimiter::new(LoginLimits::default()),
                 views,
                 search,
+                related: Mutex::new(engine),
             }),
         })
     }
@@ -160,9 +171,19 @@ impl Site {
     /// Reloads the vault and publishes the new snapshot; returns the paths whose
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
-        let new = Arc::new(build(&self.inner.root)?);
+        let parts = load(&self.inner.root)?;
+        let (changed, removed) = note_changes(&self.inner.snap.load().vault, &parts.vault);
+        let mut engine = self
+            .inner
+            .related
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !changed.is_empty() || !removed.is_empty() {
+            engine.update(&parts.vault, &changed, &removed);
+        }
+        let new = Arc::new(parts.into_snapshot(&engine));
+        drop(engine);
         // The index follows before the snapshot is published (see `open`).
-        let (changed, removed) = note_changes(&self.inner.snap.load().vault, &new.vault);
         if !changed.is_empty() || !removed.is_empty() {
             if let Err(e) = self.inner.search.update(&new.vault, &changed, &removed) {
                 tracing::error!(error = %e, "search index update failed; rebuilding it");
@@ -205,20 +226,34 @@ fn note_changes(old: &Vault, new: &Vault) -> (Vec<usize>, Vec<String>) {
     (changed, removed)
 }
 
-fn build(root: &Path) -> Result<Snapshot, SiteError> {
+/// What a snapshot is made of, loaded from disk.
+struct Parts {
+    vault: Vault,
+    config: SiteConfig,
+    text: String,
+    templates: Arc<Templates>,
+}
+
+impl Parts {
+    fn into_snapshot(self, engine: &related::Engine) -> Snapshot {
+        let lists = Arc::new(engine.lists(&self.vault));
+        Snapshot::new(self.vault, self.config, &self.text, self.templates, lists)
+    }
+}
+
+fn load(root: &Path) -> Result<Parts, SiteError> {
     let vault = Vault::load(root)?;
     for w in vault.warnings() {
         tracing::warn!(path = %w.path, "{}", w.message);
     }
     let (config, text) = SiteConfig::load(root)?;
     let templates = Arc::new(Templates::load(root)?);
-    Ok(Snapshot::new(
+    Ok(Parts {
         vault,
         config,
-        &text,
+        text,
         templates,
-        Arc::new(RelatedNotes::empty()),
-    ))
+    })
 }
 
 /// Whether `path?query` is a search answer (versioned by the whole public corpus).

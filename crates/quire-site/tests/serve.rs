@@ -220,6 +220,21 @@ fn private_notes_never_reach_anonymous_readers() {
     for tag in snap.versions.keys().filter(|p| p.starts_with("/tags/")) {
         everything.push_str(&get(r.addr, tag).body);
     }
+    // Every public note page too: links, backlinks and related notes.
+    let mut related_sections = 0;
+    for n in snap
+        .vault
+        .notes()
+        .iter()
+        .filter(|n| n.visibility() == quire_vault::Visibility::Public)
+    {
+        let page = get(r.addr, &n.url).body;
+        related_sections += usize::from(page.contains("id=\"related\""));
+        everything.push_str(&page);
+    }
+    assert!(related_sections > 10, "public notes list related notes");
+    // minijinja writes `/` as `&#x2f;` in attributes: compare both spellings.
+    let everything = everything.replace("&#x2f;", "/");
     for (url, title) in &hidden {
         let page = get(r.addr, url);
         assert_eq!(page.status, 404, "{url}");
