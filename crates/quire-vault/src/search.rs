@@ -25,6 +25,7 @@
 //!   and [`SearchIndex::open_or_rebuild`] moves a corrupt file aside.
 
 mod query;
+mod read;
 mod text;
 
 use std::collections::HashSet;
@@ -64,16 +65,10 @@ CREATE VIRTUAL TABLE notes_fts USING fts5(
 );
 ";
 
-/// The query: best matches first, the audience filtered in the join, snippets of the
-/// body. `CROSS JOIN` keeps FTS5 the outer loop (never a scan of `notes`).
-const SEARCH_SQL: &str = "
-SELECT n.title, n.url, n.path,
-       snippet(notes_fts, 2, ?4, ?5, '…', 16),
-       bm25(notes_fts, 10.0, 4.0, 1.0) AS score
-FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
-WHERE notes_fts MATCH ?1 AND n.visibility <= ?2
-ORDER BY score
-LIMIT ?3";
+/// Rowids are `visibility << 32 | rank`: an audience's notes are a rowid range FTS5
+/// seeks within, and within it the rank orders notes by backlinks (most first).
+const VISIBILITY_SHIFT: u32 = 32;
+const RANK_MASK: i64 = (1 << VISIBILITY_SHIFT) - 1;
 
 /// Tuning knobs; [`IndexOptions::default`] is what `quire serve` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +83,10 @@ pub struct IndexOptions {
     pub reader_cache_kib: u32,
     /// `mmap_size` of each read-only connection, bytes.
     pub reader_mmap_bytes: u64,
+    /// Most matches ranked by bm25 per query. A query matching more (a very common
+    /// word) ranks the best-linked `candidates_max` of them plus every note whose
+    /// title matches: bounded work, at the price of exact ranking for such queries.
+    pub candidates_max: usize,
 }
 
 impl Default for IndexOptions {
@@ -97,6 +96,7 @@ impl Default for IndexOptions {
             readers_idle_max: 8,
             reader_cache_kib: 16 * 1024,
             reader_mmap_bytes: 256 << 20,
+            candidates_max: 1000,
         }
     }
 }
@@ -225,6 +225,8 @@ struct Row {
     body: String,
     visibility: i64,
     version: i64,
+    /// Notes linking to it: the static rank.
+    backlinks: usize,
 }
 
 fn visibility_code(v: Visibility) -> i64 {
@@ -250,6 +252,7 @@ fn row_of(vault: &Vault, i: usize) -> Option<Row> {
         visibility: visibility_code(n.visibility()),
         // Stored as its bits: SQLite integers are signed.
         version: n.version as i64,
+        backlinks: vault.backlinks(i).len(),
     })
 }
 
@@ -339,9 +342,11 @@ impl SearchIndex {
     /// [`IndexOptions::reindex_batch_notes`]).
     pub fn reindex(&self, vault: &Vault) -> Result<(), SearchError> {
         // The text is extracted before the writer lock is taken.
-        let rows: Vec<Row> = (0..vault.notes().len())
+        let mut rows: Vec<Row> = (0..vault.notes().len())
             .filter_map(|i| row_of(vault, i))
             .collect();
+        // Rank order: most linked first (the sort is stable: then by path).
+        rows.sort_by_key(|r| std::cmp::Reverse(r.backlinks));
         let err = sql_err(&self.path, "re-indexing");
         let mut conn = lock(&self.writer);
         if self.options.reindex_batch_notes == 0 {
@@ -425,28 +430,14 @@ impl SearchIndex {
                 notice: s.notice,
             };
         }
-        let found = self.with_reader(|c| {
-            let mut stmt = c.prepare_cached(SEARCH_SQL)?;
-            let rows = stmt.query_map(
-                params![
-                    s.fts,
-                    visibility_code(audience),
-                    limit as i64,
-                    text::MARK_OPEN.to_string(),
-                    text::MARK_CLOSE.to_string(),
-                ],
-                |r| {
-                    Ok(Hit {
-                        title: r.get(0)?,
-                        url: r.get(1)?,
-                        path: r.get(2)?,
-                        snippet: snippet_html(&r.get::<_, String>(3)?),
-                        score: -r.get::<_, f64>(4)?,
-                    })
-                },
-            )?;
-            rows.collect::<rusqlite::Result<Vec<Hit>>>()
-        });
+        let ask = read::Ask {
+            fts: &s.fts,
+            end: rowid_end(audience),
+            visibility: visibility_code(audience),
+            limit,
+            candidates_max: self.options.candidates_max,
+        };
+        let found = self.with_reader(|c| read::hits(c, &ask));
         match found {
             Ok(hits) => Results {
                 hits,
@@ -594,11 +585,12 @@ fn replace_all(conn: &mut Connection, rows: &[Row]) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM notes", [])?;
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO notes (path, url, title, tags, body, visibility, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO notes (id, path, url, title, tags, body, visibility, version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
-        for r in rows {
+        for (rank, r) in (1..).zip(rows) {
             insert.execute(params![
+                rowid(r.visibility, rank),
                 r.path,
                 r.url,
                 r.title,
@@ -624,20 +616,49 @@ fn unindex(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Inserts or replaces the note at `r.path`.
+/// The rowid of a note of `visibility` at `rank`.
+fn rowid(visibility: i64, rank: i64) -> i64 {
+    debug_assert!((0..=2).contains(&visibility) && rank > 0 && rank <= RANK_MASK);
+    (visibility << VISIBILITY_SHIFT) | rank
+}
+
+/// The first rowid past what `audience` may read.
+fn rowid_end(audience: Visibility) -> i64 {
+    (visibility_code(audience) + 1) << VISIBILITY_SHIFT
+}
+
+/// The rank after every stored note's (three seeks, one per visibility).
+fn rank_next(tx: &Connection) -> rusqlite::Result<i64> {
+    let mut last = 0;
+    for v in 0..=2i64 {
+        let max: Option<i64> = tx
+            .prepare_cached("SELECT max(id) FROM notes WHERE id >= ?1 AND id < ?2")?
+            .query_row(
+                [v << VISIBILITY_SHIFT, (v + 1) << VISIBILITY_SHIFT],
+                |row| row.get(0),
+            )?;
+        last = last.max(max.unwrap_or(0) & RANK_MASK);
+    }
+    Ok(last + 1)
+}
+
+/// Inserts or replaces the note at `r.path`. A note keeps its rank; a new one comes
+/// last.
 fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
-    let id: Option<i64> = tx
+    let old: Option<i64> = tx
         .prepare_cached("SELECT id FROM notes WHERE path = ?1")?
         .query_row([&r.path], |row| row.get(0))
         .optional()?;
-    let id = match id {
-        Some(id) => {
-            unindex(tx, id)?;
+    let id = match old {
+        Some(old) => {
+            unindex(tx, old)?;
+            let id = rowid(r.visibility, old & RANK_MASK);
             tx.prepare_cached(
-                "UPDATE notes SET url = ?2, title = ?3, tags = ?4, body = ?5,
-                 visibility = ?6, version = ?7 WHERE id = ?1",
+                "UPDATE notes SET id = ?2, url = ?3, title = ?4, tags = ?5, body = ?6,
+                 visibility = ?7, version = ?8 WHERE id = ?1",
             )?
             .execute(params![
+                old,
                 id,
                 r.url,
                 r.title,
@@ -649,11 +670,13 @@ fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
             id
         }
         None => {
+            let id = rowid(r.visibility, rank_next(tx)?);
             tx.prepare_cached(
-                "INSERT INTO notes (path, url, title, tags, body, visibility, version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO notes (id, path, url, title, tags, body, visibility, version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
+                id,
                 r.path,
                 r.url,
                 r.title,
@@ -662,7 +685,7 @@ fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
                 r.visibility,
                 r.version
             ])?;
-            tx.last_insert_rowid()
+            id
         }
     };
     tx.prepare_cached("INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)")?

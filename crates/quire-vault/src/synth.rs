@@ -6,12 +6,16 @@
 //! - **Its own PRNG** ([`Rng`], SplitMix64), not `rand`'s: `StdRng` may change between
 //!   `rand` releases, and a benchmark corpus must not.
 //! - **English-like text from a fixed word list with Zipf frequencies**: function
-//!   words first, then a few hundred content words from the vault's themes (caching,
-//!   databases, Rust, cooking, hiking, the web), so full-text queries behave as on a
-//!   real vault: common words match most notes, rare ones a few, phrases occur.
+//!   words, general words, and seven themes of ~45 words each (caching, databases,
+//!   Rust, the web, cooking, hiking, daily life). Each note has a theme (mostly its
+//!   folder's) and draws most content words from it, so document frequencies look
+//!   like a real vault's: `the` is in every note, `time` in most, `sourdough` in a
+//!   few percent, and phrases recur. With a few hundred words and no themes every
+//!   content word would be in most notes, and every query would rank thousands.
 //! - Notes look like the example vault's: front matter (title, date, tags; ~70 %
 //!   `free: true`, ~3 % `draft: true`, the rest private), headings, paragraphs with
-//!   `[[Name]]` and `[[Name|label]]` wikilinks (some notes are hubs, linked often),
+//!   `[[Name]]` and `[[Name|label]]` wikilinks (mostly within a theme; a few hub
+//!   notes are linked from many),
 //!   lists, task lists, quotes and fenced code.
 
 use std::collections::HashSet;
@@ -69,389 +73,98 @@ impl Rng {
 }
 
 /// Function words, most frequent first: about half of running English text.
+#[rustfmt::skip]
 pub const FUNCTION_WORDS: &[&str] = &[
     "the", "of", "and", "to", "a", "in", "is", "it", "that", "for", "was", "on", "with", "as",
     "be", "at", "by", "this", "have", "from", "or", "but", "not", "are", "an", "they", "which",
-    "one", "you", "were", "all", "we", "when", "there", "can", "if", "more", "so", "what", "about",
-    "out", "up", "into", "than", "then", "them", "some", "only", "also", "its", "just", "over",
-    "after", "how", "most", "much", "any", "each", "other", "these", "every", "still", "even",
-    "because", "while", "where", "through", "before", "very", "again", "my", "our",
+    "one", "you", "were", "all", "we", "when", "there", "can", "if", "more", "so", "what",
+    "about", "out", "up", "into", "than", "then", "them", "some", "only", "also", "its", "just",
+    "over", "after", "how", "most", "much", "any", "each", "other", "these", "every", "still",
+    "even", "because", "while", "where", "through", "before", "very", "again", "my", "our",
 ];
 
-/// Content words from the vault's themes, roughly most frequent first.
-pub const CONTENT_WORDS: &[&str] = &[
-    "cache",
-    "page",
-    "time",
-    "note",
-    "request",
-    "server",
-    "data",
-    "file",
-    "test",
-    "write",
-    "read",
-    "index",
-    "query",
-    "memory",
-    "disk",
-    "key",
-    "value",
-    "small",
-    "fast",
-    "make",
-    "keep",
-    "use",
-    "run",
-    "check",
-    "build",
-    "simple",
-    "good",
-    "better",
-    "new",
-    "old",
-    "slow",
-    "response",
-    "header",
-    "table",
-    "row",
-    "database",
-    "log",
-    "lock",
-    "thread",
-    "queue",
-    "latency",
-    "throughput",
-    "eviction",
-    "stale",
-    "fresh",
-    "origin",
-    "proxy",
-    "client",
-    "network",
-    "socket",
-    "buffer",
-    "stream",
-    "byte",
-    "block",
-    "segment",
-    "checksum",
-    "version",
-    "schema",
-    "migration",
-    "transaction",
-    "commit",
-    "rollback",
-    "snapshot",
-    "replica",
-    "backup",
-    "cluster",
-    "node",
-    "shard",
-    "partition",
-    "hash",
-    "tree",
-    "graph",
-    "vector",
-    "search",
-    "ranking",
-    "token",
-    "phrase",
-    "prefix",
-    "sourdough",
-    "flour",
-    "water",
-    "salt",
-    "yeast",
-    "starter",
-    "dough",
-    "oven",
-    "bread",
-    "loaf",
-    "crust",
-    "crumb",
-    "pizza",
-    "tomato",
-    "garlic",
-    "onion",
-    "butter",
-    "pasta",
-    "rice",
-    "stock",
-    "broth",
-    "soup",
-    "pepper",
-    "lemon",
-    "herbs",
-    "spice",
-    "skillet",
-    "knife",
-    "kitchen",
-    "recipe",
-    "dinner",
-    "breakfast",
-    "coffee",
-    "tea",
-    "trail",
-    "mountain",
-    "river",
-    "lake",
-    "forest",
-    "camp",
-    "tent",
-    "boots",
-    "pack",
-    "map",
-    "ridge",
-    "summit",
-    "valley",
-    "snow",
-    "rain",
-    "weather",
-    "mile",
-    "hike",
-    "permit",
-    "route",
-    "rust",
-    "borrow",
-    "lifetime",
-    "trait",
-    "generic",
-    "closure",
-    "iterator",
-    "compiler",
-    "crate",
-    "module",
-    "macro",
-    "error",
-    "panic",
-    "result",
-    "option",
-    "async",
-    "future",
-    "runtime",
-    "task",
-    "channel",
-    "mutex",
-    "atomic",
-    "pointer",
-    "reference",
-    "struct",
-    "enum",
-    "function",
-    "method",
-    "benchmark",
-    "profile",
-    "release",
-    "debug",
-    "deploy",
-    "config",
-    "editor",
-    "terminal",
-    "shell",
-    "script",
-    "browser",
-    "style",
-    "layout",
-    "font",
-    "image",
-    "link",
-    "garden",
-    "idea",
-    "draft",
-    "review",
-    "budget",
-    "plan",
-    "goal",
-    "week",
-    "month",
-    "year",
-    "morning",
-    "evening",
-    "weekend",
-    "friend",
-    "family",
-    "book",
-    "chapter",
-    "reading",
-    "writing",
-    "talk",
-    "slide",
-    "meeting",
-    "project",
-    "design",
-    "sketch",
-    "prototype",
-    "feature",
-    "bug",
-    "fix",
-    "patch",
-    "issue",
-    "team",
-    "user",
-    "reader",
-    "author",
-    "home",
-    "window",
-    "desk",
-    "lamp",
-    "bicycle",
-    "train",
-    "station",
-    "city",
-    "street",
-    "market",
-    "season",
-    "spring",
-    "summer",
-    "autumn",
-    "winter",
-    "large",
-    "quick",
-    "careful",
-    "warm",
-    "cold",
-    "hard",
-    "easy",
-    "strange",
-    "quiet",
-    "bright",
-    "dark",
-    "heavy",
-    "light",
-    "cheap",
-    "expensive",
-    "early",
-    "late",
-    "long",
-    "short",
-    "wrong",
-    "right",
-    "obvious",
-    "subtle",
-    "take",
-    "find",
-    "try",
-    "start",
-    "stop",
-    "measure",
-    "cook",
-    "bake",
-    "walk",
-    "climb",
-    "learn",
-    "break",
-    "remember",
-    "forget",
-    "notice",
-    "wonder",
-    "prefer",
-    "expect",
-    "explain",
-    "compare",
-    "replace",
-    "invalidate",
-    "revalidate",
-    "purge",
-    "compress",
-    "serve",
-    "render",
-    "parse",
-    "validate",
-    "retry",
-    "timeout",
-    "backoff",
-    "limit",
-    "threshold",
-    "percentile",
-    "histogram",
-    "sample",
-    "trace",
-    "metric",
-    "dashboard",
-    "alert",
-    "incident",
-    "outage",
-    "postmortem",
-    "capacity",
-    "storage",
-    "volume",
-    "region",
-    "edge",
-    "cdn",
-    "purging",
-    "surrogate",
-    "etag",
-    "vary",
-    "cookie",
-    "session",
-    "password",
-    "fsync",
-    "journal",
-    "wal",
-    "vacuum",
-    "btree",
-    "lsm",
-    "compaction",
-    "bloom",
-    "filter",
-    "counter",
-    "frequency",
-    "admission",
-    "probation",
-    "protected",
-    "ferment",
-    "knead",
-    "proof",
-    "hydration",
-    "rosemary",
-    "olive",
-    "basil",
-    "parmesan",
-    "mushroom",
-    "risotto",
-    "lentil",
-    "chickpea",
-    "cumin",
-    "turmeric",
-    "ginger",
-    "chili",
-    "vinegar",
-    "honey",
-    "blister",
-    "ankle",
-    "sunrise",
-    "meadow",
-    "glacier",
-    "waterfall",
-    "switchback",
-    "trailhead",
-    "headlamp",
-    "stove",
-    "compass",
-    "lantern",
-    "harbor",
-    "island",
+/// Words every theme uses, roughly most frequent first.
+#[rustfmt::skip]
+pub const GENERAL_WORDS: &[&str] = &[
+    "time", "note", "make", "good", "new", "use", "keep", "small", "first", "work", "try",
+    "better", "old", "simple", "find", "take", "start", "long", "right", "wrong", "check",
+    "fast", "slow", "large", "quick", "careful", "hard", "easy", "strange", "quiet", "cheap",
+    "expensive", "early", "late", "short", "obvious", "subtle", "stop", "measure", "learn",
+    "break", "remember", "forget", "notice", "wonder", "prefer", "expect", "explain", "compare",
+    "replace", "idea", "draft", "review", "project", "design", "sketch", "prototype", "mistake",
+    "lesson", "habit", "question", "answer", "reason", "problem", "detail", "example", "number",
+    "list", "step", "part", "place", "week", "month", "year", "morning", "evening", "weekend",
 ];
 
-/// Folders notes are spread over (some nested).
-const FOLDERS: &[&str] = &[
-    "Caching",
-    "Databases",
-    "Rust",
-    "Web",
-    "Kitchen",
-    "Kitchen/Breads",
-    "Trails",
-    "Trails/Trip Reports",
-    "Projects",
-    "Reading",
-    "Journal/2024",
-    "Journal/2025",
-    "Journal/2026",
-    "Ideas",
-    "People",
-    "Private",
+/// The themes' own words, each roughly most frequent first. A note draws most of its
+/// content words from one theme, so a theme word is in a fraction of the notes, as in a
+/// real vault, while general words are in most.
+#[rustfmt::skip]
+pub const THEMES: &[&[&str]] = &[
+    // caching
+    &["cache", "page", "request", "response", "header", "server", "origin", "proxy", "client",
+      "latency", "eviction", "stale", "fresh", "hit", "miss", "purge", "cdn", "edge", "etag",
+      "vary", "cookie", "surrogate", "revalidate", "invalidate", "admission", "frequency",
+      "counter", "probation", "protected", "stampede", "coalescing", "ttl", "lru", "tinylfu",
+      "memoization", "hierarchy", "warm", "cold", "bypass", "variant", "expiry", "freshness"],
+    // databases
+    &["query", "table", "row", "index", "database", "transaction", "commit", "rollback",
+      "snapshot", "replica", "backup", "schema", "migration", "btree", "lsm", "compaction",
+      "bloom", "filter", "fsync", "journal", "wal", "vacuum", "shard", "partition", "checksum",
+      "postgres", "sqlite", "isolation", "mvcc", "deadlock", "cursor", "column", "planner",
+      "covering", "durability", "checkpoint", "pragma", "segment", "tombstone", "sequence"],
+    // rust
+    &["rust", "borrow", "lifetime", "trait", "generic", "closure", "iterator", "compiler",
+      "crate", "module", "macro", "panic", "result", "option", "async", "future", "runtime",
+      "task", "channel", "mutex", "atomic", "pointer", "reference", "struct", "enum",
+      "function", "method", "cargo", "clippy", "tokio", "serde", "unsafe", "ownership", "slice",
+      "vector", "allocation", "benchmark", "profile", "release", "debug"],
+    // web
+    &["browser", "style", "layout", "font", "image", "link", "script", "render", "parse",
+      "session", "password", "token", "dashboard", "deploy", "config", "html", "css", "markup",
+      "template", "accessibility", "contrast", "viewport", "responsive", "grid", "flexbox",
+      "animation", "feed", "sitemap", "domain", "certificate", "redirect", "form", "button",
+      "menu", "navigation", "typography", "favicon", "analytics", "tracker", "privacy"],
+    // kitchen
+    &["sourdough", "flour", "water", "salt", "yeast", "starter", "dough", "oven", "bread",
+      "loaf", "crust", "crumb", "pizza", "tomato", "garlic", "onion", "butter", "pasta", "rice",
+      "stock", "broth", "soup", "pepper", "lemon", "herbs", "spice", "skillet", "knife",
+      "kitchen", "recipe", "dinner", "breakfast", "ferment", "knead", "proof", "hydration",
+      "rosemary", "olive", "basil", "parmesan", "mushroom", "risotto", "lentil", "chickpea",
+      "cumin", "turmeric", "ginger", "chili", "vinegar", "honey"],
+    // trails
+    &["trail", "mountain", "river", "lake", "forest", "camp", "tent", "boots", "pack", "map",
+      "ridge", "summit", "valley", "snow", "rain", "weather", "mile", "hike", "permit", "route",
+      "blister", "ankle", "sunrise", "meadow", "glacier", "waterfall", "switchback",
+      "trailhead", "headlamp", "stove", "compass", "lantern", "elevation", "pass", "creek",
+      "bear", "canister", "layers", "poles", "campsite"],
+    // life
+    &["book", "chapter", "reading", "writing", "friend", "family", "budget", "plan", "goal",
+      "season", "spring", "summer", "autumn", "winter", "city", "street", "market", "train",
+      "station", "bicycle", "home", "window", "desk", "lamp", "apartment", "rent", "garden",
+      "coffee", "tea", "music", "concert", "holiday", "gift", "birthday", "doctor", "sleep",
+      "run", "harbor", "island", "letter"],
+];
+
+/// Folders notes are spread over (some nested), each with its theme; `None`: each
+/// note there has a theme of its own.
+const FOLDERS: &[(&str, Option<usize>)] = &[
+    ("Caching", Some(0)),
+    ("Databases", Some(1)),
+    ("Rust", Some(2)),
+    ("Web", Some(3)),
+    ("Kitchen", Some(4)),
+    ("Kitchen/Breads", Some(4)),
+    ("Trails", Some(5)),
+    ("Trails/Trip Reports", Some(5)),
+    ("Projects", None),
+    ("Reading", Some(6)),
+    ("Journal/2024", None),
+    ("Journal/2025", None),
+    ("Journal/2026", None),
+    ("Ideas", None),
+    ("People", Some(6)),
+    ("Private", None),
 ];
 
 /// Tags notes carry.
@@ -489,20 +202,32 @@ const CODE_LINES: &[&str] = &[
     "const {W}_MAX: usize = {n};",
 ];
 
-/// A word: function and content words together, Zipf-distributed.
-pub fn word(rng: &mut Rng) -> &'static str {
-    let n = FUNCTION_WORDS.len() + CONTENT_WORDS.len();
-    let r = rng.zipf(n, 1.0);
-    if r < FUNCTION_WORDS.len() {
-        FUNCTION_WORDS[r]
+/// A word of running text in a note of `theme`: function words about half the time,
+/// then mostly the theme's words, else general ones.
+fn text_word(rng: &mut Rng, theme: usize) -> &'static str {
+    if rng.chance(0.45) {
+        FUNCTION_WORDS[rng.zipf(FUNCTION_WORDS.len(), 1.0)]
+    } else if rng.chance(0.6) {
+        theme_word(rng, theme)
     } else {
-        CONTENT_WORDS[r - FUNCTION_WORDS.len()]
+        GENERAL_WORDS[rng.zipf(GENERAL_WORDS.len(), 0.9)]
     }
 }
 
-/// A content word, Zipf-distributed (flatter than [`word`]'s tail).
+/// One of `theme`'s words, Zipf-distributed.
+fn theme_word(rng: &mut Rng, theme: usize) -> &'static str {
+    let words = THEMES[theme % THEMES.len()];
+    words[rng.zipf(words.len(), 0.9)]
+}
+
+/// A word as a searcher would type it: one theme's (80 %) or a general word.
 pub fn content_word(rng: &mut Rng) -> &'static str {
-    CONTENT_WORDS[rng.zipf(CONTENT_WORDS.len(), 0.8)]
+    if rng.chance(0.8) {
+        let theme = rng.below(THEMES.len());
+        theme_word(rng, theme)
+    } else {
+        GENERAL_WORDS[rng.zipf(GENERAL_WORDS.len(), 0.9)]
+    }
 }
 
 fn capitalize(w: &str) -> String {
@@ -516,6 +241,7 @@ fn capitalize(w: &str) -> String {
 struct Plan {
     name: String,
     folder: &'static str,
+    theme: usize,
     title: Option<String>,
 }
 
@@ -523,13 +249,24 @@ struct Plan {
 pub fn generate(dir: &Path, notes: usize, seed: u64) -> std::io::Result<()> {
     let mut rng = Rng::new(seed);
     let plans = plan(&mut rng, notes);
-    for f in FOLDERS {
+    for (f, _) in FOLDERS {
         std::fs::create_dir_all(dir.join(f))?;
+    }
+    let mut by_theme = vec![Vec::new(); THEMES.len()];
+    for (i, p) in plans.iter().enumerate() {
+        by_theme[p.theme].push(i);
     }
     let mut text = String::with_capacity(16 * 1024);
     for (i, p) in plans.iter().enumerate() {
         text.clear();
-        note(&mut rng, &plans, i, &mut text);
+        let mut w = Writer {
+            rng: &mut rng,
+            plans: &plans,
+            by_theme: &by_theme,
+            theme: p.theme,
+            out: &mut text,
+        };
+        w.note(i);
         std::fs::write(dir.join(p.folder).join(format!("{}.md", p.name)), &text)?;
     }
     Ok(())
@@ -539,160 +276,193 @@ fn plan(rng: &mut Rng, notes: usize) -> Vec<Plan> {
     let mut names = HashSet::new();
     let mut plans = Vec::with_capacity(notes);
     for _ in 0..notes {
+        let (folder, theme) = FOLDERS[rng.below(FOLDERS.len())];
+        let theme = theme.unwrap_or_else(|| rng.below(THEMES.len()));
         let words = rng.range(1, 4);
-        let base: Vec<String> = (0..words).map(|_| capitalize(content_word(rng))).collect();
+        let base: Vec<String> = (0..words)
+            .map(|_| capitalize(theme_word(rng, theme)))
+            .collect();
         let mut name = base.join(" ");
         let mut n = 2;
         while !names.insert(name.to_lowercase()) {
             name = format!("{} {n}", base.join(" "));
             n += 1;
         }
-        let title = rng
-            .chance(0.2)
-            .then(|| format!("{} {}", capitalize(word(rng)), name.to_lowercase()));
+        let title = rng.chance(0.2).then(|| {
+            let general = GENERAL_WORDS[rng.zipf(GENERAL_WORDS.len(), 0.9)];
+            format!("{} {}", capitalize(general), name.to_lowercase())
+        });
         plans.push(Plan {
             name,
-            folder: FOLDERS[rng.below(FOLDERS.len())],
+            folder,
+            theme,
             title,
         });
     }
     plans
 }
 
-fn note(rng: &mut Rng, plans: &[Plan], i: usize, out: &mut String) {
-    let p = &plans[i];
-    out.push_str("---\n");
-    if let Some(t) = &p.title {
-        let _ = writeln!(out, "title: \"{t}\"");
-    }
-    let _ = writeln!(
-        out,
-        "date: {}-{:02}-{:02}",
-        rng.range(2019, 2026),
-        rng.range(1, 12),
-        rng.range(1, 28)
-    );
-    let tags: Vec<&str> = (0..rng.range(0, 3))
-        .map(|_| TAGS[rng.zipf(TAGS.len(), 1.0)])
-        .collect();
-    let _ = writeln!(out, "tags: [{}]", tags.join(", "));
-    let private_folder = p.folder == "Private";
-    if !private_folder && rng.chance(0.72) {
-        out.push_str("free: true\n");
-    }
-    if rng.chance(0.03) {
-        out.push_str("draft: true\n");
-    }
-    out.push_str("---\n\n");
-    paragraph(rng, plans, out);
-    for _ in 0..rng.range(1, 5) {
-        section(rng, plans, out);
-    }
+/// Writes one note's text.
+struct Writer<'a> {
+    rng: &'a mut Rng,
+    plans: &'a [Plan],
+    /// Indices of each theme's notes.
+    by_theme: &'a [Vec<usize>],
+    theme: usize,
+    out: &'a mut String,
 }
 
-fn section(rng: &mut Rng, plans: &[Plan], out: &mut String) {
-    let words = rng.range(1, 4);
-    let heading: Vec<&str> = (0..words).map(|_| content_word(rng)).collect();
-    let _ = writeln!(out, "## {}\n", capitalize(&heading.join(" ")));
-    for _ in 0..rng.range(1, 3) {
-        paragraph(rng, plans, out);
-    }
-    match rng.below(10) {
-        0..=2 => list(rng, plans, out),
-        3 => code(rng, out),
-        4 => {
-            out.push_str("> ");
-            sentence(rng, plans, out);
-            out.push_str("\n\n");
+impl Writer<'_> {
+    fn note(&mut self, i: usize) {
+        let p = &self.plans[i];
+        self.out.push_str("---\n");
+        if let Some(t) = &p.title {
+            let _ = writeln!(self.out, "title: \"{t}\"");
         }
-        _ => {}
+        let _ = writeln!(
+            self.out,
+            "date: {}-{:02}-{:02}",
+            self.rng.range(2019, 2026),
+            self.rng.range(1, 12),
+            self.rng.range(1, 28)
+        );
+        let tags: Vec<&str> = (0..self.rng.range(0, 3))
+            .map(|_| TAGS[self.rng.zipf(TAGS.len(), 1.0)])
+            .collect();
+        let _ = writeln!(self.out, "tags: [{}]", tags.join(", "));
+        if p.folder != "Private" && self.rng.chance(0.72) {
+            self.out.push_str("free: true\n");
+        }
+        if self.rng.chance(0.03) {
+            self.out.push_str("draft: true\n");
+        }
+        self.out.push_str("---\n\n");
+        self.paragraph();
+        for _ in 0..self.rng.range(1, 5) {
+            self.section();
+        }
     }
-}
 
-fn paragraph(rng: &mut Rng, plans: &[Plan], out: &mut String) {
-    for s in 0..rng.range(2, 6) {
-        if s > 0 {
-            out.push(' ');
-        }
-        sentence(rng, plans, out);
+    fn word(&mut self) -> &'static str {
+        text_word(self.rng, self.theme)
     }
-    out.push_str("\n\n");
-}
 
-fn sentence(rng: &mut Rng, plans: &[Plan], out: &mut String) {
-    let len = rng.range(5, 18);
-    for k in 0..len {
-        if k > 0 {
-            out.push(' ');
+    fn section(&mut self) {
+        let words = self.rng.range(1, 4);
+        let heading: Vec<&str> = (0..words)
+            .map(|_| theme_word(self.rng, self.theme))
+            .collect();
+        let _ = writeln!(self.out, "## {}\n", capitalize(&heading.join(" ")));
+        for _ in 0..self.rng.range(1, 3) {
+            self.paragraph();
         }
-        if k > 0 && rng.chance(0.03) {
-            link(rng, plans, out);
-            continue;
-        }
-        let w = word(rng);
-        match (k, rng.below(40)) {
-            (0, _) => out.push_str(&capitalize(w)),
-            (_, 0) => {
-                let _ = write!(out, "**{w}**");
+        match self.rng.below(10) {
+            0..=2 => self.list(),
+            3 => self.code(),
+            4 => {
+                self.out.push_str("> ");
+                self.sentence();
+                self.out.push_str("\n\n");
             }
-            (_, 1) => {
-                let _ = write!(out, "`{w}`");
-            }
-            (_, 2) => {
-                let _ = write!(out, "{w},");
-            }
-            _ => out.push_str(w),
+            _ => {}
         }
     }
-    out.push('.');
-}
 
-fn link(rng: &mut Rng, plans: &[Plan], out: &mut String) {
-    // Low indices are linked far more often: hubs, like a real vault's index notes.
-    let t = &plans[rng.zipf(plans.len(), 0.9)];
-    if rng.chance(0.3) {
-        let _ = write!(out, "[[{}|{}]]", t.name, content_word(rng));
-    } else {
-        let _ = write!(out, "[[{}]]", t.name);
+    fn paragraph(&mut self) {
+        for s in 0..self.rng.range(2, 6) {
+            if s > 0 {
+                self.out.push(' ');
+            }
+            self.sentence();
+        }
+        self.out.push_str("\n\n");
     }
-}
 
-fn list(rng: &mut Rng, plans: &[Plan], out: &mut String) {
-    let tasks = rng.chance(0.3);
-    for _ in 0..rng.range(2, 6) {
-        out.push_str(match (tasks, rng.chance(0.5)) {
-            (true, true) => "- [x] ",
-            (true, false) => "- [ ] ",
-            _ => "- ",
-        });
-        if rng.chance(0.2) {
-            link(rng, plans, out);
+    fn sentence(&mut self) {
+        let len = self.rng.range(5, 18);
+        for k in 0..len {
+            if k > 0 {
+                self.out.push(' ');
+            }
+            if k > 0 && self.rng.chance(0.03) {
+                self.link();
+                continue;
+            }
+            let w = self.word();
+            match (k, self.rng.below(40)) {
+                (0, _) => self.out.push_str(&capitalize(w)),
+                (_, 0) => {
+                    let _ = write!(self.out, "**{w}**");
+                }
+                (_, 1) => {
+                    let _ = write!(self.out, "`{w}`");
+                }
+                (_, 2) => {
+                    let _ = write!(self.out, "{w},");
+                }
+                _ => self.out.push_str(w),
+            }
+        }
+        self.out.push('.');
+    }
+
+    fn link(&mut self) {
+        // Mostly to a note of the same theme; sometimes to one of the first hundred
+        // notes, Zipf-distributed: hubs, like a real vault's index notes.
+        let same = &self.by_theme[self.theme];
+        let t = if self.rng.chance(0.9) && !same.is_empty() {
+            same[self.rng.below(same.len())]
         } else {
-            let n = rng.range(2, 8);
-            let words: Vec<&str> = (0..n).map(|_| word(rng)).collect();
-            out.push_str(&capitalize(&words.join(" ")));
+            self.rng.zipf(self.plans.len().min(100), 1.0)
+        };
+        let t = &self.plans[t];
+        if self.rng.chance(0.3) {
+            let label = theme_word(self.rng, self.theme);
+            let _ = write!(self.out, "[[{}|{label}]]", t.name);
+        } else {
+            let _ = write!(self.out, "[[{}]]", t.name);
         }
-        out.push('\n');
     }
-    out.push('\n');
-}
 
-fn code(rng: &mut Rng, out: &mut String) {
-    let lang = ["rust", "sql", "sh", ""][rng.below(4)];
-    let _ = writeln!(out, "```{lang}");
-    for _ in 0..rng.range(1, 6) {
-        let w = content_word(rng);
-        let line = CODE_LINES[rng.below(CODE_LINES.len())]
-            .replace("{w}", w)
-            .replace("{W}", &capitalize(w))
-            .replace("{v}", content_word(rng))
-            .replace("{n}", &rng.range(1, 4096).to_string())
-            .replace("{{", "{")
-            .replace("}}", "}");
-        out.push_str(&line);
-        out.push('\n');
+    fn list(&mut self) {
+        let tasks = self.rng.chance(0.3);
+        for _ in 0..self.rng.range(2, 6) {
+            let marker = match (tasks, self.rng.chance(0.5)) {
+                (true, true) => "- [x] ",
+                (true, false) => "- [ ] ",
+                _ => "- ",
+            };
+            self.out.push_str(marker);
+            if self.rng.chance(0.2) {
+                self.link();
+            } else {
+                let n = self.rng.range(2, 8);
+                let words: Vec<&str> = (0..n).map(|_| self.word()).collect();
+                self.out.push_str(&capitalize(&words.join(" ")));
+            }
+            self.out.push('\n');
+        }
+        self.out.push('\n');
     }
-    out.push_str("```\n\n");
+
+    fn code(&mut self) {
+        let lang = ["rust", "sql", "sh", ""][self.rng.below(4)];
+        let _ = writeln!(self.out, "```{lang}");
+        for _ in 0..self.rng.range(1, 6) {
+            let w = theme_word(self.rng, self.theme);
+            let v = theme_word(self.rng, self.theme);
+            let line = CODE_LINES[self.rng.below(CODE_LINES.len())]
+                .replace("{w}", w)
+                .replace("{W}", &capitalize(w))
+                .replace("{v}", v)
+                .replace("{n}", &self.rng.range(1, 4096).to_string())
+                .replace("{{", "{")
+                .replace("}}", "}");
+            self.out.push_str(&line);
+            self.out.push('\n');
+        }
+        self.out.push_str("```\n\n");
+    }
 }
 
 #[cfg(test)]
@@ -752,7 +522,8 @@ mod tests {
     #[test]
     fn word_lists_have_no_duplicates_and_zipf_stays_in_range() {
         let mut seen = HashSet::new();
-        for w in FUNCTION_WORDS.iter().chain(CONTENT_WORDS) {
+        let themes = THEMES.iter().flat_map(|t| t.iter());
+        for w in FUNCTION_WORDS.iter().chain(GENERAL_WORDS).chain(themes) {
             assert!(seen.insert(*w), "{w} twice");
         }
         let mut rng = Rng::new(3);

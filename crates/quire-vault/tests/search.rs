@@ -286,6 +286,62 @@ fn snippets_are_escaped_with_only_marks_live() {
 }
 
 #[test]
+fn bounded_ranking_keeps_title_matches_and_the_best_linked_notes() {
+    // 40 notes mention "lantern"; a hub is linked from ten of them; "Lantern" itself
+    // is linked from nowhere and sorts last.
+    let mut files: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            let link = if i < 10 { " See [[Hub]]." } else { "" };
+            (
+                format!("n/Note {i:02}.md"),
+                format!("---\nfree: true\n---\nA lantern, once.{link}\n"),
+            )
+        })
+        .collect();
+    files.push((
+        "Hub.md".into(),
+        "---\nfree: true\n---\nLantern lantern lantern: the lantern hub.\n".into(),
+    ));
+    files.push((
+        "z/Lantern.md".into(),
+        "---\nfree: true\n---\nThe lamp of the title.\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let vault = write_vault(&tmp.path().join("vault"), &refs);
+    let exact = SearchIndex::open(&tmp.path().join("exact.db")).unwrap();
+    exact.reindex(&vault).unwrap();
+    let bounded = SearchIndex::open_with(
+        &tmp.path().join("bounded.db"),
+        IndexOptions {
+            candidates_max: 5,
+            ..IndexOptions::default()
+        },
+    )
+    .unwrap();
+    bounded.reindex(&vault).unwrap();
+
+    let e = exact.search("lantern", Visibility::Public, 5);
+    let b = bounded.search("lantern", Visibility::Public, 5);
+    assert_eq!(paths(&e)[..2], ["z/Lantern.md", "Hub.md"]);
+    assert_eq!(paths(&b)[..2], ["z/Lantern.md", "Hub.md"], "{b:?}");
+    assert_eq!(b.hits.len(), 5);
+    assert_eq!(
+        b.hits[0].score, e.hits[0].score,
+        "scored under the same query"
+    );
+    let scores: Vec<f64> = b.hits.iter().map(|h| h.score).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // Under the bound, both agree exactly.
+    let few_e = exact.search("lamp", Visibility::Public, 5);
+    let few_b = bounded.search("lamp", Visibility::Public, 5);
+    assert_eq!(few_e, few_b);
+}
+
+#[test]
 fn update_upserts_changed_notes_and_removes_deleted_ones() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("vault");

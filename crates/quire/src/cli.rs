@@ -118,6 +118,37 @@ pub enum BenchCommand {
     /// overflow, warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit
     /// returned wrong bytes.
     Store(BenchStoreArgs),
+    /// Full-text search latency (p50/p99/p99.9 by query kind) on a synthetic vault,
+    /// idle and while a full re-index runs. Exits non-zero if a hit went to an
+    /// audience that may not read it.
+    Search(BenchSearchArgs),
+}
+
+/// Arguments of `quire bench search`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchSearchArgs {
+    /// Notes in the generated vault.
+    #[arg(long, default_value_t = 10_000)]
+    pub notes: usize,
+    /// Seed of the generated vault and of the queries.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Queries per scenario.
+    #[arg(long, default_value_t = 5_000)]
+    pub queries: usize,
+    /// Search this vault instead of generating one.
+    #[arg(long, value_name = "DIR", conflicts_with = "keep")]
+    pub vault: Option<PathBuf>,
+    /// Generate the vault into DIR (new or empty) and leave it there.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Put the scratch vault and index under DIR (default: the system temp
+    /// directory); they are removed afterwards.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// Arguments of `quire bench store`.
@@ -232,6 +263,22 @@ mod tests {
         assert_eq!(args.only.map(Scenario::from), Some(Scenario::RamTier));
         assert!(Cli::try_parse_from(["quire", "bench", "store", "--only", "nope"]).is_err());
         assert!(Cli::try_parse_from(["quire", "bench"]).is_err());
+    }
+
+    #[test]
+    fn bench_search_parses() {
+        let cli =
+            Cli::try_parse_from(["quire", "bench", "search", "--notes", "500", "--keep", "v"])
+                .expect("parses");
+        let Command::Bench(BenchCommand::Search(args)) = cli.command else {
+            panic!("not bench search")
+        };
+        assert_eq!((args.notes, args.seed, args.queries), (500, 1, 5_000));
+        assert_eq!(args.keep, Some(PathBuf::from("v")));
+        assert!(
+            Cli::try_parse_from(["quire", "bench", "search", "--vault", "a", "--keep", "b"])
+                .is_err()
+        );
     }
 
     #[test]

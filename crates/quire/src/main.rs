@@ -1,8 +1,9 @@
 //! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command:
 //! `quire serve` ([`serve`]), `quire proxy` ([`proxy`]), `quire purge` ([`purge`]),
-//! `quire bench store` ([`bench_store`]). Logs go to stderr, filtered by `RUST_LOG` (default
-//! `warn`).
+//! `quire bench store` ([`bench_store`]), `quire bench search` ([`bench_search`]).
+//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
+mod bench_search;
 mod bench_store;
 mod cli;
 mod proxy;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Bench(BenchCommand::Search(args)) => bench_search::run(args),
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),

@@ -59,7 +59,14 @@ pub fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
         notices.push(format!(
             "query too long: only its first {INPUT_CHARS_MAX} characters were searched"
         ));
-        &chars[..INPUT_CHARS_MAX]
+        // A word cut in two is left out, not searched as a fragment.
+        let mut end = INPUT_CHARS_MAX;
+        if chars[end].is_alphanumeric() {
+            while end > 0 && chars[end - 1].is_alphanumeric() {
+                end -= 1;
+            }
+        }
+        &chars[..end]
     } else {
         &chars[..]
     };
@@ -69,6 +76,9 @@ pub fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
             last.prefix = true;
         }
     }
+    // The same word twice adds nothing to an AND but work.
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|i| seen.insert((i.words.join(" ").to_lowercase(), i.prefix)));
     let mut words = 0;
     let mut out = String::new();
     for (n, item) in items.iter().enumerate() {
@@ -226,7 +236,11 @@ mod tests {
     #[test]
     fn long_queries_are_capped_with_a_notice() {
         let s = sanitize(&"word ".repeat(2000), false);
-        assert_eq!(s.fts.matches("\"word\"").count(), WORDS_MAX);
+        assert_eq!(s.fts, "\"word\"", "repeated words once, no cut word");
+        assert!(s.notice.unwrap().contains("too long"));
+        let many: String = (0..300).map(|i| format!("w{i} ")).collect();
+        let s = sanitize(&many, false);
+        assert_eq!(s.fts.matches('"').count(), 2 * WORDS_MAX);
         let n = s.notice.unwrap();
         assert!(
             n.contains("too long") && n.contains("first 16 words"),

@@ -1,0 +1,182 @@
+//! Answering one query on a read-only connection: statements run in stages, inside
+//! one read transaction so that every stage sees the same snapshot.
+//!
+//! Key decisions:
+//! - **The audience is a rowid range.** Rowids are `visibility << 32 | rank`, so
+//!   `rowid < (audience + 1) << 32` is every note the audience may read, and FTS5
+//!   seeks within it instead of returning notes a join then drops. The last stage
+//!   joins `notes` and checks `visibility <= audience` again: a mistake in the rowid
+//!   scheme would lose hits, never leak them.
+//! - **Bounded ranking.** bm25 costs about a microsecond per matching note; a word in
+//!   most notes of a 10,000-note vault would cost milliseconds. Past
+//!   `candidates_max` matches, bm25 ranks only the matches with the best static rank
+//!   (most backlinks: the lowest rowids) plus the first `limit` title matches past
+//!   them, scored under the whole query like the rest. Smaller result sets are
+//!   ranked exactly.
+//! - **Scans, not lookups, for given rowids**: FTS5 restarts the whole query (and
+//!   bm25 recounts each phrase's documents) for every `rowid = ?`, so scoring or
+//!   describing a few chosen notes scans the rowid range they span instead.
+//! - **Snippets only for the hits returned**: `snippet()` tokenises a note's body,
+//!   ~25 µs, so it runs for the final `limit` notes, not every match.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::text::{self, snippet_html};
+use super::Hit;
+
+/// bm25 weights: title, tags, body.
+macro_rules! bm25 {
+    () => {
+        "bm25(notes_fts, 10.0, 4.0, 1.0)"
+    };
+}
+
+/// The rowid of the `?3`-th match in the audience's range (`< ?2`), if there are so
+/// many.
+const CUTOFF_SQL: &str =
+    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid < ?2 LIMIT 1 OFFSET ?3";
+
+/// The best `?3` matches with rowids up to `?2`. (One bound: FTS5 uses only one
+/// upper bound on the rowid and filters the other row by row.)
+const TOP_SQL: &str = concat!(
+    "SELECT rowid, ",
+    bm25!(),
+    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2 ORDER BY 2 LIMIT ?3"
+);
+
+/// The first `?4` title matches (`?1` is a title-only query) in `(?2, ?3)`, by
+/// static rank: [`SCORE_SQL`] then scores them under the whole query.
+const TITLE_SQL: &str = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1
+     AND rowid > ?2 AND rowid < ?3 LIMIT ?4";
+
+/// bm25 under the whole query of the rowids in the JSON array `?2`, all within
+/// `[?3, ?4]`. One scan of that range, not a lookup per rowid: bm25 counts the
+/// documents matching each phrase (its IDF) once per lookup, and with a common word
+/// that costs more than the scan. (`+rowid` keeps SQLite from turning the `IN` into
+/// lookups.)
+const SCORE_SQL: &str = concat!(
+    "SELECT rowid, ",
+    bm25!(),
+    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid >= ?3 AND rowid <= ?4
+     AND +rowid IN (SELECT value FROM json_each(?2))"
+);
+
+/// Title, page, path and snippet of the rowids in `?2`, all within `[?6, ?7]`, that
+/// the audience may read. A scan of the range like [`SCORE_SQL`]: a lookup per rowid
+/// re-reads a prefix query's doclists every time.
+const HITS_SQL: &str = "
+SELECT n.id, n.title, n.url, n.path, snippet(notes_fts, 2, ?3, ?4, '…', 16)
+FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
+WHERE notes_fts MATCH ?1 AND notes_fts.rowid >= ?6 AND notes_fts.rowid <= ?7
+  AND +notes_fts.rowid IN (SELECT value FROM json_each(?2))
+  AND n.visibility <= ?5";
+
+/// What one query asks.
+pub(super) struct Ask<'a> {
+    /// The sanitised FTS5 query.
+    pub fts: &'a str,
+    /// The first rowid past the audience's range.
+    pub end: i64,
+    /// The audience's visibility code.
+    pub visibility: i64,
+    /// Hits wanted (> 0).
+    pub limit: usize,
+    /// Matches ranked exactly before ranking is bounded.
+    pub candidates_max: usize,
+}
+
+/// The best hits for `ask`, best first.
+pub(super) fn hits(c: &Connection, ask: &Ask<'_>) -> rusqlite::Result<Vec<Hit>> {
+    let tx = c.unchecked_transaction()?;
+    let cutoff: Option<i64> = c
+        .prepare_cached(CUTOFF_SQL)?
+        .query_row(params![ask.fts, ask.end, ask.candidates_max as i64], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let last = cutoff.map_or(ask.end - 1, |c| c.min(ask.end - 1));
+    let mut scored = top(c, ask, last)?;
+    if let Some(cutoff) = cutoff {
+        let titles = title_matches(c, ask, cutoff)?;
+        if !titles.is_empty() {
+            scored.extend(scores(c, ask.fts, &titles)?);
+            scored.sort_by(|a, b| a.1.total_cmp(&b.1));
+            scored.truncate(ask.limit);
+        }
+    }
+    let mut hits = describe(c, ask, &scored)?;
+    tx.commit()?;
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    Ok(hits)
+}
+
+/// `(rowid, bm25)` of the best matches up to rowid `last`, best (lowest) first.
+fn top(c: &Connection, ask: &Ask<'_>, last: i64) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let mut stmt = c.prepare_cached(TOP_SQL)?;
+    let rows = stmt.query_map(params![ask.fts, last, ask.limit as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    rows.collect()
+}
+
+/// Rowids past `cutoff` whose title matches the whole query.
+fn title_matches(c: &Connection, ask: &Ask<'_>, cutoff: i64) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = c.prepare_cached(TITLE_SQL)?;
+    let title_fts = format!("{{title}} : ({})", ask.fts);
+    let rows = stmt.query_map(params![title_fts, cutoff, ask.end, ask.limit as i64], |r| {
+        r.get(0)
+    })?;
+    rows.collect()
+}
+
+fn json_ids(ids: impl Iterator<Item = i64>) -> String {
+    let list: Vec<String> = ids.map(|i| i.to_string()).collect();
+    format!("[{}]", list.join(","))
+}
+
+/// `(rowid, bm25)` under `fts` of `ids`.
+fn scores(c: &Connection, fts: &str, ids: &[i64]) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let (Some(&first), Some(&last)) = (ids.iter().min(), ids.iter().max()) else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = c.prepare_cached(SCORE_SQL)?;
+    let json = json_ids(ids.iter().copied());
+    let rows = stmt.query_map(params![fts, json, first, last], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    rows.collect()
+}
+
+/// The hits for `scored`, with snippets; unordered.
+fn describe(c: &Connection, ask: &Ask<'_>, scored: &[(i64, f64)]) -> rusqlite::Result<Vec<Hit>> {
+    let score: HashMap<i64, f64> = scored.iter().copied().collect();
+    let (Some(&first), Some(&last)) = (score.keys().min(), score.keys().max()) else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = c.prepare_cached(HITS_SQL)?;
+    let rows = stmt.query_map(
+        params![
+            ask.fts,
+            json_ids(scored.iter().map(|s| s.0)),
+            text::MARK_OPEN.to_string(),
+            text::MARK_CLOSE.to_string(),
+            ask.visibility,
+            first,
+            last,
+        ],
+        |r| {
+            let id: i64 = r.get(0)?;
+            Ok(Hit {
+                title: r.get(1)?,
+                url: r.get(2)?,
+                path: r.get(3)?,
+                snippet: snippet_html(&r.get::<_, String>(4)?),
+                // bm25 is lower-is-better; scores are higher-is-better.
+                score: -score.get(&id).copied().unwrap_or(0.0),
+            })
+        },
+    )?;
+    rows.collect()
+}
