@@ -131,16 +131,19 @@ pub fn tags(v: &Vault, audience: Visibility) -> Value {
 pub fn tag(v: &Vault, audience: Visibility, tag_slug: &str) -> Option<Value> {
     let tags = pages::tags(v, audience);
     let (name, list) = tags.iter().find(|(t, _)| slug(t) == tag_slug)?;
-    Some(json!({ "tag": {"name": name}, "notes": entries(v, list) }))
+    Some(tag_page(v, name, list))
 }
 
-/// One folder's variables (`url` ends in `/`), if `audience` sees a note in it or
-/// below it.
-pub fn folder(v: &Vault, audience: Visibility, url: &str) -> Option<Value> {
-    let folders = pages::folders(v, audience);
-    // Every folder with visible notes, and every ancestor of one.
+/// A tag page's variables from its listing.
+pub fn tag_page(v: &Vault, name: &str, list: &[Entry]) -> Value {
+    json!({ "tag": {"name": name}, "notes": entries(v, list) })
+}
+
+/// Every folder with visible notes and every ancestor of one, with the number of
+/// notes directly in it.
+pub fn known_folders(folders: &BTreeMap<String, Vec<Entry>>) -> BTreeMap<String, usize> {
     let mut known: BTreeMap<String, usize> = BTreeMap::new();
-    for (f, list) in &folders {
+    for (f, list) in folders {
         let mut cur = f.as_str();
         let mut first = true;
         while !cur.is_empty() {
@@ -149,18 +152,36 @@ pub fn folder(v: &Vault, audience: Visibility, url: &str) -> Option<Value> {
             cur = folder_of(cur);
         }
     }
+    known
+}
+
+/// One folder's variables (`url` ends in `/`), if `audience` sees a note in it or
+/// below it.
+pub fn folder(v: &Vault, audience: Visibility, url: &str) -> Option<Value> {
+    let folders = pages::folders(v, audience);
+    let known = known_folders(&folders);
     let path = known.keys().find(|f| folder_url(f) == url)?.clone();
-    let notes = folders.get(&path).map_or_else(Vec::new, |l| entries(v, l));
+    Some(folder_page(v, &folders, &known, &path))
+}
+
+/// The variables of the folder at `path`, from the audience's listings.
+pub fn folder_page(
+    v: &Vault,
+    folders: &BTreeMap<String, Vec<Entry>>,
+    known: &BTreeMap<String, usize>,
+    path: &str,
+) -> Value {
+    let notes = folders.get(path).map_or_else(Vec::new, |l| entries(v, l));
     let subfolders: Vec<Value> = known
         .iter()
         .filter(|(f, _)| folder_of(f) == path)
         .map(|(f, &count)| json!({"name": folder_name(f), "url": folder_url(f), "count": count}))
         .collect();
-    Some(json!({
-        "folder": {"name": folder_name(&path), "url": url, "path": path},
+    json!({
+        "folder": {"name": folder_name(path), "url": folder_url(path), "path": path},
         "notes": notes,
         "subfolders": subfolders,
-    }))
+    })
 }
 
 /// A note page's variables, without the body (`note.html` is added by the caller,

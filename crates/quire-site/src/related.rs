@@ -9,10 +9,15 @@ use quire_vault::{Vault, Visibility};
 /// embedder is refitted and every list rebuilt (see `Lexical::drift`).
 const DRIFT_MAX: f32 = 0.05;
 
+/// The share of the fitted documents that must change before the drift is measured.
+const RECHECK_SHARE: f64 = 0.02;
+
 /// The related-notes state kept between reloads: the embedder and the lists it made.
 pub struct Engine {
     embedder: Lexical,
     related: Related,
+    /// Notes changed or removed since the embedder was fitted.
+    changed_since_fit: usize,
 }
 
 impl std::fmt::Debug for Engine {
@@ -29,23 +34,37 @@ impl Engine {
     pub fn build(vault: &Vault) -> Engine {
         let embedder = Lexical::for_vault(vault, Visibility::Public);
         let related = Related::build(vault, &embedder);
-        Engine { embedder, related }
+        Engine {
+            embedder,
+            related,
+            changed_since_fit: 0,
+        }
     }
 
     /// Brings the lists up to date with `vault` after `changed` notes (indices in
     /// `vault`) changed and `removed` paths went away; refits and rebuilds when the
     /// vocabulary has drifted.
+    ///
+    /// IDF can only drift as far as the documents that changed since the fit, so the
+    /// drift (a pass over every public note) is measured only once those reach
+    /// [`RECHECK_SHARE`] of the fitted documents: an everyday edit costs the update
+    /// of one note's neighbours, not a pass over the vault.
     pub fn update(&mut self, vault: &Vault, changed: &[usize], removed: &[String]) {
-        let public: Vec<String> = vault
-            .notes()
-            .iter()
-            .filter(|n| n.visibility() == Visibility::Public)
-            .map(quire_vault::related::note_text)
-            .collect();
-        let refs: Vec<&str> = public.iter().map(String::as_str).collect();
-        if self.embedder.drift(&refs) > DRIFT_MAX {
-            *self = Engine::build(vault);
-            return;
+        self.changed_since_fit += changed.len() + removed.len();
+        if self.changed_since_fit as f64 > self.embedder.fitted_docs().max(1) as f64 * RECHECK_SHARE
+        {
+            let public: Vec<String> = vault
+                .notes()
+                .iter()
+                .filter(|n| n.visibility() == Visibility::Public)
+                .map(quire_vault::related::note_text)
+                .collect();
+            let refs: Vec<&str> = public.iter().map(String::as_str).collect();
+            if self.embedder.drift(&refs) > DRIFT_MAX {
+                *self = Engine::build(vault);
+                return;
+            }
+            self.changed_since_fit = 0;
         }
         let removed: Vec<&str> = removed.iter().map(String::as_str).collect();
         self.related

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -171,7 +171,9 @@ impl Site {
     /// Reloads the vault and publishes the new snapshot; returns the paths whose
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
+        let t0 = Instant::now();
         let parts = load(&self.inner.root)?;
+        let t_load = t0.elapsed();
         let (changed, removed) = note_changes(&self.inner.snap.load().vault, &parts.vault);
         let mut engine = self
             .inner
@@ -181,8 +183,10 @@ impl Site {
         if !changed.is_empty() || !removed.is_empty() {
             engine.update(&parts.vault, &changed, &removed);
         }
+        let t_related = t0.elapsed();
         let new = Arc::new(parts.into_snapshot(&engine));
         drop(engine);
+        let t_snapshot = t0.elapsed();
         // The index follows before the snapshot is published (see `open`).
         if !changed.is_empty() || !removed.is_empty() {
             if let Err(e) = self.inner.search.update(&new.vault, &changed, &removed) {
@@ -197,6 +201,13 @@ impl Site {
             }
         }
         let old = self.inner.snap.swap(new.clone());
+        tracing::debug!(
+            load_ms = t_load.as_millis() as u64,
+            related_ms = (t_related - t_load).as_millis() as u64,
+            snapshot_ms = (t_snapshot - t_related).as_millis() as u64,
+            search_ms = (t0.elapsed() - t_snapshot).as_millis() as u64,
+            "reload phases"
+        );
         Ok(snapshot::changed_paths(&old, &new))
     }
 }

@@ -117,27 +117,16 @@ impl Snapshot {
         };
         put("/".into(), &model::index(v, pub_));
         put("/tags/".into(), &model::tags(v, pub_));
-        for t in pages::tags(v, pub_).keys() {
-            let url = model::tag_url(t);
-            if let Some(ctx) = model::tag(v, pub_, &url["/tags/".len()..]) {
-                put(url, &ctx);
-            }
+        for (name, list) in &pages::tags(v, pub_) {
+            put(model::tag_url(name), &model::tag_page(v, name, list));
         }
-        let mut folders: Vec<String> = Vec::new();
-        for f in pages::folders(v, pub_).keys() {
-            let mut cur = f.as_str();
-            while !cur.is_empty() {
-                folders.push(cur.to_owned());
-                cur = model::folder_of(cur);
-            }
-        }
-        folders.sort();
-        folders.dedup();
-        for f in folders {
-            let url = model::folder_url(&f);
-            if let Some(ctx) = model::folder(v, pub_, &url) {
-                put(url, &ctx);
-            }
+        let folders = pages::folders(v, pub_);
+        let known = model::known_folders(&folders);
+        for f in known.keys() {
+            put(
+                model::folder_url(f),
+                &model::folder_page(v, &folders, &known, f),
+            );
         }
         let mut feed = Xxh3::new();
         let mut sitemap = Xxh3::new();

@@ -55,6 +55,9 @@ struct SizeResult {
     miss: Summary,
     hit: Summary,
     index_miss_us: f64,
+    /// Republishing after one note is edited: reload, related-notes update, search
+    /// update, new versions.
+    reload_ms: f64,
 }
 
 /// One request on `conn`; returns the status.
@@ -178,6 +181,16 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
     drop(conn);
     stop.send(()).ok();
     site.flush();
+    let edited = {
+        let snap = site.snapshot();
+        let n = &snap.vault.notes()[snap.vault.notes().len() / 2];
+        vault.join(&n.path)
+    };
+    let text = std::fs::read_to_string(&edited)?;
+    std::fs::write(&edited, format!("{text}\nEdited for the reload timing.\n"))?;
+    let t = Instant::now();
+    site.reload()?;
+    let reload_ms = t.elapsed().as_secs_f64() * 1e3;
     Ok(SizeResult {
         notes,
         load_ms,
@@ -185,6 +198,7 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
         miss: summarize(miss),
         hit: summarize(hit),
         index_miss_us,
+        reload_ms,
     })
 }
 
@@ -196,7 +210,7 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
         results.push(measure(n, args.pages, args.seed)?);
     }
     println!(
-        "{:>8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>12}",
+        "{:>8} {:>9} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>12} {:>10}",
         "notes",
         "load ms",
         "pages",
@@ -205,11 +219,12 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
         "miss p99",
         "hit p50",
         "hit p99",
-        "index miss"
+        "index miss",
+        "reload ms"
     );
     for r in &results {
         println!(
-            "{:>8} {:>9.0} {:>6} {:>8.0}us {:>8.0}us {:>8.0}us {:>7.0}us {:>7.0}us {:>10.0}us",
+            "{:>8} {:>9.0} {:>6} {:>8.0}us {:>8.0}us {:>8.0}us {:>7.0}us {:>7.0}us {:>10.0}us {:>10.0}",
             r.notes,
             r.load_ms,
             r.pages,
@@ -218,7 +233,8 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
             r.miss.p99_us,
             r.hit.p50_us,
             r.hit.p99_us,
-            r.index_miss_us
+            r.index_miss_us,
+            r.reload_ms
         );
     }
     let growth = match (results.first(), results.last()) {
