@@ -97,7 +97,7 @@ const VIEWS_QUEUE: usize = 64 * 1024;
 impl Site {
     /// Loads the vault at `root` and everything the site needs to serve it.
     pub fn open(root: &Path) -> Result<Site, SiteError> {
-        let parts = load(root)?;
+        let parts = load(root, None)?;
         let t0 = std::time::Instant::now();
         let engine = related::Engine::build(&parts.vault);
         tracing::info!(
@@ -172,7 +172,7 @@ impl Site {
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
         let t0 = Instant::now();
-        let parts = load(&self.inner.root)?;
+        let parts = load(&self.inner.root, Some(&self.inner.snap.load().vault))?;
         let t_load = t0.elapsed();
         let (changed, removed) = note_changes(&self.inner.snap.load().vault, &parts.vault);
         let mut engine = self
@@ -252,8 +252,11 @@ impl Parts {
     }
 }
 
-fn load(root: &Path) -> Result<Parts, SiteError> {
-    let vault = Vault::load(root)?;
+fn load(root: &Path, previous: Option<&Vault>) -> Result<Parts, SiteError> {
+    let vault = match previous {
+        Some(p) => Vault::reload(root, p)?,
+        None => Vault::load(root)?,
+    };
     for w in vault.warnings() {
         tracing::warn!(path = %w.path, "{}", w.message);
     }

@@ -43,6 +43,9 @@ pub struct Vault {
     by_url: HashMap<String, usize>,
     /// Lower-cased file name → (vault-relative path, version).
     attachments: HashMap<String, (String, u64)>,
+    /// Each note's file stamp (size and mtime), for [`Vault::reload`]; empty when
+    /// the vault was not loaded from files.
+    stamps: Vec<u64>,
     /// For each note, the notes linking to it (sorted, unique).
     backlinks: Vec<Vec<usize>>,
     /// For each note, its wikilinks' targets (`None`: broken), in link order.
@@ -50,11 +53,11 @@ pub struct Vault {
     warnings: Vec<Warning>,
 }
 
-/// An attachment's version from its size and modification time (nanoseconds), not
+/// A file's version from its size and modification time (nanoseconds), not
 /// its bytes: a vault may hold large PDFs, and loading must not read them all. An
 /// edit that keeps both size and mtime (only `touch -d` does that on purpose) keeps
 /// the version; an unreadable file gets 0 and is served as missing.
-fn attachment_version(path: &Path) -> u64 {
+fn file_stamp(path: &Path) -> u64 {
     let Ok(m) = std::fs::metadata(path) else {
         return 0;
     };
@@ -75,6 +78,25 @@ const DEPTH_MAX: usize = 32;
 impl Vault {
     /// Loads every note under `root`.
     pub fn load(root: &Path) -> Result<Vault, VaultError> {
+        Vault::load_reusing(root, None)
+    }
+
+    /// Loads `root` again after a change, re-reading only the notes whose size or
+    /// modification time differ from `previous` (see [`file_stamp`]); the others
+    /// are taken from `previous` as parsed. Links, names and backlinks are always
+    /// resolved afresh.
+    pub fn reload(root: &Path, previous: &Vault) -> Result<Vault, VaultError> {
+        Vault::load_reusing(root, Some(previous))
+    }
+
+    fn load_reusing(root: &Path, previous: Option<&Vault>) -> Result<Vault, VaultError> {
+        let reuse: HashMap<&str, (u64, &Note)> = previous.map_or_else(HashMap::new, |p| {
+            p.notes
+                .iter()
+                .zip(&p.stamps)
+                .map(|(n, &s)| (n.path.as_str(), (s, n)))
+                .collect()
+        });
         let err = |source| VaultError {
             path: root.to_owned(),
             source,
@@ -92,11 +114,25 @@ impl Vault {
         files.sort();
         let mut notes = Vec::new();
         let mut attachments = HashMap::new();
+        let mut stamps = Vec::new();
         for rel in files {
             if rel.ends_with(".md") {
+                let stamp = file_stamp(&root.join(&rel));
+                if let Some(&(_, n)) = reuse.get(rel.as_str()).filter(|(s, _)| *s == stamp) {
+                    if let Some(e) = &n.front_error {
+                        warnings.push(Warning {
+                            path: rel.clone(),
+                            message: format!("{e}; the note is treated as private"),
+                        });
+                    }
+                    notes.push(n.clone());
+                    stamps.push(stamp);
+                    continue;
+                }
                 match std::fs::read(root.join(&rel)) {
                     Ok(bytes) => {
                         let n = Note::parse(&rel, &bytes);
+                        stamps.push(stamp);
                         if let Some(e) = &n.front_error {
                             warnings.push(Warning {
                                 path: rel.clone(),
@@ -112,11 +148,13 @@ impl Vault {
                 }
             } else {
                 let name = rel.rsplit('/').next().unwrap_or(&rel).to_lowercase();
-                let version = attachment_version(&root.join(&rel));
+                let version = file_stamp(&root.join(&rel));
                 attachments.entry(name).or_insert((rel, version));
             }
         }
-        Ok(Vault::index(root.to_owned(), notes, attachments, warnings))
+        let mut v = Vault::index(root.to_owned(), notes, attachments, warnings);
+        v.stamps = stamps;
+        Ok(v)
     }
 
     fn index(
@@ -196,6 +234,7 @@ impl Vault {
             backlinks,
             resolved,
             warnings,
+            stamps: Vec::new(),
         }
     }
 
@@ -339,6 +378,24 @@ mod tests {
             .warnings()
             .iter()
             .any(|w| w.path == "bad.md" && w.message.contains("private")));
+    }
+
+    #[test]
+    fn reload_rereads_changed_files_only_and_resolves_links_afresh() {
+        let (dir, v) = vault(&[("a.md", "see [[B]]"), ("b.md", "bee"), ("c.md", "sea")]);
+        std::fs::write(dir.path().join("b.md"), "bee, longer now").unwrap();
+        std::fs::remove_file(dir.path().join("c.md")).unwrap();
+        std::fs::write(dir.path().join("d.md"), "links [[A]]").unwrap();
+        let w = Vault::reload(dir.path(), &v).unwrap();
+        let names: Vec<&str> = w.notes().iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "d"]);
+        assert_eq!(w.notes()[1].body, "bee, longer now");
+        assert_eq!(w.notes()[0].version, v.notes()[0].version);
+        let a = w.resolve("a").unwrap();
+        assert_eq!(w.backlinks(a), &[w.resolve("d").unwrap()]);
+        // Reloading a reload keeps working (stamps carried over).
+        let x = Vault::reload(dir.path(), &w).unwrap();
+        assert_eq!(x.notes().len(), 3);
     }
 
     #[test]
