@@ -122,6 +122,9 @@ pub enum BenchCommand {
     /// idle and while a full re-index runs. Exits non-zero if a hit went to an
     /// audience that may not read it.
     Search(BenchSearchArgs),
+    /// Publishing cost as a vault grows: miss and hit times of note pages on
+    /// synthetic vaults of each size, served in-process over loopback.
+    Serve(BenchServeArgs),
 }
 
 /// Arguments of `quire bench search`.
@@ -146,6 +149,23 @@ pub struct BenchSearchArgs {
     /// directory); they are removed afterwards.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `quire bench serve`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchServeArgs {
+    /// Vault sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 10_000])]
+    pub notes: Vec<usize>,
+    /// Note pages timed per size.
+    #[arg(long, default_value_t = 300)]
+    pub pages: usize,
+    /// Seed of the synthetic vaults.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
     /// Also write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -4,6 +4,7 @@
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
 mod bench_search;
+mod bench_serve;
 mod bench_store;
 mod cli;
 mod proxy;
@@ -37,6 +38,9 @@ fn main() -> ExitCode {
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Bench(BenchCommand::Serve(args)) => {
+            bench_serve::run(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Search(args)) => bench_search::run(args),
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
