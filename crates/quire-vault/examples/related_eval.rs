@@ -66,9 +66,31 @@ fn main() {
             println!("  {rank:>4}  {a}  →  {b}");
         }
     }
-    for n in sizes {
+    lookups(&vault);
+    for n in sizes.into_iter().filter(|&n| n > 0) {
         synthetic(n);
     }
+}
+
+/// What a page render pays: one lookup into the precomputed lists.
+fn lookups(vault: &Vault) {
+    let l = Lexical::for_vault(vault, Visibility::Public);
+    let r = Related::build(vault, &l);
+    let n = vault.notes().len();
+    let rounds = 20_000;
+    let t = Instant::now();
+    let mut listed = 0usize;
+    for k in 0..rounds {
+        for i in 0..n {
+            let a = [Visibility::Public, Visibility::Private, Visibility::Draft][k % 3];
+            listed += std::hint::black_box(r.related(i, a)).len();
+        }
+    }
+    let per = t.elapsed().as_secs_f64() * 1e9 / (rounds * n) as f64;
+    println!(
+        "\nread path: Related::related, {per:.1} ns a lookup ({} lookups, {listed} notes listed)",
+        rounds * n
+    );
 }
 
 /// Score, embed time (ms), build time (ms, embedding included).

@@ -292,7 +292,7 @@ fn updates_equal_full_builds_after_random_edits() {
 #[test]
 fn hnsw_finds_most_of_the_exact_neighbours() {
     let dir = tempfile::tempdir().unwrap();
-    write_corpus(dir.path(), 2_000, 7);
+    write_corpus(dir.path(), 1_500, 7);
     let v = Vault::load(dir.path()).unwrap();
     // A small feature space keeps this quick in a debug build; the ANN wiring is
     // what is checked, not the embedder.
