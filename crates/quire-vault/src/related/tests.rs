@@ -128,3 +128,10 @@ fn an_update_follows_renames_and_shifted_indices() {
     // Nothing changed: nothing to purge.
     assert!(r.update(&v2, &l, &[], &[]).is_empty());
 }
+
+#[test]
+fn related_can_be_shared_across_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Related>();
+    shared::<Lexical>();
+}
