@@ -419,6 +419,21 @@ fn the_index_persists_across_reopening() {
 }
 
 #[test]
+fn an_index_of_another_schema_version_is_rebuilt_empty() {
+    let (tmp, _v, index) = indexed(&[("A.md", "---\nfree: true\n---\nPersimmons.")]);
+    drop(index);
+    let c = rusqlite::Connection::open(db(&tmp)).unwrap();
+    c.execute_batch("PRAGMA user_version = 1").unwrap();
+    drop(c);
+    let index = SearchIndex::open(&db(&tmp)).unwrap();
+    assert_eq!(index.note_count().unwrap(), 0);
+    assert!(index
+        .search("persimmon", Visibility::Draft, 10)
+        .hits
+        .is_empty());
+}
+
+#[test]
 fn a_corrupt_file_is_a_clear_error_and_open_or_rebuild_starts_afresh() {
     let tmp = tempfile::tempdir().unwrap();
     let path = db(&tmp);

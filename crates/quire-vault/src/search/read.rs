@@ -38,33 +38,27 @@ macro_rules! bm25 {
 const CUTOFF_SQL: &str =
     "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid < ?2 LIMIT 1 OFFSET ?3";
 
-/// The best `?3` matches with rowids up to `?2`. (One bound: FTS5 uses only one
-/// upper bound on the rowid and filters the other row by row.)
-const TOP_SQL: &str = concat!(
-    "SELECT rowid, ",
-    bm25!(),
-    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2 ORDER BY 2 LIMIT ?3"
-);
-
 /// The first `?4` title matches (`?1` is a title-only query) in `(?2, ?3)`, by
-/// static rank: [`SCORE_SQL`] then scores them under the whole query.
+/// static rank; [`TOP_SQL`] then scores them under the whole query with the rest.
 const TITLE_SQL: &str = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1
      AND rowid > ?2 AND rowid < ?3 LIMIT ?4";
 
-/// bm25 under the whole query of the rowids in the JSON array `?2`, all within
-/// `[?3, ?4]`. One scan of that range, not a lookup per rowid: bm25 counts the
-/// documents matching each phrase (its IDF) once per lookup, and with a common word
-/// that costs more than the scan. (`+rowid` keeps SQLite from turning the `IN` into
-/// lookups.)
-const SCORE_SQL: &str = concat!(
+/// The best `?5` matches among rowids up to `?3` and those in the JSON array `?4`,
+/// all at most `?2`. One statement, so bm25 counts each phrase's documents (its
+/// IDF, a pass over the phrase's whole doclist) once. Only `?2` is a bound FTS5
+/// seeks with (it takes one upper bound); `+rowid` keeps the others filters, and
+/// keeps SQLite from turning the `IN` into lookups, each of which would restart the
+/// query.
+const TOP_SQL: &str = concat!(
     "SELECT rowid, ",
     bm25!(),
-    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid >= ?3 AND rowid <= ?4
-     AND +rowid IN (SELECT value FROM json_each(?2))"
+    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2
+     AND (+rowid <= ?3 OR +rowid IN (SELECT value FROM json_each(?4)))
+     ORDER BY 2 LIMIT ?5"
 );
 
 /// Title, page, path and snippet of the rowids in `?2`, all within `[?6, ?7]`, that
-/// the audience may read. A scan of the range like [`SCORE_SQL`]: a lookup per rowid
+/// the audience may read. A scan of the range, like [`TOP_SQL`]: a lookup per rowid
 /// re-reads a prefix query's doclists every time.
 const HITS_SQL: &str = "
 SELECT n.id, n.title, n.url, n.path, snippet(notes_fts, 2, ?3, ?4, '…', 16)
@@ -97,27 +91,37 @@ pub(super) fn hits(c: &Connection, ask: &Ask<'_>) -> rusqlite::Result<Vec<Hit>> 
         })
         .optional()?;
     let last = cutoff.map_or(ask.end - 1, |c| c.min(ask.end - 1));
-    let mut scored = top(c, ask, last)?;
-    if let Some(cutoff) = cutoff {
-        let titles = title_matches(c, ask, cutoff)?;
-        if !titles.is_empty() {
-            scored.extend(scores(c, ask.fts, &titles)?);
-            scored.sort_by(|a, b| a.1.total_cmp(&b.1));
-            scored.truncate(ask.limit);
-        }
-    }
+    let titles = match cutoff {
+        Some(cutoff) => title_matches(c, ask, cutoff)?,
+        None => Vec::new(),
+    };
+    let scored = top(c, ask, last, &titles)?;
     let mut hits = describe(c, ask, &scored)?;
     tx.commit()?;
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(hits)
 }
 
-/// `(rowid, bm25)` of the best matches up to rowid `last`, best (lowest) first.
-fn top(c: &Connection, ask: &Ask<'_>, last: i64) -> rusqlite::Result<Vec<(i64, f64)>> {
+/// `(rowid, bm25)` of the best matches up to rowid `last` or in `extra`, best
+/// (lowest) first.
+fn top(
+    c: &Connection,
+    ask: &Ask<'_>,
+    last: i64,
+    extra: &[i64],
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let bound = extra.iter().copied().fold(last, i64::max);
     let mut stmt = c.prepare_cached(TOP_SQL)?;
-    let rows = stmt.query_map(params![ask.fts, last, ask.limit as i64], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
+    let rows = stmt.query_map(
+        params![
+            ask.fts,
+            bound,
+            last,
+            json_ids(extra.iter().copied()),
+            ask.limit as i64
+        ],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     rows.collect()
 }
 
@@ -134,19 +138,6 @@ fn title_matches(c: &Connection, ask: &Ask<'_>, cutoff: i64) -> rusqlite::Result
 fn json_ids(ids: impl Iterator<Item = i64>) -> String {
     let list: Vec<String> = ids.map(|i| i.to_string()).collect();
     format!("[{}]", list.join(","))
-}
-
-/// `(rowid, bm25)` under `fts` of `ids`.
-fn scores(c: &Connection, fts: &str, ids: &[i64]) -> rusqlite::Result<Vec<(i64, f64)>> {
-    let (Some(&first), Some(&last)) = (ids.iter().min(), ids.iter().max()) else {
-        return Ok(Vec::new());
-    };
-    let mut stmt = c.prepare_cached(SCORE_SQL)?;
-    let json = json_ids(ids.iter().copied());
-    let rows = stmt.query_map(params![fts, json, first, last], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
-    rows.collect()
 }
 
 /// The hits for `scored`, with snippets; unordered.
