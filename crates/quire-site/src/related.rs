@@ -2,7 +2,7 @@
 //! list of note indices. Computed when the vault changes (never per request) and
 //! swapped in with the snapshot.
 
-use quire_vault::related::{Lexical, Related};
+use quire_vault::related::{Lexical, Options, Related};
 use quire_vault::{Vault, Visibility};
 
 /// How far the vault's IDF may drift from the fitted one before the lexical
@@ -32,8 +32,14 @@ impl Engine {
     /// Fits the embedder on the vault's public notes (so a public list depends on
     /// public text only) and computes every list.
     pub fn build(vault: &Vault) -> Engine {
+        Engine::build_with(vault, Options::default())
+    }
+
+    /// [`Engine::build`] with `opts` (a rebuild while serving uses one thread, so
+    /// it never takes the hit path's core).
+    fn build_with(vault: &Vault, opts: Options) -> Engine {
         let embedder = Lexical::for_vault(vault, Visibility::Public);
-        let related = Related::build(vault, &embedder);
+        let related = Related::build_with(vault, &embedder, opts);
         Engine {
             embedder,
             related,
@@ -61,7 +67,11 @@ impl Engine {
                 .collect();
             let refs: Vec<&str> = public.iter().map(String::as_str).collect();
             if self.embedder.drift(&refs) > DRIFT_MAX {
-                *self = Engine::build(vault);
+                let opts = Options {
+                    threads: 1,
+                    ..Options::default()
+                };
+                *self = Engine::build_with(vault, opts);
                 return;
             }
             self.changed_since_fit = 0;
