@@ -380,6 +380,7 @@ impl SearchIndex {
         }
         let ask = read::Ask {
             fts: &s.fts,
+            words: &s.words,
             end: rowid_end(audience),
             visibility: visibility_code(audience),
             limit,

@@ -303,6 +303,10 @@ fn bounded_ranking_keeps_title_matches_and_the_best_linked_notes() {
         "---\nfree: true\n---\nLantern lantern lantern: the lantern hub.\n".into(),
     ));
     files.push((
+        "Scrambled.md".into(),
+        "---\nfree: true\n---\nLantern first, a word after: not the phrase.\n".into(),
+    ));
+    files.push((
         "z/Lantern.md".into(),
         "---\nfree: true\n---\nThe lamp of the title.\n".into(),
     ));
@@ -335,6 +339,24 @@ fn bounded_ranking_keeps_title_matches_and_the_best_linked_notes() {
     );
     let scores: Vec<f64> = b.hits.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    // A phrase past the bound is ranked by its words, among the phrase's matches.
+    let p = bounded.search("\"a lantern\"", Visibility::Public, 5);
+    assert_eq!(p.hits.len(), 5);
+    for h in &p.hits {
+        assert!(h.path.starts_with("n/"), "{h:?}");
+        assert!(h.snippet.contains("<mark>A lantern</mark>"), "{h:?}");
+    }
+    let all = exact.search("\"a lantern\"", Visibility::Public, 50);
+    assert_eq!(
+        all.hits.len(),
+        40,
+        "not Scrambled, which has the words apart"
+    );
+    // A limit above the bound is still filled.
+    assert_eq!(
+        bounded.search("lantern", Visibility::Public, 30).hits.len(),
+        30
+    );
     // Under the bound, both agree exactly.
     let few_e = exact.search("lamp", Visibility::Public, 5);
     let few_b = bounded.search("lamp", Visibility::Public, 5);

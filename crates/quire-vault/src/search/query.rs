@@ -30,6 +30,10 @@ pub const PREFIX_CHARS_MIN: usize = 2;
 pub struct Sanitized {
     /// The FTS5 query: quoted strings joined by spaces. Empty: nothing to search.
     pub fts: String,
+    /// The same query with its phrases cut into words (the same as `fts` when it has
+    /// no phrase): what a phrase query matching very many notes is ranked by, since
+    /// bm25 of a phrase checks the phrase in every note holding its words.
+    pub words: String,
     /// What was changed that the reader should know about.
     pub notice: Option<String>,
 }
@@ -81,6 +85,7 @@ pub fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
     items.retain(|i| seen.insert((i.words.join(" ").to_lowercase(), i.prefix)));
     let mut words = 0;
     let mut out = String::new();
+    let mut split = String::new();
     for (n, item) in items.iter().enumerate() {
         if words + item.words.len() > WORDS_MAX {
             notices.push(format!(
@@ -94,12 +99,23 @@ pub fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
             out.push(' ');
         }
         write_item(&mut out, item);
+        for (k, w) in item.words.iter().enumerate() {
+            if !split.is_empty() {
+                split.push(' ');
+            }
+            let word = Item {
+                words: vec![w.clone()],
+                prefix: item.prefix && k + 1 == item.words.len(),
+            };
+            write_item(&mut split, &word);
+        }
     }
     if out.is_empty() {
         notices.push("nothing searchable in the query".to_owned());
     }
     Sanitized {
         fts: out,
+        words: split,
         notice: (!notices.is_empty()).then(|| notices.join("; ")),
     }
 }
@@ -197,6 +213,10 @@ mod tests {
 
     #[test]
     fn phrases_prefixes_and_joined_words() {
+        let s = sanitize(r#""write ahead" log "stale whi"*"#, false);
+        assert_eq!(s.fts, r#""write ahead" "log" "stale whi"*"#);
+        assert_eq!(s.words, r#""write" "ahead" "log" "stale" "whi"*"#);
+        assert_eq!(sanitize("a b*", false).words, sanitize("a b*", false).fts);
         assert_eq!(fts(r#""write ahead" log"#), r#""write ahead" "log""#);
         assert_eq!(fts("write-ahead"), r#""write ahead""#);
         assert_eq!(fts("don't"), r#""don t""#);

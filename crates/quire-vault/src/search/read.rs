@@ -16,6 +16,10 @@
 //! - **Scans, not lookups, for given rowids**: FTS5 restarts the whole query (and
 //!   bm25 recounts each phrase's documents) for every `rowid = ?`, so scoring or
 //!   describing a few chosen notes scans the rowid range they span instead.
+//! - **A phrase matching very many notes is ranked by its words**: bm25 of a phrase
+//!   checks the phrase in every note holding its words just to count them; past the
+//!   bound, the phrase's matches are ranked by bm25 of the same words without the
+//!   phrase (which reads doclists only), and snippets still highlight the phrase.
 //! - **Snippets only for the hits returned**: `snippet()` tokenises a note's body,
 //!   ~25 µs, so it runs for the final `limit` notes, not every match.
 
@@ -57,6 +61,21 @@ const TOP_SQL: &str = concat!(
      ORDER BY 2 LIMIT ?5"
 );
 
+/// [`TOP_SQL`] for a phrase query past the bound: the matches of the phrase query
+/// `?3` up to `?4` and those in the JSON array `?5`, ranked by bm25 of `?1`, the same
+/// words without phrases, all at most `?2`. bm25 of a phrase counts its documents by
+/// checking the phrase in every note holding its words (~2 ms for `"of time"` in
+/// 10,000 notes); bm25 of the words reads their doclists only.
+const TOP_WORDS_SQL: &str = concat!(
+    "SELECT rowid, ",
+    bm25!(),
+    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2
+     AND +rowid IN (
+        SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?3 AND rowid <= ?4
+        UNION ALL SELECT value FROM json_each(?5))
+     ORDER BY 2 LIMIT ?6"
+);
+
 /// Title, page, path and snippet of the rowids in `?2`, all within `[?6, ?7]`, that
 /// the audience may read. A scan of the range, like [`TOP_SQL`]: a lookup per rowid
 /// re-reads a prefix query's doclists every time.
@@ -71,6 +90,8 @@ WHERE notes_fts MATCH ?1 AND notes_fts.rowid >= ?6 AND notes_fts.rowid <= ?7
 pub(super) struct Ask<'a> {
     /// The sanitised FTS5 query.
     pub fts: &'a str,
+    /// The same without phrases.
+    pub words: &'a str,
     /// The first rowid past the audience's range.
     pub end: i64,
     /// The audience's visibility code.
@@ -84,18 +105,22 @@ pub(super) struct Ask<'a> {
 /// The best hits for `ask`, best first.
 pub(super) fn hits(c: &Connection, ask: &Ask<'_>) -> rusqlite::Result<Vec<Hit>> {
     let tx = c.unchecked_transaction()?;
+    // Never fewer candidates than hits asked for.
+    let candidates = ask.candidates_max.max(ask.limit);
     let cutoff: Option<i64> = c
         .prepare_cached(CUTOFF_SQL)?
-        .query_row(params![ask.fts, ask.end, ask.candidates_max as i64], |r| {
-            r.get(0)
-        })
+        .query_row(params![ask.fts, ask.end, candidates as i64], |r| r.get(0))
         .optional()?;
     let last = cutoff.map_or(ask.end - 1, |c| c.min(ask.end - 1));
     let titles = match cutoff {
         Some(cutoff) => title_matches(c, ask, cutoff)?,
         None => Vec::new(),
     };
-    let scored = top(c, ask, last, &titles)?;
+    let scored = if cutoff.is_some() && ask.words != ask.fts {
+        top_by_words(c, ask, last, &titles)?
+    } else {
+        top(c, ask, last, &titles)?
+    };
     let mut hits = describe(c, ask, &scored)?;
     tx.commit()?;
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -116,6 +141,29 @@ fn top(
         params![
             ask.fts,
             bound,
+            last,
+            json_ids(extra.iter().copied()),
+            ask.limit as i64
+        ],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    rows.collect()
+}
+
+/// [`top`] for a phrase query past the bound, ranked by its words' bm25.
+fn top_by_words(
+    c: &Connection,
+    ask: &Ask<'_>,
+    last: i64,
+    extra: &[i64],
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let bound = extra.iter().copied().fold(last, i64::max);
+    let mut stmt = c.prepare_cached(TOP_WORDS_SQL)?;
+    let rows = stmt.query_map(
+        params![
+            ask.words,
+            bound,
+            ask.fts,
             last,
             json_ids(extra.iter().copied()),
             ask.limit as i64
