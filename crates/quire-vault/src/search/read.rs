@@ -107,24 +107,63 @@ pub(super) fn hits(c: &Connection, ask: &Ask<'_>) -> rusqlite::Result<Vec<Hit>> 
     let tx = c.unchecked_transaction()?;
     // Never fewer candidates than hits asked for.
     let candidates = ask.candidates_max.max(ask.limit);
-    let cutoff: Option<i64> = c
-        .prepare_cached(CUTOFF_SQL)?
-        .query_row(params![ask.fts, ask.end, candidates as i64], |r| r.get(0))
-        .optional()?;
-    let last = cutoff.map_or(ask.end - 1, |c| c.min(ask.end - 1));
-    let titles = match cutoff {
-        Some(cutoff) => title_matches(c, ask, cutoff)?,
-        None => Vec::new(),
-    };
-    let scored = if cutoff.is_some() && ask.words != ask.fts {
-        top_by_words(c, ask, last, &titles)?
-    } else {
-        top(c, ask, last, &titles)?
+    let scored = match phrase_bounded(c, ask, candidates)? {
+        Some(scored) => scored,
+        None => ranked(c, ask, candidates)?,
     };
     let mut hits = describe(c, ask, &scored)?;
     tx.commit()?;
     hits.sort_by(|a, b| b.score.total_cmp(&a.score));
     Ok(hits)
+}
+
+/// The rowid of the `candidates`-th match of `fts` in the audience's range, if any.
+fn cutoff(
+    c: &Connection,
+    fts: &str,
+    ask: &Ask<'_>,
+    candidates: usize,
+) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached(CUTOFF_SQL)?
+        .query_row(params![fts, ask.end, candidates as i64], |r| r.get(0))
+        .optional()
+}
+
+/// `(rowid, bm25)` of the best matches of the query as written: exactly, or past
+/// `candidates` matches among the best-linked and title matches.
+fn ranked(c: &Connection, ask: &Ask<'_>, candidates: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let cutoff = cutoff(c, ask.fts, ask, candidates)?;
+    let last = cutoff.map_or(ask.end - 1, |c| c.min(ask.end - 1));
+    let titles = match cutoff {
+        Some(cutoff) => title_matches(c, ask, cutoff)?,
+        None => Vec::new(),
+    };
+    if cutoff.is_some() && ask.words != ask.fts {
+        top_by_words(c, ask, last, &titles)
+    } else {
+        top(c, ask, last, &titles)
+    }
+}
+
+/// For a phrase query whose words are in more than `candidates` notes: the phrase's
+/// matches among the first `candidates` notes holding its words (and title matches),
+/// ranked by the words' bm25, so the phrase is checked in those notes only, not in
+/// every note holding common words. `None` if that finds fewer than `limit` (a rare
+/// phrase: [`ranked`] then finds them all) or the query has no phrase.
+fn phrase_bounded(
+    c: &Connection,
+    ask: &Ask<'_>,
+    candidates: usize,
+) -> rusqlite::Result<Option<Vec<(i64, f64)>>> {
+    if ask.words == ask.fts {
+        return Ok(None);
+    }
+    let Some(cut) = cutoff(c, ask.words, ask, candidates)? else {
+        return Ok(None);
+    };
+    let titles = title_matches(c, ask, cut)?;
+    let scored = top_by_words(c, ask, cut.min(ask.end - 1), &titles)?;
+    Ok((scored.len() >= ask.limit).then_some(scored))
 }
 
 /// `(rowid, bm25)` of the best matches up to rowid `last` or in `extra`, best
