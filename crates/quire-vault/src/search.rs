@@ -58,6 +58,7 @@ use crate::vault::Vault;
 
 /// Most hits one query returns.
 pub const LIMIT_MAX: usize = 100;
+
 /// Tuning knobs; [`IndexOptions::default`] is what `quire serve` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexOptions {
@@ -72,8 +73,9 @@ pub struct IndexOptions {
     /// `mmap_size` of each read-only connection, bytes.
     pub reader_mmap_bytes: u64,
     /// Most matches ranked by bm25 per query. A query matching more (a very common
-    /// word) ranks the best-linked `candidates_max` of them plus every note whose
-    /// title matches: bounded work, at the price of exact ranking for such queries.
+    /// word) ranks the best-linked `candidates_max` of them plus the first title
+    /// matches past them: bounded work (~1 µs of bm25 per candidate), at the price
+    /// of exact ranking for such queries. Never fewer than the hits asked for.
     pub candidates_max: usize,
 }
 
