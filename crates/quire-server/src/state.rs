@@ -17,8 +17,8 @@ use crate::fill::Fills;
 use crate::hit::Records;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
-use crate::upstream::{versioned, Upstream};
 use crate::recompress::Recompressor;
+use crate::upstream::{versioned, Upstream};
 
 /// Store-entry overhead kept free when deriving the largest body from the region
 /// size: entry header, key, tags and the record are far below this.
