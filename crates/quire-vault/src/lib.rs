@@ -1,12 +1,9 @@
 //! `quire-vault`: the publishing model of `quire serve` — a folder of markdown notes
 //! (an Obsidian-style vault) read into notes with front matter, wikilinks resolved
 //! across folders, backlinks, and HTML rendering that never shows a reader a note
-//! they may not see. It knows nothing of sockets or the cache: `quire-server` serves
-//! what it renders.
-//!
-//! Status: the note model, link resolution, rendering and listings (issue 4's first
-//! layer). Serving, templates, search, related notes, view counts, readers and the
-//! watcher are not built yet.
+//! they may not see, plus what a published site keeps beside its pages: search,
+//! related notes, readers and view counts. It knows nothing of sockets or the cache:
+//! `quire-site` serves what it renders, through `quire-server`.
 //!
 //! - [`front`]: YAML front matter.
 //! - [`links`]: wikilinks, embeds and slugs.
