@@ -10,7 +10,7 @@
 //! - Heading ids are slugs of the heading text, made unique within the page, so
 //!   `[[Note#Heading]]` can point at them.
 
-use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::links::{self, WikiLink};
 use crate::note::Visibility;
@@ -117,6 +117,28 @@ fn to_html(md: &str) -> Rendered {
     let mut used: Vec<String> = Vec::new();
     let mut i = 0;
     while i < events.len() {
+        if let Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))) = &events[i] {
+            let end = events[i..]
+                .iter()
+                .position(|e| matches!(e, Event::End(TagEnd::CodeBlock)))
+                .map_or(events.len(), |p| i + p);
+            let name = lang.split_whitespace().next().unwrap_or("");
+            let code: String = events[i + 1..end]
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Text(t) => Some(t.as_ref()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(h) = crate::highlight::highlight(name, &code) {
+                out_events.push(Event::Html(CowStr::from(format!(
+                    "<pre><code class=\"language-{}\">{h}</code></pre>\n",
+                    escape(name)
+                ))));
+                i = end + 1;
+                continue;
+            }
+        }
         if let Event::Start(Tag::Heading {
             level,
             id,
@@ -218,6 +240,25 @@ fn url_path(p: &str) -> String {
 mod tests {
     use super::*;
     use crate::testing::vault;
+
+    #[test]
+    fn fenced_code_is_highlighted_and_escaped() {
+        let r = to_html("```rust\nfn main() {}\n```\n\n```js\nlet s = \"<script>alert(1)</script>\";\n```\n\n```nope\n<b>\n```\n");
+        assert!(
+            r.html.contains(
+                "<pre><code class=\"language-rust\"><span class=\"hl-keyword\">fn</span>"
+            ),
+            "{}",
+            r.html
+        );
+        assert!(!r.html.contains("<script>"), "{}", r.html);
+        assert!(r.html.contains("&lt;script&gt;"));
+        assert!(
+            r.html.contains("<code class=\"language-nope\">&lt;b&gt;"),
+            "{}",
+            r.html
+        );
+    }
 
     #[test]
     fn wikilinks_become_links_and_private_targets_plain_text() {
