@@ -46,6 +46,8 @@ pub struct Reply {
     pub tag: Option<String>,
     /// Further fields (`Location`, `Set-Cookie`).
     pub extra: Vec<(header::HeaderName, String)>,
+    /// Stream the body from this file (of this length) instead of `body`.
+    pub file: Option<(std::path::PathBuf, u64)>,
 }
 
 /// HTML pages.
@@ -70,7 +72,21 @@ impl Reply {
             policy,
             tag: None,
             extra: Vec::new(),
+            file: None,
         }
+    }
+
+    /// A reply whose body is streamed from `path` (`len` bytes) in chunks: a large
+    /// attachment is never read into memory whole.
+    pub fn file(
+        content_type: &'static str,
+        path: std::path::PathBuf,
+        len: u64,
+        policy: Policy,
+    ) -> Reply {
+        let mut r = Reply::new(StatusCode::OK, content_type, Bytes::new(), policy);
+        r.file = Some((path, len));
+        r
     }
 
     /// With a `Surrogate-Key` for the page at `path`.
@@ -98,11 +114,13 @@ impl Reply {
 
     /// The HTTP response.
     pub fn into_response(self) -> Response<UpBody> {
-        let mut r = Response::new(
-            Full::new(self.body)
+        let body = match &self.file {
+            Some((path, _)) => FileBody::open(path.clone()).boxed_unsync(),
+            None => Full::new(self.body)
                 .map_err(|never| -> BoxError { match never {} })
                 .boxed_unsync(),
-        );
+        };
+        let mut r = Response::new(body);
         *r.status_mut() = self.status;
         let h = r.headers_mut();
         h.insert(
@@ -159,4 +177,60 @@ impl Reply {
 /// hold characters a `Surrogate-Key` list cannot).
 pub fn path_tag(path: &str) -> String {
     format!("page:{:016x}", xxhash_rust::xxh3::xxh3_64(path.as_bytes()))
+}
+
+/// Bytes read from a file per chunk.
+const FILE_CHUNK: usize = 64 * 1024;
+
+/// A file's bytes, read on the blocking pool a chunk at a time (at most a few chunks
+/// ahead of the client).
+struct FileBody {
+    rx: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
+}
+
+impl FileBody {
+    fn open(path: std::path::PathBuf) -> FileBody {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut f = match std::fs::File::open(&path) {
+                Ok(f) => f,
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            };
+            loop {
+                let mut buf = vec![0u8; FILE_CHUNK];
+                match f.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.blocking_send(Ok(Bytes::from(buf))).is_err() {
+                            return; // the client went away
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+        FileBody { rx }
+    }
+}
+
+impl http_body::Body for FileBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|m| m.map(|r| r.map(http_body::Frame::data).map_err(BoxError::from)))
+    }
 }

@@ -229,8 +229,10 @@ fn attachment(s: &Snapshot, req: &Req<'_>, name: &str) -> Reply {
     else {
         return not_found(s, req);
     };
-    let bytes = match std::fs::read(v.root().join(rel)) {
-        Ok(b) => b,
+    let file = v.root().join(rel);
+    let len = match std::fs::metadata(&file) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => return not_found(s, req),
         Err(e) => {
             tracing::warn!(file = rel, error = %e, "attachment unreadable");
             return not_found(s, req);
@@ -243,7 +245,18 @@ fn attachment(s: &Snapshot, req: &Req<'_>, name: &str) -> Reply {
         }
         None => Policy::Shared(version),
     };
-    let r = Reply::new(StatusCode::OK, content_type(rel), Bytes::from(bytes), p).tagged(req.path);
+    let r = if len > ATTACHMENT_READ_MAX {
+        Reply::file(content_type(rel), file, len, p)
+    } else {
+        match std::fs::read(&file) {
+            Ok(b) => Reply::new(StatusCode::OK, content_type(rel), Bytes::from(b), p),
+            Err(e) => {
+                tracing::warn!(file = rel, error = %e, "attachment unreadable");
+                return not_found(s, req);
+            }
+        }
+    }
+    .tagged(req.path);
     if content_type(rel) == "image/svg+xml" {
         // An SVG opened directly is a document that could run script: sandbox it.
         r.with(
@@ -254,6 +267,9 @@ fn attachment(s: &Snapshot, req: &Req<'_>, name: &str) -> Reply {
         r
     }
 }
+
+/// Attachments larger than this are streamed from the file, not read whole.
+const ATTACHMENT_READ_MAX: u64 = 1 << 20;
 
 /// The media type of an attachment, by extension; unknown types are
 /// `application/octet-stream` (with `nosniff`, never rendered as HTML).

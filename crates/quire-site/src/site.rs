@@ -42,6 +42,9 @@ use crate::templates::{TemplateError, Templates};
 /// Largest form body read (sign-in).
 const FORM_BYTES_MAX: usize = 16 * 1024;
 
+/// How long a form body may take to arrive (a trickled body cannot hold a task).
+const FORM_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Why the site could not be opened or reloaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SiteError {
@@ -281,9 +284,19 @@ impl Upstream for Site {
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             let form = if parts.method == Method::POST {
-                match Limited::new(body, FORM_BYTES_MAX).collect().await {
-                    Ok(b) => Some(b.to_bytes()),
+                let read = Limited::new(body, FORM_BYTES_MAX).collect();
+                match tokio::time::timeout(FORM_READ_TIMEOUT, read).await {
+                    Ok(Ok(b)) => Some(b.to_bytes()),
                     Err(_) => {
+                        return Ok(Reply::new(
+                            StatusCode::REQUEST_TIMEOUT,
+                            "text/plain; charset=utf-8",
+                            "the form did not arrive in time\n",
+                            Policy::NoStore,
+                        )
+                        .into_response())
+                    }
+                    Ok(Err(_)) => {
                         return Ok(Reply::new(
                             StatusCode::PAYLOAD_TOO_LARGE,
                             "text/plain; charset=utf-8",

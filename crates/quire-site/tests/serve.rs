@@ -535,3 +535,23 @@ fn search_finds_public_notes_only_and_survives_hostile_queries() {
         assert!(!page.body.contains("<script>"), "{hostile}");
     }
 }
+
+#[test]
+fn large_attachments_stream_whole() {
+    let r = start(false);
+    let big: String = (0..300_000).map(|i| format!("{:09}\n", i)).collect();
+    assert!(big.len() > 2 << 20);
+    std::fs::write(r.vault.path().join("big.txt"), &big).unwrap();
+    std::fs::write(
+        r.vault.path().join("Big file.md"),
+        "---\nfree: true\n---\nThe log: ![[big.txt]]\n",
+    )
+    .unwrap();
+    r.site.reload().unwrap();
+    for _ in 0..2 {
+        let a = get(r.addr, "/attachments/big.txt");
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body.len(), big.len());
+        assert!(a.body == big, "the bytes are the file's");
+    }
+}
