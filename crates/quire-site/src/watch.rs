@@ -33,6 +33,19 @@ impl std::fmt::Debug for Watcher {
     }
 }
 
+/// Whether a changed path cannot change the site: quire's own files, and editors'
+/// swap, backup and temporary files (the vault loader never reads those either).
+fn ignored(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    ours(p)
+        || name.ends_with('~')
+        || name.ends_with(".swp")
+        || name.ends_with(".swx")
+        || name.ends_with(".tmp")
+        || name.starts_with(".#")
+        || (name.starts_with('.') && !p.components().any(|c| c.as_os_str() == crate::config::DIR))
+}
+
 /// Whether a changed path is one of quire's own files.
 fn ours(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -77,7 +90,7 @@ pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
         let relevant = match &res {
             Ok(events) => events
                 .iter()
-                .any(|e| !e.kind.is_access() && e.paths.iter().any(|p| !ours(p))),
+                .any(|e| !e.kind.is_access() && e.paths.iter().any(|p| !ignored(p))),
             Err(errors) => {
                 for e in errors {
                     tracing::warn!(error = %e, "watch error; reloading to be safe");
@@ -106,5 +119,9 @@ mod tests {
         assert!(!ours(Path::new("/v/.quire/site.toml")));
         assert!(!ours(Path::new("/v/.quire/templates/note.html")));
         assert!(!ours(Path::new("/v/Notes/a.db")));
+        assert!(ignored(Path::new("/v/Notes/.a.md.swp")));
+        assert!(ignored(Path::new("/v/Notes/a.md~")));
+        assert!(!ignored(Path::new("/v/Notes/a.md")));
+        assert!(!ignored(Path::new("/v/.quire/site.toml")));
     }
 }
