@@ -125,6 +125,10 @@ pub enum BenchCommand {
     /// Publishing cost as a vault grows: miss and hit times of note pages on
     /// synthetic vaults of each size, served in-process over loopback.
     Serve(BenchServeArgs),
+    /// Load an HTTP server from pinned cores with many real URLs and report
+    /// throughput, latency percentiles and the machine's state (partial: an already
+    /// running `--target` only).
+    Http(BenchHttpArgs),
 }
 
 /// Arguments of `quire bench search`.
@@ -149,6 +153,44 @@ pub struct BenchSearchArgs {
     /// directory); they are removed afterwards.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `quire bench http`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchHttpArgs {
+    /// The running server, http://host:port.
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// Paths to request, one per line (default: the target's /sitemap.xml).
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<PathBuf>,
+    /// Which URLs requests pick.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub order: crate::bench_http::urls::Order,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 10)]
+    pub duration: u64,
+    /// Runs.
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// CPUs for the load generator (a taskset list); keep the server off them.
+    #[arg(long, default_value = "1")]
+    pub loadgen_cpus: String,
+    /// The server's process id, for its CPU use.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// Skip the warm-up pass (and its check that every URL is a hit).
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// Seed of the request order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Also write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -3,6 +3,7 @@
 //! `quire bench store` ([`bench_store`]), `quire bench search` ([`bench_search`]).
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
+mod bench_http;
 mod bench_search;
 mod bench_serve;
 mod bench_store;
@@ -38,6 +39,9 @@ fn main() -> ExitCode {
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Bench(BenchCommand::Http(args)) => {
+            bench_http::run(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Serve(args)) => {
             bench_serve::run(args).map(|()| ExitCode::SUCCESS)
         }

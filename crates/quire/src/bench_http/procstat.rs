@@ -1,0 +1,197 @@
+//! CPU accounting from `/proc`: per-core busy and steal time, a process's CPU time,
+//! and the verdict on whether the machine was quiet during a run (seed 000's third
+//! trap: a throttled or busy machine measures something else).
+
+/// Jiffies of one line of `/proc/stat` (`cpu` or `cpuN`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user + nice + system + irq + softirq.
+    pub busy: u64,
+    /// idle + iowait.
+    pub idle: u64,
+    /// Time the hypervisor ran someone else.
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    fn total(&self) -> u64 {
+        self.busy + self.idle + self.steal
+    }
+}
+
+/// Parses the aggregate `cpu` line of `/proc/stat` text.
+pub fn parse_stat(text: &str) -> Option<CpuTimes> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
+    Some(CpuTimes {
+        busy: at(0) + at(1) + at(2) + at(5) + at(6),
+        idle: at(3) + at(4),
+        steal: at(7),
+    })
+}
+
+/// The machine's CPU times now.
+pub fn machine() -> Option<CpuTimes> {
+    parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// utime + stime of a process, in jiffies, from `/proc/PID/stat` text.
+pub fn parse_pid_stat(text: &str) -> Option<u64> {
+    // The command name is in parentheses and may hold spaces: fields start after ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3 of the man page, utime 14, stime 15.
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// A process's CPU time in jiffies.
+pub fn process(pid: u32) -> Option<u64> {
+    parse_pid_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Clock ticks per second of `/proc` times (USER_HZ: 100 on every Linux port
+/// quire runs on).
+pub const HZ: f64 = 100.0;
+
+/// What the machine did during a run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Quiet {
+    /// CPU the server used, percent of one core.
+    pub server_cpu_pct: f64,
+    /// CPU the load generator used, percent of one core.
+    pub loadgen_cpu_pct: f64,
+    /// CPU everything else used, percent of one core.
+    pub other_cpu_pct: f64,
+    /// Steal, percent of all cores' time.
+    pub steal_pct: f64,
+    /// Why the figures may not be the server's (empty: a quiet run).
+    pub warnings: Vec<String>,
+}
+
+/// Judges a run from machine times before and after, the server's and the load
+/// generator's CPU jiffies over the run, the run's length, and the cores the load
+/// generator had.
+pub fn judge(
+    before: CpuTimes,
+    after: CpuTimes,
+    server_jiffies: Option<u64>,
+    loadgen_jiffies: u64,
+    seconds: f64,
+    loadgen_cores: usize,
+) -> Quiet {
+    let pct = |j: u64| j as f64 / HZ / seconds.max(1e-9) * 100.0;
+    let busy = after.busy.saturating_sub(before.busy);
+    let total = after.total().saturating_sub(before.total()).max(1);
+    let steal = after.steal.saturating_sub(before.steal);
+    let server = server_jiffies.unwrap_or(0);
+    let other = busy.saturating_sub(server + loadgen_jiffies);
+    let q = Quiet {
+        server_cpu_pct: pct(server),
+        loadgen_cpu_pct: pct(loadgen_jiffies),
+        other_cpu_pct: pct(other),
+        steal_pct: steal as f64 / total as f64 * 100.0,
+        warnings: Vec::new(),
+    };
+    let mut warnings = Vec::new();
+    if q.steal_pct > 1.0 {
+        warnings.push(format!(
+            "steal was {:.1}% of CPU time: the host took cores away; figures are low",
+            q.steal_pct
+        ));
+    }
+    if q.other_cpu_pct > 10.0 {
+        warnings.push(format!(
+            "other processes used {:.0}% of a core during the run: the machine was not quiet",
+            q.other_cpu_pct
+        ));
+    }
+    if q.loadgen_cpu_pct > 90.0 * loadgen_cores as f64 {
+        warnings.push(format!(
+            "the load generator used {:.0}% of its {} core(s): the figure is its ceiling, not the server's",
+            q.loadgen_cpu_pct, loadgen_cores
+        ));
+    }
+    if server_jiffies.is_none() {
+        warnings.push("server CPU unknown (give --server-pid)".into());
+    }
+    Quiet { warnings, ..q }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_stat_and_pid_stat() {
+        let t = parse_stat("cpu  10 2 3 100 5 0 1 7 0 0\ncpu0 1 1 1 1 1 0 0 0 0 0\n").unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                busy: 16,
+                idle: 105,
+                steal: 7
+            }
+        );
+        let p = "1234 (wrk (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
+        assert_eq!(parse_pid_stat(p), Some(300));
+        assert_eq!(parse_pid_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_busy_machine_and_a_saturated_generator_are_flagged() {
+        let before = CpuTimes {
+            busy: 0,
+            idle: 0,
+            steal: 0,
+        };
+        // 10 s on 2 cores = 2000 jiffies; server 900, loadgen 980, others 120.
+        let after = CpuTimes {
+            busy: 2000,
+            idle: 0,
+            steal: 0,
+        };
+        let q = judge(before, after, Some(900), 980, 10.0, 1);
+        assert!((q.server_cpu_pct - 90.0).abs() < 1e-9);
+        assert!(
+            q.warnings.iter().any(|w| w.contains("other processes")),
+            "{q:?}"
+        );
+        assert!(
+            q.warnings.iter().any(|w| w.contains("load generator")),
+            "{q:?}"
+        );
+        let quiet = judge(
+            before,
+            CpuTimes {
+                busy: 1500,
+                idle: 500,
+                steal: 0,
+            },
+            Some(900),
+            580,
+            10.0,
+            1,
+        );
+        assert!(quiet.warnings.is_empty(), "{quiet:?}");
+        let stolen = judge(
+            before,
+            CpuTimes {
+                busy: 1000,
+                idle: 900,
+                steal: 100,
+            },
+            Some(500),
+            500,
+            10.0,
+            1,
+        );
+        assert!(stolen.warnings.iter().any(|w| w.contains("steal")));
+    }
+}

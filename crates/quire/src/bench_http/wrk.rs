@@ -1,0 +1,133 @@
+//! The load generator: `wrk` (Debian's package), run as a separate process pinned to
+//! its own cores with `taskset`, keep-alive connections, fed the request sequence by
+//! a generated Lua script that also prints the results as one JSON line. quire does
+//! not write its own closed-loop generator: wrk is well kept and fast enough to
+//! saturate a core of quire from one core of its own. (wrk has no fixed-rate mode; an
+//! open-loop run needs wrk2 or oha, which Debian does not package — not built yet.)
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+/// What one wrk run measured.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct WrkResult {
+    /// Requests completed.
+    pub requests: u64,
+    /// Run length, microseconds.
+    pub duration_us: u64,
+    /// Response bytes read.
+    pub bytes: u64,
+    /// Connect, read, write and timeout errors.
+    pub errors: u64,
+    /// Responses with a status other than 2xx/3xx.
+    pub non_2xx: u64,
+    /// Latency percentiles, microseconds.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th.
+    pub p99_us: f64,
+    /// 99.9th.
+    pub p999_us: f64,
+}
+
+impl WrkResult {
+    /// Requests per second.
+    pub fn rps(&self) -> f64 {
+        self.requests as f64 / (self.duration_us.max(1) as f64 / 1e6)
+    }
+}
+
+/// The Lua script: requests cycle through `paths` (one per line in `list`).
+pub fn script(list: &Path) -> String {
+    format!(
+        r#"local paths = {{}}
+for line in io.lines("{}") do paths[#paths + 1] = line end
+local i = 0
+request = function()
+  i = i % #paths + 1
+  return wrk.format("GET", paths[i], {{["Accept-Encoding"] = "gzip, br"}})
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('QUIRE-WRK {{"requests":%d,"duration_us":%d,"bytes":%d,"errors":%d,"non_2xx":%d,"p50_us":%f,"p90_us":%f,"p99_us":%f,"p999_us":%f}}\n',
+    summary.requests, summary.duration, summary.bytes, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9)))
+end
+"#,
+        list.display()
+            .to_string()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+    )
+}
+
+/// Parses the JSON line the script prints.
+pub fn parse(stdout: &str) -> Option<WrkResult> {
+    let line = stdout.lines().find_map(|l| l.strip_prefix("QUIRE-WRK "))?;
+    serde_json::from_str(line).ok()
+}
+
+/// Runs wrk against `base` with `script_path`, pinned to `cpus` (a taskset list),
+/// and returns its result and its CPU jiffies (sampled while it ran).
+pub fn run(
+    base: &str,
+    script_path: &Path,
+    connections: usize,
+    duration: Duration,
+    cpus: &str,
+) -> anyhow::Result<(WrkResult, u64)> {
+    let mut child = Command::new("taskset")
+        .args(["-c", cpus, "wrk", "-t1"])
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{}s", duration.as_secs().max(1)))
+        .arg("--latency")
+        .arg("-s")
+        .arg(script_path)
+        .arg(base)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting wrk (apt-get install wrk)")?;
+    let pid = child.id();
+    let mut jiffies = 0;
+    let t0 = Instant::now();
+    while child.try_wait()?.is_none() {
+        if let Some(j) = super::procstat::process(pid) {
+            jiffies = j;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        if t0.elapsed() > duration + Duration::from_secs(30) {
+            let _ = child.kill();
+            anyhow::bail!("wrk did not finish");
+        }
+    }
+    let out = child.wait_with_output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result = parse(&stdout).with_context(|| {
+        format!(
+            "wrk printed no result: {}{}",
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    Ok((result, jiffies))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_result_line_parses() {
+        let out = "Running 1s test\nQUIRE-WRK {\"requests\":1000,\"duration_us\":2000000,\"bytes\":5,\"errors\":1,\"non_2xx\":2,\"p50_us\":100.5,\"p90_us\":200.0,\"p99_us\":300.0,\"p999_us\":400.0}\n";
+        let r = parse(out).unwrap();
+        assert_eq!(r.requests, 1000);
+        assert!((r.rps() - 500.0).abs() < 1e-9);
+        assert_eq!(parse("nothing"), None);
+        assert!(script(Path::new("/tmp/a\"b")).contains("/tmp/a\\\"b"));
+    }
+}
