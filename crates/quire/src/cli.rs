@@ -161,9 +161,24 @@ pub struct BenchSearchArgs {
 /// Arguments of `quire bench http`.
 #[derive(Debug, Clone, Args)]
 pub struct BenchHttpArgs {
-    /// The running server, http://host:port.
-    #[arg(long, value_name = "URL")]
-    pub target: String,
+    /// A running server, http://host:port.
+    #[arg(
+        long,
+        value_name = "URL",
+        required_unless_present = "serve",
+        conflicts_with = "serve"
+    )]
+    pub target: Option<String>,
+    /// Start `quire serve VAULT` (this binary) pinned to --server-cpus and measure it.
+    #[arg(long, value_name = "VAULT")]
+    pub serve: Option<PathBuf>,
+    /// CPUs for the server that --serve starts (a taskset list).
+    #[arg(long, default_value = "0")]
+    pub server_cpus: String,
+    /// Also measure every request bypassing the cache (a cookie on each request: quire
+    /// renders or fetches every time), interleaved, and report cached/uncached.
+    #[arg(long)]
+    pub uncached: bool,
     /// Paths to request, one per line (default: the target's /sitemap.xml).
     #[arg(long, value_name = "FILE")]
     pub urls: Option<PathBuf>,

@@ -41,15 +41,19 @@ impl WrkResult {
     }
 }
 
-/// The Lua script: requests cycle through `paths` (one per line in `list`).
-pub fn script(list: &Path) -> String {
+/// The Lua script: requests cycle through `paths` (one per line in `list`), with a
+/// `Cookie` field when `cookie` is given (a cookie makes quire bypass its cache).
+pub fn script(list: &Path, cookie: Option<&str>) -> String {
+    let cookie = cookie.map_or(String::new(), |c| {
+        format!(", [\"Cookie\"] = \"{}\"", c.replace(['"', '\\'], ""))
+    });
     format!(
         r#"local paths = {{}}
 for line in io.lines("{}") do paths[#paths + 1] = line end
 local i = 0
 request = function()
   i = i % #paths + 1
-  return wrk.format("GET", paths[i], {{["Accept-Encoding"] = "gzip, br"}})
+  return wrk.format("GET", paths[i], {{["Accept-Encoding"] = "gzip, br"{cookie}}})
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -128,6 +132,7 @@ mod tests {
         assert_eq!(r.requests, 1000);
         assert!((r.rps() - 500.0).abs() < 1e-9);
         assert_eq!(parse("nothing"), None);
-        assert!(script(Path::new("/tmp/a\"b")).contains("/tmp/a\\\"b"));
+        assert!(script(Path::new("/tmp/a\"b"), None).contains("/tmp/a\\\"b"));
+        assert!(script(Path::new("/p"), Some("s=1")).contains("[\"Cookie\"] = \"s=1\""));
     }
 }
