@@ -1,43 +1,13 @@
-//! CPU accounting from `/proc`: per-core busy and steal time, a process's CPU time,
+//! CPU accounting from `/proc`: machine busy and steal time (read by the store
+//! benchmark's `CpuTimes`), a process's CPU time,
 //! and the verdict on whether the machine was quiet during a run (seed 000's third
 //! trap: a throttled or busy machine measures something else).
 
-/// Jiffies of one line of `/proc/stat` (`cpu` or `cpuN`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// user + nice + system + irq + softirq.
-    pub busy: u64,
-    /// idle + iowait.
-    pub idle: u64,
-    /// Time the hypervisor ran someone else.
-    pub steal: u64,
-}
+pub use quire_store::bench::machine::CpuTimes;
 
-impl CpuTimes {
-    fn total(&self) -> u64 {
-        self.busy + self.idle + self.steal
-    }
-}
-
-/// Parses the aggregate `cpu` line of `/proc/stat` text.
-pub fn parse_stat(text: &str) -> Option<CpuTimes> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| f.get(i).copied().unwrap_or(0);
-    Some(CpuTimes {
-        busy: at(0) + at(1) + at(2) + at(5) + at(6),
-        idle: at(3) + at(4),
-        steal: at(7),
-    })
-}
-
-/// The machine's CPU times now.
+/// The machine's CPU times now (the store benchmark's reader of `/proc/stat`).
 pub fn machine() -> Option<CpuTimes> {
-    parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+    CpuTimes::now()
 }
 
 /// utime + stime of a process, in jiffies, from `/proc/PID/stat` text.
@@ -88,7 +58,9 @@ pub fn judge(
 ) -> Quiet {
     let pct = |j: u64| j as f64 / HZ / seconds.max(1e-9) * 100.0;
     let busy = after.busy.saturating_sub(before.busy);
-    let total = after.total().saturating_sub(before.total()).max(1);
+    let total = (after.busy + after.idle + after.steal)
+        .saturating_sub(before.busy + before.idle + before.steal)
+        .max(1);
     let steal = after.steal.saturating_sub(before.steal);
     let server = server_jiffies.unwrap_or(0);
     let other = busy.saturating_sub(server + loadgen_jiffies);
@@ -129,16 +101,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_proc_stat_and_pid_stat() {
-        let t = parse_stat("cpu  10 2 3 100 5 0 1 7 0 0\ncpu0 1 1 1 1 1 0 0 0 0 0\n").unwrap();
-        assert_eq!(
-            t,
-            CpuTimes {
-                busy: 16,
-                idle: 105,
-                steal: 7
-            }
-        );
+    fn parses_pid_stat() {
         let p = "1234 (wrk (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
         assert_eq!(parse_pid_stat(p), Some(300));
         assert_eq!(parse_pid_stat("garbage"), None);
