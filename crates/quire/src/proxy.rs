@@ -31,21 +31,39 @@ pub fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
     if let Some(o) = &args.origin {
         cfg.origin = Some(o.clone());
     }
-    if let Some(l) = args.listen {
+    apply_flags(
+        &mut cfg,
+        args.listen,
+        args.cache.as_ref(),
+        args.cache_size.as_deref(),
+        args.workers,
+    )?;
+    Ok(cfg)
+}
+
+/// Sets the flags shared by `quire proxy` and `quire serve` over `cfg`.
+pub fn apply_flags(
+    cfg: &mut Config,
+    listen: Option<std::net::SocketAddr>,
+    cache: Option<&std::path::PathBuf>,
+    cache_size: Option<&str>,
+    workers: Option<usize>,
+) -> anyhow::Result<()> {
+    if let Some(l) = listen {
         cfg.listen = l;
     }
-    if let Some(c) = &args.cache {
+    if let Some(c) = cache {
         cfg.cache.path = c.clone();
     }
-    if let Some(s) = &args.cache_size {
+    if let Some(s) = cache_size {
         cfg.cache.size = s
             .parse::<ByteSize>()
             .map_err(|e| anyhow::anyhow!("--cache-size: {e}"))?;
     }
-    if let Some(w) = args.workers {
+    if let Some(w) = workers {
         cfg.workers = w;
     }
-    Ok(cfg)
+    Ok(())
 }
 
 /// Runs the proxy until SIGTERM/SIGINT, then drains.

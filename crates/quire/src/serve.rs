@@ -11,7 +11,7 @@ use quire_server::{Config, Ctx, Server};
 use quire_site::Site;
 
 use crate::cli::ServeArgs;
-use crate::proxy::{load_config, runtime, shutdown_signal};
+use crate::proxy::{apply_flags, load_config, runtime, shutdown_signal};
 
 /// The default cache size of `quire serve` (a site is smaller than what a proxy
 /// fronts).
@@ -29,20 +29,13 @@ pub fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
         }
     };
     cfg.origin = None;
-    if let Some(l) = args.listen {
-        cfg.listen = l;
-    }
-    if let Some(c) = &args.cache {
-        cfg.cache.path = c.clone();
-    }
-    if let Some(s) = &args.cache_size {
-        cfg.cache.size = s
-            .parse::<ByteSize>()
-            .map_err(|e| anyhow::anyhow!("--cache-size: {e}"))?;
-    }
-    if let Some(w) = args.workers {
-        cfg.workers = w;
-    }
+    apply_flags(
+        &mut cfg,
+        args.listen,
+        args.cache.as_ref(),
+        args.cache_size.as_deref(),
+        args.workers,
+    )?;
     Ok(cfg)
 }
 
