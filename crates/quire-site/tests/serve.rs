@@ -316,11 +316,10 @@ fn an_edit_changes_exactly_the_pages_that_show_it() {
     drop(snap);
     let marker = "Edited by the watcher test.";
     std::fs::write(&path, format!("{text}\n\n{marker}\n")).unwrap();
-    let took = within(Duration::from_secs(5), || {
+    within(Duration::from_secs(5), || {
         get(r.addr, &target_url).body.contains(marker)
     })
     .expect("the edit is served");
-    assert!(took < Duration::from_secs(5));
     assert!(
         get(r.addr, &unrelated_url).hit(),
         "an unrelated page stays cached"
