@@ -2,6 +2,15 @@
 //! the answer streamed back untouched but for hop-by-hop fields and `Cache-Status`.
 //! After an unsafe method succeeds, the URL and the same-origin `Location` /
 //! `Content-Location` targets are invalidated (RFC 9111 §4.4).
+//!
+//! An upstream that asks for it ([`Upstream::compress_passes`], true for
+//! `quire serve`'s renderer) has its passed answers compressed on the way out, as
+//! any web server compresses dynamic pages: a signed-in reader of a published site
+//! gets the same few kilobytes of gzip or brotli an anonymous one gets from the
+//! cache, only computed per request ([`encode_passed`]). An HTTP origin's answers
+//! stay untouched: compressing them is the origin's business.
+//!
+//! [`Upstream::compress_passes`]: crate::upstream::Upstream::compress_passes
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,11 +19,13 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use quire_http::encoding::{self, AcceptEncoding, Coding};
 use quire_http::freshness;
 use quire_http::key::{self, NormalizedUrl};
 use quire_http::status::CacheStatus;
 
 use crate::body::Body;
+use crate::compress::Levels;
 use crate::metrics::Outcome;
 use crate::origin::{self, OriginError};
 use crate::purge;
@@ -32,6 +43,7 @@ pub async fn pass(
 ) -> (Response<Body>, Outcome) {
     let (parts, body) = req.into_parts();
     let method = parts.method.clone();
+    let accept = encoding::parse_accept_encoding(&parts.headers);
     let mut headers = origin::pass_headers(&parts.headers, peer);
     if !headers.contains_key(header::HOST) {
         // HTTP/2 carries the host in :authority.
@@ -72,7 +84,132 @@ pub async fn pass(
     }
     let cs = status.append_to_lines(rparts.headers.get_all("cache-status"));
     rparts.headers.insert("cache-status", cs);
-    (Response::from_parts(rparts, Body::Origin(rbody)), outcome)
+    let coding = {
+        use http_body::Body as _;
+        passed_coding(ctx, &method, &accept, &rparts, rbody.size_hint().exact())
+    };
+    let body = match coding {
+        Some(coding) => match encode_passed(ctx, coding, &mut rparts, rbody).await {
+            Ok(b) => b,
+            Err(e) => return (origin_error(&e, status), Outcome::Error),
+        },
+        None => Body::Origin(rbody),
+    };
+    (Response::from_parts(rparts, body), outcome)
+}
+
+/// Largest passed body compressed on the way out (bytes); larger ones stream as
+/// they come. Compressing needs the whole body in memory, and pages are far smaller.
+pub const PASS_COMPRESS_MAX: u64 = 1 << 20;
+
+/// Per-request levels for passed answers: fast ones (libdeflate 6, brotli 4, zstd 3),
+/// since the cost is paid on every request, unlike the fill levels paid once.
+const PASS_LEVELS: Levels = Levels {
+    gzip: 6,
+    brotli: 4,
+    zstd: 3,
+};
+
+/// The coding a passed answer is compressed into, or `None` to pass it as it is:
+/// only when the upstream asks for it, for a 200 answer to a GET whose body is known
+/// to be between [`crate::compress::MIN_COMPRESS_BYTES`] and [`PASS_COMPRESS_MAX`],
+/// not already coded, of a compressible type, without `no-transform` (RFC 9110
+/// §7.7), and only into a coding the client accepts.
+fn passed_coding(
+    ctx: &Ctx,
+    method: &http::Method,
+    accept: &AcceptEncoding,
+    head: &http::response::Parts,
+    body_len: Option<u64>,
+) -> Option<Coding> {
+    if !ctx.origin.compress_passes()
+        || method != http::Method::GET
+        || head.status != http::StatusCode::OK
+        || head.headers.contains_key(header::CONTENT_ENCODING)
+        || head.headers.contains_key(header::CONTENT_RANGE)
+        || !crate::compress::compressible(head.headers.get(header::CONTENT_TYPE))
+        || head.headers.get_all(header::CACHE_CONTROL).iter().any(|v| {
+            v.as_bytes()
+                .to_ascii_lowercase()
+                .windows(12)
+                .any(|w| w == b"no-transform")
+        })
+    {
+        return None;
+    }
+    let len = body_len?;
+    if len < crate::compress::MIN_COMPRESS_BYTES as u64 || len > PASS_COMPRESS_MAX {
+        return None;
+    }
+    match encoding::choose(
+        accept,
+        &[Coding::Br, Coding::Zstd, Coding::Gzip, Coding::Identity],
+        &encoding::DEFAULT_PREFS,
+    )? {
+        Coding::Identity => None,
+        c => Some(c),
+    }
+}
+
+/// Reads a body of at most [`PASS_COMPRESS_MAX`] bytes whole.
+async fn read_all(mut body: crate::upstream::UpBody) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the answer: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            if (out.len() + data.len()) as u64 > PASS_COMPRESS_MAX {
+                return Err("the answer outgrew its Content-Length".into());
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the whole passed body and compresses it into `coding`, fixing the head:
+/// `Content-Encoding`, `Vary: Accept-Encoding`, no `Content-Length` (the new length
+/// is the body's), and a strong `ETag` made weak (RFC 9110 §8.8.1: the coded bytes
+/// are not the identity's). A body that is not worth compressing goes out as it was.
+async fn encode_passed(
+    ctx: &Ctx,
+    coding: Coding,
+    head: &mut http::response::Parts,
+    body: crate::upstream::UpBody,
+) -> Result<Body, OriginError> {
+    let identity = match tokio::time::timeout(ctx.origin.read_timeout(), read_all(body)).await {
+        Err(_) => return Err(OriginError::Timeout),
+        Ok(Err(why)) => return Err(OriginError::Failed(why)),
+        Ok(Ok(b)) => b,
+    };
+    let coded = match crate::compress::encode(coding, &identity, &PASS_LEVELS) {
+        Ok(c) if crate::compress::worth_keeping(identity.len(), c.len()) => c,
+        _ => return Ok(Body::full(identity)),
+    };
+    head.headers.remove(header::CONTENT_LENGTH);
+    head.headers.insert(
+        header::CONTENT_ENCODING,
+        HeaderValue::from_static(coding.token()),
+    );
+    let varies = head.headers.get_all(header::VARY).iter().any(|v| {
+        v.as_bytes()
+            .to_ascii_lowercase()
+            .windows(15)
+            .any(|w| w == b"accept-encoding")
+    });
+    if !varies {
+        head.headers
+            .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    if let Some(etag) = head.headers.get(header::ETAG) {
+        if etag.as_bytes().starts_with(b"\"") {
+            let mut weak = b"W/".to_vec();
+            weak.extend_from_slice(etag.as_bytes());
+            if let Ok(v) = HeaderValue::from_bytes(&weak) {
+                head.headers.insert(header::ETAG, v);
+            }
+        }
+    }
+    Ok(Body::full(coded))
 }
 
 /// RFC 9111 §4.4: removes the URL and the same-origin targets of `Location` and

@@ -61,6 +61,14 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         let _ = target;
     }
 
+    /// Whether answers that bypass the cache are compressed on the way out when the
+    /// client accepts a coding (see `pass`). An HTTP origin compresses its own
+    /// answers, or chose not to: false. A renderer in the same process produces
+    /// identity bodies and wants them coded like its cached pages: true.
+    fn compress_passes(&self) -> bool {
+        false
+    }
+
     /// Appends the upstream's own Prometheus families to `/_quire/metrics`.
     fn metrics(&self, out: &mut String) {
         let _ = out;

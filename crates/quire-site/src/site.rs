@@ -320,6 +320,12 @@ impl Upstream for Site {
         Duration::from_secs(30)
     }
 
+    fn compress_passes(&self) -> bool {
+        // Signed-in readers' pages (and any request that bypasses the cache) are
+        // compressed per request, as the cached ones were once.
+        true
+    }
+
     fn served(&self, target: &str) {
         let path = target.split_once('?').map_or(target, |(p, _)| p);
         let snap = self.inner.snap.load();

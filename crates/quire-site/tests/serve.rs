@@ -75,12 +75,13 @@ fn start(watch: bool) -> Running {
     }
 }
 
-/// A response: status, lower-cased header lines, body.
+/// A response: status, lower-cased header lines, body (as text, and as bytes).
 #[derive(Debug)]
 struct Resp {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
+    bytes: Vec<u8>,
 }
 
 impl Resp {
@@ -108,8 +109,12 @@ fn get_with(addr: SocketAddr, method: &str, path: &str, extra: &str, body: &str)
     .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(raw.len());
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let rest = raw.get(split + 4..).unwrap_or_default();
     let mut lines = head.lines();
     let status = lines
         .next()
@@ -123,27 +128,30 @@ fn get_with(addr: SocketAddr, method: &str, path: &str, extra: &str, body: &str)
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked {
+    let bytes = if chunked {
         dechunk(rest)
     } else {
-        rest.to_owned()
+        rest.to_vec()
     };
     Resp {
         status,
         headers,
-        body,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+        bytes,
     }
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
+fn dechunk(mut s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&s[..eol]);
         let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        let rest = &s[eol + 2..];
         if n == 0 || rest.len() < n {
             break;
         }
-        out.push_str(&rest[..n]);
-        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+        out.extend_from_slice(&rest[..n]);
+        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
     }
     out
 }
@@ -454,6 +462,68 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
     let out = get_with(r.addr, "POST", "/logout", &with, "");
     assert_eq!(out.status, 303);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+}
+
+/// Pages that bypass the cache are compressed per request into a coding the client
+/// accepts, and decode to exactly the page an identity request gets.
+#[test]
+fn bypassing_pages_are_compressed_per_request() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let private = snap
+        .vault
+        .notes()
+        .iter()
+        .find(|n| n.visibility() == quire_vault::Visibility::Private)
+        .unwrap();
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let ok = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=reader-demo-password&next=/",
+    );
+    let cookie = session(&ok).expect("a session cookie");
+    let identity = get_with(
+        r.addr,
+        "GET",
+        &private.url,
+        &format!("Cookie: {cookie}\r\n"),
+        "",
+    );
+    assert_eq!(identity.status, 200);
+    assert_eq!(identity.header("content-encoding"), None);
+    for (accept, coding) in [
+        ("gzip", quire_http::encoding::Coding::Gzip),
+        ("gzip, br", quire_http::encoding::Coding::Br),
+        ("zstd;q=1, gzip;q=0.5", quire_http::encoding::Coding::Zstd),
+    ] {
+        let extra = format!("Cookie: {cookie}\r\nAccept-Encoding: {accept}\r\n");
+        let page = get_with(r.addr, "GET", &private.url, &extra, "");
+        assert_eq!(page.status, 200);
+        assert!(!page.hit());
+        assert_eq!(
+            page.header("content-encoding"),
+            Some(coding.token()),
+            "{accept}"
+        );
+        assert!(page
+            .header("vary")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("accept-encoding")));
+        assert!(page.header("cache-control").unwrap().contains("no-store"));
+        assert!(
+            page.bytes.len() * 2 < identity.bytes.len(),
+            "{accept}: compressed"
+        );
+        let decoded = quire_server::compress::decode(coding, &page.bytes, 1 << 24).unwrap();
+        assert_eq!(decoded, identity.bytes, "{accept}: the same page");
+    }
+    // A client that accepts no coding gets identity.
+    let extra = format!("Cookie: {cookie}\r\nAccept-Encoding: identity\r\n");
+    let page = get_with(r.addr, "GET", &private.url, &extra, "");
+    assert_eq!(page.header("content-encoding"), None);
+    assert_eq!(page.bytes, identity.bytes);
 }
 
 #[test]
