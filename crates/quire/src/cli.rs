@@ -129,6 +129,40 @@ pub enum BenchCommand {
     /// throughput, latency percentiles and the machine's state (partial: an already
     /// running `--target` only).
     Http(BenchHttpArgs),
+    /// quire's own load generator, run by `bench http` as a separate process: prints
+    /// one line `QUIRE-LOAD {json}`.
+    #[command(hide = true)]
+    Load(BenchLoadArgs),
+}
+
+/// Arguments of `quire bench load` (hidden: the harness runs it).
+#[derive(Debug, Clone, Args)]
+pub struct BenchLoadArgs {
+    /// The server, host:port (or http://host:port).
+    #[arg(long, value_name = "ADDR")]
+    pub host: String,
+    /// Paths to request, one per line, in this order (cycled).
+    #[arg(long, value_name = "FILE")]
+    pub paths: PathBuf,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 32)]
+    pub connections: usize,
+    /// Seconds to send requests.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Open loop: this many requests per second in total, latency counted from when
+    /// each was due (default: closed loop).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// The Accept-Encoding field.
+    #[arg(long, default_value = "gzip, br")]
+    pub accept_encoding: String,
+    /// A Cookie field for every request.
+    #[arg(long, value_name = "STR")]
+    pub cookie: Option<String>,
+    /// Seconds before an unanswered request is an error.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub timeout: f64,
 }
 
 /// Arguments of `quire bench search`.
@@ -394,5 +428,39 @@ mod tests {
         assert_eq!(p.urls.len(), 2);
         assert!(p.soft);
         assert!(Cli::try_parse_from(["quire", "proxy", "--listen", "nope"]).is_err());
+    }
+
+    #[test]
+    fn bench_load_parses_and_is_hidden() {
+        let cli = Cli::try_parse_from([
+            "quire",
+            "bench",
+            "load",
+            "--host",
+            "127.0.0.1:8090",
+            "--paths",
+            "p.txt",
+            "--rate",
+            "5000",
+            "--cookie",
+            "a=b",
+        ])
+        .expect("parses");
+        let Command::Bench(BenchCommand::Load(a)) = cli.command else {
+            panic!("not bench load")
+        };
+        assert_eq!(
+            (a.connections, a.duration, a.rate),
+            (32, 10.0, Some(5000.0))
+        );
+        assert_eq!(a.accept_encoding, "gzip, br");
+        assert_eq!(a.cookie.as_deref(), Some("a=b"));
+        let help = Cli::command()
+            .find_subcommand_mut("bench")
+            .expect("bench")
+            .render_help()
+            .to_string();
+        let listed = |name: &str| help.lines().any(|l| l.trim_start().starts_with(name));
+        assert!(listed("http") && !listed("load"), "{help}");
     }
 }

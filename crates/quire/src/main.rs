@@ -42,6 +42,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Http(args)) => {
             bench_http::run(args).map(|()| ExitCode::SUCCESS)
         }
+        Command::Bench(BenchCommand::Load(args)) => {
+            bench_http::load::main(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Serve(args)) => {
             bench_serve::run(args).map(|()| ExitCode::SUCCESS)
         }

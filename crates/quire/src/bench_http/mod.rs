@@ -14,6 +14,7 @@
 //! peers (`--peer nginx|varnish`), fixed-rate open-loop runs, sustained-run reporting
 //! over time, and `--plot`.
 
+pub mod load;
 pub mod procstat;
 pub mod urls;
 pub mod wrk;

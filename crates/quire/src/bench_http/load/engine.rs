@@ -1,0 +1,461 @@
+//! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
+//! each connection sends its next request as soon as the previous answer is
+//! complete. Open loop (`rate`): requests fall due on the [`Schedule`], a timerfd
+//! wakes the loop at the next due time, a due request goes to a free connection or
+//! waits for one, and its latency counts from when it was due. At the end no new
+//! request is sent and the ones in flight are awaited (up to the timeout), so every
+//! request the server answered is counted.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use rustix::event::epoll::{self, Event, EventData, EventFlags};
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+
+use super::conn::{self, Conn, Phase};
+use super::request::Requests;
+use super::schedule::Schedule;
+use super::stats::Stats;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The server.
+    pub addr: SocketAddr,
+    /// Keep-alive connections.
+    pub connections: usize,
+    /// How long to send requests.
+    pub duration: Duration,
+    /// Open loop at this many requests per second in total; `None`: closed loop.
+    pub rate: Option<f64>,
+    /// A request unanswered this long is an error (its connection is reopened).
+    pub timeout: Duration,
+}
+
+/// epoll data of the timerfd (connections use their index).
+const TIMER: u64 = u64::MAX;
+/// How often timeouts and connect retries are checked.
+const TICK: Duration = Duration::from_millis(10);
+/// Wait before reconnecting after a failed connect.
+const BACKOFF: Duration = Duration::from_millis(10);
+
+struct Engine<'a> {
+    cfg: &'a Config,
+    reqs: &'a Requests,
+    epoll: OwnedFd,
+    timer: Option<OwnedFd>,
+    /// Request index the timer is armed for.
+    armed: Option<u64>,
+    conns: Vec<Conn>,
+    /// Idle connections (open loop).
+    free: Vec<usize>,
+    stats: Stats,
+    t0: Instant,
+    schedule: Option<Schedule>,
+    /// Requests sent (the sequence position of the next one).
+    sent: u64,
+    /// Open loop: requests handed to a connection.
+    dispatched: u64,
+    stopping: bool,
+}
+
+/// Runs the load and returns what it counted.
+pub fn run(cfg: &Config, reqs: &Requests) -> io::Result<Stats> {
+    let schedule = match cfg.rate {
+        Some(r) => Some(
+            Schedule::new(r)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad rate"))?,
+        ),
+        None => None,
+    };
+    if cfg.connections == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no connections",
+        ));
+    }
+    let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    let timer = match schedule {
+        Some(_) => {
+            let t = rustix::time::timerfd_create(
+                TimerfdClockId::Monotonic,
+                TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+            )?;
+            epoll::add(&epoll, &t, EventData::new_u64(TIMER), EventFlags::IN)?;
+            Some(t)
+        }
+        None => None,
+    };
+    let now = Instant::now();
+    let mut e = Engine {
+        cfg,
+        reqs,
+        epoll,
+        timer,
+        armed: None,
+        conns: (0..cfg.connections).map(|_| Conn::new(now)).collect(),
+        free: Vec::with_capacity(cfg.connections),
+        stats: Stats::new(cfg.duration),
+        t0: now,
+        schedule,
+        sent: 0,
+        dispatched: 0,
+        stopping: false,
+    };
+    e.run()?;
+    Ok(e.stats)
+}
+
+fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+impl Engine<'_> {
+    fn run(&mut self) -> io::Result<()> {
+        let deadline = self.t0 + self.cfg.duration;
+        let mut events = vec![
+            Event {
+                flags: EventFlags::empty(),
+                data: EventData::new_u64(0),
+            };
+            256
+        ];
+        for i in 0..self.conns.len() {
+            self.connect(i, self.t0);
+        }
+        let mut next_tick = self.t0 + TICK;
+        let mut drain_until = None;
+        loop {
+            let now = Instant::now();
+            if !self.stopping && now >= deadline {
+                self.stopping = true;
+                drain_until = Some(now + self.cfg.timeout);
+                if let Some(s) = self.schedule {
+                    self.stats.unsent = s.due_by(deadline - self.t0) - self.dispatched;
+                }
+                for i in 0..self.conns.len() {
+                    if self.conns[i].phase != Phase::Busy {
+                        self.conns[i].reset();
+                    }
+                }
+                self.free.clear();
+            }
+            if let Some(until) = drain_until {
+                let busy = self.conns.iter().filter(|c| c.phase == Phase::Busy).count();
+                if busy == 0 || now >= until {
+                    self.stats.errors.timeout += busy as u64;
+                    self.stats.elapsed = now - self.t0;
+                    return Ok(());
+                }
+            }
+            if now >= next_tick {
+                self.tick(now);
+                next_tick = now + TICK;
+            }
+            self.dispatch(now)?;
+            let mut wake = next_tick;
+            if let Some(until) = drain_until {
+                wake = wake.min(until);
+            } else {
+                wake = wake.min(deadline);
+            }
+            let timeout = timespec(wake.saturating_duration_since(now));
+            let n = match epoll::wait(&self.epoll, &mut events[..], Some(&timeout)) {
+                Ok(n) => n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            for ev in &events[..n] {
+                let key = ev.data.u64();
+                if key == TIMER {
+                    if let Some(t) = &self.timer {
+                        let mut b = [0u8; 8];
+                        let _ = rustix::io::read(t, &mut b);
+                    }
+                    continue;
+                }
+                self.event(key as usize, ev.flags);
+            }
+        }
+    }
+
+    /// Open loop: hands due requests to free connections, and arms the timer for the
+    /// next one when none is waiting.
+    fn dispatch(&mut self, now: Instant) -> io::Result<()> {
+        let Some(s) = self.schedule else {
+            return Ok(());
+        };
+        if self.stopping {
+            return Ok(());
+        }
+        let due = s.due_by(now - self.t0);
+        while self.dispatched < due {
+            let Some(i) = self.free.pop() else { break };
+            let origin = self.t0 + s.due(self.dispatched);
+            self.dispatched += 1;
+            self.send(i, origin, now);
+        }
+        if self.dispatched == due && self.armed != Some(due) {
+            if let Some(t) = &self.timer {
+                let wait = (self.t0 + s.due(due)).saturating_duration_since(Instant::now());
+                let spec = Itimerspec {
+                    it_interval: timespec(Duration::ZERO),
+                    it_value: timespec(wait.max(Duration::from_nanos(1))),
+                };
+                rustix::time::timerfd_settime(t, TimerfdTimerFlags::empty(), &spec)?;
+                self.armed = Some(due);
+            }
+        }
+        Ok(())
+    }
+
+    /// Timeouts of requests in flight, and reconnects after failed connects.
+    fn tick(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.phase == Phase::Busy && now.duration_since(c.sent) > self.cfg.timeout {
+                self.stats.errors.timeout += 1;
+                self.close(i, now);
+            } else if c.phase == Phase::Down && c.retry_at.is_some_and(|t| t <= now) {
+                self.connect(i, now);
+            }
+        }
+    }
+
+    fn interest(&mut self, i: usize, out: bool) {
+        let c = &mut self.conns[i];
+        if c.want_out == out {
+            return;
+        }
+        c.want_out = out;
+        if let Some(s) = &c.sock {
+            let flags = if out {
+                EventFlags::IN | EventFlags::OUT
+            } else {
+                EventFlags::IN
+            };
+            let _ = epoll::modify(&self.epoll, s, EventData::new_u64(i as u64), flags);
+        }
+    }
+
+    fn connect(&mut self, i: usize, now: Instant) {
+        if self.stopping {
+            return;
+        }
+        let c = &mut self.conns[i];
+        c.reset();
+        c.retry_at = None;
+        match conn::open(self.cfg.addr) {
+            Ok(s) => {
+                let flags = EventFlags::IN | EventFlags::OUT;
+                if epoll::add(&self.epoll, &s, EventData::new_u64(i as u64), flags).is_err() {
+                    self.stats.errors.connect += 1;
+                    c.retry_at = Some(now + BACKOFF);
+                    return;
+                }
+                c.sock = Some(s);
+                c.want_out = true;
+                c.phase = Phase::Connecting;
+            }
+            Err(_) => {
+                self.stats.errors.connect += 1;
+                c.retry_at = Some(now + BACKOFF);
+            }
+        }
+    }
+
+    /// Closes connection `i` (its request in flight, if any, is already counted) and
+    /// opens it again unless the run is ending.
+    fn close(&mut self, i: usize, now: Instant) {
+        if self.conns[i].phase == Phase::Idle {
+            self.free.retain(|&j| j != i);
+        }
+        self.conns[i].reset();
+        self.connect(i, now);
+    }
+
+    /// A connection is ready for a request.
+    fn ready(&mut self, i: usize, now: Instant) {
+        self.conns[i].phase = Phase::Idle;
+        if self.stopping {
+            self.conns[i].reset();
+            return;
+        }
+        if self.schedule.is_some() {
+            self.free.push(i);
+            // Requests may be waiting for exactly this connection.
+            let _ = self.dispatch(now);
+        } else {
+            self.send(i, now, now);
+        }
+    }
+
+    fn send(&mut self, i: usize, origin: Instant, now: Instant) {
+        let c = &mut self.conns[i];
+        c.phase = Phase::Busy;
+        c.req = self.sent;
+        c.written = 0;
+        c.origin = origin;
+        c.sent = now;
+        self.sent += 1;
+        self.write(i, now);
+    }
+
+    fn write(&mut self, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        let req = self.reqs.nth(c.req);
+        let Some(sock) = &c.sock else { return };
+        let mut sock = sock;
+        while c.written < req.len() {
+            match sock.write(&req[c.written..]) {
+                Ok(0) => {
+                    self.stats.errors.write += 1;
+                    return self.close(i, now);
+                }
+                Ok(n) => c.written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return self.interest(i, true);
+                }
+                Err(_) => {
+                    self.stats.errors.write += 1;
+                    return self.close(i, now);
+                }
+            }
+        }
+        self.interest(i, false);
+    }
+
+    fn event(&mut self, i: usize, flags: EventFlags) {
+        let Some(c) = self.conns.get(i) else { return };
+        let now = Instant::now();
+        match c.phase {
+            Phase::Down => {}
+            Phase::Connecting => {
+                let ok = c.sock.as_ref().is_some_and(|s| conn::connected(s).is_ok());
+                if ok {
+                    self.interest(i, false);
+                    self.ready(i, now);
+                } else {
+                    self.stats.errors.connect += 1;
+                    self.conns[i].reset();
+                    self.conns[i].retry_at = Some(now + BACKOFF);
+                }
+            }
+            Phase::Idle | Phase::Busy => {
+                if c.phase == Phase::Busy
+                    && c.written < self.reqs.nth(c.req).len()
+                    && flags.contains(EventFlags::OUT)
+                {
+                    self.write(i, now);
+                }
+                if flags.intersects(EventFlags::IN | EventFlags::HUP | EventFlags::ERR) {
+                    self.read(i);
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            if !matches!(c.phase, Phase::Idle | Phase::Busy) {
+                return;
+            }
+            if !c.make_room() {
+                self.stats.errors.parse += 1;
+                return self.close(i, Instant::now());
+            }
+            let Some(mut sock) = c.sock.as_ref() else {
+                return;
+            };
+            let end = c.end;
+            match sock.read(&mut c.buf[end..]) {
+                Ok(0) => return self.eof(i),
+                Ok(n) => {
+                    c.end += n;
+                    let full = c.end == c.buf.len();
+                    if !self.parse(i) || !full {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    if c.phase == Phase::Busy {
+                        self.stats.errors.read += 1;
+                    }
+                    return self.close(i, Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Parses what connection `i` has read (no request is pipelined, so at most one
+    /// response); false if the connection was closed.
+    fn parse(&mut self, i: usize) -> bool {
+        let c = &mut self.conns[i];
+        if c.start == c.end {
+            return true;
+        }
+        let done = match c.parser.feed(&c.buf[c.start..c.end]) {
+            Err(_) => {
+                self.stats.errors.parse += 1;
+                self.close(i, Instant::now());
+                return false;
+            }
+            Ok((n, None)) => {
+                c.start += n;
+                return true;
+            }
+            Ok((n, Some(done))) => {
+                c.start += n;
+                done
+            }
+        };
+        let now = Instant::now();
+        if c.phase != Phase::Busy || (c.start < c.end && !done.close) {
+            // An answer nobody asked for.
+            self.stats.errors.parse += 1;
+            self.close(i, now);
+            return false;
+        }
+        self.stats.complete(
+            done.status,
+            done.bytes,
+            now.saturating_duration_since(c.origin),
+            now - self.t0,
+        );
+        if done.close {
+            c.phase = Phase::Down;
+            self.close(i, now);
+            return false;
+        }
+        self.ready(i, now);
+        self.conns[i].phase != Phase::Down
+    }
+
+    fn eof(&mut self, i: usize) {
+        let now = Instant::now();
+        let c = &mut self.conns[i];
+        if c.phase == Phase::Busy {
+            match c.parser.eof() {
+                Ok(done) => self.stats.complete(
+                    done.status,
+                    done.bytes,
+                    now.saturating_duration_since(c.origin),
+                    now - self.t0,
+                ),
+                Err(_) => self.stats.errors.read += 1,
+            }
+        } else if !c.parser.idle() {
+            self.stats.errors.parse += 1;
+        }
+        self.close(i, now);
+    }
+}

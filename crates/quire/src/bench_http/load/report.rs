@@ -1,0 +1,158 @@
+//! The result of a run as the `quire bench load` process prints it: one line
+//! `QUIRE-LOAD {json}` on stdout, with the fields of [`WrkResult`] (so the harness
+//! reads either generator the same way) plus the target and achieved rate, errors by
+//! kind, completions per 100 ms and a latency distribution for plotting.
+
+use super::stats::{Errors, Stats};
+use crate::bench_http::wrk::WrkResult;
+
+/// The prefix of the result line.
+pub const PREFIX: &str = "QUIRE-LOAD ";
+
+/// Percentiles of the latency distribution reported for plots.
+pub const POINTS: &[f64] = &[
+    0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0, 97.5, 99.0, 99.5,
+    99.75, 99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 100.0,
+];
+
+/// What one run of the built-in load generator measured.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct LoadResult {
+    /// Requests completed.
+    pub requests: u64,
+    /// Run length (to the last answer awaited at the end), microseconds.
+    pub duration_us: u64,
+    /// Bytes of the completed responses, heads and bodies.
+    pub bytes: u64,
+    /// Connect, read, write, timeout and parse errors.
+    pub errors: u64,
+    /// Responses with a status other than 2xx/3xx.
+    pub non_2xx: u64,
+    /// Latency percentiles, microseconds (open loop: from when each request was due).
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th.
+    pub p99_us: f64,
+    /// 99.9th.
+    pub p999_us: f64,
+    /// Largest latency, microseconds.
+    pub max_us: f64,
+    /// Target rate (open loop), requests/s; `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Requests completed per second.
+    pub achieved_rate: f64,
+    /// Open loop: requests due but never sent because no connection was free.
+    pub unsent: u64,
+    /// Keep-alive connections.
+    pub connections: usize,
+    /// Errors by kind.
+    pub error_kinds: Errors,
+    /// Completions per 100 ms from the start.
+    pub timeline: Vec<u64>,
+    /// `[percentile, microseconds]` points of the latency distribution.
+    pub latency: Vec<(f64, f64)>,
+}
+
+impl LoadResult {
+    /// The result of a run from its counts.
+    pub fn from_stats(s: &Stats, rate: Option<f64>, connections: usize) -> LoadResult {
+        let duration_us = s.elapsed.as_micros() as u64;
+        let h = &s.latency;
+        LoadResult {
+            requests: s.requests,
+            duration_us,
+            bytes: s.bytes,
+            errors: s.errors.total(),
+            non_2xx: s.non_2xx,
+            p50_us: h.percentile(50.0),
+            p90_us: h.percentile(90.0),
+            p99_us: h.percentile(99.0),
+            p999_us: h.percentile(99.9),
+            max_us: h.max() as f64,
+            rate,
+            achieved_rate: s.requests as f64 / (duration_us.max(1) as f64 / 1e6),
+            unsent: s.unsent,
+            connections,
+            error_kinds: s.errors,
+            timeline: s.timeline.clone(),
+            latency: POINTS.iter().map(|&p| (p, h.percentile(p))).collect(),
+        }
+    }
+
+    /// Requests per second.
+    #[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
+    pub fn rps(&self) -> f64 {
+        self.requests as f64 / (self.duration_us.max(1) as f64 / 1e6)
+    }
+
+    /// The fields wrk reports, for code written for wrk's results.
+    #[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
+    pub fn to_wrk(&self) -> WrkResult {
+        WrkResult {
+            requests: self.requests,
+            duration_us: self.duration_us,
+            bytes: self.bytes,
+            errors: self.errors,
+            non_2xx: self.non_2xx,
+            p50_us: self.p50_us,
+            p90_us: self.p90_us,
+            p99_us: self.p99_us,
+            p999_us: self.p999_us,
+        }
+    }
+
+    /// The line the `quire bench load` process prints.
+    pub fn line(&self) -> String {
+        format!(
+            "{PREFIX}{}",
+            serde_json::to_string(self).unwrap_or_else(|_| "{}".into())
+        )
+    }
+}
+
+/// Reads the result line from a `quire bench load` process's output.
+pub fn parse(stdout: &str) -> Option<LoadResult> {
+    let line = stdout.lines().find_map(|l| l.strip_prefix(PREFIX))?;
+    serde_json::from_str(line).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_line_round_trips_and_converts() {
+        let mut s = Stats::new(Duration::from_secs(1));
+        s.complete(
+            200,
+            100,
+            Duration::from_micros(100),
+            Duration::from_millis(50),
+        );
+        s.complete(
+            404,
+            50,
+            Duration::from_micros(120),
+            Duration::from_millis(250),
+        );
+        s.errors.read = 2;
+        s.elapsed = Duration::from_millis(500);
+        let r = LoadResult::from_stats(&s, Some(4.0), 3);
+        assert_eq!((r.requests, r.bytes, r.non_2xx, r.errors), (2, 150, 1, 2));
+        assert_eq!(r.timeline, [1, 0, 1]);
+        assert_eq!(r.p50_us, 100.0);
+        assert_eq!(r.latency.last(), Some(&(100.0, 120.0)));
+        assert!((r.rps() - 4.0).abs() < 1e-9);
+        let line = format!("noise\n{}\n", r.line());
+        assert!(line.contains("\"rate\":4.0") && line.contains("\"timeline\":[1,0,1]"));
+        let back = parse(&line).unwrap();
+        assert_eq!(back, r);
+        let w = back.to_wrk();
+        assert_eq!((w.requests, w.duration_us, w.p50_us), (2, 500_000, 100.0));
+        assert_eq!(parse("QUIRE-LOAD {"), None);
+        let closed = LoadResult::from_stats(&s, None, 3);
+        assert!(closed.line().contains("\"rate\":null"));
+    }
+}
