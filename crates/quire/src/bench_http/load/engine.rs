@@ -177,6 +177,9 @@ impl Engine<'_> {
                         let mut b = [0u8; 8];
                         let _ = rustix::io::read(t, &mut b);
                     }
+                    // Re-arm even if the request it was armed for is not due by
+                    // `Instant` yet (a nanosecond of rounding must not stall the run).
+                    self.armed = None;
                     continue;
                 }
                 self.event(key as usize, ev.flags);

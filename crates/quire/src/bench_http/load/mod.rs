@@ -57,7 +57,8 @@ pub struct Spec<'a> {
 }
 
 /// Runs `quire bench load` (this binary) pinned to `spec.cpus`, and returns its
-/// result and its CPU jiffies (utime + stime, sampled from /proc while it ran).
+/// result and its CPU jiffies (utime + stime: as the process read its own at the end,
+/// or else the last sample from /proc while it ran).
 #[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
 pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
     let exe = std::env::current_exe().context("finding the quire binary")?;
@@ -106,6 +107,7 @@ pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
             String::from_utf8_lossy(&out.stderr)
         )
     })?;
+    let jiffies = result.cpu_jiffies.unwrap_or(jiffies).max(jiffies);
     Ok((result, jiffies))
 }
 
@@ -140,9 +142,8 @@ pub fn main(args: &BenchLoadArgs) -> anyhow::Result<()> {
         timeout: secs("timeout", args.timeout)?,
     };
     let stats = engine::run(&cfg, &reqs).context("running the load")?;
-    println!(
-        "{}",
-        LoadResult::from_stats(&stats, args.rate, args.connections).line()
-    );
+    let mut result = LoadResult::from_stats(&stats, args.rate, args.connections);
+    result.cpu_jiffies = super::procstat::process(std::process::id());
+    println!("{}", result.line());
     Ok(())
 }

@@ -52,6 +52,9 @@ pub struct LoadResult {
     pub timeline: Vec<u64>,
     /// `[percentile, microseconds]` points of the latency distribution.
     pub latency: Vec<(f64, f64)>,
+    /// The generator's own CPU time at the end (utime + stime, jiffies), when known.
+    #[serde(default)]
+    pub cpu_jiffies: Option<u64>,
 }
 
 impl LoadResult {
@@ -77,6 +80,7 @@ impl LoadResult {
             error_kinds: s.errors,
             timeline: s.timeline.clone(),
             latency: POINTS.iter().map(|&p| (p, h.percentile(p))).collect(),
+            cpu_jiffies: None,
         }
     }
 
