@@ -1,133 +1,177 @@
 //! `quire bench http`: measures an HTTP server the way seeds 000 and 003 learned to —
-//! a load generator on cores of its own, many real URLs in a realistic order, a
-//! verified warm cache, repeated runs, tail latency, and the machine's own state
-//! reported beside the figures.
+//! a load generator in a process of its own on cores of its own, many real URLs in
+//! a realistic order, a verified warm cache, repeated and interleaved runs, tail
+//! latency, and the machine's own state reported beside the figures.
 //!
-//! PARTIAL (issue 5): `--target URL` (an already running server) and `--serve VAULT`
-//! (it starts `quire serve` itself, pinned to `--server-cpus`) work, with
-//! `--uncached` measuring every request bypassing the cache, interleaved, for the
-//! cached/uncached ratio. URLs come from
-//! the target's sitemap or a file; uniform/Zipf/hot orders; a warm-up pass that
-//! checks every URL is a cache hit (from `Cache-Status`), wrk pinned with taskset,
-//! server and generator CPU and steal from `/proc`, warnings when the machine was not
-//! quiet or the generator saturated, a table and `--json`. Not built yet: `--proxy`,
-//! peers (`--peer nginx|varnish`), fixed-rate open-loop runs, sustained-run reporting
-//! over time, and `--plot`.
+//! What it measures ([`run`]):
+//! - `--target URL`: a server already running;
+//! - `--serve VAULT` / `--proxy ORIGIN`: a `quire serve` / `quire proxy` it starts
+//!   itself ([`servers`]), release build, one worker, pinned to `--server-cpus`;
+//! - `--uncached`: the same server with a cookie on every request (quire then renders
+//!   or fetches each time), for the cached/uncached ratio;
+//! - `--peer nginx|varnish`: the peer with an equivalent cache configuration in front
+//!   of the same origin, pinned to the same CPUs, measured in the same run (in serve
+//!   mode their origin is a second `quire serve` of the vault, idle once they are
+//!   warm).
+//!
+//! How ([`measure`]): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
+//! order ([`urls`]); every server warmed and checked to answer every URL as a hit
+//! ([`warm`]); then `--reps` rounds, each running every server in turn (the order
+//! rotates each round, so none always runs first), with the load from the built-in
+//! generator ([`load`], closed loop, or open loop at `--rate`) or `wrk`, pinned to
+//! `--loadgen-cpus`; server, generator and other CPU and steal from `/proc`
+//! ([`procstat`]), with warnings when the machine was not quiet or the generator
+//! saturated its core. Output: a table, `--json FILE` (`runs`, `ratios`), and
+//! `--plot FILE.svg` ([`plot`]).
 
 pub mod load;
+pub mod plot;
 pub mod procstat;
+pub mod servers;
+pub mod summary;
 pub mod urls;
+pub mod warm;
 pub mod wrk;
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::BenchHttpArgs;
+use crate::cli::{BenchHttpArgs, Loadgen, Peer};
+use load::LoadResult;
+use servers::Server;
+use summary::Run;
 
-/// One run, in the JSON shape issue 5 fixes for other tools.
-#[derive(Debug, Clone, serde::Serialize)]
-struct Run {
-    server: String,
-    requests_per_sec: f64,
-    p50_ms: f64,
-    p90_ms: f64,
-    p99_ms: f64,
-    p999_ms: f64,
-    errors: u64,
-    non_2xx: u64,
-    bytes_per_sec: f64,
-    server_cpu_pct: f64,
-    loadgen_cpu_pct: f64,
-    other_cpu_pct: f64,
-    steal_pct: f64,
-    warnings: Vec<String>,
+/// The cookie of `--uncached` runs: any cookie makes quire bypass its cache.
+const BYPASS_COOKIE: &str = "quire_bench=1";
+
+/// One thing measured: a server, and whether its requests bypass the cache.
+#[derive(Debug)]
+struct Subject {
+    /// The name in tables and JSON: `quire`, `uncached`, `nginx`, `varnish`.
+    name: String,
+    /// `host:port`.
+    host: String,
+    /// Index into the started servers, for CPU accounting (`None`: `--target`).
+    server: Option<usize>,
+    /// A `Cookie` field for every request.
+    cookie: Option<&'static str>,
 }
 
 /// Runs the benchmark.
 pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
-    let started = match &args.serve {
-        Some(vault) => Some(Started::start(vault, &args.server_cpus)?),
-        None => None,
+    let duration = parse_duration(&args.duration)?;
+    if args.rate.is_some() && args.loadgen == Loadgen::Wrk {
+        anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
+    }
+    let mut started: Vec<Server> = Vec::new();
+    let mut scratch: Vec<tempfile::TempDir> = Vec::new();
+    let mut subjects = Vec::new();
+    let quire = match (&args.serve, &args.proxy, &args.target) {
+        (Some(vault), _, _) => Some(servers::quire(Some(vault), None, &args.server_cpus)?),
+        (None, Some(origin), _) => {
+            let (o, _) = urls::split_url(origin)?;
+            Some(servers::quire(
+                None,
+                Some(&format!("http://{o}")),
+                &args.server_cpus,
+            )?)
+        }
+        (None, None, Some(_)) => None,
+        (None, None, None) => anyhow::bail!("give --target URL, --serve VAULT or --proxy ORIGIN"),
     };
-    let target = match (&started, &args.target) {
-        (Some(s), _) => s.url.clone(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => anyhow::bail!("give --target URL or --serve VAULT"),
+    let name = if args.target.is_some() {
+        "target"
+    } else {
+        "quire"
     };
-    let server_pid = started.as_ref().map(|s| s.child.id()).or(args.server_pid);
-    let result = measure(args, &target, server_pid);
-    if let Some(s) = started {
+    let host = match (&quire, &args.target) {
+        (Some(q), _) => q.host.clone(),
+        (None, Some(t)) => urls::split_url(t)?.0,
+        (None, None) => unreachable!("checked above"),
+    };
+    let quire_index = quire.map(|q| {
+        started.push(q);
+        started.len() - 1
+    });
+    subjects.push(Subject {
+        name: name.into(),
+        host: host.clone(),
+        server: quire_index,
+        cookie: None,
+    });
+    if args.uncached {
+        subjects.push(Subject {
+            name: "uncached".into(),
+            host: host.clone(),
+            server: quire_index,
+            cookie: Some(BYPASS_COOKIE),
+        });
+    }
+    if !args.peer.is_empty() {
+        let origin = match (&args.serve, &args.proxy) {
+            (Some(vault), _) => {
+                // The peers' origin: a second quire serve of the same vault, not
+                // pinned (it is idle once the peers are warm).
+                let (o, copy) = servers::quire_origin(vault, &args.origin_cpus)?;
+                let host = o.host.clone();
+                started.push(o);
+                scratch.push(copy);
+                host
+            }
+            (None, Some(origin)) => urls::split_url(origin)?.0,
+            (None, None) => anyhow::bail!("--peer needs --serve VAULT or --proxy ORIGIN"),
+        };
+        for peer in &args.peer {
+            let s = match peer {
+                Peer::Nginx => servers::nginx(&origin, &args.server_cpus)?,
+                Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
+            };
+            subjects.push(Subject {
+                name: s.kind.name().into(),
+                host: s.host.clone(),
+                server: Some(started.len()),
+                cookie: None,
+            });
+            started.push(s);
+        }
+    }
+    let server_pid = if args.target.is_some() {
+        args.server_pid
+    } else {
+        None
+    };
+    let result = measure(args, duration, &subjects, &started, server_pid);
+    for s in started {
         s.stop();
     }
+    drop(scratch);
     result
 }
 
-/// A `quire serve` this benchmark started.
-struct Started {
-    child: std::process::Child,
-    url: String,
-    _dir: tempfile::TempDir,
+/// `10`, `15s`, `10m`, `1h`: seconds, at least 1.
+pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    let t = text.trim();
+    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let n: u64 = num
+        .parse()
+        .with_context(|| format!("{text:?}: a duration is a number with s, m or h"))?;
+    let secs = match unit.trim() {
+        "s" | "" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        u => anyhow::bail!("{text:?}: unknown unit {u:?} (use s, m or h)"),
+    };
+    anyhow::ensure!(secs >= 1, "{text:?}: a run lasts at least a second");
+    Ok(Duration::from_secs(secs))
 }
 
-impl Started {
-    fn start(vault: &std::path::Path, cpus: &str) -> anyhow::Result<Started> {
-        let dir = tempfile::tempdir()?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let exe = std::env::current_exe().context("finding the quire binary")?;
-        let child = std::process::Command::new("taskset")
-            .args(["-c", cpus])
-            .arg(exe)
-            .arg("serve")
-            .arg(vault)
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--workers",
-                "1",
-                "--no-watch",
-            ])
-            .arg("--cache")
-            .arg(dir.path().join("cache.vol"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .context("starting quire serve under taskset")?;
-        let url = format!("http://127.0.0.1:{port}");
-        let host = format!("127.0.0.1:{port}");
-        let mut s = Started {
-            child,
-            url,
-            _dir: dir,
-        };
-        for _ in 0..600 {
-            if urls::get_encoded(&host, "/", "identity").is_ok() {
-                return Ok(s);
-            }
-            if let Some(status) = s.child.try_wait()? {
-                anyhow::bail!("quire serve exited: {status}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        s.stop();
-        anyhow::bail!("quire serve did not answer within 60 s")
-    }
-
-    fn stop(mut self) {
-        // SIGTERM (a graceful drain), then wait.
-        let _ = std::process::Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-fn measure(args: &BenchHttpArgs, target: &str, server_pid: Option<u32>) -> anyhow::Result<()> {
-    let (host, _) = urls::split_url(target)?;
-    let base = format!("http://{host}");
+/// The paths to request: from `--urls`, else the server's sitemap.
+fn paths(args: &BenchHttpArgs, host: &str) -> anyhow::Result<Vec<String>> {
     let paths: Vec<String> = match &args.urls {
         Some(f) => std::fs::read_to_string(f)
             .with_context(|| format!("reading {}", f.display()))?
@@ -137,16 +181,62 @@ fn measure(args: &BenchHttpArgs, target: &str, server_pid: Option<u32>) -> anyho
             .map(str::to_owned)
             .collect(),
         None => {
-            let (status, _, body) = urls::get_encoded(&host, "/sitemap.xml", "identity")
-                .with_context(|| format!("fetching {base}/sitemap.xml (or give --urls FILE)"))?;
+            let (status, _, body) = urls::get_encoded(host, "/sitemap.xml", "identity")
+                .with_context(|| {
+                    format!("fetching http://{host}/sitemap.xml (or give --urls FILE)")
+                })?;
             anyhow::ensure!(
                 status == 200,
-                "{base}/sitemap.xml answered {status}: give --urls FILE"
+                "http://{host}/sitemap.xml answered {status}: give --urls FILE"
             );
             urls::sitemap_paths(&String::from_utf8_lossy(&body))
         }
     };
     anyhow::ensure!(!paths.is_empty(), "no URLs to request");
+    Ok(paths)
+}
+
+/// One load run against `host`.
+fn load_run(
+    args: &BenchHttpArgs,
+    duration: Duration,
+    host: &str,
+    list: &Path,
+    script: &Path,
+    cookie: Option<&str>,
+) -> anyhow::Result<(LoadResult, u64)> {
+    match args.loadgen {
+        Loadgen::Builtin => load::run(&load::Spec {
+            host,
+            paths: list,
+            connections: args.connections,
+            duration,
+            rate: args.rate,
+            accept_encoding: &args.accept_encoding,
+            cookie,
+            cpus: &args.loadgen_cpus,
+        }),
+        Loadgen::Wrk => {
+            let (r, j) = wrk::run(
+                &format!("http://{host}"),
+                script,
+                args.connections,
+                duration,
+                &args.loadgen_cpus,
+            )?;
+            Ok((summary::from_wrk(&r, args.connections), j))
+        }
+    }
+}
+
+fn measure(
+    args: &BenchHttpArgs,
+    duration: Duration,
+    subjects: &[Subject],
+    started: &[Server],
+    target_pid: Option<u32>,
+) -> anyhow::Result<()> {
+    let paths = paths(args, &subjects[0].host)?;
     eprintln!(
         "bench http: {} URLs from {}",
         paths.len(),
@@ -154,66 +244,25 @@ fn measure(args: &BenchHttpArgs, target: &str, server_pid: Option<u32>) -> anyho
             .as_ref()
             .map_or("the sitemap".into(), |p| p.display().to_string())
     );
-
-    let mut warm_warnings = Vec::new();
+    let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
     if !args.no_warmup {
-        let mut hits = 0;
-        let mut unknown = 0;
-        let mut failed = Vec::new();
-        // First every URL once (misses: render or fetch, compress, store), then
-        // check each is now a hit, retrying a while: stores land just after the
-        // answers stream.
-        for p in &paths {
-            let _ = urls::get(&host, p)?;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        for p in &paths {
-            let mut tries = 0;
-            loop {
-                let (status, head, _) = urls::get(&host, p)?;
-                let cs = head.lines().find_map(|l| l.strip_prefix("cache-status:"));
-                let hit = cs.is_some_and(|c| c.contains("hit"));
-                if hit || cs.is_none() || tries == 10 || !(200..400).contains(&status) {
-                    if !(200..400).contains(&status) {
-                        failed.push(format!("{p} ({status})"));
-                    }
-                    match cs {
-                        Some(_) if hit => hits += 1,
-                        Some(_) => {}
-                        None => unknown += 1,
-                    }
-                    break;
+        for (i, s) in subjects.iter().enumerate() {
+            if s.cookie.is_some() {
+                continue;
+            }
+            let w = warm::warm(&s.host, &paths, &args.accept_encoding)?;
+            eprintln!(
+                "bench http: warm-up: {}: {}/{} URLs were cache hits on their second request{}",
+                s.name,
+                w.hits,
+                w.urls,
+                if w.unknown > 0 {
+                    format!(" ({} without Cache-Status or X-Cache)", w.unknown)
+                } else {
+                    String::new()
                 }
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-        eprintln!(
-            "bench http: warm-up: {hits}/{} URLs were cache hits on their second request{}",
-            paths.len(),
-            if unknown > 0 {
-                format!(" ({unknown} without Cache-Status)")
-            } else {
-                String::new()
-            }
-        );
-        if hits + unknown < paths.len() {
-            warm_warnings.push(format!(
-                "{} URLs were not cache hits after the warm-up: the run measures misses too",
-                paths.len() - hits - unknown
-            ));
-        }
-        if !failed.is_empty() {
-            warm_warnings.push(format!(
-                "{} URLs failed: {}",
-                failed.len(),
-                failed
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            );
+            warnings[i] = w.warnings(&s.name);
         }
     }
 
@@ -226,138 +275,106 @@ fn measure(args: &BenchHttpArgs, target: &str, server_pid: Option<u32>) -> anyho
         args.seed,
     );
     std::fs::write(&list, seq.join("\n") + "\n")?;
-    let mut variants: Vec<(&str, PathBuf)> = Vec::new();
-    let cached: PathBuf = dir.path().join("cached.lua");
-    std::fs::write(&cached, wrk::script(&list, None))?;
-    variants.push(("cached", cached));
-    if args.uncached {
-        let bypass: PathBuf = dir.path().join("uncached.lua");
-        std::fs::write(&bypass, wrk::script(&list, Some("quire_bench=1")))?;
-        variants.push(("uncached", bypass));
+    // wrk's scripts, one per cookie.
+    let cached = dir.path().join("cached.lua");
+    let bypass = dir.path().join("uncached.lua");
+    if args.loadgen == Loadgen::Wrk {
+        std::fs::write(&cached, wrk::script(&list, None, &args.accept_encoding))?;
+        std::fs::write(
+            &bypass,
+            wrk::script(&list, Some(BYPASS_COOKIE), &args.accept_encoding),
+        )?;
     }
     let loadgen_cores = args.loadgen_cpus.split(',').count().max(1);
 
-    let mut runs = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     for rep in 0..args.reps {
-        for (name, script) in &variants {
+        for k in 0..subjects.len() {
+            let s = &subjects[(k + rep) % subjects.len()];
+            let cpu = || match s.server {
+                Some(i) => started[i].cpu_jiffies(),
+                None => target_pid.and_then(procstat::process),
+            };
             let before = procstat::machine().unwrap_or_default();
-            let server_before = server_pid.and_then(procstat::process);
-            let (r, loadgen) = wrk::run(
-                &base,
-                script,
-                args.connections,
-                Duration::from_secs(args.duration),
-                &args.loadgen_cpus,
-            )?;
+            let server_before = cpu();
+            let script = if s.cookie.is_some() { &bypass } else { &cached };
+            let (r, loadgen) = load_run(args, duration, &s.host, &list, script, s.cookie)?;
             let after = procstat::machine().unwrap_or_default();
-            let server = match (server_before, server_pid.and_then(procstat::process)) {
+            let server = match (server_before, cpu()) {
                 (Some(a), Some(b)) => Some(b.saturating_sub(a)),
                 _ => None,
             };
             let secs = r.duration_us as f64 / 1e6;
             let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
-            let mut warnings = warm_warnings.clone();
-            warnings.extend(q.warnings.iter().cloned());
-            if r.errors > 0 || r.non_2xx > 0 {
-                warnings.push(format!(
-                    "{} errors and {} non-2xx/3xx answers",
-                    r.errors, r.non_2xx
-                ));
-            }
+            let mut w = warnings[(k + rep) % subjects.len()].clone();
+            w.extend(q.warnings.iter().cloned());
+            let run = Run::new(&s.name, rep + 1, &r, &q, w);
             eprintln!(
-                "bench http: {name} run {} of {}: {:.0} requests/s",
+                "bench http: round {} of {}: {}: {:.0} requests/s, p99 {:.2} ms",
                 rep + 1,
                 args.reps,
-                r.rps()
+                s.name,
+                run.requests_per_sec,
+                run.p99_ms
             );
-            runs.push(Run {
-                server: (*name).into(),
-                requests_per_sec: r.rps(),
-                p50_ms: r.p50_us / 1e3,
-                p90_ms: r.p90_us / 1e3,
-                p99_ms: r.p99_us / 1e3,
-                p999_ms: r.p999_us / 1e3,
-                errors: r.errors,
-                non_2xx: r.non_2xx,
-                bytes_per_sec: r.bytes as f64 / secs.max(1e-9),
-                server_cpu_pct: q.server_cpu_pct,
-                loadgen_cpu_pct: q.loadgen_cpu_pct,
-                other_cpu_pct: q.other_cpu_pct,
-                steal_pct: q.steal_pct,
-                warnings,
-            });
+            runs.push(run);
         }
     }
-
+    runs.sort_by_key(|r| (subjects.iter().position(|s| s.name == r.server), r.round));
+    let names: Vec<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
+    summary::print(&runs, &names);
     println!(
-        "{:>9} {:>12} {:>8} {:>8} {:>8} {:>9} {:>7} {:>10} {:>10} {:>8} {:>7}",
-        "run",
-        "requests/s",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "errors",
-        "server cpu",
-        "loadgen",
-        "others",
-        "steal"
-    );
-    for (i, r) in runs.iter().enumerate() {
-        println!(
-            "{:>9} {:>12.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>9.0}% {:>9.0}% {:>7.0}% {:>6.1}%",
-            format!("{} {}", r.server, i / variants.len() + 1),
-            r.requests_per_sec,
-            r.p50_ms,
-            r.p90_ms,
-            r.p99_ms,
-            r.p999_ms,
-            r.errors + r.non_2xx,
-            r.server_cpu_pct,
-            r.loadgen_cpu_pct,
-            r.other_cpu_pct,
-            r.steal_pct
-        );
-        for w in &r.warnings {
-            println!("       warning: {w}");
-        }
-    }
-    println!(
-        "load generator: wrk, 1 thread, {} connections, pinned to CPU {}; order {:?}; {} URLs",
+        "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
+        match args.loadgen {
+            Loadgen::Builtin => "quire bench load (1 thread, epoll)",
+            Loadgen::Wrk => "wrk (1 thread)",
+        },
         args.connections,
+        args.rate
+            .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
         args.loadgen_cpus,
+        args.server_cpus,
         args.order,
-        paths.len()
+        paths.len(),
+        args.accept_encoding
     );
-    let median = |name: &str| {
-        let mut v: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.server == name)
-            .map(|r| r.requests_per_sec)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
-    let mut ratios = serde_json::Map::new();
-    if let (Some(c), Some(u)) = (median("cached"), median("uncached")) {
-        println!(
-            "cached/uncached: {:.1}x (medians {c:.0} / {u:.0} requests/s)",
-            c / u.max(1e-9)
-        );
-        ratios.insert("uncached".into(), (c / u.max(1e-9)).into());
+    let ratios = summary::ratios(&runs, &names);
+    for (peer, x) in &ratios {
+        let x = x.as_f64().unwrap_or(0.0);
+        match peer.as_str() {
+            "uncached" => println!("cached/uncached: {x:.1}x (medians of requests/s)"),
+            p => println!("{}/{p}: {x:.2}x (medians of requests/s)", names[0]),
+        }
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
-            "target": target,
+            "servers": names,
             "urls": paths.len(),
             "order": args.order,
             "connections": args.connections,
-            "duration_s": args.duration,
+            "rate": args.rate,
+            "duration_s": duration.as_secs(),
+            "loadgen": format!("{:?}", args.loadgen).to_lowercase(),
             "loadgen_cpus": args.loadgen_cpus,
+            "server_cpus": args.server_cpus,
+            "accept_encoding": args.accept_encoding,
+            "machine": quire_store::bench::machine::Machine::probe(),
             "runs": runs,
             "ratios": ratios,
         });
         std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        let series: Vec<plot::Series> = runs.iter().map(Run::series).collect();
+        let title = format!(
+            "quire bench http: {} URLs, {} connections, {}",
+            paths.len(),
+            args.connections,
+            args.rate
+                .map_or("closed loop".into(), |r| format!("open loop at {r:.0}/s"))
+        );
+        std::fs::write(path, plot::svg(&title, &series))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())

@@ -26,6 +26,45 @@ pub fn process(pid: u32) -> Option<u64> {
     parse_pid_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// The parent pid in `/proc/PID/stat` text.
+fn parent(text: &str) -> Option<u32> {
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU time in jiffies of a process and all its descendants (nginx's workers,
+/// Varnish's child), from one pass over `/proc`.
+pub fn tree(pid: u32) -> Option<u64> {
+    let mut procs: Vec<(u32, u32, u64)> = Vec::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        if let (Some(pp), Some(j)) = (parent(&text), parse_pid_stat(&text)) {
+            procs.push((p, pp, j));
+        }
+    }
+    sum_tree(&procs, pid)
+}
+
+/// The jiffies of `root` and its descendants among `(pid, parent, jiffies)` rows.
+fn sum_tree(procs: &[(u32, u32, u64)], root: u32) -> Option<u64> {
+    let mut total = procs.iter().find(|p| p.0 == root)?.2;
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, pp, j) in procs {
+            if pp == p && child != p {
+                total += j;
+                frontier.push(child);
+            }
+        }
+    }
+    Some(total)
+}
+
 /// Clock ticks per second of `/proc` times (USER_HZ: 100 on every Linux port
 /// quire runs on).
 pub const HZ: f64 = 100.0;
@@ -105,6 +144,23 @@ mod tests {
         let p = "1234 (wrk (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
         assert_eq!(parse_pid_stat(p), Some(300));
         assert_eq!(parse_pid_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_tree_sums_descendants_only() {
+        let p = "1234 (nginx) S 77 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
+        assert_eq!(parent(p), Some(77));
+        let rows = [
+            (1, 0, 5),
+            (10, 1, 100),
+            (11, 10, 20),
+            (12, 10, 3),
+            (20, 1, 7),
+        ];
+        assert_eq!(sum_tree(&rows, 10), Some(123));
+        assert_eq!(sum_tree(&rows, 20), Some(7));
+        assert_eq!(sum_tree(&rows, 99), None);
+        assert!(tree(std::process::id()).is_some());
     }
 
     #[test]

@@ -32,13 +32,8 @@ pub fn split_url(url: &str) -> anyhow::Result<(String, String)> {
     Ok((host, format!("/{path}")))
 }
 
-/// One GET over a fresh connection, as a browser would send it (`gzip, br`):
-/// status, head (lower-cased), body (still encoded).
-pub fn get(host: &str, path: &str) -> anyhow::Result<(u16, String, Vec<u8>)> {
-    get_encoded(host, path, "gzip, br")
-}
-
-/// One GET asking for `accept_encoding` (`identity` to read the body).
+/// One GET over a fresh connection asking for `accept_encoding` (`identity` to read
+/// the body): status, head (lower-cased), body (still encoded).
 pub fn get_encoded(
     host: &str,
     path: &str,

@@ -1,9 +1,9 @@
-//! The load generator: `wrk` (Debian's package), run as a separate process pinned to
-//! its own cores with `taskset`, keep-alive connections, fed the request sequence by
-//! a generated Lua script that also prints the results as one JSON line. quire does
-//! not write its own closed-loop generator: wrk is well kept and fast enough to
-//! saturate a core of quire from one core of its own. (wrk has no fixed-rate mode; an
-//! open-loop run needs wrk2 or oha, which Debian does not package — not built yet.)
+//! The second load generator, `--loadgen wrk`: Debian's `wrk`, run as a separate
+//! process pinned to its own cores with `taskset`, keep-alive connections, fed the
+//! request sequence by a generated Lua script that also prints the results as one
+//! JSON line. Kept to cross-check the built-in generator ([`super::load`]), which is
+//! the default because wrk runs Lua for every request (it saturates its core before
+//! quire does) and has no fixed-rate mode.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -41,19 +41,22 @@ impl WrkResult {
     }
 }
 
-/// The Lua script: requests cycle through `paths` (one per line in `list`), with a
-/// `Cookie` field when `cookie` is given (a cookie makes quire bypass its cache).
-pub fn script(list: &Path, cookie: Option<&str>) -> String {
+/// The Lua script: requests cycle through `paths` (one per line in `list`), asking
+/// for `accept_encoding`, with a `Cookie` field when `cookie` is given (a cookie makes
+/// quire bypass its cache).
+pub fn script(list: &Path, cookie: Option<&str>, accept_encoding: &str) -> String {
+    let clean = |s: &str| s.replace(['"', '\\', '\r', '\n'], "");
     let cookie = cookie.map_or(String::new(), |c| {
-        format!(", [\"Cookie\"] = \"{}\"", c.replace(['"', '\\'], ""))
+        format!(", [\"Cookie\"] = \"{}\"", clean(c))
     });
+    let accept = clean(accept_encoding);
     format!(
         r#"local paths = {{}}
 for line in io.lines("{}") do paths[#paths + 1] = line end
 local i = 0
 request = function()
   i = i % #paths + 1
-  return wrk.format("GET", paths[i], {{["Accept-Encoding"] = "gzip, br"{cookie}}})
+  return wrk.format("GET", paths[i], {{["Accept-Encoding"] = "{accept}"{cookie}}})
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -132,7 +135,9 @@ mod tests {
         assert_eq!(r.requests, 1000);
         assert!((r.rps() - 500.0).abs() < 1e-9);
         assert_eq!(parse("nothing"), None);
-        assert!(script(Path::new("/tmp/a\"b"), None).contains("/tmp/a\\\"b"));
-        assert!(script(Path::new("/p"), Some("s=1")).contains("[\"Cookie\"] = \"s=1\""));
+        assert!(script(Path::new("/tmp/a\"b"), None, "gzip").contains("/tmp/a\\\"b"));
+        let s = script(Path::new("/p"), Some("s=1"), "gzip, br\"");
+        assert!(s.contains("[\"Cookie\"] = \"s=1\""));
+        assert!(s.contains("[\"Accept-Encoding\"] = \"gzip, br\""));
     }
 }

@@ -1,0 +1,398 @@
+//! The servers `quire bench http` starts itself and stops by PID: `quire serve` or
+//! `quire proxy` (this binary, release build), and the peers nginx `proxy_cache` and
+//! Varnish (Debian's packages) with an equivalent cache configuration in front of
+//! the same origin. Each is pinned with `taskset` to the server CPUs, runs one
+//! worker, and lives in a scratch directory of its own that goes away with it.
+//!
+//! Key decisions:
+//! - **Equivalent, not default, peer configurations**: every peer caches a 200 for an
+//!   hour whatever the origin's `Cache-Control` says (quire serve's pages say
+//!   `no-cache` to browsers and address quire in `CDN-Cache-Control`, which no peer
+//!   reads), stores the gzip variant the origin sends, keeps no access log (Varnish
+//!   logs to shared memory only), and answers with `X-Cache: HIT|MISS` so the
+//!   warm-up can check every URL is a hit. The origin's own `Cache-Status` is hidden
+//!   from their clients, so a hit is never read off the origin's header.
+//! - **One worker on the server CPUs**, as quire runs (`--workers 1`): nginx with
+//!   `worker_processes 1` and `worker_cpu_affinity`, Varnish under `taskset` (its
+//!   threads all share the pinned CPUs).
+//! - **CPU is counted over the process tree** (nginx's master and worker, Varnish's
+//!   manager and child), from `/proc`.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::procstat;
+use super::urls;
+
+/// What a started server is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `quire serve VAULT`.
+    QuireServe,
+    /// `quire proxy --origin URL`.
+    QuireProxy,
+    /// nginx `proxy_cache`.
+    Nginx,
+    /// Varnish.
+    Varnish,
+}
+
+impl Kind {
+    /// The server's name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::QuireServe | Kind::QuireProxy => "quire",
+            Kind::Nginx => "nginx",
+            Kind::Varnish => "varnish",
+        }
+    }
+}
+
+/// A server this benchmark started; stopped (and its directory removed) by
+/// [`Server::stop`] or on drop.
+#[derive(Debug)]
+pub struct Server {
+    /// What it is.
+    pub kind: Kind,
+    /// `host:port` it listens on.
+    pub host: String,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// The process id of its main process.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// CPU jiffies of its whole process tree so far.
+    pub fn cpu_jiffies(&self) -> Option<u64> {
+        self.pid().and_then(procstat::tree)
+    }
+
+    /// Stops it (SIGTERM: quire drains, nginx and Varnish exit) and waits.
+    pub fn stop(mut self) {
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            for _ in 0..100 {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// A scratch directory other users can enter: nginx's workers and Varnish's child
+/// drop root's privileges and must still read their files.
+fn scratch() -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("quire-bench-").tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    Ok(dir)
+}
+
+/// Starts `argv` under `taskset -c cpus` (no pinning when `cpus` is empty), its
+/// output in `dir/log`, and waits until `host` answers `probe`.
+fn spawn(
+    kind: Kind,
+    argv: &[&std::ffi::OsStr],
+    cpus: &str,
+    dir: tempfile::TempDir,
+    host: String,
+    probe: &str,
+) -> anyhow::Result<Server> {
+    let log = std::fs::File::create(dir.path().join("log"))?;
+    let mut cmd = if cpus.is_empty() {
+        let mut c = Command::new(argv[0]);
+        c.args(&argv[1..]);
+        c
+    } else {
+        let mut c = Command::new("taskset");
+        c.args(["-c", cpus]).args(argv);
+        c
+    };
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", argv[0].to_string_lossy()))?;
+    let mut s = Server {
+        kind,
+        host,
+        child: Some(child),
+        dir,
+    };
+    for _ in 0..600 {
+        if urls::get_encoded(&s.host, probe, "identity").is_ok() {
+            return Ok(s);
+        }
+        if let Some(status) = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            let log = std::fs::read_to_string(s.dir.path().join("log")).unwrap_or_default();
+            anyhow::bail!(
+                "{} exited ({status}) before answering: {}",
+                kind.name(),
+                log.trim()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    anyhow::bail!("{} did not answer within 60 s", kind.name())
+}
+
+/// Starts `quire serve VAULT` (when `origin` is `None`) or `quire proxy --origin`,
+/// one worker, a fresh cache volume, pinned to `cpus`.
+pub fn quire(vault: Option<&Path>, origin: Option<&str>, cpus: &str) -> anyhow::Result<Server> {
+    let dir = scratch()?;
+    let port = free_port()?;
+    let exe = std::env::current_exe().context("finding the quire binary")?;
+    let listen = format!("127.0.0.1:{port}");
+    let cache = dir.path().join("cache.vol");
+    let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
+    let kind = match (vault, origin) {
+        (Some(v), _) => {
+            argv.extend(["serve".into(), v.into(), "--no-watch".into()]);
+            Kind::QuireServe
+        }
+        (None, Some(o)) => {
+            argv.extend(["proxy".into(), "--origin".into(), o.into()]);
+            Kind::QuireProxy
+        }
+        (None, None) => anyhow::bail!("quire needs a vault or an origin"),
+    };
+    argv.extend([
+        "--listen".into(),
+        listen.clone().into(),
+        "--workers".into(),
+        "1".into(),
+        "--cache".into(),
+        cache.into(),
+    ]);
+    let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
+    spawn(kind, &argv, cpus, dir, listen, "/_quire/health")
+}
+
+/// Starts `quire serve` on a copy of `vault` (its search and view databases left
+/// behind, so two servers of one vault never share a SQLite file): the peers'
+/// origin in serve mode.
+pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<(Server, tempfile::TempDir)> {
+    let copy = tempfile::Builder::new()
+        .prefix("quire-bench-vault-")
+        .tempdir()?;
+    copy_vault(vault, copy.path())
+        .with_context(|| format!("copying {} for the peers' origin", vault.display()))?;
+    Ok((quire(Some(copy.path()), None, cpus)?, copy))
+}
+
+/// Copies a vault's files, but not its databases (`*.db`, `*.db-wal`, `*.db-shm`).
+fn copy_vault(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let name = e.file_name();
+        let n = name.to_string_lossy();
+        if n.ends_with(".db") || n.contains(".db-") {
+            continue;
+        }
+        let dst = to.join(&name);
+        if e.file_type()?.is_dir() {
+            copy_vault(&e.path(), &dst)?;
+        } else {
+            std::fs::copy(e.path(), dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether this process runs as root (nginx then needs `user root;` to write its
+/// cache in a scratch directory).
+fn root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// The nginx configuration: `proxy_cache` in front of `origin` (`host:port`), one
+/// worker on `cpu` (the first of the server CPUs).
+pub fn nginx_conf(dir: &Path, listen: &str, origin: &str, cpu: usize) -> String {
+    let d = dir.display();
+    let user = if root() { "user root;\n" } else { "" };
+    let affinity = format!("1{}", "0".repeat(cpu));
+    format!(
+        r#"# Rendered by quire bench http: nginx proxy_cache, equivalent to quire's cache.
+{user}worker_processes 1;
+worker_cpu_affinity {affinity};
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65s;
+    keepalive_requests 1000000;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy_temp;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    proxy_cache_path {d}/cache levels=1:2 keys_zone=pages:32m max_size=1g inactive=2h use_temp_path=off;
+    upstream origin {{ server {origin}; keepalive 16; }}
+    server {{
+        listen {listen} backlog=4096;
+        location / {{
+            proxy_pass http://origin;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header Accept-Encoding gzip;
+            gunzip on;
+            proxy_cache pages;
+            proxy_cache_key $scheme$host$request_uri;
+            proxy_cache_valid 200 1h;
+            proxy_cache_lock on;
+            proxy_cache_use_stale updating error timeout;
+            proxy_ignore_headers Cache-Control Expires Set-Cookie;
+            proxy_hide_header Set-Cookie;
+            proxy_hide_header Cache-Status;
+            add_header X-Cache $upstream_cache_status;
+        }}
+    }}
+}}
+"#
+    )
+}
+
+/// Starts nginx `proxy_cache` in front of `origin` (`host:port`), pinned to `cpus`.
+pub fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
+    let dir = scratch()?;
+    let listen = format!("127.0.0.1:{}", free_port()?);
+    let cpu = first_cpu(cpus);
+    let conf = dir.path().join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(dir.path(), &listen, origin, cpu))?;
+    let prefix: PathBuf = dir.path().into();
+    let argv = [
+        "nginx".as_ref(),
+        "-p".as_ref(),
+        prefix.as_os_str(),
+        "-c".as_ref(),
+        conf.as_os_str(),
+    ];
+    spawn(Kind::Nginx, &argv, cpus, dir, listen, "/robots.txt")
+        .context("nginx (apt-get install nginx)")
+}
+
+/// The Varnish VCL: cache a 200 for an hour in front of `origin` (`host:port`).
+pub fn varnish_vcl(origin: &str) -> String {
+    let (host, port) = origin.rsplit_once(':').unwrap_or((origin, "80"));
+    format!(
+        r#"vcl 4.1;
+# Rendered by quire bench http: Varnish, equivalent to quire's cache.
+backend origin {{ .host = "{host}"; .port = "{port}"; }}
+sub vcl_recv {{
+    unset req.http.Cookie;
+    if (req.method != "GET" && req.method != "HEAD") {{ return (pass); }}
+    return (hash);
+}}
+sub vcl_backend_response {{
+    unset beresp.http.Set-Cookie;
+    if (beresp.status == 200) {{
+        set beresp.ttl = 1h;
+        set beresp.grace = 10s;
+        # Skip the built-in rule that will not cache `Cache-Control: no-cache`.
+        return (deliver);
+    }}
+}}
+sub vcl_deliver {{
+    unset resp.http.Cache-Status;
+    if (obj.hits > 0) {{ set resp.http.X-Cache = "HIT"; }} else {{ set resp.http.X-Cache = "MISS"; }}
+}}
+"#
+    )
+}
+
+/// Starts Varnish in front of `origin` (`host:port`), pinned to `cpus`.
+pub fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
+    let dir = scratch()?;
+    let listen = format!("127.0.0.1:{}", free_port()?);
+    let vcl = dir.path().join("bench.vcl");
+    std::fs::write(&vcl, varnish_vcl(origin))?;
+    let work: PathBuf = dir.path().join("varnish");
+    let argv = [
+        "varnishd".as_ref(),
+        "-F".as_ref(),
+        "-n".as_ref(),
+        work.as_os_str(),
+        "-a".as_ref(),
+        listen.as_ref(),
+        "-T".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "-f".as_ref(),
+        vcl.as_os_str(),
+        "-s".as_ref(),
+        "malloc,512m".as_ref(),
+    ];
+    spawn(
+        Kind::Varnish,
+        &argv,
+        cpus,
+        dir,
+        listen.clone(),
+        "/robots.txt",
+    )
+    .context("varnish (apt-get install varnish)")
+}
+
+/// The first CPU of a taskset list (`"0"`, `"0-1"`, `"2,3"`).
+pub fn first_cpu(cpus: &str) -> usize {
+    cpus.split([',', '-'])
+        .next()
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_configurations_name_the_origin_and_the_cpu() {
+        let conf = nginx_conf(Path::new("/tmp/x"), "127.0.0.1:81", "127.0.0.1:9000", 2);
+        assert!(conf.contains("server 127.0.0.1:9000;"));
+        assert!(conf.contains("listen 127.0.0.1:81 "));
+        assert!(conf.contains("worker_cpu_affinity 100;"));
+        assert!(conf.contains("proxy_cache_path /tmp/x/cache "));
+        assert!(conf.contains("proxy_ignore_headers Cache-Control"));
+        let vcl = varnish_vcl("127.0.0.1:9000");
+        assert!(vcl.contains(r#".host = "127.0.0.1"; .port = "9000";"#));
+        assert_eq!(first_cpu("3"), 3);
+        assert_eq!(first_cpu("0-1"), 0);
+        assert_eq!(first_cpu("2,3"), 2);
+        assert_eq!(first_cpu(""), 0);
+    }
+}

@@ -1,0 +1,320 @@
+//! What a benchmark reports: one [`Run`] per server and round (the JSON shape issue 5
+//! fixes for other tools, plus the machine's state and the run's own figures over
+//! time), the table on the terminal, and the ratios of medians.
+
+use super::load::LoadResult;
+use super::plot;
+use super::procstat::Quiet;
+use super::wrk::WrkResult;
+
+/// One run of one server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Run {
+    /// `quire`, `uncached`, `nginx`, `varnish`, `target`.
+    pub server: String,
+    /// Which round (1-based).
+    pub round: usize,
+    /// Requests completed per second.
+    pub requests_per_sec: f64,
+    /// Latency percentiles, milliseconds.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th.
+    pub p99_ms: f64,
+    /// 99.9th.
+    pub p999_ms: f64,
+    /// Largest latency seen (the built-in generator only; 0 with wrk).
+    pub max_ms: f64,
+    /// Connect, read, write, timeout and parse errors.
+    pub errors: u64,
+    /// Answers other than 2xx/3xx.
+    pub non_2xx: u64,
+    /// Response bytes per second.
+    pub bytes_per_sec: f64,
+    /// Server CPU, percent of one core.
+    pub server_cpu_pct: f64,
+    /// Server CPU per request, microseconds (what a request costs, whatever the
+    /// generator could deliver).
+    pub server_us_per_request: f64,
+    /// Load generator CPU, percent of one core.
+    pub loadgen_cpu_pct: f64,
+    /// Everything else's CPU, percent of one core.
+    pub other_cpu_pct: f64,
+    /// Steal, percent of all CPU time.
+    pub steal_pct: f64,
+    /// Open loop: the target rate; `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Open loop: requests due but never sent.
+    pub unsent: u64,
+    /// Requests per second in each whole second (empty with wrk).
+    pub per_second: Vec<f64>,
+    /// `[percentile, microseconds]` of the latency distribution.
+    pub latency: Vec<(f64, f64)>,
+    /// Why the figures may not be the server's.
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    timeline: Vec<u64>,
+}
+
+/// Length of a timeline interval of the built-in generator, milliseconds.
+const STEP_MS: u64 = 100;
+
+impl Run {
+    /// The run of `server` in `round` from the generator's result and the machine's.
+    pub fn new(
+        server: &str,
+        round: usize,
+        r: &LoadResult,
+        q: &Quiet,
+        mut warnings: Vec<String>,
+    ) -> Run {
+        let secs = (r.duration_us as f64 / 1e6).max(1e-9);
+        let rps = r.requests as f64 / secs;
+        if r.errors > 0 || r.non_2xx > 0 {
+            warnings.push(format!(
+                "{} errors and {} non-2xx/3xx answers",
+                r.errors, r.non_2xx
+            ));
+        }
+        if r.unsent > 0 {
+            warnings.push(format!(
+                "{} requests were due but no connection was free: the server did not keep up with the rate",
+                r.unsent
+            ));
+        }
+        Run {
+            server: server.into(),
+            round,
+            requests_per_sec: rps,
+            p50_ms: r.p50_us / 1e3,
+            p90_ms: r.p90_us / 1e3,
+            p99_ms: r.p99_us / 1e3,
+            p999_ms: r.p999_us / 1e3,
+            max_ms: r.max_us / 1e3,
+            errors: r.errors,
+            non_2xx: r.non_2xx,
+            bytes_per_sec: r.bytes as f64 / secs,
+            server_cpu_pct: q.server_cpu_pct,
+            server_us_per_request: if r.requests > 0 {
+                q.server_cpu_pct / 100.0 * secs * 1e6 / r.requests as f64
+            } else {
+                0.0
+            },
+            loadgen_cpu_pct: q.loadgen_cpu_pct,
+            other_cpu_pct: q.other_cpu_pct,
+            steal_pct: q.steal_pct,
+            rate: r.rate,
+            unsent: r.unsent,
+            per_second: plot::per_second(&r.timeline, STEP_MS),
+            latency: r.latency.clone(),
+            warnings,
+            timeline: r.timeline.clone(),
+        }
+    }
+
+    /// The run as a line on the plot.
+    pub fn series(&self) -> plot::Series {
+        plot::Series {
+            server: self.server.clone(),
+            latency: self.latency.clone(),
+            timeline: self.timeline.clone(),
+            step_ms: STEP_MS,
+        }
+    }
+}
+
+/// A wrk result in the built-in generator's shape (no timeline; the latency
+/// distribution is the four percentiles wrk prints).
+pub fn from_wrk(r: &WrkResult, connections: usize) -> LoadResult {
+    LoadResult {
+        requests: r.requests,
+        duration_us: r.duration_us,
+        bytes: r.bytes,
+        errors: r.errors,
+        non_2xx: r.non_2xx,
+        p50_us: r.p50_us,
+        p90_us: r.p90_us,
+        p99_us: r.p99_us,
+        p999_us: r.p999_us,
+        achieved_rate: r.rps(),
+        connections,
+        latency: vec![
+            (50.0, r.p50_us),
+            (90.0, r.p90_us),
+            (99.0, r.p99_us),
+            (99.9, r.p999_us),
+        ],
+        ..LoadResult::default()
+    }
+}
+
+/// The median of `server`'s values of `f`.
+pub fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Option<f64> {
+    let mut v: Vec<f64> = runs.iter().filter(|r| r.server == server).map(f).collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[n / 2]),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The first server's median requests/s over each other's (`uncached`: cached over
+/// uncached), keyed by the other's name.
+pub fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    let Some(first) = names
+        .first()
+        .and_then(|n| median(runs, n, |r| r.requests_per_sec))
+    else {
+        return out;
+    };
+    for name in names.iter().skip(1) {
+        if let Some(m) = median(runs, name, |r| r.requests_per_sec) {
+            out.insert((*name).into(), (first / m.max(1e-9)).into());
+        }
+    }
+    out
+}
+
+/// Prints the table: one line per run, medians per server, and each run's
+/// warnings; a sustained run (a minute or more) also gets its per-second spread.
+pub fn print(runs: &[Run], names: &[&str]) {
+    println!(
+        "{:>12} {:>11} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
+        "run",
+        "requests/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "errors",
+        "server",
+        "us/req",
+        "loadgen",
+        "others",
+        "steal"
+    );
+    for r in runs {
+        println!(
+            "{:>12} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
+            format!("{} {}", r.server, r.round),
+            r.requests_per_sec,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.errors + r.non_2xx,
+            r.server_cpu_pct,
+            r.server_us_per_request,
+            r.loadgen_cpu_pct,
+            r.other_cpu_pct,
+            r.steal_pct
+        );
+        if r.per_second.len() >= 60 {
+            let mut v = r.per_second.clone();
+            v.sort_by(f64::total_cmp);
+            let minute = |s: &[f64]| s.iter().sum::<f64>() / s.len().max(1) as f64;
+            println!(
+                "{:>12} per second: min {:.0}, median {:.0}, max {:.0}; first minute {:.0}/s, last minute {:.0}/s",
+                "",
+                v[0],
+                v[v.len() / 2],
+                v[v.len() - 1],
+                minute(&r.per_second[..60]),
+                minute(&r.per_second[r.per_second.len() - 60..])
+            );
+        }
+        for w in &r.warnings {
+            println!("{:>12} warning: {w}", "");
+        }
+    }
+    if runs.len() > names.len() {
+        for n in names {
+            if let (Some(rps), Some(p99)) = (
+                median(runs, n, |r| r.requests_per_sec),
+                median(runs, n, |r| r.p99_ms),
+            ) {
+                let us = median(runs, n, |r| r.server_us_per_request).unwrap_or(0.0);
+                println!(
+                    "{:>12} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, {us:.1} us of server CPU per request",
+                    format!("{n}"),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(server: &str, rps: f64) -> Run {
+        let r = LoadResult {
+            requests: (rps * 10.0) as u64,
+            duration_us: 10_000_000,
+            timeline: vec![rps as u64 / 10; 100],
+            ..LoadResult::default()
+        };
+        let q = Quiet {
+            server_cpu_pct: 50.0,
+            loadgen_cpu_pct: 10.0,
+            other_cpu_pct: 0.0,
+            steal_pct: 0.0,
+            warnings: Vec::new(),
+        };
+        Run::new(server, 1, &r, &q, Vec::new())
+    }
+
+    #[test]
+    fn medians_and_ratios_of_rounds() {
+        let runs = [
+            run("quire", 300.0),
+            run("quire", 100.0),
+            run("quire", 200.0),
+            run("nginx", 100.0),
+            run("nginx", 50.0),
+        ];
+        assert_eq!(median(&runs, "quire", |r| r.requests_per_sec), Some(200.0));
+        assert_eq!(median(&runs, "nginx", |r| r.requests_per_sec), Some(75.0));
+        assert_eq!(median(&runs, "varnish", |r| r.requests_per_sec), None);
+        let x = ratios(&runs, &["quire", "nginx", "varnish"]);
+        assert!((x["nginx"].as_f64().unwrap() - 200.0 / 75.0).abs() < 1e-9);
+        assert!(!x.contains_key("varnish"), "no runs, no ratio");
+        // Half a core for 10 s over 3,000 requests: 1,666.7 us each.
+        let r = &runs[0];
+        assert!((r.server_us_per_request - 5e6 / 3000.0).abs() < 1e-6);
+        assert_eq!(r.per_second.len(), 10);
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn errors_and_unsent_requests_warn() {
+        let r = LoadResult {
+            requests: 10,
+            duration_us: 1_000_000,
+            errors: 2,
+            unsent: 5,
+            ..LoadResult::default()
+        };
+        let q = Quiet {
+            server_cpu_pct: 0.0,
+            loadgen_cpu_pct: 0.0,
+            other_cpu_pct: 0.0,
+            steal_pct: 0.0,
+            warnings: Vec::new(),
+        };
+        let run = Run::new("quire", 1, &r, &q, vec!["cold".into()]);
+        assert_eq!(run.warnings.len(), 3);
+        let w = WrkResult {
+            requests: 100,
+            duration_us: 1_000_000,
+            p99_us: 900.0,
+            ..WrkResult::default()
+        };
+        let l = from_wrk(&w, 8);
+        assert_eq!(l.latency[2], (99.0, 900.0));
+        assert_eq!(l.connections, 8);
+    }
+}
