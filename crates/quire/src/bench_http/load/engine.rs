@@ -1,6 +1,6 @@
 //! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
-//! each connection sends its next request as soon as the previous answer is
-//! complete. Open loop (`rate`): requests fall due on the [`Schedule`], a timerfd
+//! each connection sends its next request once the previous answer is complete
+//! (after the batch of events that completed it). Open loop (`rate`): requests fall due on the [`Schedule`], a timerfd
 //! wakes the loop at the next due time, a due request goes to a free connection or
 //! waits for one, and its latency counts from when it was due. At the end no new
 //! request is sent and the ones in flight are awaited (up to the timeout), so every
@@ -49,7 +49,7 @@ struct Engine<'a> {
     /// Request index the timer is armed for.
     armed: Option<u64>,
     conns: Vec<Conn>,
-    /// Idle connections (open loop).
+    /// Idle connections.
     free: Vec<usize>,
     stats: Stats,
     t0: Instant,
@@ -187,15 +187,18 @@ impl Engine<'_> {
         }
     }
 
-    /// Open loop: hands due requests to free connections, and arms the timer for the
-    /// next one when none is waiting.
+    /// Hands requests to free connections: closed loop, one to each; open loop, the
+    /// due ones, then arms the timer for the next one when none is waiting.
     fn dispatch(&mut self, now: Instant) -> io::Result<()> {
-        let Some(s) = self.schedule else {
-            return Ok(());
-        };
         if self.stopping {
             return Ok(());
         }
+        let Some(s) = self.schedule else {
+            while let Some(i) = self.free.pop() {
+                self.send(i, now, now);
+            }
+            return Ok(());
+        };
         let due = s.due_by(now - self.t0);
         while self.dispatched < due {
             let Some(i) = self.free.pop() else { break };
@@ -283,19 +286,16 @@ impl Engine<'_> {
     }
 
     /// A connection is ready for a request.
-    fn ready(&mut self, i: usize, now: Instant) {
+    fn ready(&mut self, i: usize) {
         self.conns[i].phase = Phase::Idle;
         if self.stopping {
             self.conns[i].reset();
             return;
         }
-        if self.schedule.is_some() {
-            self.free.push(i);
-            // Requests may be waiting for exactly this connection.
-            let _ = self.dispatch(now);
-        } else {
-            self.send(i, now, now);
-        }
+        // Sent after the whole batch of events is handled (as wrk does, through a
+        // writability event): the server then gets requests in bursts, not one
+        // wake-up per request, on both sides.
+        self.free.push(i);
     }
 
     fn send(&mut self, i: usize, origin: Instant, now: Instant) {
@@ -343,7 +343,7 @@ impl Engine<'_> {
                 let ok = c.sock.as_ref().is_some_and(|s| conn::connected(s).is_ok());
                 if ok {
                     self.interest(i, false);
-                    self.ready(i, now);
+                    self.ready(i);
                 } else {
                     self.stats.errors.connect += 1;
                     self.conns[i].reset();
@@ -439,7 +439,7 @@ impl Engine<'_> {
             self.close(i, now);
             return false;
         }
-        self.ready(i, now);
+        self.ready(i);
         self.conns[i].phase != Phase::Down
     }
 

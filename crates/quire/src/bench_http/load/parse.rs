@@ -55,8 +55,32 @@ impl Default for Parser {
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+/// Where the first CRLF starts.
+fn crlf(hay: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(p) = hay[from..].iter().position(|&b| b == b'\n') {
+        let at = from + p;
+        if at > 0 && hay[at - 1] == b'\r' {
+            return Some(at - 1);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// Where the first CRLF CRLF (the end of a head) starts: a Horspool search, which
+/// looks at about one byte in four of a head.
+fn head_end(hay: &[u8]) -> Option<usize> {
+    let mut i = 3;
+    while i < hay.len() {
+        match hay[i] {
+            b'\n' if &hay[i - 3..i] == b"\r\n\r" => return Some(i - 3),
+            b'\n' => i += 2,
+            b'\r' => i += 1,
+            _ => i += 4,
+        }
+    }
+    None
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {
@@ -122,7 +146,7 @@ impl Parser {
             let rest = &input[pos..];
             match self.state {
                 State::Head => {
-                    let Some(end) = find(rest, b"\r\n\r\n") else {
+                    let Some(end) = head_end(rest) else {
                         return Ok((pos, None));
                     };
                     self.head(&rest[..end + 2])?;
@@ -155,7 +179,7 @@ impl Parser {
                     self.state = State::ChunkSize;
                 }
                 State::ChunkSize => {
-                    let Some(end) = find(rest, b"\r\n") else {
+                    let Some(end) = crlf(rest) else {
                         return Ok((pos, None));
                     };
                     let line = &rest[..end];
@@ -173,7 +197,7 @@ impl Parser {
                     };
                 }
                 State::Trailer => {
-                    let Some(end) = find(rest, b"\r\n") else {
+                    let Some(end) = crlf(rest) else {
                         return Ok((pos, None));
                     };
                     pos += end + 2;
@@ -218,7 +242,7 @@ impl Parser {
     /// Reads the head (status line and header lines, each ending in CRLF) and picks
     /// the body's framing.
     fn head(&mut self, head: &[u8]) -> Result<(), ParseError> {
-        let line_end = find(head, b"\r\n").ok_or(ParseError::StatusLine)?;
+        let line_end = crlf(head).ok_or(ParseError::StatusLine)?;
         let line = &head[..line_end];
         let http10 = match line.get(..9) {
             Some(b"HTTP/1.1 ") => false,
@@ -236,7 +260,7 @@ impl Parser {
         let mut chunked = false;
         let mut close = http10;
         let mut rest = &head[line_end + 2..];
-        while let Some(end) = find(rest, b"\r\n") {
+        while let Some(end) = crlf(rest) {
             let field = &rest[..end];
             rest = &rest[end + 2..];
             let colon = field
@@ -376,6 +400,24 @@ mod tests {
     }
 
     #[test]
+    fn the_searches_find_the_first_match() {
+        for hay in [
+            &b"ab\r\n\r\n"[..],
+            b"\r\n\r\n",
+            b"\n\r\n\r\r\n\r\n",
+            b"x\r\r\n\r\n\r\n",
+            b"\r\n\n\r\n",
+            b"abc\r\nd\r\n",
+            b"",
+            b"\r",
+        ] {
+            let naive = |n: &[u8]| hay.windows(n.len()).position(|w| w == n);
+            assert_eq!(head_end(hay), naive(b"\r\n\r\n"), "{hay:?}");
+            assert_eq!(crlf(hay), naive(b"\r\n"), "{hay:?}");
+        }
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         let bad: &[&[u8]] = &[
             b"HTTX/1.1 200 OK\r\n\r\n",
@@ -414,6 +456,9 @@ mod tests {
                 })
                 .collect();
             let _ = run(&junk, 5);
+            let naive = |n: &[u8]| junk.windows(n.len()).position(|w| w == n);
+            assert_eq!(head_end(&junk), naive(b"\r\n\r\n"));
+            assert_eq!(crlf(&junk), naive(b"\r\n"));
         }
     }
 }
