@@ -454,17 +454,21 @@ impl Shared {
     }
 
     /// Drops `hash` from the index if it still maps to `old` (an entry of a region being
-    /// reclaimed), with its tags.
+    /// reclaimed), with its tags. The tags go under the key's shard lock, as in
+    /// `Shared::publish`: dropped after it, they could drop the membership a concurrent
+    /// put of the same key had just added, and `remove_tagged` would then miss its entry.
     fn evict(&self, hash: u64, old: Loc, tags: &[u64]) {
         let evicted = self.index.update(hash, |cur| match cur {
-            Some(c) if c.same_place(old) => (None, true),
+            Some(c) if c.same_place(old) => {
+                self.drop_tags(hash, tags);
+                self.forget_copy(hash);
+                (None, true)
+            }
             other => (other, false),
         });
         if evicted {
-            self.drop_tags(hash, tags);
             self.entries.fetch_sub(1, Ordering::Relaxed);
             self.evicted.fetch_add(1, Ordering::Relaxed);
-            self.forget_copy(hash);
         }
     }
 
