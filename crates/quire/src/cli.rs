@@ -210,6 +210,10 @@ pub struct BenchHttpArgs {
     /// the same CPUs, in the same rounds.
     #[arg(long, value_enum)]
     pub peer: Vec<Peer>,
+    /// A TOML config for the quire that --serve/--proxy starts (its flags still set
+    /// listen, cache and workers).
+    #[arg(long, value_name = "FILE")]
+    pub quire_config: Option<PathBuf>,
     /// CPUs for the server that --serve/--proxy starts, and for the peers (a taskset
     /// list).
     #[arg(long, default_value = "0")]

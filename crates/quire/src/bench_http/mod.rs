@@ -69,12 +69,18 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     let mut scratch: Vec<tempfile::TempDir> = Vec::new();
     let mut subjects = Vec::new();
     let quire = match (&args.serve, &args.proxy, &args.target) {
-        (Some(vault), _, _) => Some(servers::quire(Some(vault), None, &args.server_cpus)?),
+        (Some(vault), _, _) => Some(servers::quire(
+            Some(vault),
+            None,
+            args.quire_config.as_deref(),
+            &args.server_cpus,
+        )?),
         (None, Some(origin), _) => {
             let (o, _) = urls::split_url(origin)?;
             Some(servers::quire(
                 None,
                 Some(&format!("http://{o}")),
+                args.quire_config.as_deref(),
                 &args.server_cpus,
             )?)
         }

@@ -165,8 +165,13 @@ fn spawn(
 }
 
 /// Starts `quire serve VAULT` (when `origin` is `None`) or `quire proxy --origin`,
-/// one worker, a fresh cache volume, pinned to `cpus`.
-pub fn quire(vault: Option<&Path>, origin: Option<&str>, cpus: &str) -> anyhow::Result<Server> {
+/// one worker, a fresh cache volume, pinned to `cpus`, with `config` when given.
+pub fn quire(
+    vault: Option<&Path>,
+    origin: Option<&str>,
+    config: Option<&Path>,
+    cpus: &str,
+) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let port = free_port()?;
     let exe = std::env::current_exe().context("finding the quire binary")?;
@@ -192,6 +197,9 @@ pub fn quire(vault: Option<&Path>, origin: Option<&str>, cpus: &str) -> anyhow::
         "--cache".into(),
         cache.into(),
     ]);
+    if let Some(c) = config {
+        argv.extend(["--config".into(), c.into()]);
+    }
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
     spawn(kind, &argv, cpus, dir, listen, "/_quire/health")
 }
@@ -205,7 +213,7 @@ pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<(Server, tempfil
         .tempdir()?;
     copy_vault(vault, copy.path())
         .with_context(|| format!("copying {} for the peers' origin", vault.display()))?;
-    Ok((quire(Some(copy.path()), None, cpus)?, copy))
+    Ok((quire(Some(copy.path()), None, None, cpus)?, copy))
 }
 
 /// Copies a vault's files, but not its databases (`*.db`, `*.db-wal`, `*.db-shm`).
