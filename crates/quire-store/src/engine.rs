@@ -58,7 +58,8 @@ pub struct Stats {
     pub rejected: u64,
     /// Entries dropped to make room (not counting explicit removes or overwrites).
     pub evicted: u64,
-    /// Entries carried forward by reclaim (live entries it kept, most-hit first).
+    /// Entries carried forward by reclaim (live entries it kept, highest hits per byte
+    /// first).
     pub carried: u64,
     /// Hits served from the RAM tier (a subset of `hits`).
     pub ram_hits: u64,

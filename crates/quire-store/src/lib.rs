@@ -6,9 +6,9 @@
 //!   is cut into fixed-size regions written append-only. A put reserves bytes in the
 //!   active region (a short lock), copies its entry with no lock held and publishes it
 //!   under its key's index shard lock. Space is reclaimed inline by the writers that
-//!   need it (no janitor): the region that frees most for least is claimed, its most-hit
-//!   live entries are carried forward within a bounded share of the region and the rest
-//!   are evicted, so the cap holds by construction. An in-RAM index maps key hashes to
+//!   need it (no janitor): the region that frees most for least is claimed, its live
+//!   entries with the most hits per byte are carried forward within a bounded share of
+//!   the region and the rest are evicted, so the cap holds by construction. An in-RAM index maps key hashes to
 //!   packed locations; a hit is a pinned slice of the mapping (and the volume's fd +
 //!   offset for `sendfile`). Admission keeps one-hit wonders out; a RAM tier can hold
 //!   the hot set. Restart is warm: the regions are scanned and every entry is checked

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::admission::Sketch;
+use crate::admission::{Boundary, Sketch};
 use crate::counters::Striped;
 use crate::engine::{Engine, EntryRef, Put, Stats};
 use crate::handle::Handle;
@@ -42,16 +42,18 @@ pub struct Options {
     /// whatever fits in a region. Larger puts fail with [`StoreError::TooLarge`].
     pub max_object_bytes: Option<u64>,
     /// Admission policy on: once the volume is full, a new key is written only if it
-    /// has missed before recently (a count-min sketch of misses), so one-hit wonders do
-    /// not flush the working set.
+    /// was asked for before recently (a count-min sketch of misses), or if it was asked
+    /// for once and is much smaller than what reclaim is evicting (see `admission`), so
+    /// one-hit wonders do not flush the working set.
     pub admission: bool,
     /// Bytes of RAM for the hot-set tier (0 turns it off).
     pub ram_tier_bytes: u64,
     /// Share of a region that reclaiming it may spend carrying live entries forward,
-    /// most-hit first (0.0 turns carrying off; at most 0.9). Higher keeps more of the
-    /// volume live (less space lost to overwritten entries) at the cost of copying:
-    /// measured on the benchmark's mix, 0.5 → 82 % of used bytes live, 0.9 → 98 %,
-    /// with a slower tail for the writers that reclaim.
+    /// most hits per byte first (0.0 turns carrying off; at most 0.9). Higher keeps
+    /// more of the volume live (less space lost to overwritten entries) at the cost of
+    /// copying: measured on the benchmark's mix (before carrying went by hits per
+    /// byte), 0.5 → 82 % of used bytes live, 0.9 → 98 %, with a slower tail for the
+    /// writers that reclaim.
     pub carry_share: f64,
     /// Check each entry's checksum on every `get`, not only when it enters the index
     /// (at write and at recovery). Costs a hash of the body per hit.
@@ -79,6 +81,8 @@ pub(crate) struct Shared {
     pub(crate) header: VolumeHeader,
     pub(crate) index: Index,
     sketch: Sketch,
+    /// What reclaim evicts, per byte: admission's bar for a first request.
+    pub(crate) boundary: Boundary,
     ram: Option<RamTier>,
     pub(crate) options: Options,
     object_bytes_max: u64,
@@ -207,12 +211,12 @@ impl Store {
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
         report.entries = recovered.index.len();
 
-        let expected_keys = cap_bytes / 4096;
         let shared = Shared {
             regions: RegionTable::new(&recovered.space.gens),
             header,
             index: recovered.index,
-            sketch: Sketch::new(expected_keys),
+            sketch: Sketch::for_cap(cap_bytes),
+            boundary: Boundary::default(),
             ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
             options,
             object_bytes_max,
@@ -299,9 +303,11 @@ impl Store {
 
 impl Store {
     /// Whether a `put` of `key` now would pass admission (it may still be declined for
-    /// lack of reclaimable space). Records nothing. For callers that store one logical
-    /// object as several entries: decide once, on the entry that makes the others
-    /// reachable, then write the parts with [`Store::put_admitted`].
+    /// lack of reclaimable space). Records nothing. Without the object's size only the
+    /// doorkeeper applies (the key was counted twice), so this may say no where `put`
+    /// would admit a small first request. For callers that store one logical object as
+    /// several entries: decide once, on the entry that makes the others reachable, then
+    /// write the parts with [`Store::put_admitted`].
     pub fn admits(&self, key: &[u8]) -> bool {
         let s = &*self.shared;
         let hash = layout::hash_key(key);
@@ -373,7 +379,7 @@ impl Store {
             && s.options.admission
             && s.space.full.load(Ordering::Relaxed)
             && s.index.peek(hash).is_none()
-            && !s.sketch.admits(hash)
+            && !s.sketch.admits_sized(hash, stride, s.boundary.get())
         {
             // A put is an access too: a key written blind and then asked for is
             // admitted on that first miss.
