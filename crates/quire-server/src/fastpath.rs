@@ -7,8 +7,9 @@
 //! answered by one write — a 304 when `If-None-Match`/`If-Modified-Since` match:
 //! the status line, the record's pre-serialised field lines
 //! ([`crate::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
-//! (or by sendfile, see [`crate::sendfile`]). Pipelined requests are answered in
-//! order from the same buffer.
+//! (or by sendfile, see [`crate::sendfile`]: a body sent that way stays pinned until
+//! the peer has acknowledged it, since the socket's queue still points into the
+//! volume's pages). Pipelined requests are answered in order from the same buffer.
 //!
 //! The first request that is anything else — a miss, a stale entry, a conditional
 //! or range request, a bypass, a request with a body, HTTP/1.0, an HTTP/2 preface, an
@@ -60,12 +61,72 @@ struct Answer {
     body_len: u64,
 }
 
-/// Serves fresh hits on `stream` until something else arrives.
+/// Most sent-by-sendfile bodies a connection keeps pinned before it waits for its
+/// send queue to drain (a pipelining client could otherwise pin without bound).
+const IN_FLIGHT_MAX: usize = 64;
+
+/// Bodies this connection sent with sendfile whose pages its socket's send queue may
+/// still reference (see [`crate::sendfile`]): their store handles, kept until the
+/// peer has acknowledged every byte.
+#[derive(Default)]
+struct InFlight(Vec<Bytes>);
+
+impl InFlight {
+    /// Lets go of the bodies if the peer has acknowledged everything sent.
+    fn release_acked(&mut self, stream: &TcpStream) {
+        if !self.0.is_empty() && crate::sendfile::unacked(stream) == Some(0) {
+            self.0.clear();
+        }
+    }
+
+    /// Waits (up to `limit`) until the peer has acknowledged everything sent, then
+    /// lets go. `false` when it did not: the caller must close the connection, which
+    /// [`crate::sendfile::abort_on_close`] has made a reset that drops the queue.
+    async fn settle(&mut self, stream: &TcpStream, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut pause = std::time::Duration::from_micros(200);
+        while !self.0.is_empty() {
+            self.release_acked(stream);
+            if self.0.is_empty() {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                crate::sendfile::abort_on_close(stream);
+                self.0.clear();
+                return false;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+        true
+    }
+}
+
+/// Serves fresh hits on `stream` until something else arrives. Before it returns,
+/// the bodies it sent with sendfile are acknowledged (or the connection is set to
+/// reset on close, and reported closed).
 pub async fn run(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
     volume: Option<&Volume>,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> io::Result<Exit> {
+    let mut in_flight = InFlight::default();
+    let exit = serve(ctx, stream, volume, shutdown, &mut in_flight).await;
+    let idle = ctx.cfg.limits.client_idle_timeout.0;
+    let drained = in_flight.settle(stream, idle).await;
+    match exit {
+        Ok(Exit::Handover(_)) if !drained => Ok(Exit::Closed),
+        e => e,
+    }
+}
+
+async fn serve(
+    ctx: &Arc<Ctx>,
+    stream: &TcpStream,
+    volume: Option<&Volume>,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    in_flight: &mut InFlight,
 ) -> io::Result<Exit> {
     let limit = ctx.cfg.limits.header_bytes.0 as usize;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
@@ -104,10 +165,24 @@ pub async fn run(
         let Some(answer) = answer(ctx, &buf[..end], &mut out) else {
             return Ok(Exit::Handover(buf.freeze()));
         };
+        in_flight.release_acked(stream);
+        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(stream, idle).await {
+            return Ok(Exit::Closed);
+        }
         // A client that stops reading cannot hold the entry's region pinned forever.
         match tokio::time::timeout(idle, write_answer(stream, &out, &answer, volume)).await {
-            Ok(r) => r?,
-            Err(_) => return Ok(Exit::Closed),
+            Ok(Ok(true)) => in_flight.0.extend(answer.body.clone()),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                // The queue may hold part of a sendfile'd body: drop it with the
+                // connection rather than let it outlive the pin.
+                crate::sendfile::abort_on_close(stream);
+                return Err(e);
+            }
+            Err(_) => {
+                crate::sendfile::abort_on_close(stream);
+                return Ok(Exit::Closed);
+            }
         }
         ctx.metrics
             .record_request(Outcome::Hit, answer.status, answer.body_len);
@@ -283,16 +358,18 @@ fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
     }
 }
 
-/// Writes head and body, the body by sendfile when it qualifies.
+/// Writes head and body, the body by sendfile when it qualifies; `true` when it did
+/// (the caller then keeps the body pinned until the peer acknowledged it).
 async fn write_answer(
     stream: &TcpStream,
     head: &[u8],
     a: &Answer,
     volume: Option<&Volume>,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
     let total = head.len() + body.len();
     let mut done = 0;
+    let mut sent_from_file = false;
     while done < total {
         let (h, b) = if done < head.len() {
             (&head[done..], body)
@@ -303,7 +380,10 @@ async fn write_answer(
         let slices: &[IoSlice<'_>] = if h.is_empty() { &slices[1..] } else { &slices };
         stream.writable().await?;
         let r = stream.try_io(Interest::WRITABLE, || match volume {
-            Some(v) if v.wants(slices) => v.write(stream, slices),
+            Some(v) if v.wants(slices) => {
+                sent_from_file = true;
+                v.write(stream, slices)
+            }
             _ => Ok(rustix::io::writev(stream, slices)?),
         });
         match r {
@@ -313,7 +393,7 @@ async fn write_answer(
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(sent_from_file)
 }
 
 #[cfg(test)]

@@ -25,11 +25,8 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
-use tokio::io::Interest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-
-use crate::sendfile::Volume;
 
 /// Longest chunk-size or trailer line followed; longer turns the scanner off (hyper
 /// rejects such lines).
@@ -270,14 +267,14 @@ fn judge(head: &[u8]) -> Judgement {
     }
 }
 
-/// A client connection whose reads pass through a [`Scanner`], and whose writes of
-/// mapped hit bodies go out by sendfile ([`crate::sendfile`]).
+/// A client connection whose reads pass through a [`Scanner`]. Its writes are plain
+/// writes: hyper drops a body as soon as its write returns, too early for sendfile's
+/// page references ([`crate::sendfile`]).
 #[derive(Debug)]
 pub struct Guarded {
     inner: TcpStream,
     /// Bytes already read from `inner` (by the fast path) that hyper must see first.
     prefix: Bytes,
-    volume: Option<Volume>,
     scan: Scanner,
     /// Set once a request was refused: reads end, the 400 goes out before shutdown.
     refused: Option<Vec<u8>>,
@@ -290,7 +287,7 @@ pub struct Guarded {
 
 impl Guarded {
     /// Wraps a connection whose unanswered bytes so far are `prefix` (empty for a
-    /// fresh one); with `volume`, large mapped bodies use sendfile.
+    /// fresh one).
     ///
     /// A write that cannot progress for `send_timeout` fails: a client that stops
     /// reading cannot hold a response (and the store region its body is pinned in)
@@ -299,13 +296,11 @@ impl Guarded {
         inner: TcpStream,
         prefix: Bytes,
         head_limit: usize,
-        volume: Option<Volume>,
         send_timeout: std::time::Duration,
     ) -> Guarded {
         Guarded {
             inner,
             prefix,
-            volume,
             scan: Scanner::new(head_limit),
             refused: None,
             written: 0,
@@ -393,25 +388,8 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        let r = match this.volume.as_ref().filter(|v| v.wants(bufs)) {
-            None => Pin::new(&mut this.inner).poll_write_vectored(cx, bufs),
-            Some(vol) => loop {
-                match this.inner.poll_write_ready(cx) {
-                    Poll::Pending => break Poll::Pending,
-                    Poll::Ready(Err(e)) => break Poll::Ready(Err(e)),
-                    Poll::Ready(Ok(())) => {}
-                }
-                match this
-                    .inner
-                    .try_io(Interest::WRITABLE, || vol.write(&this.inner, bufs))
-                {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    r => break Poll::Ready(r),
-                }
-            },
-        };
-        this.watch_write(cx, r)
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch_write(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -8,10 +8,16 @@
 //! file, and sends what precedes it (the head) with `MSG_MORE`, so head and body
 //! still leave in full segments although `TCP_NODELAY` is on.
 //!
-//! Why this is sound: the slice is borrowed from a `Bytes` that hyper holds until
-//! the write completes, and that `Bytes` owns the store handle pinning the region,
-//! so reclaim cannot rewrite those file bytes during the call. A write returns how
-//! much it sent, as any `write_vectored` does; hyper calls again for the rest.
+//! Why this is sound, and what it costs: TCP's sendfile does not copy. The socket's
+//! queue keeps references to the volume's page-cache pages until the peer has
+//! acknowledged the bytes, long after `sendfile` returned; reclaim writing a new
+//! region into those pages meanwhile would send the client mixed bytes. So the
+//! store handle that pins the region (owned by the body `Bytes`) must outlive the
+//! queue, not the call: the fast path ([`crate::fastpath`]) keeps every body it
+//! sent this way until [`unacked`] reads zero for the socket, and when a connection
+//! ends first it waits for the queue to drain, or aborts it ([`abort_on_close`]:
+//! the queue is dropped with a reset, a clean abort) before letting go. hyper's
+//! path drops a body as soon as its write returns, so it never uses sendfile.
 //!
 //! Small bodies keep the plain `writev` of head and body (one system call, and the
 //! copy is cheaper than a second call): the threshold is [`SENDFILE_MIN_BYTES`]
@@ -30,6 +36,55 @@ use crate::state::Ctx;
 /// served 15 % fewer hits per second than copying (a second system call per response
 /// costs more than the copy saves at that size), so only large bodies take it.
 pub const SENDFILE_MIN_BYTES: usize = 64 * 1024;
+
+/// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
+/// or `None` where that cannot be read (then sendfile is not used at all).
+pub fn unacked(sock: impl AsFd) -> Option<usize> {
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "x86",
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    ))]
+    {
+        // SIOCOUTQ (= TIOCOUTQ) on these architectures.
+        const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+        // SAFETY: SIOCOUTQ on a socket writes one C int through the pointer, which
+        // is exactly the getter's output type; the fd is borrowed for the call.
+        let n = unsafe {
+            rustix::ioctl::ioctl(
+                sock,
+                rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new(),
+            )
+        };
+        n.ok().and_then(|n| usize::try_from(n).ok())
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "x86",
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    )))]
+    {
+        let _ = sock;
+        None
+    }
+}
+
+/// Makes closing `sock` reset the connection and drop its send queue at once
+/// (`SO_LINGER` of zero) instead of sending the queue after the close: for a
+/// connection whose queue may still point into pages the store is about to reuse.
+pub fn abort_on_close(sock: impl AsFd) {
+    let _ = rustix::net::sockopt::set_socket_linger(sock, Some(std::time::Duration::ZERO));
+}
 
 /// The volume mapping, for recognising mapped slices.
 #[derive(Debug, Clone)]

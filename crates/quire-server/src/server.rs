@@ -131,7 +131,9 @@ impl Server {
                 if let Some(prefix) = prefix {
                     let head_limit = ctx2.cfg.limits.header_bytes.0 as usize;
                     let send_timeout = ctx2.cfg.limits.client_idle_timeout.0;
-                    let io = Guarded::new(stream, prefix, head_limit, volume, send_timeout);
+                    // No sendfile on hyper's path: it drops a body's pin as soon as
+                    // the write returns (see `sendfile`).
+                    let io = Guarded::new(stream, prefix, head_limit, send_timeout);
                     let svc_ctx = ctx2.clone();
                     let svc = service_fn(move |req| {
                         let ctx = svc_ctx.clone();

@@ -609,6 +609,83 @@ async fn large_hits_sent_with_sendfile_are_byte_exact() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sendfile_body_queued_for_a_slow_client_survives_reclaim() {
+    // The handle invariant (DESIGN, the store): a slow client gets exactly the bytes
+    // it started with, never mixed ones. sendfile leaves the socket's queue pointing
+    // at the volume's pages after the call returns, so the fast path must keep the
+    // region pinned until the peer acknowledged the body (crate::sendfile) — here the
+    // whole volume is rewritten three times over while the body waits in the queue.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let o = Origin::start().await;
+    let pattern = |seed: u32, n: u32| -> Vec<u8> {
+        (0..n)
+            .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect()
+    };
+    let body = pattern(7, 12_000);
+    let headers = [
+        ("cache-control", "max-age=600"),
+        ("content-type", "application/octet-stream"),
+    ];
+    o.route("/slow", Route::ok(body.clone(), &headers));
+    let fillers = 1_000;
+    for i in 0..fillers {
+        o.route(&format!("/f/{i}"), Route::ok(pattern(i, 48_000), &headers));
+    }
+    let q = Quire::start(&o, |c| {
+        c.sendfile_min_bytes = quire_server::config::ByteSize(1024);
+        // 128 KiB regions, objects up to 64 KiB: the fillers rewrite it three times.
+        c.cache.size = quire_server::config::ByteSize(16 << 20);
+        c.cache.admission = false;
+    })
+    .await;
+    get(&q, "/slow", &[]).await;
+    settle(&q).await;
+    // A client with a tiny receive window that asks and then does not read: most of
+    // the body stays in quire's send queue.
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.set_recv_buffer_size(2048).unwrap();
+    let mut slow = sock.connect(q.addr).await.unwrap();
+    slow.write_all(format!("GET /slow HTTP/1.1\r\nHost: {}\r\n\r\n", q.addr).as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..fillers {
+        let r = get(&q, &format!("/f/{i}"), &[]).await;
+        assert_eq!(r.status, 200);
+    }
+    settle(&q).await;
+    let evicted = quire_store::Engine::stats(&q.ctx.store).evicted;
+    let st = quire_store::Engine::stats(&q.ctx.store);
+    assert!(
+        evicted > 300,
+        "the volume was rewritten ({evicted} evictions): {st:?}"
+    );
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let whole = loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            if got.len() >= end + 4 + body.len() {
+                break got[end + 4..end + 4 + body.len()].to_vec();
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), slow.read(&mut chunk))
+            .await
+            .expect("the answer arrives")
+            .expect("not reset: the body was pinned");
+        assert!(n > 0, "the connection ended early");
+        got.extend_from_slice(&chunk[..n]);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    assert!(
+        String::from_utf8_lossy(&got[..40]).contains("200"),
+        "{:?}",
+        String::from_utf8_lossy(&got[..40])
+    );
+    assert!(whole == body, "the slow client got mixed bytes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expose_key_puts_the_normalised_url_in_cache_status() {
     // RFC 9211 §2.7, opt-in.
     let o = Origin::start().await;
