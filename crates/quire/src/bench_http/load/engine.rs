@@ -1,10 +1,17 @@
 //! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
 //! each connection sends its next request once the previous answer is complete
-//! (after the batch of events that completed it). Open loop (`rate`): requests fall due on the [`Schedule`], a timerfd
-//! wakes the loop at the next due time, a due request goes to a free connection or
-//! waits for one, and its latency counts from when it was due. At the end no new
-//! request is sent and the ones in flight are awaited (up to the timeout), so every
-//! request the server answered is counted.
+//! (after the batch of events that completed it). Open loop (`rate`): requests fall
+//! due on the [`Schedule`], a timerfd wakes the loop at the next due time, a due
+//! request goes to a free connection or waits for one, and its latency counts from
+//! when it was due. At the end no new request is sent and the ones in flight are
+//! awaited (up to the timeout), so every request the server answered is counted.
+//!
+//! Cost: closed loop is about one `send`, one `recv` and a twentieth of an
+//! `epoll_wait` per request. Open loop re-arms the timerfd for about every other
+//! request, and on a virtual machine programming the timer is dear (perf: 43 % of
+//! the generator's CPU at 45k requests/s, where it used 92 % of its core): there the
+//! open loop tops out near 50k requests/s, while closed loop costs about 9 µs of
+//! CPU per request (74 % of its core at 85k/s).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
