@@ -35,7 +35,6 @@ pub use report::LoadResult;
 use crate::cli::BenchLoadArgs;
 
 /// One run of the generator as a separate process.
-#[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
 #[derive(Debug, Clone)]
 pub struct Spec<'a> {
     /// The server, `host:port` or `http://host:port`.
@@ -59,7 +58,6 @@ pub struct Spec<'a> {
 /// Runs `quire bench load` (this binary) pinned to `spec.cpus`, and returns its
 /// result and its CPU jiffies (utime + stime: as the process read its own at the end,
 /// or else the last sample from /proc while it ran).
-#[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
 pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
     let exe = std::env::current_exe().context("finding the quire binary")?;
     let mut cmd = Command::new("taskset");

@@ -85,13 +85,13 @@ impl LoadResult {
     }
 
     /// Requests per second.
-    #[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
+    #[allow(dead_code)] // for code written for wrk's results; bench_http reads the fields
     pub fn rps(&self) -> f64 {
         self.requests as f64 / (self.duration_us.max(1) as f64 / 1e6)
     }
 
     /// The fields wrk reports, for code written for wrk's results.
-    #[allow(dead_code)] // for bench_http's measurement flow, which is being wired to it
+    #[allow(dead_code)] // for code written for wrk's results; bench_http reads the fields
     pub fn to_wrk(&self) -> WrkResult {
         WrkResult {
             requests: self.requests,
