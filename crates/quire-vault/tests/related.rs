@@ -52,7 +52,7 @@ fn neighbours_never_cross_audience_on_the_example_vault() {
     let r = Related::build_with(&v, &l, opts(2));
     assert!(
         !r.approximate(Visibility::Public),
-        "126 notes are searched exactly"
+        "a few hundred notes are searched exactly"
     );
     // audience → the visibilities its lists may name.
     let table = [
@@ -388,8 +388,8 @@ fn the_default_embedder_finds_the_labelled_pairs() {
     assert!(pairs.len() >= 30);
     let l = Lexical::for_vault(&v, Visibility::Public);
     let s = eval::score(&v, &eval::vectors(&v, &l), &pairs).unwrap();
-    // Measured 0.897 / 0.636 (docs/related-notes.md); a floor, so a change that
-    // makes the default worse fails here.
+    // Measured 0.862 / 0.557 on the 288-note vault (0.897 / 0.636 on the 126 notes of
+    // docs/related-notes.md); a floor, so a change that makes the default worse fails here.
     assert!(s.recall >= 0.85, "{s:?}");
     assert!(s.mrr >= 0.55, "{s:?}");
     // The lists the site shows agree with the ranking the metric reads.
