@@ -190,16 +190,39 @@ async fn serve(
     }
 }
 
+/// Reads what the socket holds into `buf`. A read that leaves room in the buffer
+/// has drained the socket, so it also clears the socket's readiness (as nginx does
+/// after a short read): otherwise the next call would spend a `recv` only to learn
+/// `EAGAIN`, one system call in three of a keep-alive hit. Edge-triggered epoll
+/// reports bytes that arrive after the read, so none is missed.
 async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(8192);
     }
-    // `&TcpStream` has no `read_buf`; go through readiness and `try_read_buf`.
     loop {
         stream.readable().await?;
-        match stream.try_read_buf(buf) {
+        let mut got = 0;
+        let r = stream.try_io(Interest::READABLE, || {
+            let spare = buf.spare_capacity_mut();
+            let room = spare.len();
+            let ((filled, _), _) =
+                rustix::net::recv(stream, spare, rustix::net::RecvFlags::empty())?;
+            got = filled.len();
+            // SAFETY: `recv` initialised the first `got` bytes of the spare capacity,
+            // which is within the allocation (`got <= room`).
+            unsafe { buf.set_len(buf.len() + got) };
+            if got > 0 && got < room {
+                // Drained: tokio clears readiness on `WouldBlock`.
+                Err(io::ErrorKind::WouldBlock.into())
+            } else {
+                Ok(got)
+            }
+        });
+        match r {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Ok(got),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            r => return r,
+            Err(e) => return Err(e),
         }
     }
 }
