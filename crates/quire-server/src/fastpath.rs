@@ -65,6 +65,10 @@ struct Answer {
 /// send queue to drain (a pipelining client could otherwise pin without bound).
 const IN_FLIGHT_MAX: usize = 64;
 
+/// Sent-by-sendfile bodies a connection holds before it asks the socket whether the
+/// peer has acknowledged them all.
+const IN_FLIGHT_CHECK: usize = 16;
+
 /// Bodies this connection sent with sendfile whose pages its socket's send queue may
 /// still reference (see [`crate::sendfile`]): their store handles, kept until the
 /// peer has acknowledged every byte.
@@ -165,7 +169,11 @@ async fn serve(
         let Some(answer) = answer(ctx, &buf[..end], &mut out) else {
             return Ok(Exit::Handover(buf.freeze()));
         };
-        in_flight.release_acked(stream);
+        // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
+        // few responses longer costs nothing, a system call per response does.
+        if in_flight.0.len() >= IN_FLIGHT_CHECK {
+            in_flight.release_acked(stream);
+        }
         if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(stream, idle).await {
             return Ok(Exit::Closed);
         }
