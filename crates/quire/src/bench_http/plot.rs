@@ -1,6 +1,7 @@
 //! `--plot FILE.svg`: one picture of a whole benchmark, every server on it — the
 //! latency distribution (left: latency against percentile on a "nines" axis, so
-//! p99.9 is as wide as p50–p90) and throughput over time (right: requests per
+//! p99.9 is as wide as p50–p90, up to the last percentile below the maximum, which
+//! is one request (`max_ms` in the JSON)) and throughput over time (right: requests per
 //! second in 1 s steps). Plain SVG written by hand: a few lines and labels do not
 //! need a plotting crate, and the file opens in any browser.
 
@@ -44,13 +45,14 @@ pub fn per_second(timeline: &[u64], step_ms: u64) -> Vec<f64> {
         .collect()
 }
 
-/// A round number at or above `v` (1, 2 or 5 times a power of ten).
+/// A round number at or above `v` (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 times a power
+/// of ten), so the data fills most of the panel.
 fn nice_ceil(v: f64) -> f64 {
     if v <= 0.0 {
         return 1.0;
     }
     let p = 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
+    [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
         .iter()
         .map(|m| m * p)
         .find(|&c| c >= v)
@@ -75,9 +77,14 @@ pub fn svg(title: &str, series: &[Series]) -> String {
         let i = names.iter().position(|n| *n == name).unwrap_or(0);
         COLOURS[i % COLOURS.len()]
     };
+    // The largest latency (p100) is one request: it would set the scale for the
+    // whole distribution, so the panel stops at the last percentile below it.
+    let shown = |s: &Series| -> Vec<(f64, f64)> {
+        s.latency.iter().copied().filter(|p| p.0 < 100.0).collect()
+    };
     let max_ms = series
         .iter()
-        .flat_map(|s| s.latency.iter().map(|p| p.1 / 1000.0))
+        .flat_map(|s| shown(s).into_iter().map(|p| p.1 / 1000.0))
         .fold(0.0, f64::max);
     let y_lat = nice_ceil(max_ms);
     let x_nines = series
@@ -168,10 +175,9 @@ pub fn svg(title: &str, series: &[Series]) -> String {
     // Lines.
     for (s, rate) in series.iter().zip(&rates) {
         let c = colour(&s.server);
-        let pts: Vec<String> = s
-            .latency
-            .iter()
-            .map(|&(p, us)| {
+        let pts: Vec<String> = shown(s)
+            .into_iter()
+            .map(|(p, us)| {
                 format!(
                     "{:.1},{:.1}",
                     LEFT[0] + PANEL_W * nines(p).min(x_nines) / x_nines,
@@ -230,15 +236,20 @@ mod tests {
         assert_eq!(per_second(&[1; 25], 100), vec![10.0, 10.0]);
         assert_eq!(per_second(&[5, 5], 500), vec![10.0]);
         assert_eq!(nice_ceil(0.0), 1.0);
-        assert_eq!(nice_ceil(3.2), 5.0);
-        assert_eq!(nice_ceil(120_000.0), 200_000.0);
+        assert_eq!(nice_ceil(3.2), 4.0);
+        assert_eq!(nice_ceil(101_000.0), 120_000.0);
     }
 
     #[test]
     fn every_series_is_drawn_and_names_are_escaped() {
         let s = |server: &str| Series {
             server: server.into(),
-            latency: vec![(50.0, 100.0), (99.0, 900.0), (99.9, 2000.0)],
+            latency: vec![
+                (50.0, 100.0),
+                (99.0, 900.0),
+                (99.9, 2000.0),
+                (100.0, 90_000.0),
+            ],
             timeline: vec![100; 30],
             step_ms: 100,
         };
@@ -253,5 +264,9 @@ mod tests {
             "quire's runs share a colour"
         );
         assert!(out.contains(">nginx</text>"));
+        assert!(
+            out.contains(">2.00</text>"),
+            "p100 does not set the latency scale"
+        );
     }
 }
