@@ -469,26 +469,24 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
 #[test]
 fn bypassing_pages_are_compressed_per_request() {
     let r = start(false);
-    let snap = r.site.snapshot();
-    let private = snap
+    let is_private = |n: &&quire_vault::Note| n.visibility() == quire_vault::Visibility::Private;
+    let private = r
+        .site
+        .snapshot()
         .vault
         .notes()
         .iter()
-        .find(|n| n.visibility() == quire_vault::Visibility::Private)
-        .unwrap();
+        .find(is_private)
+        .unwrap()
+        .url
+        .clone();
     let form = "Content-Type: application/x-www-form-urlencoded\r\n";
-    let ok = get_with(
-        r.addr,
-        "POST",
-        "/login",
-        form,
-        "name=reader&password=reader-demo-password&next=/",
-    );
-    let cookie = session(&ok).expect("a session cookie");
+    let body = "name=reader&password=reader-demo-password&next=/";
+    let cookie = session(&get_with(r.addr, "POST", "/login", form, body)).expect("a session");
     let identity = get_with(
         r.addr,
         "GET",
-        &private.url,
+        &private,
         &format!("Cookie: {cookie}\r\n"),
         "",
     );
@@ -500,7 +498,7 @@ fn bypassing_pages_are_compressed_per_request() {
         ("zstd;q=1, gzip;q=0.5", quire_http::encoding::Coding::Zstd),
     ] {
         let extra = format!("Cookie: {cookie}\r\nAccept-Encoding: {accept}\r\n");
-        let page = get_with(r.addr, "GET", &private.url, &extra, "");
+        let page = get_with(r.addr, "GET", &private, &extra, "");
         assert_eq!(page.status, 200);
         assert!(!page.hit());
         assert_eq!(
@@ -521,7 +519,7 @@ fn bypassing_pages_are_compressed_per_request() {
     }
     // A client that accepts no coding gets identity.
     let extra = format!("Cookie: {cookie}\r\nAccept-Encoding: identity\r\n");
-    let page = get_with(r.addr, "GET", &private.url, &extra, "");
+    let page = get_with(r.addr, "GET", &private, &extra, "");
     assert_eq!(page.header("content-encoding"), None);
     assert_eq!(page.bytes, identity.bytes);
 }

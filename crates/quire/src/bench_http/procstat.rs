@@ -26,6 +26,31 @@ pub fn process(pid: u32) -> Option<u64> {
     parse_pid_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// Waits for a load generator `child` that should finish after `duration`, sampling
+/// its CPU jiffies every 50 ms (the last sample before it exits), and returns its
+/// output and those jiffies. It is killed 30 s past `duration`.
+pub fn wait_sampled(
+    mut child: std::process::Child,
+    duration: std::time::Duration,
+    name: &str,
+) -> anyhow::Result<(std::process::Output, u64)> {
+    let pid = child.id();
+    let mut jiffies = 0;
+    let t0 = std::time::Instant::now();
+    while child.try_wait()?.is_none() {
+        if let Some(j) = process(pid) {
+            jiffies = j;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if t0.elapsed() > duration + std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("{name} did not finish");
+        }
+    }
+    Ok((child.wait_with_output()?, jiffies))
+}
+
 /// The parent pid in `/proc/PID/stat` text.
 fn parent(text: &str) -> Option<u32> {
     let rest = &text[text.rfind(')')? + 1..];

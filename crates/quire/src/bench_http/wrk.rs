@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -87,7 +87,7 @@ pub fn run(
     duration: Duration,
     cpus: &str,
 ) -> anyhow::Result<(WrkResult, u64)> {
-    let mut child = Command::new("taskset")
+    let child = Command::new("taskset")
         .args(["-c", cpus, "wrk", "-t1"])
         .arg(format!("-c{connections}"))
         .arg(format!("-d{}s", duration.as_secs().max(1)))
@@ -99,20 +99,7 @@ pub fn run(
         .stderr(Stdio::piped())
         .spawn()
         .context("starting wrk (apt-get install wrk)")?;
-    let pid = child.id();
-    let mut jiffies = 0;
-    let t0 = Instant::now();
-    while child.try_wait()?.is_none() {
-        if let Some(j) = super::procstat::process(pid) {
-            jiffies = j;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        if t0.elapsed() > duration + Duration::from_secs(30) {
-            let _ = child.kill();
-            anyhow::bail!("wrk did not finish");
-        }
-    }
-    let out = child.wait_with_output()?;
+    let (out, jiffies) = super::procstat::wait_sampled(child, duration, "wrk")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result = parse(&stdout).with_context(|| {
         format!(

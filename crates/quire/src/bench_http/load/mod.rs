@@ -26,7 +26,7 @@ mod tests;
 use std::net::ToSocketAddrs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -77,26 +77,12 @@ pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
     if let Some(c) = spec.cookie {
         cmd.arg("--cookie").arg(c);
     }
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .context("starting quire bench load under taskset")?;
-    let pid = child.id();
-    let mut jiffies = 0;
-    let t0 = Instant::now();
-    while child.try_wait()?.is_none() {
-        if let Some(j) = super::procstat::process(pid) {
-            jiffies = j;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        if t0.elapsed() > spec.duration + Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            anyhow::bail!("quire bench load did not finish");
-        }
-    }
-    let out = child.wait_with_output()?;
+    let (out, jiffies) = super::procstat::wait_sampled(child, spec.duration, "quire bench load")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result = report::parse(&stdout).with_context(|| {
         format!(
