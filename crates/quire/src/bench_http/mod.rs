@@ -251,6 +251,16 @@ fn measure(
             .map_or("the sitemap".into(), |p| p.display().to_string())
     );
     let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
+    if cfg!(debug_assertions) && subjects.iter().any(|s| s.server.is_some()) {
+        // Seed 003's first trap (a development build): the quire this started is
+        // this very binary.
+        let w = "this is a debug build of quire: the quire it started measures the debug \
+                 build (run with cargo run --release)";
+        eprintln!("bench http: warning: {w}");
+        for list in &mut warnings {
+            list.push(w.into());
+        }
+    }
     if !args.no_warmup {
         for (i, s) in subjects.iter().enumerate() {
             if s.cookie.is_some() {
@@ -268,7 +278,7 @@ fn measure(
                     String::new()
                 }
             );
-            warnings[i] = w.warnings(&s.name);
+            warnings[i].extend(w.warnings(&s.name));
         }
     }
 
