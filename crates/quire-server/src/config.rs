@@ -57,8 +57,9 @@ pub struct Config {
     /// response; `all` forwards every end-to-end field as the client sent it (as nginx
     /// and Varnish do), for origins that need more and whose responses declare `Vary`.
     pub fill_headers: FillHeaders,
-    /// Hit bodies at least this large are sent with `sendfile` from the volume
-    /// (HTTP/1.1); smaller ones are copied from the mapping. 0 turns sendfile off.
+    /// Fast-path hit bodies at least this large are sent with `sendfile` from the
+    /// volume; smaller ones are copied from the mapping. 0 (the default) turns it off:
+    /// only safe when no client shares this host's network stack (see `sendfile`).
     pub sendfile_min_bytes: ByteSize,
 }
 
@@ -77,7 +78,7 @@ impl Default for Config {
             encodings: EncodingsConfig::default(),
             expose_key: false,
             fill_headers: FillHeaders::Keyed,
-            sendfile_min_bytes: ByteSize(crate::sendfile::SENDFILE_MIN_BYTES as u64),
+            sendfile_min_bytes: ByteSize(0),
         }
     }
 }

@@ -83,9 +83,15 @@ impl InFlight {
         }
     }
 
+    /// Aborts the connection ([`crate::sendfile::abort`]: the queue is gone when it
+    /// returns) and lets go of the bodies.
+    fn abort(&mut self, stream: &TcpStream) {
+        crate::sendfile::abort(stream);
+        self.0.clear();
+    }
+
     /// Waits (up to `limit`) until the peer has acknowledged everything sent, then
-    /// lets go. `false` when it did not: the caller must close the connection, which
-    /// [`crate::sendfile::abort_on_close`] has made a reset that drops the queue.
+    /// lets go. `false` when it did not: the connection was aborted.
     async fn settle(&mut self, stream: &TcpStream, limit: std::time::Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         let mut pause = std::time::Duration::from_micros(200);
@@ -95,8 +101,7 @@ impl InFlight {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
-                crate::sendfile::abort_on_close(stream);
-                self.0.clear();
+                self.abort(stream);
                 return false;
             }
             tokio::time::sleep(pause).await;
@@ -184,11 +189,11 @@ async fn serve(
             Ok(Err(e)) => {
                 // The queue may hold part of a sendfile'd body: drop it with the
                 // connection rather than let it outlive the pin.
-                crate::sendfile::abort_on_close(stream);
+                in_flight.abort(stream);
                 return Err(e);
             }
             Err(_) => {
-                crate::sendfile::abort_on_close(stream);
+                in_flight.abort(stream);
                 return Ok(Exit::Closed);
             }
         }

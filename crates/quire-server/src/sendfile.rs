@@ -8,20 +8,29 @@
 //! file, and sends what precedes it (the head) with `MSG_MORE`, so head and body
 //! still leave in full segments although `TCP_NODELAY` is on.
 //!
-//! Why this is sound, and what it costs: TCP's sendfile does not copy. The socket's
-//! queue keeps references to the volume's page-cache pages until the peer has
-//! acknowledged the bytes, long after `sendfile` returned; reclaim writing a new
-//! region into those pages meanwhile would send the client mixed bytes. So the
-//! store handle that pins the region (owned by the body `Bytes`) must outlive the
-//! queue, not the call: the fast path ([`crate::fastpath`]) keeps every body it
-//! sent this way until [`unacked`] reads zero for the socket, and when a connection
-//! ends first it waits for the queue to drain, or aborts it ([`abort_on_close`]:
-//! the queue is dropped with a reset, a clean abort) before letting go. hyper's
-//! path drops a body as soon as its write returns, so it never uses sendfile.
+//! What it costs, and why it is **off by default**: TCP's sendfile does not copy.
+//! The socket's queue keeps references to the volume's page-cache pages after
+//! `sendfile` returned; reclaim writing a new region into those pages meanwhile would
+//! send the client mixed bytes. So the fast path ([`crate::fastpath`]) keeps the
+//! store handle that pins the region (owned by the body `Bytes`) until [`unacked`]
+//! reads zero for the socket, and when a connection ends first it waits for the
+//! queue to drain or aborts the connection ([`abort`]: a reset that drops the queue
+//! at once) before letting go. hyper's path drops a body as soon as its write
+//! returns, so it never uses sendfile.
 //!
-//! Small bodies keep the plain `writev` of head and body (one system call, and the
-//! copy is cheaper than a second call): the threshold is [`SENDFILE_MIN_BYTES`]
-//! (`sendfile_min_bytes` in the config).
+//! That covers a peer across a network: once it has acknowledged the bytes, they
+//! have left this machine. It does not cover a peer that shares this kernel's network
+//! stack — loopback, a container on a veth pair, a proxy on the same host: the very
+//! same buffers move to the *peer's* receive queue without a copy, acknowledged but
+//! unread, still pointing into the volume. A test
+//! (`a_slow_client_past_the_idle_limit_is_reset_not_sent_reused_bytes`, with sendfile
+//! on) saw such a client read reused bytes. No acknowledgement tells when a local
+//! reader has copied its data, so sendfile is only for deployments whose clients are
+//! all remote: `sendfile_min_bytes` defaults to 0 (off), and hits are copied.
+//!
+//! When it is on, small bodies still go by one plain `writev` of head and body (one
+//! system call; the copy is cheaper than two more calls): measured on ~14 KB gzip
+//! pages, sendfile for everything over 4 KiB served 11 % fewer hits per second.
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -30,12 +39,6 @@ use std::sync::Arc;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 
 use crate::state::Ctx;
-
-/// Bodies at least this large go out with sendfile. Measured on ~14 KB gzip pages
-/// (`scripts/bench-proxy-vs-nginx.py`, one core): sendfile for everything over 4 KiB
-/// served 15 % fewer hits per second than copying (a second system call per response
-/// costs more than the copy saves at that size), so only large bodies take it.
-pub const SENDFILE_MIN_BYTES: usize = 64 * 1024;
 
 /// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
 /// or `None` where that cannot be read (then sendfile is not used at all).
@@ -79,11 +82,14 @@ pub fn unacked(sock: impl AsFd) -> Option<usize> {
     }
 }
 
-/// Makes closing `sock` reset the connection and drop its send queue at once
-/// (`SO_LINGER` of zero) instead of sending the queue after the close: for a
-/// connection whose queue may still point into pages the store is about to reuse.
-pub fn abort_on_close(sock: impl AsFd) {
-    let _ = rustix::net::sockopt::set_socket_linger(sock, Some(std::time::Duration::ZERO));
+/// Aborts the connection now: a reset to the peer, and the send queue (with its
+/// references to the volume's pages) dropped before this returns. `connect` with
+/// `AF_UNSPEC` disconnects a TCP socket without closing its descriptor, so the pins
+/// can be released at once, not after the caller gets round to closing. `SO_LINGER`
+/// of zero also makes the eventual close a reset, should the disconnect fail.
+pub fn abort(sock: impl AsFd) {
+    let _ = rustix::net::sockopt::set_socket_linger(&sock, Some(std::time::Duration::ZERO));
+    let _ = rustix::net::connect_unspec(&sock);
 }
 
 /// The volume mapping, for recognising mapped slices.
