@@ -689,9 +689,10 @@ fn whole_body(got: &[u8], len: usize) -> Option<&[u8]> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sendfile_body_queued_for_a_slow_client_survives_reclaim() {
     // The handle invariant (DESIGN, the store): a slow client gets exactly the bytes
-    // it started with, never mixed ones. sendfile leaves the socket's queue pointing
-    // at the volume's pages after the call returns, so the fast path must keep the
-    // region pinned until the peer acknowledged the body (crate::sendfile).
+    // it started with, never mixed ones. With sendfile on, the socket's queue points
+    // at the volume's pages after the call returns, so the fast path keeps the region
+    // pinned while the connection holds unacknowledged bodies (crate::sendfile); the
+    // old code let go when the call returned, and this client read reused bytes.
     let (body, got) =
         slow_client_after_reclaim(true, Duration::from_secs(60), Duration::ZERO).await;
     assert!(
