@@ -19,6 +19,7 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use quire_http::cache_control::CacheControl;
 use quire_http::encoding::{self, AcceptEncoding, Coding};
 use quire_http::freshness;
 use quire_http::key::{self, NormalizedUrl};
@@ -86,7 +87,10 @@ pub async fn pass(
     rparts.headers.insert("cache-status", cs);
     let coding = {
         use http_body::Body as _;
-        passed_coding(ctx, &method, &accept, &rparts, rbody.size_hint().exact())
+        ctx.origin
+            .compress_passes()
+            .then(|| passed_coding(&method, &accept, &rparts, rbody.size_hint().exact()))
+            .flatten()
     };
     let body = match coding {
         Some(coding) => match encode_passed(ctx, coding, &mut rparts, rbody).await {
@@ -110,30 +114,23 @@ const PASS_LEVELS: Levels = Levels {
     zstd: 3,
 };
 
-/// The coding a passed answer is compressed into, or `None` to pass it as it is:
-/// only when the upstream asks for it, for a 200 answer to a GET whose body is known
+/// The coding a passed answer is compressed into (when the upstream asks for that),
+/// or `None` to pass it as it is: only for a 200 answer to a GET whose body is known
 /// to be between [`crate::compress::MIN_COMPRESS_BYTES`] and [`PASS_COMPRESS_MAX`],
 /// not already coded, of a compressible type, without `no-transform` (RFC 9110
 /// §7.7), and only into a coding the client accepts.
 fn passed_coding(
-    ctx: &Ctx,
     method: &http::Method,
     accept: &AcceptEncoding,
     head: &http::response::Parts,
     body_len: Option<u64>,
 ) -> Option<Coding> {
-    if !ctx.origin.compress_passes()
-        || method != http::Method::GET
+    if method != http::Method::GET
         || head.status != http::StatusCode::OK
         || head.headers.contains_key(header::CONTENT_ENCODING)
         || head.headers.contains_key(header::CONTENT_RANGE)
         || !crate::compress::compressible(head.headers.get(header::CONTENT_TYPE))
-        || head.headers.get_all(header::CACHE_CONTROL).iter().any(|v| {
-            v.as_bytes()
-                .to_ascii_lowercase()
-                .windows(12)
-                .any(|w| w == b"no-transform")
-        })
+        || CacheControl::from_headers(&head.headers).no_transform
     {
         return None;
     }
@@ -190,23 +187,11 @@ async fn encode_passed(
         header::CONTENT_ENCODING,
         HeaderValue::from_static(coding.token()),
     );
-    let varies = head.headers.get_all(header::VARY).iter().any(|v| {
-        v.as_bytes()
-            .to_ascii_lowercase()
-            .windows(15)
-            .any(|w| w == b"accept-encoding")
-    });
-    if !varies {
-        head.headers
-            .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    }
-    if let Some(etag) = head.headers.get(header::ETAG) {
-        if etag.as_bytes().starts_with(b"\"") {
-            let mut weak = b"W/".to_vec();
-            weak.extend_from_slice(etag.as_bytes());
-            if let Ok(v) = HeaderValue::from_bytes(&weak) {
-                head.headers.insert(header::ETAG, v);
-            }
+    crate::hit::add_vary_accept_encoding(&mut head.headers);
+    let etag = head.headers.get(header::ETAG).and_then(|v| v.to_str().ok());
+    if let Some(weak) = crate::hit::variant_etag(etag, coding, None) {
+        if let Ok(v) = HeaderValue::from_str(&weak) {
+            head.headers.insert(header::ETAG, v);
         }
     }
     Ok(Body::full(coded))
@@ -271,6 +256,57 @@ pub fn origin_error(e: &OriginError, status: CacheStatus) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_sized_compressible_plain_gets_are_compressed_per_request() {
+        let head = |fields: &[(&str, &str)]| {
+            let mut r = http::Response::builder().status(200);
+            for (n, v) in fields {
+                r = r.header(*n, *v);
+            }
+            r.body(()).unwrap().into_parts().0
+        };
+        let accept = |v: &str| {
+            let mut h = http::HeaderMap::new();
+            h.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(v).unwrap());
+            encoding::parse_accept_encoding(&h)
+        };
+        let html = [("content-type", "text/html; charset=utf-8")];
+        let get = http::Method::GET;
+        let ok = |m: &http::Method, a: &str, h: &http::response::Parts, len: Option<u64>| {
+            passed_coding(m, &accept(a), h, len)
+        };
+        assert_eq!(
+            ok(&get, "gzip", &head(&html), Some(5000)),
+            Some(Coding::Gzip)
+        );
+        assert_eq!(
+            ok(&get, "gzip, br", &head(&html), Some(5000)),
+            Some(Coding::Br)
+        );
+        assert_eq!(ok(&get, "identity", &head(&html), Some(5000)), None);
+        assert_eq!(
+            ok(&http::Method::HEAD, "gzip", &head(&html), Some(5000)),
+            None
+        );
+        assert_eq!(ok(&get, "gzip", &head(&html), None), None, "length unknown");
+        assert_eq!(ok(&get, "gzip", &head(&html), Some(100)), None, "too small");
+        let big = Some(PASS_COMPRESS_MAX + 1);
+        assert_eq!(ok(&get, "gzip", &head(&html), big), None, "too large");
+        let png = [("content-type", "image/png")];
+        assert_eq!(ok(&get, "gzip", &head(&png), Some(5000)), None);
+        let coded = [html[0], ("content-encoding", "gzip")];
+        assert_eq!(ok(&get, "gzip", &head(&coded), Some(5000)), None);
+        let nt = [html[0], ("cache-control", "private, No-Transform")];
+        assert_eq!(
+            ok(&get, "gzip", &head(&nt), Some(5000)),
+            None,
+            "RFC 9110 §7.7"
+        );
+        let mut not_ok = head(&html);
+        not_ok.status = http::StatusCode::NOT_FOUND;
+        assert_eq!(ok(&get, "gzip", &not_ok, Some(5000)), None);
+    }
 
     #[test]
     fn locations_resolve_against_the_request() {
