@@ -241,9 +241,9 @@ pub struct BenchHttpArgs {
     /// Keep-alive connections.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
-    /// Length of each run: seconds, or with a unit (`15s`, `10m`).
+    /// Length of each run: seconds, or with a unit (`15s`, `10m`), at least 1 s.
     #[arg(long, default_value = "10s")]
-    pub duration: String,
+    pub duration: quire_server::config::Secs,
     /// Rounds (each runs every server once, in rotating order).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
@@ -471,6 +471,29 @@ mod tests {
         assert_eq!(p.urls.len(), 2);
         assert!(p.soft);
         assert!(Cli::try_parse_from(["quire", "proxy", "--listen", "nope"]).is_err());
+    }
+
+    #[test]
+    fn bench_http_takes_durations_with_units_and_repeated_peers() {
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["quire", "bench", "http", "--serve", "v"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).map(|c| c.command) {
+                Ok(Command::Bench(BenchCommand::Http(a))) => Ok(a),
+                Ok(_) => panic!("not bench http"),
+                Err(e) => Err(e),
+            }
+        };
+        let a = parse(&["--duration", "10m", "--peer", "nginx", "--peer", "varnish"]).unwrap();
+        assert_eq!(a.duration.0, std::time::Duration::from_secs(600));
+        assert_eq!(a.peer, [Peer::Nginx, Peer::Varnish]);
+        assert_eq!(parse(&[]).unwrap().duration.0.as_secs(), 10);
+        assert!(parse(&["--duration", "ten"]).is_err());
+        assert!(parse(&["--peer", "squid"]).is_err());
+        assert!(
+            parse(&["--target", "http://h:1"]).is_err(),
+            "--serve or --target"
+        );
     }
 
     #[test]

@@ -61,7 +61,11 @@ struct Subject {
 
 /// Runs the benchmark.
 pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
-    let duration = parse_duration(&args.duration)?;
+    let duration = args.duration.0;
+    anyhow::ensure!(
+        duration >= Duration::from_secs(1),
+        "--duration: a run lasts at least a second"
+    );
     if args.rate.is_some() && args.loadgen == Loadgen::Wrk {
         anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
     }
@@ -149,31 +153,10 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         None
     };
     let result = measure(args, duration, &subjects, &started, server_pid);
-    for s in started {
-        s.stop();
-    }
+    // Servers stop on drop (SIGTERM, then SIGKILL), before the vault copy they read.
+    drop(started);
     drop(scratch);
     result
-}
-
-/// `10`, `15s`, `10m`, `1h`: seconds, at least 1.
-pub fn parse_duration(text: &str) -> anyhow::Result<Duration> {
-    let t = text.trim();
-    let (num, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => t.split_at(i),
-        None => (t, "s"),
-    };
-    let n: u64 = num
-        .parse()
-        .with_context(|| format!("{text:?}: a duration is a number with s, m or h"))?;
-    let secs = match unit.trim() {
-        "s" | "" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        u => anyhow::bail!("{text:?}: unknown unit {u:?} (use s, m or h)"),
-    };
-    anyhow::ensure!(secs >= 1, "{text:?}: a run lasts at least a second");
-    Ok(Duration::from_secs(secs))
 }
 
 /// The paths to request: from `--urls`, else the server's sitemap.

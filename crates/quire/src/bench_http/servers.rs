@@ -52,8 +52,7 @@ impl Kind {
     }
 }
 
-/// A server this benchmark started; stopped (and its directory removed) by
-/// [`Server::stop`] or on drop.
+/// A server this benchmark started; stopped, and its directory removed, when dropped.
 #[derive(Debug)]
 pub struct Server {
     /// What it is.
@@ -75,12 +74,9 @@ impl Server {
         self.pid().and_then(procstat::tree)
     }
 
-    /// Stops it (SIGTERM: quire drains, nginx and Varnish exit) and waits.
-    pub fn stop(mut self) {
-        self.kill();
-    }
-
-    fn kill(&mut self) {
+    /// Stops it (SIGTERM: quire drains, nginx and Varnish exit; SIGKILL after 5 s)
+    /// and waits.
+    fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill").arg(child.id().to_string()).status();
             for _ in 0..100 {
@@ -97,7 +93,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.kill();
+        self.stop();
     }
 }
 
