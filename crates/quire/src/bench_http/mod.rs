@@ -289,7 +289,9 @@ fn measure(
     let mut runs: Vec<Run> = Vec::new();
     for rep in 0..args.reps {
         for k in 0..subjects.len() {
-            let s = &subjects[(k + rep) % subjects.len()];
+            // The order rotates each round, so no server always runs first.
+            let i = (k + rep) % subjects.len();
+            let s = &subjects[i];
             let cpu = || match s.server {
                 Some(i) => started[i].cpu_jiffies(),
                 None => target_pid.and_then(procstat::process),
@@ -305,7 +307,7 @@ fn measure(
             };
             let secs = r.duration_us as f64 / 1e6;
             let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
-            let mut w = warnings[(k + rep) % subjects.len()].clone();
+            let mut w = warnings[i].clone();
             w.extend(q.warnings.iter().cloned());
             let run = Run::new(&s.name, rep + 1, &r, &q, w);
             eprintln!(

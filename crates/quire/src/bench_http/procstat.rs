@@ -95,7 +95,7 @@ fn sum_tree(procs: &[(u32, u32, u64)], root: u32) -> Option<u64> {
 pub const HZ: f64 = 100.0;
 
 /// What the machine did during a run.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Quiet {
     /// CPU the server used, percent of one core.
     pub server_cpu_pct: f64,

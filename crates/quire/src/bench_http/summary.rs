@@ -178,6 +178,40 @@ pub fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_jso
     out
 }
 
+/// How a sustained run's rate moved, from its requests per second in each second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// Slowest second.
+    pub min: f64,
+    /// Median second.
+    pub median: f64,
+    /// Fastest second.
+    pub max: f64,
+    /// Mean of the first 60 seconds.
+    pub first_minute: f64,
+    /// Mean of the last 60 seconds.
+    pub last_minute: f64,
+}
+
+impl Spread {
+    /// The spread of a run of a minute or more; `None` for a shorter one.
+    pub fn of(per_second: &[f64]) -> Option<Spread> {
+        if per_second.len() < 60 {
+            return None;
+        }
+        let mut v = per_second.to_vec();
+        v.sort_by(f64::total_cmp);
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        Some(Spread {
+            min: v[0],
+            median: v[v.len() / 2],
+            max: v[v.len() - 1],
+            first_minute: mean(&per_second[..60]),
+            last_minute: mean(&per_second[per_second.len() - 60..]),
+        })
+    }
+}
+
 /// Prints the table: one line per run, medians per server, and each run's
 /// warnings; a sustained run (a minute or more) also gets its per-second spread.
 pub fn print(runs: &[Run], names: &[&str]) {
@@ -212,18 +246,10 @@ pub fn print(runs: &[Run], names: &[&str]) {
             r.other_cpu_pct,
             r.steal_pct
         );
-        if r.per_second.len() >= 60 {
-            let mut v = r.per_second.clone();
-            v.sort_by(f64::total_cmp);
-            let minute = |s: &[f64]| s.iter().sum::<f64>() / s.len().max(1) as f64;
+        if let Some(sp) = Spread::of(&r.per_second) {
             println!(
                 "{:>12} per second: min {:.0}, median {:.0}, max {:.0}; first minute {:.0}/s, last minute {:.0}/s",
-                "",
-                v[0],
-                v[v.len() / 2],
-                v[v.len() - 1],
-                minute(&r.per_second[..60]),
-                minute(&r.per_second[r.per_second.len() - 60..])
+                "", sp.min, sp.median, sp.max, sp.first_minute, sp.last_minute
             );
         }
         for w in &r.warnings {
@@ -239,7 +265,7 @@ pub fn print(runs: &[Run], names: &[&str]) {
                 let us = median(runs, n, |r| r.server_us_per_request).unwrap_or(0.0);
                 println!(
                     "{:>12} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, {us:.1} us of server CPU per request",
-                    format!("{n}"),
+                    n,
                 );
             }
         }
@@ -260,9 +286,7 @@ mod tests {
         let q = Quiet {
             server_cpu_pct: 50.0,
             loadgen_cpu_pct: 10.0,
-            other_cpu_pct: 0.0,
-            steal_pct: 0.0,
-            warnings: Vec::new(),
+            ..Quiet::default()
         };
         Run::new(server, 1, &r, &q, Vec::new())
     }
@@ -290,6 +314,20 @@ mod tests {
     }
 
     #[test]
+    fn a_sustained_run_reports_its_spread() {
+        assert_eq!(Spread::of(&[100.0; 59]), None, "under a minute");
+        // Two minutes: 100/s, then 200/s, with one slow second.
+        let mut secs = vec![100.0; 60];
+        secs.extend([200.0; 60]);
+        secs[70] = 10.0;
+        let sp = Spread::of(&secs).unwrap();
+        // Sorted: 10, sixty 100s, fifty-nine 200s; the median is the 61st.
+        assert_eq!((sp.min, sp.median, sp.max), (10.0, 100.0, 200.0));
+        assert_eq!(sp.first_minute, 100.0);
+        assert!((sp.last_minute - (59.0 * 200.0 + 10.0) / 60.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn errors_and_unsent_requests_warn() {
         let r = LoadResult {
             requests: 10,
@@ -298,14 +336,7 @@ mod tests {
             unsent: 5,
             ..LoadResult::default()
         };
-        let q = Quiet {
-            server_cpu_pct: 0.0,
-            loadgen_cpu_pct: 0.0,
-            other_cpu_pct: 0.0,
-            steal_pct: 0.0,
-            warnings: Vec::new(),
-        };
-        let run = Run::new("quire", 1, &r, &q, vec!["cold".into()]);
+        let run = Run::new("quire", 1, &r, &Quiet::default(), vec!["cold".into()]);
         assert_eq!(run.warnings.len(), 3);
         let w = WrkResult {
             requests: 100,
