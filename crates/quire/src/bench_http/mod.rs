@@ -205,16 +205,13 @@ fn load_run(
             cookie,
             cpus: &args.loadgen_cpus,
         }),
-        Loadgen::Wrk => {
-            let (r, j) = wrk::run(
-                &format!("http://{host}"),
-                script,
-                args.connections,
-                duration,
-                &args.loadgen_cpus,
-            )?;
-            Ok((summary::from_wrk(&r, args.connections), j))
-        }
+        Loadgen::Wrk => wrk::run(
+            &format!("http://{host}"),
+            script,
+            args.connections,
+            duration,
+            &args.loadgen_cpus,
+        ),
     }
 }
 

@@ -5,7 +5,6 @@
 use super::load::LoadResult;
 use super::plot;
 use super::procstat::Quiet;
-use super::wrk::WrkResult;
 
 /// One run of one server.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -121,31 +120,6 @@ impl Run {
             timeline: self.timeline.clone(),
             step_ms: STEP_MS,
         }
-    }
-}
-
-/// A wrk result in the built-in generator's shape (no timeline; the latency
-/// distribution is the four percentiles wrk prints).
-pub fn from_wrk(r: &WrkResult, connections: usize) -> LoadResult {
-    LoadResult {
-        requests: r.requests,
-        duration_us: r.duration_us,
-        bytes: r.bytes,
-        errors: r.errors,
-        non_2xx: r.non_2xx,
-        p50_us: r.p50_us,
-        p90_us: r.p90_us,
-        p99_us: r.p99_us,
-        p999_us: r.p999_us,
-        achieved_rate: r.rps(),
-        connections,
-        latency: vec![
-            (50.0, r.p50_us),
-            (90.0, r.p90_us),
-            (99.0, r.p99_us),
-            (99.9, r.p999_us),
-        ],
-        ..LoadResult::default()
     }
 }
 
@@ -338,14 +312,5 @@ mod tests {
         };
         let run = Run::new("quire", 1, &r, &Quiet::default(), vec!["cold".into()]);
         assert_eq!(run.warnings.len(), 3);
-        let w = WrkResult {
-            requests: 100,
-            duration_us: 1_000_000,
-            p99_us: 900.0,
-            ..WrkResult::default()
-        };
-        let l = from_wrk(&w, 8);
-        assert_eq!(l.latency[2], (99.0, 900.0));
-        assert_eq!(l.connections, 8);
     }
 }

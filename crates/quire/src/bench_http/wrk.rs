@@ -11,35 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-/// What one wrk run measured.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
-pub struct WrkResult {
-    /// Requests completed.
-    pub requests: u64,
-    /// Run length, microseconds.
-    pub duration_us: u64,
-    /// Response bytes read.
-    pub bytes: u64,
-    /// Connect, read, write and timeout errors.
-    pub errors: u64,
-    /// Responses with a status other than 2xx/3xx.
-    pub non_2xx: u64,
-    /// Latency percentiles, microseconds.
-    pub p50_us: f64,
-    /// 90th percentile.
-    pub p90_us: f64,
-    /// 99th.
-    pub p99_us: f64,
-    /// 99.9th.
-    pub p999_us: f64,
-}
-
-impl WrkResult {
-    /// Requests per second.
-    pub fn rps(&self) -> f64 {
-        self.requests as f64 / (self.duration_us.max(1) as f64 / 1e6)
-    }
-}
+use super::load::LoadResult;
 
 /// The Lua script: requests cycle through `paths` (one per line in `list`), asking
 /// for `accept_encoding`, with a `Cookie` field when `cookie` is given (a cookie makes
@@ -72,10 +44,21 @@ end
     )
 }
 
-/// Parses the JSON line the script prints.
-pub fn parse(stdout: &str) -> Option<WrkResult> {
+/// Parses the JSON line the script prints, for a run on `connections` connections:
+/// the latency distribution is the four percentiles wrk reports, and there is no
+/// timeline.
+pub fn parse(stdout: &str, connections: usize) -> Option<LoadResult> {
     let line = stdout.lines().find_map(|l| l.strip_prefix("QUIRE-WRK "))?;
-    serde_json::from_str(line).ok()
+    let mut r: LoadResult = serde_json::from_str(line).ok()?;
+    r.latency = vec![
+        (50.0, r.p50_us),
+        (90.0, r.p90_us),
+        (99.0, r.p99_us),
+        (99.9, r.p999_us),
+    ];
+    r.achieved_rate = r.requests as f64 / (r.duration_us.max(1) as f64 / 1e6);
+    r.connections = connections;
+    Some(r)
 }
 
 /// Runs wrk against `base` with `script_path`, pinned to `cpus` (a taskset list),
@@ -86,7 +69,7 @@ pub fn run(
     connections: usize,
     duration: Duration,
     cpus: &str,
-) -> anyhow::Result<(WrkResult, u64)> {
+) -> anyhow::Result<(LoadResult, u64)> {
     let child = Command::new("taskset")
         .args(["-c", cpus, "wrk", "-t1"])
         .arg(format!("-c{connections}"))
@@ -101,7 +84,7 @@ pub fn run(
         .context("starting wrk (apt-get install wrk)")?;
     let (out, jiffies) = super::procstat::wait_sampled(child, duration, "wrk")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let result = parse(&stdout).with_context(|| {
+    let result = parse(&stdout, connections).with_context(|| {
         format!(
             "wrk printed no result: {}{}",
             stdout,
@@ -118,10 +101,15 @@ mod tests {
     #[test]
     fn the_result_line_parses() {
         let out = "Running 1s test\nQUIRE-WRK {\"requests\":1000,\"duration_us\":2000000,\"bytes\":5,\"errors\":1,\"non_2xx\":2,\"p50_us\":100.5,\"p90_us\":200.0,\"p99_us\":300.0,\"p999_us\":400.0}\n";
-        let r = parse(out).unwrap();
-        assert_eq!(r.requests, 1000);
-        assert!((r.rps() - 500.0).abs() < 1e-9);
-        assert_eq!(parse("nothing"), None);
+        let r = parse(out, 8).unwrap();
+        assert_eq!(
+            (r.requests, r.errors, r.non_2xx, r.connections),
+            (1000, 1, 2, 8)
+        );
+        assert!((r.achieved_rate - 500.0).abs() < 1e-9);
+        assert_eq!(r.latency[2], (99.0, 300.0));
+        assert!(r.timeline.is_empty() && r.rate.is_none());
+        assert_eq!(parse("nothing", 8), None);
         assert!(script(Path::new("/tmp/a\"b"), None, "gzip").contains("/tmp/a\\\"b"));
         let s = script(Path::new("/p"), Some("s=1"), "gzip, br\"");
         assert!(s.contains("[\"Cookie\"] = \"s=1\""));

@@ -1,10 +1,10 @@
 //! The result of a run as the `quire bench load` process prints it: one line
-//! `QUIRE-LOAD {json}` on stdout, with the fields of [`WrkResult`] (so the harness
-//! reads either generator the same way) plus the target and achieved rate, errors by
-//! kind, completions per 100 ms and a latency distribution for plotting.
+//! `QUIRE-LOAD {json}` on stdout, with the counts and percentiles wrk's script prints
+//! too (its line parses into the same [`LoadResult`], the other fields at their
+//! defaults), plus the target and achieved rate, errors by kind, completions per
+//! 100 ms and a latency distribution for plotting.
 
 use super::stats::{Errors, Stats};
-use crate::bench_http::wrk::WrkResult;
 
 /// The prefix of the result line.
 pub const PREFIX: &str = "QUIRE-LOAD ";
@@ -15,8 +15,9 @@ pub const POINTS: &[f64] = &[
     99.75, 99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 100.0,
 ];
 
-/// What one run of the built-in load generator measured.
+/// What one run of a load generator measured.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
 pub struct LoadResult {
     /// Requests completed.
     pub requests: u64,
@@ -53,7 +54,6 @@ pub struct LoadResult {
     /// `[percentile, microseconds]` points of the latency distribution.
     pub latency: Vec<(f64, f64)>,
     /// The generator's own CPU time at the end (utime + stime, jiffies), when known.
-    #[serde(default)]
     pub cpu_jiffies: Option<u64>,
 }
 
@@ -84,28 +84,6 @@ impl LoadResult {
         }
     }
 
-    /// Requests per second.
-    #[allow(dead_code)] // for code written for wrk's results; bench_http reads the fields
-    pub fn rps(&self) -> f64 {
-        self.requests as f64 / (self.duration_us.max(1) as f64 / 1e6)
-    }
-
-    /// The fields wrk reports, for code written for wrk's results.
-    #[allow(dead_code)] // for code written for wrk's results; bench_http reads the fields
-    pub fn to_wrk(&self) -> WrkResult {
-        WrkResult {
-            requests: self.requests,
-            duration_us: self.duration_us,
-            bytes: self.bytes,
-            errors: self.errors,
-            non_2xx: self.non_2xx,
-            p50_us: self.p50_us,
-            p90_us: self.p90_us,
-            p99_us: self.p99_us,
-            p999_us: self.p999_us,
-        }
-    }
-
     /// The line the `quire bench load` process prints.
     pub fn line(&self) -> String {
         format!(
@@ -127,7 +105,7 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn the_line_round_trips_and_converts() {
+    fn the_line_round_trips() {
         let mut s = Stats::new(Duration::from_secs(1));
         s.complete(
             200,
@@ -148,13 +126,11 @@ mod tests {
         assert_eq!(r.timeline, [1, 0, 1]);
         assert_eq!(r.p50_us, 100.0);
         assert_eq!(r.latency.last(), Some(&(100.0, 120.0)));
-        assert!((r.rps() - 4.0).abs() < 1e-9);
+        assert!((r.achieved_rate - 4.0).abs() < 1e-9);
         let line = format!("noise\n{}\n", r.line());
         assert!(line.contains("\"rate\":4.0") && line.contains("\"timeline\":[1,0,1]"));
         let back = parse(&line).unwrap();
         assert_eq!(back, r);
-        let w = back.to_wrk();
-        assert_eq!((w.requests, w.duration_us, w.p50_us), (2, 500_000, 100.0));
         assert_eq!(parse("QUIRE-LOAD {"), None);
         let closed = LoadResult::from_stats(&s, None, 3);
         assert!(closed.line().contains("\"rate\":null"));
