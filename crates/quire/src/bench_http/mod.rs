@@ -70,7 +70,6 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
     }
     let mut started: Vec<Server> = Vec::new();
-    let mut scratch: Vec<tempfile::TempDir> = Vec::new();
     let mut subjects = Vec::new();
     let quire = match (&args.serve, &args.proxy, &args.target) {
         (Some(vault), _, _) => Some(servers::quire(
@@ -124,10 +123,9 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
             (Some(vault), _) => {
                 // The peers' origin: a second quire serve of the same vault, not
                 // pinned (it is idle once the peers are warm).
-                let (o, copy) = servers::quire_origin(vault, &args.origin_cpus)?;
+                let o = servers::quire_origin(vault, &args.origin_cpus)?;
                 let host = o.host.clone();
                 started.push(o);
-                scratch.push(copy);
                 host
             }
             (None, Some(origin)) => urls::split_url(origin)?.0,
@@ -152,11 +150,8 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let result = measure(args, duration, &subjects, &started, server_pid);
-    // Servers stop on drop (SIGTERM, then SIGKILL), before the vault copy they read.
-    drop(started);
-    drop(scratch);
-    result
+    // The servers stop when `started` is dropped (SIGTERM, then SIGKILL).
+    measure(args, duration, &subjects, &started, server_pid)
 }
 
 /// The paths to request: from `--urls`, else the server's sitemap.

@@ -61,6 +61,8 @@ pub struct Server {
     pub host: String,
     child: Option<Child>,
     dir: tempfile::TempDir,
+    /// The vault copy a peers' origin serves, removed after the server stopped.
+    vault_copy: Option<tempfile::TempDir>,
 }
 
 impl Server {
@@ -142,6 +144,7 @@ fn spawn(
         host,
         child: Some(child),
         dir,
+        vault_copy: None,
     };
     for _ in 0..600 {
         if urls::get_encoded(&s.host, probe, "identity").is_ok() {
@@ -203,13 +206,13 @@ pub fn quire(
 /// Starts `quire serve` on a copy of `vault` (its search and view databases left
 /// behind, so two servers of one vault never share a SQLite file): the peers'
 /// origin in serve mode.
-pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<(Server, tempfile::TempDir)> {
-    let copy = tempfile::Builder::new()
-        .prefix("quire-bench-vault-")
-        .tempdir()?;
+pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
+    let copy = tempfile::Builder::new().prefix("quire-bench-vault-").tempdir()?;
     copy_vault(vault, copy.path())
         .with_context(|| format!("copying {} for the peers' origin", vault.display()))?;
-    Ok((quire(Some(copy.path()), None, None, cpus)?, copy))
+    let mut server = quire(Some(copy.path()), None, None, cpus)?;
+    server.vault_copy = Some(copy);
+    Ok(server)
 }
 
 /// Copies a vault's files, but not its databases (`*.db`, `*.db-wal`, `*.db-shm`).
