@@ -207,7 +207,9 @@ pub fn quire(
 /// behind, so two servers of one vault never share a SQLite file): the peers'
 /// origin in serve mode.
 pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
-    let copy = tempfile::Builder::new().prefix("quire-bench-vault-").tempdir()?;
+    let copy = tempfile::Builder::new()
+        .prefix("quire-bench-vault-")
+        .tempdir()?;
     copy_vault(vault, copy.path())
         .with_context(|| format!("copying {} for the peers' origin", vault.display()))?;
     let mut server = quire(Some(copy.path()), None, None, cpus)?;

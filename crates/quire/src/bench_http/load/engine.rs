@@ -1,17 +1,17 @@
 //! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
 //! each connection sends its next request once the previous answer is complete
 //! (after the batch of events that completed it). Open loop (`rate`): requests fall
-//! due on the [`Schedule`], a timerfd wakes the loop at the next due time, a due
-//! request goes to a free connection or waits for one, and its latency counts from
-//! when it was due. At the end no new request is sent and the ones in flight are
-//! awaited (up to the timeout), so every request the server answered is counted.
+//! due on the [`Schedule`], `epoll_wait`'s own (nanosecond) timeout wakes the loop at
+//! the next due time, a due request goes to a free connection or waits for one, and
+//! its latency counts from when it was due. At the end no new request is sent and the
+//! ones in flight are awaited (up to the timeout), so every request the server
+//! answered is counted.
 //!
 //! Cost: closed loop is about one `send`, one `recv` and a twentieth of an
-//! `epoll_wait` per request. Open loop re-arms the timerfd for about every other
-//! request, and on a virtual machine programming the timer is dear (perf: 43 % of
-//! the generator's CPU at 45k requests/s, where it used 92 % of its core): there the
-//! open loop tops out near 50k requests/s, while closed loop costs about 9 µs of
-//! CPU per request (74 % of its core at 85k/s).
+//! `epoll_wait` per request (about 9 µs of CPU per request: 74 % of its core at
+//! 85k/s). Open loop wakes for about every other request; an earlier version armed a
+//! timerfd for each wake (two more system calls) and used 96–97 % of its core at 40k
+//! requests/s against the vault, the wait's own timeout 66–67 %.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -19,7 +19,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use rustix::event::epoll::{self, Event, EventData, EventFlags};
-use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+use rustix::time::Timespec;
 
 use super::conn::{self, Conn, Phase};
 use super::request::Requests;
@@ -41,8 +41,6 @@ pub struct Config {
     pub timeout: Duration,
 }
 
-/// epoll data of the timerfd (connections use their index).
-const TIMER: u64 = u64::MAX;
 /// How often timeouts and connect retries are checked.
 const TICK: Duration = Duration::from_millis(10);
 /// Wait before reconnecting after a failed connect.
@@ -52,9 +50,6 @@ struct Engine<'a> {
     cfg: &'a Config,
     reqs: &'a Requests,
     epoll: OwnedFd,
-    timer: Option<OwnedFd>,
-    /// Request index the timer is armed for.
-    armed: Option<u64>,
     conns: Vec<Conn>,
     /// Idle connections.
     free: Vec<usize>,
@@ -84,24 +79,11 @@ pub fn run(cfg: &Config, reqs: &Requests) -> io::Result<Stats> {
         ));
     }
     let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-    let timer = match schedule {
-        Some(_) => {
-            let t = rustix::time::timerfd_create(
-                TimerfdClockId::Monotonic,
-                TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
-            )?;
-            epoll::add(&epoll, &t, EventData::new_u64(TIMER), EventFlags::IN)?;
-            Some(t)
-        }
-        None => None,
-    };
     let now = Instant::now();
     let mut e = Engine {
         cfg,
         reqs,
         epoll,
-        timer,
-        armed: None,
         conns: (0..cfg.connections).map(|_| Conn::new(now)).collect(),
         free: Vec::with_capacity(cfg.connections),
         stats: Stats::new(cfg.duration),
@@ -170,6 +152,13 @@ impl Engine<'_> {
                 wake = wake.min(until);
             } else {
                 wake = wake.min(deadline);
+                // Open loop with nothing due waiting: wake when the next one falls
+                // due (due ones waiting for a connection wake with its answer).
+                if let Some(s) = self.schedule {
+                    if self.dispatched == s.due_by(now - self.t0) {
+                        wake = wake.min(self.t0 + s.due(self.dispatched));
+                    }
+                }
             }
             let timeout = timespec(wake.saturating_duration_since(now));
             let n = match epoll::wait(&self.epoll, &mut events[..], Some(&timeout)) {
@@ -179,23 +168,13 @@ impl Engine<'_> {
             };
             for ev in &events[..n] {
                 let key = ev.data.u64();
-                if key == TIMER {
-                    if let Some(t) = &self.timer {
-                        let mut b = [0u8; 8];
-                        let _ = rustix::io::read(t, &mut b);
-                    }
-                    // Re-arm even if the request it was armed for is not due by
-                    // `Instant` yet (a nanosecond of rounding must not stall the run).
-                    self.armed = None;
-                    continue;
-                }
                 self.event(key as usize, ev.flags);
             }
         }
     }
 
     /// Hands requests to free connections: closed loop, one to each; open loop, the
-    /// due ones, then arms the timer for the next one when none is waiting.
+    /// due ones.
     fn dispatch(&mut self, now: Instant) -> io::Result<()> {
         if self.stopping {
             return Ok(());
@@ -212,17 +191,6 @@ impl Engine<'_> {
             let origin = self.t0 + s.due(self.dispatched);
             self.dispatched += 1;
             self.send(i, origin, now);
-        }
-        if self.dispatched == due && self.armed != Some(due) {
-            if let Some(t) = &self.timer {
-                let wait = (self.t0 + s.due(due)).saturating_duration_since(Instant::now());
-                let spec = Itimerspec {
-                    it_interval: timespec(Duration::ZERO),
-                    it_value: timespec(wait.max(Duration::from_nanos(1))),
-                };
-                rustix::time::timerfd_settime(t, TimerfdTimerFlags::empty(), &spec)?;
-                self.armed = Some(due);
-            }
         }
         Ok(())
     }
