@@ -122,6 +122,9 @@ impl Engine<'_> {
         loop {
             let now = Instant::now();
             if !self.stopping && now >= deadline {
+                // What fell due since the last pass still goes out if a connection is
+                // free: `unsent` below counts only the requests that found none.
+                self.dispatch(deadline)?;
                 self.stopping = true;
                 drain_until = Some(now + self.cfg.timeout);
                 if let Some(s) = self.schedule {
