@@ -22,9 +22,9 @@
 //! have left this machine. It does not cover a peer that shares this kernel's network
 //! stack — loopback, a container on a veth pair, a proxy on the same host: the very
 //! same buffers move to the *peer's* receive queue without a copy, acknowledged but
-//! unread, still pointing into the volume. A test
-//! (`a_slow_client_past_the_idle_limit_is_reset_not_sent_reused_bytes`, with sendfile
-//! on) saw such a client read reused bytes. No acknowledgement tells when a local
+//! unread, still pointing into the volume. Run with sendfile on, the test
+//! `a_slow_client_past_the_idle_limit_is_reset_not_sent_reused_bytes` saw such a
+//! client read reused bytes (as committed, it checks the default). No acknowledgement tells when a local
 //! reader has copied its data, so sendfile is only for deployments whose clients are
 //! all remote: `sendfile_min_bytes` defaults to 0 (off), and hits are copied.
 //!
