@@ -35,6 +35,7 @@
 
 mod query;
 mod read;
+mod snippet;
 mod store;
 mod text;
 

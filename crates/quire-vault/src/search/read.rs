@@ -20,14 +20,16 @@
 //!   checks the phrase in every note holding its words just to count them; past the
 //!   bound, the phrase's matches are ranked by bm25 of the same words without the
 //!   phrase (which reads doclists only), and snippets still highlight the phrase.
-//! - **Snippets only for the hits returned**: `snippet()` tokenises a note's body,
-//!   ~25 µs, so it runs for the final `limit` notes, not every match.
+//! - **Hits described by primary key**: the returned notes' titles and bodies are
+//!   read from `notes` by id and their snippets made in Rust
+//!   ([`super::snippet`]), with no further `MATCH` scan.
 
 use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::text::{self, snippet_html};
+use super::snippet::Matcher;
+use super::text::snippet_html;
 use super::Hit;
 
 /// bm25 weights: title, tags, body.
@@ -76,15 +78,12 @@ const TOP_WORDS_SQL: &str = concat!(
      ORDER BY 2 LIMIT ?6"
 );
 
-/// Title, page, path and snippet of the rowids in `?2`, all within `[?6, ?7]`, that
-/// the audience may read. A scan of the range, like [`TOP_SQL`]: a lookup per rowid
-/// re-reads a prefix query's doclists every time.
+/// Title, page, path and body of the notes in the JSON array `?1` that the audience
+/// (`?2`) may read: primary-key lookups, the snippets made in Rust
+/// ([`super::snippet`]).
 const HITS_SQL: &str = "
-SELECT n.id, n.title, n.url, n.path, snippet(notes_fts, 2, ?3, ?4, '…', 16)
-FROM notes_fts CROSS JOIN notes AS n ON n.id = notes_fts.rowid
-WHERE notes_fts MATCH ?1 AND notes_fts.rowid >= ?6 AND notes_fts.rowid <= ?7
-  AND +notes_fts.rowid IN (SELECT value FROM json_each(?2))
-  AND n.visibility <= ?5";
+SELECT id, title, url, path, body FROM notes
+WHERE id IN (SELECT value FROM json_each(?1)) AND visibility <= ?2";
 
 /// What one query asks.
 pub(super) struct Ask<'a> {
@@ -229,28 +228,26 @@ fn json_ids(ids: impl Iterator<Item = i64>) -> String {
 
 /// The hits for `scored`, with snippets; unordered.
 fn describe(c: &Connection, ask: &Ask<'_>, scored: &[(i64, f64)]) -> rusqlite::Result<Vec<Hit>> {
-    let score: HashMap<i64, f64> = scored.iter().copied().collect();
-    let (Some(&first), Some(&last)) = (score.keys().min(), score.keys().max()) else {
+    if scored.is_empty() {
         return Ok(Vec::new());
-    };
+    }
+    let score: HashMap<i64, f64> = scored.iter().copied().collect();
+    let matcher = Matcher::new(ask.fts);
     let mut stmt = c.prepare_cached(HITS_SQL)?;
     let rows = stmt.query_map(
-        params![
-            ask.fts,
-            json_ids(scored.iter().map(|s| s.0)),
-            text::MARK_OPEN.to_string(),
-            text::MARK_CLOSE.to_string(),
-            ask.visibility,
-            first,
-            last,
-        ],
+        params![json_ids(scored.iter().map(|s| s.0)), ask.visibility],
         |r| {
             let id: i64 = r.get(0)?;
+            // The body is borrowed from the row: no copy of a long note.
+            let snippet = match r.get_ref(4)?.as_str() {
+                Ok(body) => snippet_html(&matcher.snippet(body)),
+                Err(_) => String::new(),
+            };
             Ok(Hit {
                 title: r.get(1)?,
                 url: r.get(2)?,
                 path: r.get(3)?,
-                snippet: snippet_html(&r.get::<_, String>(4)?),
+                snippet,
                 // bm25 is lower-is-better; scores are higher-is-better.
                 score: -score.get(&id).copied().unwrap_or(0.0),
             })

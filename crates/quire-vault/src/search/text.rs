@@ -6,7 +6,7 @@
 //!   URLs go; code (fenced or inline) and raw HTML stay, as text. Front matter is not
 //!   in the body at all.
 //! - **Control characters never reach the index**, so the two we use as snippet
-//!   sentinels ([`MARK_OPEN`], [`MARK_CLOSE`]) can only come from FTS5's `snippet()`;
+//!   sentinels ([`MARK_OPEN`], [`MARK_CLOSE`]) can only come from the snippet maker (`search/snippet.rs`);
 //!   [`snippet_html`] escapes everything else, so the only live markup in a snippet
 //!   is our `<mark>`.
 
@@ -14,9 +14,9 @@ use pulldown_cmark::{Event, Options, Parser, TagEnd};
 
 use crate::note::Note;
 
-/// Sentinel `snippet()` puts before a match.
+/// Sentinel a snippet puts before a match.
 pub const MARK_OPEN: char = '\u{1}';
-/// Sentinel `snippet()` puts after a match.
+/// Sentinel a snippet puts after a match.
 pub const MARK_CLOSE: char = '\u{2}';
 /// Most text indexed per note, in bytes; past it a note is searched by its beginning.
 pub const BODY_BYTES_MAX: usize = 512 * 1024;
@@ -90,7 +90,7 @@ fn without_wikilinks(note: &Note) -> String {
     out
 }
 
-/// A `snippet()` result as HTML: text escaped, white space runs collapsed, sentinels
+/// A snippet as HTML: text escaped, white space runs collapsed, sentinels
 /// turned into balanced `<mark>` tags, stray sentinels dropped.
 pub fn snippet_html(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len() + 32);
