@@ -5,7 +5,9 @@
 //!
 //! `cargo run --release -p quire-store --features bench --example replay [-- DIR [SEED]]`
 //! (DIR defaults to the temp directory; `/dev/shm` keeps the volume in RAM).
-//! `QUIRE_REPLAY_CARRY=0.6` sets `carry_share`.
+//! `QUIRE_REPLAY_CARRY=0.6` sets `carry_share`; `QUIRE_REPLAY_ORACLE=1` never stores a
+//! scan key (its get still misses and is counted), the most any admission rule could
+//! save on the scan mix.
 
 use std::path::PathBuf;
 
