@@ -8,10 +8,11 @@
 //!
 //! When the active region is full it is sealed and the next *ready* region becomes
 //! active. Ready regions are reclaimed inline by writers: the writer that takes the last
-//! one reclaims the next right after its own put (`Shared::refill`), and a writer that
-//! finds none ready reclaims one itself (`make_ready`), alongside any other reclaimer —
-//! each works on its own region, so no writer ever waits for another's reclaim. There
-//! is no janitor thread.
+//! one reclaims the next right after its own put (`Shared::refill`). A writer that finds
+//! none ready (the refiller is slow, e.g. preempted) takes room in the cold stream's open
+//! region if it has some, and only otherwise reclaims one itself (`make_ready`),
+//! alongside any other reclaimer — each works on its own region, so no writer ever
+//! waits for another's reclaim. There is no janitor thread.
 //!
 //! Reclaim picks the sealed region that frees most for least — LFS's cost-benefit,
 //! (1 - u) · age / (1 + u) with u its live share — and then:
@@ -30,10 +31,14 @@
 //!    requests: the room one 200 KiB entry hit twice takes could keep twenty 10 KiB
 //!    entries hit once each (on `quire bench store`'s mix, replayed on one thread: hit
 //!    ratio 0.838 → 0.861 at about the same live share, against most-hit first);
-//! 4. writes each staged entry into the *cold stream* — a region of its own that only
-//!    carried entries go to — under its key's shard lock, only if the index still
-//!    points at its old place (a concurrent put or remove wins; the copy is then
-//!    written marked dead). Survivors live long, so cold regions stay nearly all live
+//! 4. writes each staged entry into the *cold stream* — a region of its own that
+//!    carried entries go to (and a put that found no ready region) — payload
+//!    first with no lock held, then its header under its key's shard lock, live only
+//!    if the index still points at its old place (a concurrent put or remove wins; the
+//!    copy's header is then written marked dead). So no reader or writer of the shard
+//!    waits for a copy of up to a region's room (before, `quire bench store --only
+//!    mixed` saw the lock held 1 ms or more 16 times a run, up to 5 ms; after, once at
+//!    1.1 ms). Survivors live long, so cold regions stay nearly all live
 //!    and are rarely chosen, while regions of new writes die fast and are cheap to
 //!    reclaim (LFS's hot/cold separation: `quire bench store` measured 80 % of used
 //!    bytes live instead of 74 %, with a third less copying). When the cold region is
@@ -55,6 +60,13 @@ use crate::recovery;
 use crate::region::loc_gen;
 use crate::store::Shared;
 use crate::{Result, StoreError};
+
+/// Regions kept reclaimed ahead of need (ready, or being made ready by a refilling
+/// writer). Two cut the puts that reclaim on demand (653 → 254 in one `quire bench
+/// store --only mixed`), but the second empty region costs live entries (index bytes
+/// per entry 32.9–33.1 against 32.5–32.8); the cold-stream fallback in `reserve`
+/// covers a slow refiller instead.
+const READY_TARGET: usize = 1;
 
 /// A region being appended to (or ready to be): its generation and write head.
 #[derive(Debug, Clone, Copy)]
@@ -79,8 +91,8 @@ pub(crate) struct Alloc {
     free: Vec<u32>,
     /// Bytes written into each region (its header included; 0 when free).
     fill: Vec<u64>,
-    /// A writer is refilling `ready` ahead of need.
-    refilling: bool,
+    /// Writers refilling `ready` ahead of need now.
+    refilling: usize,
 }
 
 /// Space bookkeeping shared by writers; see the module doc.
@@ -132,7 +144,8 @@ pub(crate) struct Slot {
     pub region: u32,
     pub gen: u64,
     pub head: u64,
-    /// This writer took the last prepared region: it must `refill` after its put.
+    /// Fewer regions than `READY_TARGET` are prepared and this writer is to prepare one:
+    /// it must `refill` after its put.
     pub refill: bool,
 }
 
@@ -153,7 +166,7 @@ impl Space {
                 sealed: init.sealed,
                 free: init.free,
                 fill: init.fill,
-                refilling: false,
+                refilling: 0,
             }),
             scratch: Mutex::new(Vec::new()),
         }
@@ -203,8 +216,8 @@ impl Shared {
                     let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
                     assert!(pinned, "the active region's generation is stable");
                     sp.bytes_used.fetch_add(stride, Ordering::Relaxed);
-                    let refill = a.ready.is_empty() && a.free.is_empty() && !a.refilling;
-                    a.refilling |= refill;
+                    let refill = a.free.is_empty() && a.ready.len() + a.refilling < READY_TARGET;
+                    a.refilling += usize::from(refill);
                     return Ok(Slot { refill, ..slot });
                 }
                 let r = act.region;
@@ -222,7 +235,14 @@ impl Shared {
                 a.active = Some(open);
                 continue;
             }
-            // Nothing prepared: reclaim for ourselves, alongside any other reclaimer
+            // Nothing prepared: a refiller is slow (or none was due). Rather than
+            // reclaim inside this put, take room in the cold stream's region if it has
+            // some: it mixes a new entry in with survivors, but otherwise every writer
+            // arriving meanwhile reclaims a region of its own inside its put.
+            if let Some(slot) = self.reserve_in_cold(&mut a, stride) {
+                return Ok(slot);
+            }
+            // Not even that: reclaim for ourselves, alongside any other reclaimer
             // (each works on its own region), rather than wait for one.
             drop(a);
             let made = self.make_ready(stride);
@@ -231,13 +251,33 @@ impl Shared {
         }
     }
 
+    /// A reservation in the cold stream's open region, if it has room for `stride`.
+    fn reserve_in_cold(&self, a: &mut Alloc, stride: u64) -> Option<Slot> {
+        let cold = a.cold.as_mut()?;
+        if cold.head + stride > self.header.region_bytes {
+            return None;
+        }
+        let slot = Slot {
+            region: cold.region,
+            gen: cold.gen,
+            head: cold.head,
+            refill: false,
+        };
+        cold.head += stride;
+        a.fill[slot.region as usize] = cold.head;
+        let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
+        assert!(pinned, "the cold region's generation is stable");
+        self.space.bytes_used.fetch_add(stride, Ordering::Relaxed);
+        Some(slot)
+    }
+
     /// Reclaims the next ready region ahead of need; called by the writer whose slot
     /// said `refill`, after its own put is published. Failure (every region pinned) is
     /// not an error: the next rollover reclaims on demand.
     pub(crate) fn refill(&self) {
         let made = self.make_ready(0);
         let mut a = self.space.lock_alloc();
-        a.refilling = false;
+        a.refilling -= 1;
         if let Ok(open) = made {
             self.add_ready(&mut a, open);
         }
@@ -489,8 +529,13 @@ impl Shared {
     }
 
     /// Writes one staged entry at the reserved `dest` and points its key there, if the
-    /// key still maps to where the entry was; true if it did. Otherwise the bytes are
-    /// written marked dead, so the region's log stays walkable.
+    /// key still maps to where the entry was; true if it did. The payload is copied
+    /// before the key's shard lock is taken, so no reader or writer of the shard waits
+    /// for the copy (an entry may be up to a region's room, and a reclaimer preempted
+    /// mid-copy held the lock for milliseconds). Under the lock only the header goes
+    /// down: live if the key still maps to the old place, else marked dead, so the
+    /// region's log stays walkable and no crash brings back a copy of an entry that was
+    /// removed or overwritten meanwhile (without a valid header the copy is no entry).
     fn carry_one(&self, dest: &Open, c: &Carry, staged: &[u8]) -> bool {
         let Some(mut h) = EntryHeader::decode(staged, c.old_gen32, c.stride) else {
             debug_assert!(false, "a staged entry decodes");
@@ -501,15 +546,15 @@ impl Shared {
         h.flags = 0;
         h.checksum = h.compute_checksum(payload);
         let off = self.header.region_start(dest.region) + dest.head;
-        let write = |h: &EntryHeader| {
+        // SAFETY: `dest` is a reservation of this reclaimer in the cold stream (or the
+        // region it claimed): no published entry covers these bytes, and no reader
+        // reaches them before the header below is written and the index points here.
+        unsafe { self.volume.write(off + ENTRY_HEADER_BYTES, payload) };
+        let write_header = |h: &EntryHeader| {
             let mut fixed = [0u8; ENTRY_HEADER_BYTES as usize];
             h.encode(&mut fixed);
-            // SAFETY: `dest` is a reservation of this reclaimer in the cold stream (or
-            // the region it claimed): no published entry covers these bytes.
-            unsafe {
-                self.volume.write(off + ENTRY_HEADER_BYTES, payload);
-                self.volume.write(off, &fixed);
-            }
+            // SAFETY: as for the payload above.
+            unsafe { self.volume.write(off, &fixed) };
         };
         let new = Loc {
             freq: c.old.freq.saturating_sub(1),
@@ -517,7 +562,7 @@ impl Shared {
         };
         let moved = self.index.update(c.hash, |cur| match cur {
             Some(cur) if cur.same_place(c.old) => {
-                write(&h);
+                write_header(&h);
                 // Counted before the key is visible (see `Shared::publish`).
                 self.space.add_live(dest.region, c.stride);
                 (Some(new), true)
@@ -525,7 +570,7 @@ impl Shared {
             other => (other, false),
         });
         if !moved {
-            write(&EntryHeader {
+            write_header(&EntryHeader {
                 flags: layout::FLAGS_DEAD,
                 ..h
             });
