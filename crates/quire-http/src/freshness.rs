@@ -420,14 +420,20 @@ fn elapsed(a: SystemTime, b: SystemTime) -> Duration {
     b.duration_since(a).unwrap_or(Duration::ZERO)
 }
 
-/// RFC 9111 §5.1: `Age = delta-seconds`. A line that is not a non-negative integer is
-/// ignored; of several valid lines the largest counts (the conservative reading).
+/// RFC 9111 §5.1: `Age = delta-seconds`. "A cache encountering a message with a
+/// list-based Age field value SHOULD use the first member of the field value,
+/// discarding subsequent ones", and ignores the field if that member is not a
+/// non-negative integer. Per line: its first member (`7200, 0` is 7200). Of several
+/// lines the largest valid one counts: the conservative reading, since a larger age
+/// can only make the response stale sooner.
 fn age_value(headers: &HeaderMap) -> Duration {
     let secs = headers
         .get_all(AGE)
         .iter()
         .filter_map(|line| {
-            let digits = trim_ows(line.as_bytes());
+            let bytes = line.as_bytes();
+            let first = bytes.split(|&b| b == b',').next().unwrap_or(bytes);
+            let digits = trim_ows(first);
             if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                 return None;
             }

@@ -480,7 +480,7 @@ fn apparent_age_from_date_counts() {
 /// RFC 9111 §5.1: an Age that is not a non-negative integer is ignored.
 #[test]
 fn invalid_age_is_ignored() {
-    for bad in ["1.5", "-1", "abc", "1, 2", ""] {
+    for bad in ["1.5", "-1", "abc", "abc, 2", ", 2", ""] {
         let headers = h(&[("age", bad), ("date", date(0))]);
         assert_eq!(
             current_age(&headers, t(0), t(0), t(0)),
@@ -493,6 +493,25 @@ fn invalid_age_is_ignored() {
         current_age(&headers, t(0), t(0), t(0)),
         Duration::from_secs(30)
     );
+}
+
+/// RFC 9111 §5.1: of a list-based Age, the first member counts; of several lines,
+/// the largest (conservative: it can only make a response stale sooner).
+#[test]
+fn list_age_uses_the_first_member() {
+    let at = |lines: &[&str]| {
+        let mut headers = h(&[("date", date(0))]);
+        for l in lines {
+            headers.append(AGE, http::HeaderValue::from_str(l).unwrap());
+        }
+        current_age(&headers, t(0), t(0), t(0)).as_secs()
+    };
+    assert_eq!(at(&["7200,0"]), 7200);
+    assert_eq!(at(&["0, 7200"]), 0);
+    assert_eq!(at(&["3600, 3600"]), 3600);
+    assert_eq!(at(&["5 , x"]), 5);
+    assert_eq!(at(&["0", "7200"]), 7200);
+    assert_eq!(at(&["7200", "abc"]), 7200);
 }
 
 /// RFC 9111 §1.2.2: a huge Age saturates instead of overflowing.
