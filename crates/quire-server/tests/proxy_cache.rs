@@ -280,14 +280,18 @@ async fn a_stale_response_is_revalidated_and_a_304_refreshes_it() {
         "/v",
         Route::ok(
             page(800),
-            &[("cache-control", "max-age=1"), ("x-version", "1")],
+            // Two seconds, not one: the origin's `Date` has one-second granularity
+            // (and hyper refreshes it once a second), so a response can arrive up to
+            // a second old; with max-age=1 the refreshed copy was sometimes stale
+            // already on a loaded machine.
+            &[("cache-control", "max-age=2"), ("x-version", "1")],
         )
         .etag("\"e1\""),
     );
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/v", &[]).await;
     settle(&q).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
     let r = get(&q, "/v", &[]).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body, page(800));
