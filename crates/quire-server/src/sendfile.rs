@@ -40,46 +40,36 @@ use rustix::net::{SendAncillaryBuffer, SendFlags};
 
 use crate::state::Ctx;
 
+/// Whether `SIOCOUTQ` is known here: Linux, where it equals `TIOCOUTQ` (0x5411) on
+/// these architectures.
+const SIOCOUTQ_KNOWN: bool = cfg!(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+));
+
 /// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
 /// or `None` where that cannot be read (then sendfile is not used at all).
 pub fn unacked(sock: impl AsFd) -> Option<usize> {
-    #[cfg(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ))]
-    {
-        // SIOCOUTQ (= TIOCOUTQ) on these architectures.
-        const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
-        // SAFETY: SIOCOUTQ on a socket writes one C int through the pointer, which
-        // is exactly the getter's output type; the fd is borrowed for the call.
-        let n = unsafe {
-            rustix::ioctl::ioctl(
-                sock,
-                rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new(),
-            )
-        };
-        n.ok().and_then(|n| usize::try_from(n).ok())
+    if !SIOCOUTQ_KNOWN {
+        return None;
     }
-    #[cfg(not(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "x86",
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "riscv64"
+    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+    // SAFETY: SIOCOUTQ on a socket writes one C int through the pointer, which is
+    // exactly the getter's output type; the fd is borrowed for the call. Only reached
+    // where that opcode is SIOCOUTQ (`SIOCOUTQ_KNOWN`).
+    let n = unsafe {
+        rustix::ioctl::ioctl(
+            sock,
+            rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new(),
         )
-    )))]
-    {
-        let _ = sock;
-        None
-    }
+    };
+    n.ok().and_then(|n| usize::try_from(n).ok())
 }
 
 /// Aborts the connection now: a reset to the peer, and the send queue (with its
