@@ -149,6 +149,17 @@ pub(crate) struct Slot {
     pub refill: bool,
 }
 
+impl Slot {
+    fn at(open: Open, refill: bool) -> Slot {
+        Slot {
+            region: open.region,
+            gen: open.gen,
+            head: open.head,
+            refill,
+        }
+    }
+}
+
 impl Space {
     pub fn new(init: SpaceInit) -> Space {
         let atomics = |v: &[u64]| v.iter().map(|&x| AtomicU64::new(x)).collect();
@@ -202,23 +213,13 @@ impl Shared {
         let sp = &self.space;
         let mut a = sp.lock_alloc();
         loop {
-            if let Some(act) = a.active.as_mut() {
+            let al = &mut *a;
+            if let Some(act) = al.active.as_mut() {
                 if act.head + stride <= self.header.region_bytes {
-                    let slot = Slot {
-                        region: act.region,
-                        gen: act.gen,
-                        head: act.head,
-                        refill: false,
-                    };
-                    act.head += stride;
-                    let head = act.head;
-                    a.fill[slot.region as usize] = head;
-                    let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
-                    assert!(pinned, "the active region's generation is stable");
-                    sp.bytes_used.fetch_add(stride, Ordering::Relaxed);
-                    let refill = a.free.is_empty() && a.ready.len() + a.refilling < READY_TARGET;
-                    a.refilling += usize::from(refill);
-                    return Ok(Slot { refill, ..slot });
+                    let at = self.take(act, &mut al.fill, stride);
+                    let refill = al.free.is_empty() && al.ready.len() + al.refilling < READY_TARGET;
+                    al.refilling += usize::from(refill);
+                    return Ok(Slot::at(at, refill));
                 }
                 let r = act.region;
                 a.sealed.push_back(r);
@@ -239,8 +240,8 @@ impl Shared {
             // reclaim inside this put, take room in the cold stream's region if it has
             // some: it mixes a new entry in with survivors, but otherwise every writer
             // arriving meanwhile reclaims a region of its own inside its put.
-            if let Some(slot) = self.reserve_in_cold(&mut a, stride) {
-                return Ok(slot);
+            if let Some(at) = self.cold_slot(&mut a, stride, None) {
+                return Ok(Slot::at(at, false));
             }
             // Not even that: reclaim for ourselves, alongside any other reclaimer
             // (each works on its own region), rather than wait for one.
@@ -251,24 +252,18 @@ impl Shared {
         }
     }
 
-    /// A reservation in the cold stream's open region, if it has room for `stride`.
-    fn reserve_in_cold(&self, a: &mut Alloc, stride: u64) -> Option<Slot> {
-        let cold = a.cold.as_mut()?;
-        if cold.head + stride > self.header.region_bytes {
-            return None;
-        }
-        let slot = Slot {
-            region: cold.region,
-            gen: cold.gen,
-            head: cold.head,
-            refill: false,
-        };
-        cold.head += stride;
-        a.fill[slot.region as usize] = cold.head;
-        let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
-        assert!(pinned, "the cold region's generation is stable");
+    /// Takes `stride` bytes at `open`'s head (which has room): advances the head,
+    /// records the region's fill, pins the region and counts the bytes. Where the
+    /// bytes start.
+    fn take(&self, open: &mut Open, fill: &mut [u64], stride: u64) -> Open {
+        debug_assert!(open.head + stride <= self.header.region_bytes);
+        let at = *open;
+        open.head += stride;
+        fill[at.region as usize] = open.head;
+        let pinned = self.regions.pin(at.region, loc_gen(at.gen));
+        assert!(pinned, "an open region's generation is stable");
         self.space.bytes_used.fetch_add(stride, Ordering::Relaxed);
-        Some(slot)
+        at
     }
 
     /// Reclaims the next ready region ahead of need; called by the writer whose slot
@@ -441,7 +436,13 @@ impl Shared {
     /// it is sealed and `fallback` (a region the caller just claimed) takes its place;
     /// with no fallback left, `None`.
     fn reserve_cold(&self, stride: u64, fallback: Option<Open>) -> Option<Open> {
-        let mut a = self.space.lock_alloc();
+        self.cold_slot(&mut self.space.lock_alloc(), stride, fallback)
+    }
+
+    /// [`Shared::reserve_cold`] with the allocation lock held (`a`). Without a
+    /// fallback it only takes room the cold region has: what a put that found no
+    /// ready region uses.
+    fn cold_slot(&self, a: &mut Alloc, stride: u64, fallback: Option<Open>) -> Option<Open> {
         let fits = |o: &Open| o.head + stride <= self.header.region_bytes;
         if !a.cold.as_ref().is_some_and(fits) {
             let fallback = fallback?;
@@ -451,14 +452,7 @@ impl Shared {
             }
         }
         let cold = a.cold.as_mut().expect("set above");
-        let slot = *cold;
-        cold.head += stride;
-        let head = cold.head;
-        a.fill[slot.region as usize] = head;
-        let pinned = self.regions.pin(slot.region, loc_gen(slot.gen));
-        assert!(pinned, "the cold region's generation is stable");
-        self.space.bytes_used.fetch_add(stride, Ordering::Relaxed);
-        Some(slot)
+        Some(self.take(cold, &mut a.fill, stride))
     }
 
     /// Decides what of claimed region `r` survives: copies the live entries of highest
