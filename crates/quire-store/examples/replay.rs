@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use quire_store::bench::lru;
 use quire_store::bench::mixed::{Versions, Worker};
 use quire_store::bench::tally::Tally;
-use quire_store::bench::workload::{self, Mix, StreamSpec, Streams};
+use quire_store::bench::workload::{self, Streams};
 use quire_store::bench::Params;
 use quire_store::{Engine, Options, Store};
 
@@ -52,24 +52,15 @@ fn main() {
         options.carry_share = c.parse().expect("QUIRE_REPLAY_CARRY");
     }
     let p = Params::new(false);
-    let keys = p.mixed_sizes.keys_for_bytes(2 * p.mixed_cap);
     for scan in [false, true] {
-        let spec = StreamSpec {
-            threads: p.mixed_threads,
-            warmup_ops: p.mixed_warmup_ops,
-            measured_ops: p.mixed_measured_ops,
-            keys,
-            zipf_s: 0.99,
-            mix: Mix::REALISTIC.with_scan(if scan { p.scan_share } else { 0.0 }),
-            seed,
-        };
+        let spec = p.mixed_spec(scan, seed);
         let streams = workload::generate(&spec);
         let lru = lru::simulate(p.mixed_cap, &streams, &p.mixed_sizes);
         let path = dir.join(format!("quire-replay-{}.vol", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let store = Store::open(&path, p.mixed_cap, options.clone()).expect("open");
         let tally = Tally::new();
-        let hit = replay(&store, &streams, &p, keys, &tally);
+        let hit = replay(&store, &streams, &p, spec.keys, &tally);
         let st = store.stats();
         drop(store);
         let _ = std::fs::remove_file(&path);

@@ -96,6 +96,20 @@ pub struct Params {
 }
 
 impl Params {
+    /// The op streams of the realistic mix (with the one-hit scan keys if `scan`):
+    /// Zipf 0.99 over a working set twice the cap.
+    pub fn mixed_spec(&self, scan: bool, seed: u64) -> StreamSpec {
+        StreamSpec {
+            threads: self.mixed_threads,
+            warmup_ops: self.mixed_warmup_ops,
+            measured_ops: self.mixed_measured_ops,
+            keys: self.mixed_sizes.keys_for_bytes(2 * self.mixed_cap),
+            zipf_s: 0.99,
+            mix: Mix::REALISTIC.with_scan(if scan { self.scan_share } else { 0.0 }),
+            seed,
+        }
+    }
+
     pub fn new(quick: bool) -> Params {
         let mixed_sizes = SizeModel::LogNormal {
             median: 8192.0,
@@ -471,17 +485,9 @@ impl Bench<'_> {
         let p = self.params;
         let name = if scan { "mixed_scan" } else { "mixed" };
         let sizes = p.mixed_sizes;
-        let keys = sizes.keys_for_bytes(2 * p.mixed_cap);
+        let spec = p.mixed_spec(scan, self.seed);
+        let keys = spec.keys;
         let working_set: u64 = (0..keys as u64).map(|id| sizes.object_bytes(id)).sum();
-        let spec = StreamSpec {
-            threads: p.mixed_threads,
-            warmup_ops: p.mixed_warmup_ops,
-            measured_ops: p.mixed_measured_ops,
-            keys,
-            zipf_s: 0.99,
-            mix: Mix::REALISTIC.with_scan(if scan { p.scan_share } else { 0.0 }),
-            seed: self.seed,
-        };
         progress(&format!("{name}: generating streams and the LRU reference"));
         let streams = workload::generate(&spec);
         let lru = lru::simulate(p.mixed_cap, &streams, &sizes);
