@@ -465,6 +465,7 @@ impl Matcher {
                 }
             }
         }
+        debug_assert!(matches.windows(2).all(|w| w[0].token <= w[1].token));
         Scan { tokens, matches }
     }
 
@@ -493,7 +494,7 @@ impl Matcher {
                 .token
                 .saturating_sub(width.saturating_sub(m.len) / 2)
                 .min(last_start);
-            let score = score(&scan, start, start + width, self.items.len());
+            let score = score(&scan, start, start + width);
             if score > best.0 {
                 best = (score, start);
             }
@@ -540,32 +541,34 @@ struct Match {
 
 /// FTS5's snippet score of the window `[start, end)` of tokens: 1000 per distinct
 /// item wholly inside, 1 per further match.
-fn score(scan: &Scan, start: usize, end: usize, items: usize) -> usize {
-    let mut seen = vec![false; items];
+fn score(scan: &Scan, start: usize, end: usize) -> usize {
+    // Items are at most `query::WORDS_MAX` (16); past 64 a repeat may count as new.
+    let mut seen = 0u64;
     let mut score = 0;
-    for m in scan
-        .matches
-        .iter()
-        .filter(|m| m.token >= start && m.token + m.len <= end)
-    {
-        score += if std::mem::replace(&mut seen[m.item], true) {
-            1
-        } else {
-            1000
-        };
+    for m in inside(scan, start, end) {
+        let bit = 1u64 << (m.item % 64);
+        score += if seen & bit != 0 { 1 } else { 1000 };
+        seen |= bit;
     }
     score
+}
+
+/// The matches wholly inside tokens `[start, end)`: found by binary search in the
+/// token-ordered matches, so scoring every candidate window stays linear in the
+/// matches (a note repeating a word 30,000 times is one pass, not 30,000).
+fn inside(scan: &Scan, start: usize, end: usize) -> impl Iterator<Item = &Match> {
+    let lo = scan.matches.partition_point(|m| m.token < start);
+    let hi = scan.matches.partition_point(|m| m.token < end);
+    scan.matches[lo..hi]
+        .iter()
+        .filter(move |m| m.token + m.len <= end)
 }
 
 /// Byte ranges of the matches wholly inside tokens `[start, end)`, overlapping or
 /// touching phrases merged.
 fn merged(scan: &Scan, start: usize, end: usize) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
-    for m in scan
-        .matches
-        .iter()
-        .filter(|m| m.token >= start && m.token + m.len <= end)
-    {
+    for m in inside(scan, start, end) {
         let (first, last) = (m.token, m.token + m.len - 1);
         match spans.last_mut() {
             Some(s) if first <= s.1 => s.1 = s.1.max(last),

@@ -218,3 +218,15 @@ fn stems_of_the_porter_paper() {
         assert_eq!(String::from_utf8(stem(w.as_bytes())).unwrap(), s, "{w}");
     }
 }
+
+#[test]
+fn many_matches_keep_the_best_window() {
+    // 5,000 windows with one item each, then the one with both: it wins, and the
+    // earliest of equal windows is kept.
+    let m = Matcher::new(&sanitize("cache stale", false).fts);
+    let body = format!("{}cache stale end", "cache filler ".repeat(5_000));
+    let s = m.snippet(&body);
+    assert!(s.contains("\u{1}cache\u{2} \u{1}stale\u{2} end"), "{s}");
+    let s = m.snippet(&"cache filler ".repeat(5_000));
+    assert!(s.starts_with("\u{1}cache\u{2} filler"), "{s}");
+}
