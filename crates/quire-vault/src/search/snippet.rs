@@ -141,7 +141,7 @@ pub(super) fn stem(token: &[u8]) -> Vec<u8> {
         return b;
     }
     step1a(&mut b);
-    if step1b(&mut b) && !step1b2(&mut b) {
+    if step1b(&mut b) && !apply(&mut b, STEP1B2, |_| true) {
         let n = b.len();
         let c = b[n - 1];
         if !is_vowel(c, false) && !matches!(c, b'l' | b's' | b'z') && n >= 2 && c == b[n - 2] {
@@ -283,22 +283,12 @@ fn step1b(b: &mut Vec<u8>) -> bool {
     }
 }
 
-/// "at" → "ate", "bl" → "ble", "iz" → "ize"; true when one applied.
-fn step1b2(b: &mut Vec<u8>) -> bool {
-    let n = b.len();
-    for (suffix, with) in [(&b"at"[..], &b"ate"[..]), (b"bl", b"ble"), (b"iz", b"ize")] {
-        if n > 2 && b.ends_with(suffix) {
-            b.truncate(n - 2);
-            b.extend_from_slice(with);
-            return true;
-        }
-    }
-    false
-}
-
 /// (suffix, replacement): the first suffix that ends the word is the rule, applied
 /// if the stem before it passes the step's condition.
 type Rules = &'static [(&'static [u8], &'static [u8])];
+
+/// Step 1b's second part, after "ed" or "ing" went: unconditional.
+const STEP1B2: Rules = &[(b"at", b"ate"), (b"bl", b"ble"), (b"iz", b"ize")];
 
 const STEP2: Rules = &[
     (b"ational", b"ate"),
@@ -334,15 +324,20 @@ const STEP3: Rules = &[
     (b"alize", b"al"),
 ];
 
-fn apply(b: &mut Vec<u8>, rules: Rules, cond: fn(&[u8]) -> bool) {
+/// Applies the first of `rules` whose suffix ends `b` (after a non-empty stem), if
+/// its stem passes `cond`; true when it did.
+fn apply(b: &mut Vec<u8>, rules: Rules, cond: fn(&[u8]) -> bool) -> bool {
     let n = b.len();
-    if let Some((suffix, with)) = rules.iter().find(|(s, _)| n > s.len() && b.ends_with(s)) {
-        let stem = n - suffix.len();
-        if cond(&b[..stem]) {
-            b.truncate(stem);
-            b.extend_from_slice(with);
-        }
+    let Some((suffix, with)) = rules.iter().find(|(s, _)| n > s.len() && b.ends_with(s)) else {
+        return false;
+    };
+    let stem = n - suffix.len();
+    if !cond(&b[..stem]) {
+        return false;
     }
+    b.truncate(stem);
+    b.extend_from_slice(with);
+    true
 }
 
 /// Step 4: suffixes removed where m > 1 ("ion" also needs s or t before it).
