@@ -165,6 +165,39 @@ impl CacheStatus {
         self.to_string()
     }
 
+    /// Appends the list member's text (the same as [`CacheStatus::render`]) to `out`
+    /// without allocating; a plain hit without formatting machinery, since every hit
+    /// on quire's fast path writes one.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        if self.hit && self.key.is_none() && self.detail.is_none() {
+            out.extend_from_slice(CACHE_NAME.as_bytes());
+            out.extend_from_slice(b"; hit");
+            if let Some(ttl) = self.ttl {
+                out.extend_from_slice(b"; ttl=");
+                let ttl = ttl.clamp(-SF_INTEGER_MAX, SF_INTEGER_MAX);
+                if ttl < 0 {
+                    out.push(b'-');
+                }
+                let mut digits = [0u8; 20];
+                let mut i = digits.len();
+                let mut n = ttl.unsigned_abs();
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                out.extend_from_slice(&digits[i..]);
+            }
+        } else {
+            use std::io::Write as _;
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, "{self}");
+        }
+    }
+
     /// The list member as a header value (always valid: rendering emits visible
     /// ASCII and spaces only).
     pub fn to_header_value(&self) -> HeaderValue {
@@ -402,6 +435,28 @@ mod tests {
     }
 
     /// The forms DESIGN.md's user-facing contract names.
+    #[test]
+    fn write_to_writes_what_render_renders() {
+        let statuses = [
+            CacheStatus::hit(),
+            CacheStatus::hit().with_ttl(0),
+            CacheStatus::hit().with_ttl(3540),
+            CacheStatus::hit().with_ttl(-7),
+            CacheStatus::hit().with_ttl(i64::MAX),
+            CacheStatus::hit().with_ttl(i64::MIN),
+            CacheStatus::hit().with_ttl(12).with_key("http://h/a b"),
+            CacheStatus::hit().with_detail("grace"),
+            CacheStatus::forward(Fwd::Stale)
+                .with_fwd_status(304)
+                .with_ttl(-3),
+        ];
+        for st in statuses {
+            let mut out = b"x".to_vec();
+            st.write_to(&mut out);
+            assert_eq!(&out[1..], st.render().as_bytes(), "{st:?}");
+        }
+    }
+
     #[test]
     fn renders_contract_examples() {
         assert_eq!(CacheStatus::hit().render(), "quire; hit");

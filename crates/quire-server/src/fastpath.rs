@@ -142,6 +142,14 @@ async fn serve(
     let mut buf = BytesMut::with_capacity(8 * 1024);
     // Response heads are built here, reused for the life of the connection.
     let mut out = Vec::with_capacity(1024);
+    // One timer and one shutdown waiter for the connection's life, not one of each
+    // per request: the timer stays in tokio's wheel and is moved on only when it
+    // fires early (the deadline is kept here), as nginx does with its lazy timers.
+    let mut stopping = *shutdown.borrow();
+    let changed = shutdown.changed();
+    tokio::pin!(changed);
+    let timer = tokio::time::sleep(idle);
+    tokio::pin!(timer);
     loop {
         // A complete head in the buffer, or read more. The wait for a head — idle
         // between requests, or a head trickling in — is bounded as a whole (a client
@@ -154,13 +162,23 @@ async fn serve(
             if buf.len() > limit.min(64 * 1024) {
                 return Ok(Exit::Handover(buf.freeze()));
             }
-            if *shutdown.borrow() && buf.is_empty() {
+            if stopping && buf.is_empty() {
                 return Ok(Exit::Closed);
             }
             let read = tokio::select! {
                 r = read_some(stream, &mut buf) => r?,
-                _ = shutdown.changed(), if buf.is_empty() => return Ok(Exit::Closed),
-                () = tokio::time::sleep_until(deadline) => return Ok(Exit::Closed),
+                // (a dropped sender also means the server is going away)
+                _ = &mut changed, if !stopping => {
+                    stopping = true;
+                    continue;
+                }
+                () = &mut timer => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(Exit::Closed);
+                    }
+                    timer.as_mut().reset(deadline);
+                    continue;
+                }
             };
             if read == 0 {
                 return Ok(if buf.is_empty() {
@@ -182,19 +200,18 @@ async fn serve(
         if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(stream, idle).await {
             return Ok(Exit::Closed);
         }
-        // A client that stops reading cannot hold the entry's region pinned forever.
-        match tokio::time::timeout(idle, write_answer(stream, &out, &answer, volume)).await {
-            Ok(Ok(true)) => in_flight.0.extend(answer.body.clone()),
-            Ok(Ok(false)) => {}
-            Ok(Err(e)) => {
+        match write_answer(stream, &out, &answer, volume, idle).await {
+            Ok(Written::Copied) => {}
+            Ok(Written::FromFile) => in_flight.0.extend(answer.body.clone()),
+            Ok(Written::TimedOut) => {
+                in_flight.abort(stream);
+                return Ok(Exit::Closed);
+            }
+            Err(e) => {
                 // The queue may hold part of a sendfile'd body: drop it with the
                 // connection rather than let it outlive the pin.
                 in_flight.abort(stream);
                 return Err(e);
-            }
-            Err(_) => {
-                in_flight.abort(stream);
-                return Ok(Exit::Closed);
             }
         }
         ctx.metrics
@@ -309,17 +326,11 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
             out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
             out.extend_from_slice(prepared.head_block_304());
             let mut num = itoa_buf();
-            let mut field = |name: &str, value: &[u8]| {
-                out.extend_from_slice(name.as_bytes());
-                out.extend_from_slice(b": ");
-                out.extend_from_slice(value);
-                out.extend_from_slice(b"\r\n");
-            };
             if let Some(e) = v.etag {
-                field("etag", e.as_bytes());
+                field(out, "etag", e.as_bytes());
             }
-            field("age", fmt_u64(&mut num, v.age_secs));
-            field("cache-status", v.cache_status.as_bytes());
+            field(out, "age", fmt_u64(&mut num, v.age_secs));
+            cache_status_field(out, &v);
             out.extend_from_slice(b"\r\n");
             if method == Method::GET {
                 ctx.origin.served(path);
@@ -344,24 +355,18 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(prepared.head_block());
-    let mut field = |name: &str, value: &[u8]| {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
-    };
     if let Some(e) = v.etag {
-        field("etag", e.as_bytes());
+        field(out, "etag", e.as_bytes());
     }
     let mut num = itoa_buf();
-    field("age", fmt_u64(&mut num, v.age_secs));
-    field("cache-status", v.cache_status.as_bytes());
+    field(out, "age", fmt_u64(&mut num, v.age_secs));
+    cache_status_field(out, &v);
     if v.coding != quire_http::encoding::Coding::Identity {
-        field("content-encoding", v.coding.token().as_bytes());
+        field(out, "content-encoding", v.coding.token().as_bytes());
     } else if let Some(ce) = &prepared.rec.meta.content_encoding {
-        field("content-encoding", ce.as_bytes());
+        field(out, "content-encoding", ce.as_bytes());
     }
-    field("content-length", fmt_u64(&mut num, v.body_len));
+    field(out, "content-length", fmt_u64(&mut num, v.body_len));
     out.extend_from_slice(b"\r\n");
     if method == Method::GET && status == StatusCode::OK {
         ctx.origin.served(path);
@@ -375,6 +380,21 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
             v.body_len
         },
     })
+}
+
+/// Appends the field line `name: value`.
+fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the `Cache-Status` field line of `v`.
+fn cache_status_field(out: &mut Vec<u8>, v: &crate::hit::Variant<'_>) {
+    out.extend_from_slice(b"cache-status: ");
+    v.write_cache_status(out);
+    out.extend_from_slice(b"\r\n");
 }
 
 fn itoa_buf() -> [u8; 20] {
@@ -394,18 +414,32 @@ fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
     }
 }
 
-/// Writes head and body, the body by sendfile when it qualifies; `true` when it did
-/// (the caller then keeps the body pinned until the peer acknowledged it).
+/// How [`write_answer`] ended.
+enum Written {
+    /// Every byte was copied into the socket.
+    Copied,
+    /// Every byte was written, the body (in part) by sendfile: the caller keeps it
+    /// pinned until the peer has acknowledged it.
+    FromFile,
+    /// The client stopped reading for the idle limit: the write is unfinished.
+    TimedOut,
+}
+
+/// Writes head and body, the body by sendfile when it qualifies. The write is tried
+/// at once; only when the socket is full does it wait for room, and then for at most
+/// `idle` (a client that stops reading cannot hold the entry's region pinned forever).
 async fn write_answer(
     stream: &TcpStream,
     head: &[u8],
     a: &Answer,
     volume: Option<&Volume>,
-) -> io::Result<bool> {
+    idle: std::time::Duration,
+) -> io::Result<Written> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
     let total = head.len() + body.len();
     let mut done = 0;
     let mut sent_from_file = false;
+    let mut deadline = None;
     while done < total {
         let (h, b) = if done < head.len() {
             (&head[done..], body)
@@ -414,7 +448,6 @@ async fn write_answer(
         };
         let slices = [IoSlice::new(h), IoSlice::new(b)];
         let slices: &[IoSlice<'_>] = if h.is_empty() { &slices[1..] } else { &slices };
-        stream.writable().await?;
         let r = stream.try_io(Interest::WRITABLE, || match volume {
             Some(v) if v.wants(slices) => {
                 sent_from_file = true;
@@ -425,11 +458,21 @@ async fn write_answer(
         match r {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
+                match tokio::time::timeout_at(until, stream.writable()).await {
+                    Ok(ready) => ready?,
+                    Err(_) => return Ok(Written::TimedOut),
+                }
+            }
             Err(e) => return Err(e),
         }
     }
-    Ok(sent_from_file)
+    Ok(if sent_from_file {
+        Written::FromFile
+    } else {
+        Written::Copied
+    })
 }
 
 #[cfg(test)]

@@ -87,8 +87,27 @@ pub struct Variant<'a> {
     pub etag: Option<&'a str>,
     /// `Age` in seconds.
     pub age_secs: u64,
+    /// quire's `Cache-Status` member (with `ttl`).
+    status: CacheStatus,
+    /// Upstream caches' `Cache-Status` lines, which go before quire's member.
+    upstream: &'a [HeaderValue],
+}
+
+impl Variant<'_> {
     /// The full `Cache-Status` value (upstream members, then quire's).
-    pub cache_status: HeaderValue,
+    pub fn cache_status(&self) -> HeaderValue {
+        self.status.append_to_lines(self.upstream)
+    }
+
+    /// Appends the same value as [`Variant::cache_status`] to `out`; without
+    /// upstream members, without allocating (the fast path's common case).
+    pub fn write_cache_status(&self, out: &mut Vec<u8>) {
+        if self.upstream.is_empty() {
+            self.status.write_to(out);
+        } else {
+            out.extend_from_slice(self.cache_status().as_bytes());
+        }
+    }
 }
 
 impl Prepared {
@@ -129,7 +148,8 @@ impl Prepared {
             start,
             etag,
             age_secs: timing.age(now).as_secs(),
-            cache_status: status.append_to_lines(self.upstream.iter()),
+            status,
+            upstream: &self.upstream,
         })
     }
 
@@ -311,7 +331,7 @@ pub fn serve(
         h.insert(header::ETAG, e);
     }
     h.insert(header::AGE, HeaderValue::from(v.age_secs));
-    h.insert(CACHE_STATUS, v.cache_status.clone());
+    h.insert(CACHE_STATUS, v.cache_status());
 
     // The validators a 304 is decided on: the variant's ETag, and Last-Modified or
     // (RFC 9111 §4.3.2) the stored Date.

@@ -134,8 +134,9 @@ pub(crate) struct Lookup {
     primary_key: Vec<u8>,
     /// The upstream's key version the keys were made with.
     version: u64,
-    /// Where the record for this request lives (primary or variant key).
-    record_key: Vec<u8>,
+    /// The variant key where the record for this request lives, when the URL
+    /// varies (else it is under `primary_key`).
+    variant_key: Option<Vec<u8>>,
     /// The URL's `Vary` when a Vary record was found.
     vary: Option<Arc<VaryFields>>,
     /// The stored response selected for the request.
@@ -143,6 +144,13 @@ pub(crate) struct Lookup {
     /// The store entry it was read from (record and bodies). It pins its region:
     /// take it out before awaiting anything slow.
     pub(crate) entry: Option<Arc<Handle>>,
+}
+
+impl Lookup {
+    /// Where the record for this request lives (primary or variant key).
+    fn record_key(&self) -> &[u8] {
+        self.variant_key.as_deref().unwrap_or(&self.primary_key)
+    }
 }
 
 /// Looks up the stored response for a request: primary record, then the variant
@@ -161,8 +169,8 @@ pub(crate) fn lookup(
     });
     match found {
         Some((Cached::Object(o), h)) => Lookup {
-            record_key: primary_key.clone(),
             primary_key,
+            variant_key: None,
             version,
             vary: None,
             record: Some(o),
@@ -177,15 +185,15 @@ pub(crate) fn lookup(
             Lookup {
                 primary_key,
                 version,
-                record_key: vk,
+                variant_key: Some(vk),
                 vary: Some(v),
                 record,
                 entry,
             }
         }
         None => Lookup {
-            record_key: primary_key.clone(),
             primary_key,
+            variant_key: None,
             version,
             vary: None,
             record: None,
@@ -382,7 +390,7 @@ fn revalidate_in_background(
     look: &Lookup,
     rec: &ObjectRecord,
 ) {
-    let key = look.record_key.clone();
+    let key = look.record_key().to_vec();
     if let Some(f) = ctx.fills.start_detached(&key, ctx.object_limit) {
         let spec = spec_for(
             ctx,
@@ -411,7 +419,7 @@ async fn fill(
     stale: Option<Arc<Prepared>>,
     status: CacheStatus,
 ) -> (Response<Body>, Outcome) {
-    let key = look.record_key.clone();
+    let key = look.record_key().to_vec();
     let ticket = match ctx.fills.join(&key, ctx.object_limit) {
         Joined::Existing(t) => {
             ctx.metrics.record_coalesced();
@@ -452,7 +460,7 @@ async fn fill(
             // The refreshed head over the bodies of the same version (rewritten by the
             // fill, or still the entry it revalidated if the rewrite was declined).
             let p = Prepared::new((*rec).clone());
-            let served = match same_version(ctx, &look.record_key, &p) {
+            let served = match same_version(ctx, look.record_key(), &p) {
                 Some((_, entry)) => hit::serve(&hreq, &p, &entry, status.with_fwd_status(304), now),
                 None => Err(NotServed::BodyGone),
             };
@@ -472,7 +480,7 @@ async fn fill(
             }
         }
         FillOutcome::Failed(e) => match stale {
-            Some(rec) => serve_stale(ctx, &hreq, &look.record_key, &rec, now, "stale-if-error"),
+            Some(rec) => serve_stale(ctx, &hreq, look.record_key(), &rec, now, "stale-if-error"),
             None => (pass::origin_error(&e, status), Outcome::Error),
         },
         FillOutcome::Refused => {
@@ -490,7 +498,7 @@ async fn fill(
             // RFC 5861 §4: an error answer may be covered by the stale copy too.
             if let Some(rec) = &stale {
                 if matches!(head.status.as_u16(), 500 | 502 | 503 | 504) {
-                    return serve_stale(ctx, &hreq, &look.record_key, rec, now, "stale-if-error");
+                    return serve_stale(ctx, &hreq, look.record_key(), rec, now, "stale-if-error");
                 }
             }
             if ticket.collapsed && !head.vary.is_empty() {

@@ -370,6 +370,102 @@ async fn shutdown_drains_in_flight_requests() {
     assert!(std::net::TcpStream::connect(q.addr).is_err());
 }
 
+/// Reads one fast-path response to `GET /p` (a small identity body) from `s`;
+/// `None` when the connection was closed instead.
+fn read_response(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                return Some(got);
+            }
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got.extend_from_slice(&b[..n]),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_alive_connection_lives_while_used_and_closes_once_idle() {
+    // The fast path keeps one idle timer per connection and moves it on lazily: a
+    // connection busy for longer than the idle limit must not be cut, and one that
+    // then goes quiet must be closed (the idle limit counts from its last request).
+    let o = Origin::start().await;
+    o.route("/p", Route::ok("page", &[("cache-control", "max-age=600")]));
+    let q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_millis(400))
+    })
+    .await;
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
+    let addr = q.addr;
+    let (answered, closed_after) = tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        // 1.5 s of requests 150 ms apart: well past the 400 ms limit in all.
+        let req = format!("GET /p HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let mut answered = 0;
+        for _ in 0..10 {
+            s.write_all(req.as_bytes()).unwrap();
+            let r = read_response(&mut s).expect("closed while in use");
+            assert!(
+                String::from_utf8_lossy(&r).contains("cache-status: quire; hit"),
+                "{}",
+                String::from_utf8_lossy(&r)
+            );
+            answered += 1;
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        let quiet = std::time::Instant::now();
+        let mut b = [0u8; 16];
+        assert_eq!(s.read(&mut b).unwrap(), 0, "closed, not answered");
+        (answered, quiet.elapsed())
+    })
+    .await
+    .unwrap();
+    assert_eq!(answered, 10);
+    // Closed by the idle limit (after ~250 ms more of quiet), not by the client's
+    // 10 s read timeout.
+    assert!(closed_after < Duration::from_secs(5), "{closed_after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_idle_keep_alive_connections_at_once() {
+    let o = Origin::start().await;
+    o.route("/p", Route::ok("page", &[("cache-control", "max-age=600")]));
+    let mut q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_secs(60))
+    })
+    .await;
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
+    let mut s = std::net::TcpStream::connect(q.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let req = format!("GET /p HTTP/1.1\r\nHost: {}\r\n\r\n", q.addr);
+    s.write_all(req.as_bytes()).unwrap();
+    let r = read_response(&mut s).expect("answered");
+    assert!(String::from_utf8_lossy(&r).contains("cache-status: quire; hit"));
+    // Idle on the fast path now: shutdown must not wait out its 30 s grace for it.
+    let started = std::time::Instant::now();
+    q.shutdown().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut b = [0u8; 16];
+    assert_eq!(s.read(&mut b).unwrap(), 0, "the idle connection was closed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_gets_compressed_pages_over_http1_and_h2c() {
     // A real client: curl, HTTP/1.1 with --compressed, and HTTP/2 with prior knowledge.
