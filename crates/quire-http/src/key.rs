@@ -290,8 +290,9 @@ fn assemble(
     s.push_str("://");
     s.push_str(&host);
     if let Some(p) = port {
-        s.push(':');
-        s.push_str(&p.to_string());
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(s, ":{p}");
     }
     s.push_str(&path);
     if let Some(q) = &query {
@@ -367,7 +368,10 @@ fn normalize_host_name(h: &str) -> Result<String, KeyError> {
         let addr: Ipv4Addr = h
             .parse()
             .map_err(|_| KeyError::Host("invalid IPv4 address"))?;
-        return Ok(addr.to_string());
+        // What std accepts (four decimal octets, no leading zeros) is already the
+        // address's canonical text, so it is kept as sent rather than re-formatted.
+        debug_assert_eq!(addr.to_string(), h);
+        return Ok(h.to_owned());
     }
     for label in h.split('.') {
         if label.is_empty() || label.len() > 63 {

@@ -546,6 +546,20 @@ fn long_lengths_use_multibyte_prefixes() {
 }
 
 proptest! {
+    /// An IPv4 host (and any port) keys as the address's canonical text: the host is
+    /// kept as sent because what parses is already canonical.
+    #[test]
+    fn ipv4_hosts_key_as_their_canonical_text(ip in any::<u32>(), port in any::<u16>()) {
+        let addr = std::net::Ipv4Addr::from(ip);
+        let host = format!("{addr}:{port}");
+        let want = if port == 80 {
+            format!("http://{addr}/")
+        } else {
+            format!("http://{addr}:{port}/")
+        };
+        prop_assert_eq!(url_with_host(&host), want);
+    }
+
     /// Any set of headers not named in Vary leaves the key unchanged.
     #[test]
     fn unnamed_headers_never_change_the_key(
