@@ -192,3 +192,57 @@ async fn pipelined_requests_are_answered_in_order_across_a_hand_over() {
     }
     assert_eq!(q.ctx.metrics.handovers(), before + 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_pipeline_of_sendfile_hits_is_answered_byte_exact() {
+    // With sendfile on, the fast path keeps each body sent that way pinned until the
+    // peer acknowledged it, asks the socket every 16 bodies and, past 64, waits for
+    // the queue to drain (`fastpath::InFlight`). 300 pipelined hits in one write go
+    // through all of that; every answer must be whole and in order.
+    let o = Origin::start().await;
+    let body = |i: u32| -> Vec<u8> {
+        (0..3_000u32)
+            .map(|j| (j.wrapping_add(i).wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect()
+    };
+    for i in 0..4 {
+        o.route(
+            &format!("/s/{i}"),
+            Route::ok(
+                body(i),
+                &[
+                    ("cache-control", "max-age=600"),
+                    ("content-type", "application/octet-stream"),
+                ],
+            ),
+        );
+    }
+    let q = Quire::start(&o, |c| {
+        c.sendfile_min_bytes = quire_server::config::ByteSize(1024)
+    })
+    .await;
+    let warm: String = (0..4).map(|i| get_req(&format!("/s/{i}"), "")).collect();
+    exchange(q.addr, warm, 4).await;
+    settle(&q).await;
+    let before = q.ctx.metrics.handovers();
+    let n = 300;
+    let reqs: String = (0..n)
+        .map(|k| get_req(&format!("/s/{}", k % 4), ""))
+        .collect();
+    let got = exchange(q.addr, reqs, n).await;
+    assert_eq!(got.len(), n);
+    for (k, (status, fields, b)) in got.iter().enumerate() {
+        assert_eq!(*status, 200, "answer {k}");
+        assert!(
+            fields
+                .iter()
+                .any(|(n, v)| n == "cache-status" && v.contains("hit")),
+            "answer {k}: {fields:?}"
+        );
+        assert!(
+            b[..] == body((k % 4) as u32)[..],
+            "answer {k}: body differs"
+        );
+    }
+    assert_eq!(q.ctx.metrics.handovers(), before, "all on the fast path");
+}
