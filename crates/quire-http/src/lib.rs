@@ -25,4 +25,4 @@ pub mod freshness;
 pub mod key;
 pub mod meta;
 pub mod status;
-mod syntax;
+pub mod syntax;

@@ -178,18 +178,7 @@ impl CacheStatus {
                 if ttl < 0 {
                     out.push(b'-');
                 }
-                let mut digits = [0u8; 20];
-                let mut i = digits.len();
-                let mut n = ttl.unsigned_abs();
-                loop {
-                    i -= 1;
-                    digits[i] = b'0' + (n % 10) as u8;
-                    n /= 10;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                out.extend_from_slice(&digits[i..]);
+                crate::syntax::push_decimal(out, ttl.unsigned_abs());
             }
         } else {
             use std::io::Write as _;

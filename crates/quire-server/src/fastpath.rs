@@ -325,11 +325,10 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
         Precondition::NotModified => {
             out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
             out.extend_from_slice(prepared.head_block_304());
-            let mut num = itoa_buf();
             if let Some(e) = v.etag {
                 field(out, "etag", e.as_bytes());
             }
-            field(out, "age", fmt_u64(&mut num, v.age_secs));
+            number_field(out, "age", v.age_secs);
             cache_status_field(out, &v);
             out.extend_from_slice(b"\r\n");
             if method == Method::GET {
@@ -358,15 +357,14 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     if let Some(e) = v.etag {
         field(out, "etag", e.as_bytes());
     }
-    let mut num = itoa_buf();
-    field(out, "age", fmt_u64(&mut num, v.age_secs));
+    number_field(out, "age", v.age_secs);
     cache_status_field(out, &v);
     if v.coding != quire_http::encoding::Coding::Identity {
         field(out, "content-encoding", v.coding.token().as_bytes());
     } else if let Some(ce) = &prepared.rec.meta.content_encoding {
         field(out, "content-encoding", ce.as_bytes());
     }
-    field(out, "content-length", fmt_u64(&mut num, v.body_len));
+    number_field(out, "content-length", v.body_len);
     out.extend_from_slice(b"\r\n");
     if method == Method::GET && status == StatusCode::OK {
         ctx.origin.served(path);
@@ -397,21 +395,12 @@ fn cache_status_field(out: &mut Vec<u8>, v: &crate::hit::Variant<'_>) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
-/// `n` in decimal, written into `buf` without allocating.
-fn fmt_u64(buf: &mut [u8; 20], mut n: u64) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
+/// Appends the field line `name: n`.
+fn number_field(out: &mut Vec<u8>, name: &str, n: u64) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    quire_http::syntax::push_decimal(out, n);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// How [`write_answer`] ended.
@@ -473,17 +462,4 @@ async fn write_answer(
     } else {
         Written::Copied
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_format_like_to_string() {
-        let mut b = itoa_buf();
-        for n in [0u64, 7, 10, 99, 12345, u64::MAX] {
-            assert_eq!(fmt_u64(&mut b, n), n.to_string().as_bytes());
-        }
-    }
 }
