@@ -15,7 +15,6 @@ use std::time::SystemTime;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness;
 use quire_http::key::{self, MethodClass};
@@ -27,6 +26,7 @@ use crate::body::Body;
 use crate::hit;
 use crate::metrics::Outcome;
 use crate::object::{self, Record};
+use crate::origin::OutBody;
 use crate::purge::{self, Target};
 use crate::service::plain;
 use crate::state::Ctx;
@@ -79,7 +79,7 @@ fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
 }
 
 /// `None` when authorised, else the response to send.
-fn authorise(ctx: &Ctx, req: &Request<Incoming>) -> Option<Response<Body>> {
+fn authorise(ctx: &Ctx, req: &Request<OutBody>) -> Option<Response<Body>> {
     let Some(expected) = ctx.admin_token.as_deref() else {
         return Some(error(
             StatusCode::FORBIDDEN,
@@ -106,7 +106,7 @@ fn authorise(ctx: &Ctx, req: &Request<Incoming>) -> Option<Response<Body>> {
 }
 
 /// Answers a request under [`PREFIX`].
-pub async fn handle(ctx: &Arc<Ctx>, req: Request<Incoming>) -> (Response<Body>, Outcome) {
+pub async fn handle(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, Outcome) {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     if path == "/_quire/health" && (method == Method::GET || method == Method::HEAD) {
@@ -142,7 +142,7 @@ pub async fn handle(ctx: &Arc<Ctx>, req: Request<Incoming>) -> (Response<Body>, 
 }
 
 /// `PURGE <url>`: hard-purges the request's URL (soft with `Quire-Soft-Purge: 1`).
-pub fn purge_method(ctx: &Arc<Ctx>, req: &Request<Incoming>) -> (Response<Body>, Outcome) {
+pub fn purge_method(ctx: &Arc<Ctx>, req: &Request<OutBody>) -> (Response<Body>, Outcome) {
     if let Some(denied) = authorise(ctx, req) {
         return (denied, Outcome::Admin);
     }
@@ -174,7 +174,7 @@ pub fn purge_method(ctx: &Arc<Ctx>, req: &Request<Incoming>) -> (Response<Body>,
     )
 }
 
-async fn purge_post(ctx: &Arc<Ctx>, req: Request<Incoming>) -> Response<Body> {
+async fn purge_post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
     let body = match Limited::new(req.into_body(), PURGE_BODY_BYTES_MAX)
         .collect()
         .await

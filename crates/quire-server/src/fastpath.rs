@@ -11,13 +11,18 @@
 //! the peer has acknowledged it, since the socket's queue still points into the
 //! volume's pages). Pipelined requests are answered in order from the same buffer.
 //!
-//! The first request that is anything else — a miss, a stale entry, a conditional
-//! or range request, a bypass, a request with a body, HTTP/1.0, an HTTP/2 preface, an
-//! admin call, a malformed or oversized head — hands the connection, with every
-//! unanswered byte, to hyper ([`crate::server`]) for the rest of its life, so all
-//! of the semantics live in one place ([`crate::service`]) and this path only ever
-//! answers what the hyper path would answer the same way. Responses here are the
-//! same bytes `hit::serve` produces (the tests run the same requests through both).
+//! Any other plain request — a miss, a stale entry, a conditional or range request, a
+//! bypass, an admin call — is answered by [`crate::service`], as on hyper's path, and
+//! its response written by [`crate::h1`]; the connection stays here, so its next hit
+//! is fast again. All of the semantics live in one place (the service) and this path
+//! only ever answers what the hyper path would answer the same way: hits are the same
+//! bytes `hit::serve` produces, and the service's answers are framed as hyper frames
+//! them (the tests run the same requests through both).
+//!
+//! The first request that needs protocol machinery — a body, framing, upgrade or
+//! connection-level fields, `Expect`, HTTP/1.0, an HTTP/2 preface, a malformed or
+//! oversized head — hands the connection, with every unanswered byte, to hyper
+//! ([`crate::server`]) for the rest of its life.
 //!
 //! Why: on one core, hyper's request parsing, header-map building and response
 //! encoding were about a third of the user-space time of a hit.
@@ -38,7 +43,9 @@ use quire_http::status::CacheStatus;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
+use crate::h1::{self, field};
 use crate::metrics::Outcome;
+use crate::origin::OutBody;
 use crate::sendfile::Volume;
 use crate::state::Ctx;
 
@@ -117,11 +124,12 @@ impl InFlight {
 pub async fn run(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
+    peer: std::net::SocketAddr,
     volume: Option<&Volume>,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
-    let exit = serve(ctx, stream, volume, shutdown, &mut in_flight).await;
+    let exit = serve(ctx, stream, peer, volume, shutdown, &mut in_flight).await;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let drained = in_flight.settle(stream, idle).await;
     match exit {
@@ -133,6 +141,7 @@ pub async fn run(
 async fn serve(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
+    peer: std::net::SocketAddr,
     volume: Option<&Volume>,
     shutdown: &mut tokio::sync::watch::Receiver<bool>,
     in_flight: &mut InFlight,
@@ -189,8 +198,28 @@ async fn serve(
             }
         };
         out.clear();
-        let Some(answer) = answer(ctx, &buf[..end], &mut out) else {
+        let Some(req) = parse(&buf[..end]) else {
             return Ok(Exit::Handover(buf.freeze()));
+        };
+        let Some(answer) = answer(ctx, &req, &mut out) else {
+            // Not a fresh hit: the service answers, and the connection stays here.
+            let head_only = req.method == Method::HEAD;
+            let req = req.into_request();
+            buf.advance(end);
+            // Bodies sent by sendfile stay pinned until acknowledged; do not hold
+            // them through a wait on the origin.
+            if !in_flight.0.is_empty() && !in_flight.settle(stream, idle).await {
+                return Ok(Exit::Closed);
+            }
+            let resp = crate::service::handle(ctx.clone(), req, peer).await;
+            if h1::write_response(stream, resp, head_only, &mut out, idle).await?
+                == h1::After::Close
+            {
+                // A clean end (FIN after the answer), as hyper ends a connection.
+                let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
+                return Ok(Exit::Closed);
+            }
+            continue;
         };
         // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
         // few responses longer costs nothing, a system call per response does.
@@ -263,8 +292,35 @@ fn head_end(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
-/// The fresh-hit answer to the head `head`, or `None` to hand over.
-fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
+/// A request head the fast path can take: `GET` or `HEAD`, HTTP/1.1, origin-form,
+/// no body and no connection-level fields.
+struct Plain<'h> {
+    method: Method,
+    /// The target as sent.
+    path: &'h str,
+    uri: Uri,
+    headers: HeaderMap,
+    /// A range, or a precondition meant for the origin (`If-Match`,
+    /// `If-Unmodified-Since`, `If-Range`): the service's to answer.
+    ranged_or_conditional: bool,
+}
+
+impl Plain<'_> {
+    /// The request as [`crate::service`] takes it.
+    fn into_request(self) -> http::Request<OutBody> {
+        let mut req = http::Request::new(crate::origin::empty_body());
+        *req.method_mut() = self.method;
+        *req.uri_mut() = self.uri;
+        *req.version_mut() = http::Version::HTTP_11;
+        *req.headers_mut() = self.headers;
+        req
+    }
+}
+
+/// Parses `head`; `None` for anything that needs hyper's protocol handling: a
+/// malformed head, another method or version, an absolute or `*` target, a body,
+/// framing, upgrade or connection-level fields, `Expect`.
+fn parse(head: &[u8]) -> Option<Plain<'_>> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
@@ -279,15 +335,13 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
         return None;
     }
     let path = req.path?;
-    if !path.starts_with('/') || path.starts_with(crate::admin::PREFIX) {
+    if !path.starts_with('/') {
         return None;
     }
     let mut headers = HeaderMap::with_capacity(req.headers.len());
+    let mut ranged_or_conditional = false;
     for f in req.headers.iter() {
         let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
-        // Anything with a body, framing, upgrade or connection semantics, ranges, and
-        // the preconditions meant for the origin: hyper's path. (`If-None-Match` and
-        // `If-Modified-Since` are answered here: a browser's reload sends them.)
         if matches!(
             name,
             header::CONTENT_LENGTH
@@ -295,32 +349,51 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
                 | header::CONNECTION
                 | header::UPGRADE
                 | header::EXPECT
-                | header::IF_MATCH
-                | header::IF_UNMODIFIED_SINCE
-                | header::IF_RANGE
-                | header::RANGE
                 | header::TE
         ) {
             return None;
         }
+        // (`If-None-Match` and `If-Modified-Since` are answered on the fast path: a
+        // browser's reload sends them.)
+        ranged_or_conditional |= matches!(
+            name,
+            header::IF_MATCH | header::IF_UNMODIFIED_SINCE | header::IF_RANGE | header::RANGE
+        );
         headers.append(name, HeaderValue::from_bytes(f.value).ok()?);
     }
-    if bypass::bypass(&method, &headers, &ctx.bypass).is_some() {
+    let uri: Uri = path.parse().ok()?;
+    Some(Plain {
+        method,
+        path,
+        uri,
+        headers,
+        ranged_or_conditional,
+    })
+}
+
+/// The fresh-hit answer to `req`, its head written to `out`; `None` when the
+/// request is the service's to answer (a miss, a stale entry, a range, a bypass, a
+/// precondition for the origin, an admin call).
+fn answer(ctx: &Ctx, req: &Plain<'_>, out: &mut Vec<u8>) -> Option<Answer> {
+    let (method, path, headers) = (&req.method, req.path, &req.headers);
+    if req.ranged_or_conditional || path.starts_with(crate::admin::PREFIX) {
         return None;
     }
-    let uri: Uri = path.parse().ok()?;
-    let url = key::normalize("http", headers.get(header::HOST), &uri, &ctx.keys).ok()?;
-    let class = MethodClass::of(&method)?;
+    if bypass::bypass(method, headers, &ctx.bypass).is_some() {
+        return None;
+    }
+    let url = key::normalize("http", headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
+    let class = MethodClass::of(method)?;
     let now = SystemTime::now();
-    let look = crate::service::lookup(ctx, class, &url, &headers);
+    let look = crate::service::lookup(ctx, class, &url, headers);
     let (prepared, entry) = (look.record?, look.entry?);
-    let req_cc = CacheControl::from_headers(&headers);
+    let req_cc = CacheControl::from_headers(headers);
     if freshness::reuse(prepared.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
     }
     let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
-    let v = prepared.variant(&headers, status, now).ok()?;
-    match prepared.precondition(&method, &headers, &v) {
+    let v = prepared.variant(headers, status, now).ok()?;
+    match prepared.precondition(method, headers, &v) {
         Precondition::Forward => return None,
         Precondition::NotModified => {
             out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
@@ -331,7 +404,7 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
             number_field(out, "age", v.age_secs);
             cache_status_field(out, &v);
             out.extend_from_slice(b"\r\n");
-            if method == Method::GET {
+            if *method == Method::GET {
                 ctx.origin.served(path);
             }
             return Some(Answer {
@@ -342,7 +415,7 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
         }
         Precondition::Proceed => {}
     }
-    let body = if method == Method::HEAD || v.body_len == 0 {
+    let body = if *method == Method::HEAD || v.body_len == 0 {
         None
     } else {
         Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
@@ -366,26 +439,18 @@ fn answer(ctx: &Ctx, head: &[u8], out: &mut Vec<u8>) -> Option<Answer> {
     }
     number_field(out, "content-length", v.body_len);
     out.extend_from_slice(b"\r\n");
-    if method == Method::GET && status == StatusCode::OK {
+    if *method == Method::GET && status == StatusCode::OK {
         ctx.origin.served(path);
     }
     Some(Answer {
         body,
         status: status.as_u16(),
-        body_len: if method == Method::HEAD {
+        body_len: if *method == Method::HEAD {
             0
         } else {
             v.body_len
         },
     })
-}
-
-/// Appends the field line `name: value`.
-fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends the `Cache-Status` field line of `v`.

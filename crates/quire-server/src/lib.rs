@@ -27,6 +27,7 @@ pub mod config;
 pub mod fastpath;
 pub mod fill;
 pub mod guard;
+pub mod h1;
 pub mod hit;
 pub mod metrics;
 pub mod miss;

@@ -45,8 +45,11 @@ const HOP_BY_HOP: [&str; 8] = [
     "proxy-authorization",
 ];
 
-/// The body quire sends to the origin.
-pub type OutBody = UnsyncBoxBody<Bytes, hyper::Error>;
+/// The body quire sends to the origin, and the body of a request quire serves: the
+/// same type, so a request passed through forwards its body as it is. (Boxed with a
+/// concrete error type so the fast path can hand `service` a request hyper never saw;
+/// a boxed `dyn Error` here trips rustc's higher-ranked `Send` inference.)
+pub type OutBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// Why the origin gave no usable response.
 #[derive(Debug, thiserror::Error)]
@@ -168,10 +171,15 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// A body hyper received, as quire's own body type.
+pub fn boxed_incoming(body: Incoming) -> OutBody {
+    body.map_err(std::io::Error::other).boxed_unsync()
+}
+
 /// An empty outgoing body.
 pub fn empty_body() -> OutBody {
     Empty::<Bytes>::new()
-        .map_err(|never| match never {})
+        .map_err(|never| -> std::io::Error { match never {} })
         .boxed_unsync()
 }
 

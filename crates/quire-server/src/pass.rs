@@ -18,7 +18,6 @@ use std::sync::Arc;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use quire_http::cache_control::CacheControl;
 use quire_http::encoding::{self, AcceptEncoding, Coding};
 use quire_http::freshness;
@@ -28,6 +27,7 @@ use quire_http::status::CacheStatus;
 use crate::body::Body;
 use crate::compress::Levels;
 use crate::metrics::Outcome;
+use crate::origin::OutBody;
 use crate::origin::{self, OriginError};
 use crate::purge;
 use crate::state::Ctx;
@@ -36,7 +36,7 @@ use crate::state::Ctx;
 /// normalised URL (for invalidation), `status` quire's `Cache-Status` member.
 pub async fn pass(
     ctx: &Arc<Ctx>,
-    req: Request<Incoming>,
+    req: Request<OutBody>,
     peer: SocketAddr,
     url: Option<&NormalizedUrl>,
     status: CacheStatus,
@@ -56,7 +56,7 @@ pub async fn pass(
             headers.insert(header::HOST, v);
         }
     }
-    let mut out = Request::new(body.boxed_unsync());
+    let mut out = Request::new(body);
     *out.method_mut() = parts.method;
     *out.uri_mut() = parts
         .uri

@@ -115,19 +115,21 @@ impl Server {
             let mut stop = stop_rx.clone();
             ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
-                // Fresh hits first, off the socket; the rest of the connection goes
-                // to hyper (see `fastpath`).
-                let prefix = match fastpath::run(&ctx2, &stream, volume.as_ref(), &mut stop).await {
-                    Ok(fastpath::Exit::Handover(prefix)) => {
-                        ctx2.metrics.record_handover();
-                        Some(prefix)
-                    }
-                    Ok(fastpath::Exit::Closed) => None,
-                    Err(e) => {
-                        tracing::debug!(error = %e, %peer, "connection failed");
-                        None
-                    }
-                };
+                // The fast path first (hits off the socket, plain requests through
+                // the service); from the first request that needs protocol machinery
+                // on, hyper (see `fastpath`).
+                let prefix =
+                    match fastpath::run(&ctx2, &stream, peer, volume.as_ref(), &mut stop).await {
+                        Ok(fastpath::Exit::Handover(prefix)) => {
+                            ctx2.metrics.record_handover();
+                            Some(prefix)
+                        }
+                        Ok(fastpath::Exit::Closed) => None,
+                        Err(e) => {
+                            tracing::debug!(error = %e, %peer, "connection failed");
+                            None
+                        }
+                    };
                 if let Some(prefix) = prefix {
                     let head_limit = ctx2.cfg.limits.header_bytes.0 as usize;
                     let send_timeout = ctx2.cfg.limits.client_idle_timeout.0;
@@ -135,8 +137,9 @@ impl Server {
                     // the write returns (see `sendfile`).
                     let io = Guarded::new(stream, prefix, head_limit, send_timeout);
                     let svc_ctx = ctx2.clone();
-                    let svc = service_fn(move |req| {
+                    let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                         let ctx = svc_ctx.clone();
+                        let req = req.map(crate::origin::boxed_incoming);
                         async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
                     });
                     let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();

@@ -14,7 +14,6 @@ use std::time::SystemTime;
 
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use quire_http::bypass;
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, Decision};
@@ -31,6 +30,7 @@ use crate::metrics::Outcome;
 use crate::miss::{self, FillSpec};
 use crate::object::ObjectRecord;
 use crate::origin;
+use crate::origin::OutBody;
 use crate::pass;
 use crate::state::Ctx;
 
@@ -61,7 +61,7 @@ fn bad_request(why: &str) -> Response<Body> {
 }
 
 /// Answers one request and records it in the metrics.
-pub async fn handle(ctx: Arc<Ctx>, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+pub async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: SocketAddr) -> Response<Body> {
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
@@ -83,7 +83,7 @@ pub async fn handle(ctx: Arc<Ctx>, req: Request<Incoming>, peer: SocketAddr) -> 
 
 async fn route(
     ctx: &Arc<Ctx>,
-    req: Request<Incoming>,
+    req: Request<OutBody>,
     peer: SocketAddr,
 ) -> (Response<Body>, Outcome) {
     // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::guard` refuses it
@@ -219,7 +219,7 @@ fn same_version(ctx: &Ctx, key: &[u8], p: &Prepared) -> Option<(Arc<Prepared>, A
 
 async fn cached(
     ctx: &Arc<Ctx>,
-    req: Request<Incoming>,
+    req: Request<OutBody>,
     peer: SocketAddr,
     class: MethodClass,
     url: NormalizedUrl,
@@ -384,7 +384,7 @@ fn spec_for(
 
 fn revalidate_in_background(
     ctx: &Arc<Ctx>,
-    req: &Request<Incoming>,
+    req: &Request<OutBody>,
     peer: SocketAddr,
     url: &NormalizedUrl,
     look: &Lookup,
@@ -411,7 +411,7 @@ fn revalidate_in_background(
 #[allow(clippy::too_many_arguments)]
 async fn fill(
     ctx: &Arc<Ctx>,
-    req: Request<Incoming>,
+    req: Request<OutBody>,
     peer: SocketAddr,
     url: &NormalizedUrl,
     look: &Lookup,

@@ -32,7 +32,18 @@ fn parse_responses(mut b: &[u8], head_only: bool) -> Vec<Raw> {
             })
             .collect();
         fields.sort();
-        let len: usize = if head_only {
+        let chunked = fields
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v == "chunked");
+        if chunked && !head_only {
+            let Some((body, used)) = dechunk(&b[end + 4..]) else {
+                break;
+            };
+            b = &b[end + 4 + used..];
+            out.push((status, fields, body));
+            continue;
+        }
+        let len: usize = if head_only || status == 304 || status == 204 {
             0
         } else {
             fields
@@ -48,6 +59,32 @@ fn parse_responses(mut b: &[u8], head_only: bool) -> Vec<Raw> {
         out.push((status, fields, body));
     }
     out
+}
+
+/// A chunked body at the start of `b` (RFC 9112 §7.1, no trailers): the body and the
+/// bytes it took, or `None` when it is not all there yet.
+fn dechunk(mut b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let start = b.len();
+    let mut body = Vec::new();
+    loop {
+        let eol = b.windows(2).position(|w| w == b"\r\n")?;
+        let size = usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap().trim(), 16)
+            .expect("a chunk size");
+        b = &b[eol + 2..];
+        if size == 0 {
+            if b.len() < 2 {
+                return None;
+            }
+            assert_eq!(&b[..2], b"\r\n", "no trailers expected");
+            return Some((body, start - b.len() + 2));
+        }
+        if b.len() < size + 2 {
+            return None;
+        }
+        body.extend_from_slice(&b[..size]);
+        assert_eq!(&b[size..size + 2], b"\r\n");
+        b = &b[size + 2..];
+    }
 }
 
 /// Sends `requests` on one connection in one write; reads until `n` responses.
@@ -81,6 +118,11 @@ fn get_req(path: &str, extra: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nAccept-Encoding: gzip\r\n{extra}\r\n")
 }
 
+/// A request that hands its connection to hyper (a connection-level field).
+fn to_hyper(path: &str) -> String {
+    get_req(path, "Connection: keep-alive\r\n")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fast_path_answers_exactly_as_the_general_path() {
     let o = Origin::start().await;
@@ -109,8 +151,8 @@ async fn the_fast_path_answers_exactly_as_the_general_path() {
         before,
         "served without handing over"
     );
-    // A connection that starts with a miss is handed to hyper; its hit comes from there.
-    let general = exchange(q.addr, get_req("/other", "") + &get_req("/page", ""), 2).await;
+    // A connection-level field hands the connection to hyper; its hit comes from there.
+    let general = exchange(q.addr, to_hyper("/other") + &get_req("/page", ""), 2).await;
     assert_eq!(q.ctx.metrics.handovers(), before + 1);
     let strip_age = |f: &Vec<(String, String)>| {
         f.iter()
@@ -139,7 +181,7 @@ async fn the_fast_path_answers_exactly_as_the_general_path() {
         before,
         "answered on the fast path"
     );
-    let general304 = exchange(q.addr, get_req("/other", "") + &inm, 2).await;
+    let general304 = exchange(q.addr, to_hyper("/other") + &inm, 2).await;
     assert_eq!(fast304[0].0, 304);
     assert_eq!(general304[1].0, 304);
     assert_eq!(
@@ -169,28 +211,42 @@ async fn pipelined_requests_are_answered_in_order_across_a_hand_over() {
     exchange(q.addr, get_req("/a", "") + &get_req("/b", ""), 2).await;
     settle(&q).await;
     let before = q.ctx.metrics.handovers();
-    // Hits, then a miss (hand-over with the rest of the pipeline), then hits again.
+    // Hits, a miss the service answers on the same connection, hits again; then a
+    // hand-over (with the rest of the pipeline) and hits from hyper.
     let reqs = get_req("/a", "")
         + &get_req("/b", "")
         + &get_req("/m", "")
         + &get_req("/a", "")
-        + &get_req("/b", "");
-    let got = exchange(q.addr, reqs, 5).await;
+        + &to_hyper("/b")
+        + &get_req("/a", "");
+    let got = exchange(q.addr, reqs, 6).await;
     let bodies: Vec<&[u8]> = got.iter().map(|r| &r.2[..]).collect();
-    assert_eq!(bodies, vec![&b"AAA"[..], b"BBBB", b"MM", b"AAA", b"BBBB"]);
+    assert_eq!(
+        bodies,
+        vec![&b"AAA"[..], b"BBBB", b"MM", b"AAA", b"BBBB", b"AAA"]
+    );
     assert_eq!(q.ctx.metrics.handovers(), before + 1);
-    // A conditional that does not match is a 200 on the fast path; ranged, bypassed
-    // and HTTP/1.0 requests are handed over; all are answered.
-    for req in [
-        get_req("/a", "If-None-Match: \"x\"\r\n"),
-        get_req("/a", "Range: bytes=0-0\r\n"),
-        get_req("/a", "Cookie: session=1\r\n"),
-        "GET /a HTTP/1.0\r\nHost: site.test\r\n\r\n".to_string(),
+    // A conditional that does not match is a 200 on the fast path; ranged and
+    // bypassed requests are the service's, answered without leaving the fast path;
+    // HTTP/1.0 is handed over. All are answered.
+    for (req, hands_over) in [
+        (get_req("/a", "If-None-Match: \"x\"\r\n"), false),
+        (get_req("/a", "Range: bytes=0-0\r\n"), false),
+        (get_req("/a", "Cookie: session=1\r\n"), false),
+        (
+            "GET /a HTTP/1.0\r\nHost: site.test\r\n\r\n".to_string(),
+            true,
+        ),
     ] {
+        let before = q.ctx.metrics.handovers();
         let r = exchange(q.addr, req.clone(), 1).await;
         assert!(matches!(r[0].0, 200 | 206), "{req:?} -> {}", r[0].0);
+        assert_eq!(
+            q.ctx.metrics.handovers(),
+            before + u64::from(hands_over),
+            "{req:?}"
+        );
     }
-    assert_eq!(q.ctx.metrics.handovers(), before + 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,4 +301,87 @@ async fn a_long_pipeline_of_sendfile_hits_is_answered_byte_exact() {
         );
     }
     assert_eq!(q.ctx.metrics.handovers(), before, "all on the fast path");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_answers_written_here_match_hypers() {
+    // Misses, pass-throughs, ranges, origin errors and HEADs are the service's; on a
+    // fast-path connection `quire_server::h1` writes them. They must be what hyper
+    // writes for the same response: same status, same fields (framing included), same
+    // body. (Fields that change per response, `date` and `age`, are left out.)
+    let o = Origin::start().await;
+    let page = page(30_000);
+    for p in ["/page", "/fill-a", "/fill-b"] {
+        o.route(
+            p,
+            Route::ok(
+                page.clone(),
+                &[
+                    ("cache-control", "max-age=600"),
+                    ("content-type", "text/html"),
+                ],
+            ),
+        );
+    }
+    let q = Quire::start(&o, |_| {}).await;
+    exchange(q.addr, get_req("/page", ""), 1).await;
+    settle(&q).await;
+    let strip = |f: &Vec<(String, String)>| {
+        f.iter()
+            .filter(|(n, _)| n != "age" && n != "date")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let cases: [(&str, String, String); 6] = [
+        (
+            "a miss as its fill streams",
+            get_req("/fill-a", ""),
+            get_req("/fill-b", ""),
+        ),
+        (
+            "a bypass passed through",
+            get_req("/page", "Cookie: session=1\r\n"),
+            get_req("/page", "Cookie: session=1\r\n"),
+        ),
+        (
+            "a range from the cache",
+            get_req("/page", "Range: bytes=100-4099\r\n"),
+            get_req("/page", "Range: bytes=100-4099\r\n"),
+        ),
+        (
+            "an unsatisfiable range",
+            get_req("/page", "Range: bytes=900000-\r\n"),
+            get_req("/page", "Range: bytes=900000-\r\n"),
+        ),
+        (
+            "an origin 404",
+            get_req("/nothing", ""),
+            get_req("/nothing", ""),
+        ),
+        (
+            "a HEAD passed through",
+            "HEAD /page HTTP/1.1\r\nHost: site.test\r\nCookie: session=1\r\n\r\n".into(),
+            "HEAD /page HTTP/1.1\r\nHost: site.test\r\nCookie: session=1\r\n\r\n".into(),
+        ),
+    ];
+    for (what, fast_req, hyper_req) in cases {
+        let head_only = fast_req.starts_with("HEAD");
+        let before = q.ctx.metrics.handovers();
+        let fast = exchange(q.addr, fast_req, 1).await;
+        assert_eq!(q.ctx.metrics.handovers(), before, "{what}: stays here");
+        // The same request with a connection-level field goes to hyper.
+        let hyper_req = hyper_req.replacen("\r\n\r\n", "\r\nConnection: keep-alive\r\n\r\n", 1);
+        let general = exchange(q.addr, hyper_req, 1).await;
+        assert_eq!(q.ctx.metrics.handovers(), before + 1, "{what}: via hyper");
+        assert_eq!(fast.len(), 1, "{what}: answered");
+        assert_eq!(general.len(), 1, "{what}: answered by hyper");
+        let ((fs, ff, fb), (gs, gf, gb)) = (&fast[0], &general[0]);
+        assert_eq!(fs, gs, "{what}: status");
+        assert_eq!(strip(ff), strip(gf), "{what}: fields");
+        assert_eq!(fb, gb, "{what}: body");
+        assert!(ff.iter().any(|(n, _)| n == "date"), "{what}: a date");
+        if !head_only && *fs == 200 {
+            assert!(fb[..] == page[..], "{what}: the page");
+        }
+    }
 }

@@ -1,0 +1,292 @@
+//! HTTP/1.1 responses written by the fast path itself: any `Response<Body>` the
+//! service produced (a miss as its fill streams, a pass-through, a stale or ranged
+//! answer, an error), serialised and framed as hyper frames it.
+//!
+//! Why: a connection whose first non-hit request went to hyper stayed there for good,
+//! so a keep-alive client — a browser, or a TLS terminator's pooled connections in
+//! front of quire — lost the fast path after its first miss. The fast path now hands a
+//! plain request (`GET`/`HEAD`, HTTP/1.1, no body, no connection-level fields) to
+//! [`crate::service`] itself and writes the answer here; only what needs hyper's
+//! protocol machinery (bodies, upgrades, `Expect`, HTTP/1.0, HTTP/2, malformed heads)
+//! still goes to hyper for the rest of the connection.
+//!
+//! Framing follows hyper's server (`proto::h1::role`): no body for `HEAD`, 1xx, 204
+//! and 304; else the response's own `Content-Length`; else the body's exact size
+//! hint as `Content-Length`; else `Transfer-Encoding: chunked`. A `Date` field is
+//! added when the response has none. A body that fails or ends short of its length
+//! closes the connection (the client must not take a cut body for a whole one).
+
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use http::header::{self, HeaderValue};
+use http::{Response, StatusCode};
+use http_body::Body as _;
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use crate::body::Body;
+
+/// Whether the connection stays open after a response.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    /// Keep-alive: read the next request.
+    KeepAlive,
+    /// Close it (the response said so, or its body was cut short).
+    Close,
+}
+
+/// How the body goes on the wire.
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// Writes `resp` to `stream`; `head_only` for a `HEAD` request. `head` is scratch
+/// space for the response head. Waits for a full socket at most `idle` per write.
+pub async fn write_response(
+    stream: &TcpStream,
+    resp: Response<Body>,
+    head_only: bool,
+    head: &mut Vec<u8>,
+    idle: Duration,
+) -> io::Result<After> {
+    let (parts, mut body) = resp.into_parts();
+    head.clear();
+    let status = parts.status;
+    head.extend_from_slice(b"HTTP/1.1 ");
+    head.extend_from_slice(status.as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    head.extend_from_slice(b"\r\n");
+    let mut close = false;
+    for (name, value) in &parts.headers {
+        if name == header::CONNECTION && has_close(value) {
+            close = true;
+        }
+        field(head, name.as_str(), value.as_bytes());
+    }
+    if !parts.headers.contains_key(header::DATE) {
+        let now = httpdate::fmt_http_date(std::time::SystemTime::now());
+        field(head, "date", now.as_bytes());
+    }
+    let bodiless = head_only
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let framing = if bodiless {
+        Framing::None
+    } else if let Some(v) = parts.headers.get(header::CONTENT_LENGTH) {
+        match v.to_str().ok().and_then(|v| v.trim().parse().ok()) {
+            Some(n) => Framing::Length(n),
+            // The service never writes a bad length; if it did, the end of the body
+            // can only be told by closing.
+            None => {
+                close = true;
+                Framing::Length(u64::MAX)
+            }
+        }
+    } else if let Some(n) = body.size_hint().exact() {
+        let mut num = Vec::with_capacity(20);
+        quire_http::syntax::push_decimal(&mut num, n);
+        field(head, "content-length", &num);
+        Framing::Length(n)
+    } else {
+        field(head, "transfer-encoding", b"chunked");
+        Framing::Chunked
+    };
+    head.extend_from_slice(b"\r\n");
+    if matches!(framing, Framing::None) {
+        if !write_all(stream, &[head], idle).await? {
+            return Ok(After::Close);
+        }
+        return Ok(if close {
+            After::Close
+        } else {
+            After::KeepAlive
+        });
+    }
+    // The head waits for the first chunk only while that chunk is ready at once, so a
+    // slow fill still gets its head out first.
+    let mut pending_head = true;
+    let mut sent: u64 = 0;
+    loop {
+        let frame = match ready_frame(&mut body) {
+            Some(f) => f,
+            None => {
+                if pending_head {
+                    pending_head = false;
+                    if !write_all(stream, &[head], idle).await? {
+                        return Ok(After::Close);
+                    }
+                }
+                std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+            }
+        };
+        let data = match frame {
+            None => break,
+            // A fill that failed part-way: the client must see a cut connection.
+            Some(Err(_)) => return Ok(After::Close),
+            Some(Ok(f)) => match f.into_data() {
+                Ok(d) if !d.is_empty() => d,
+                _ => continue,
+            },
+        };
+        let h: &[u8] = if pending_head { head } else { &[] };
+        pending_head = false;
+        let ok = match framing {
+            Framing::Length(n) => {
+                let room = usize::try_from(n - sent).unwrap_or(usize::MAX);
+                let take = &data[..data.len().min(room)];
+                sent += take.len() as u64;
+                write_all(stream, &[h, take], idle).await?
+            }
+            _ => {
+                let mut size = [0u8; 18];
+                let size = chunk_size(&mut size, data.len());
+                write_all(stream, &[h, size, &data, b"\r\n"], idle).await?
+            }
+        };
+        if !ok {
+            return Ok(After::Close);
+        }
+        if let Framing::Length(n) = framing {
+            if sent >= n {
+                break;
+            }
+        }
+    }
+    let h: &[u8] = if pending_head { head } else { &[] };
+    match framing {
+        Framing::Chunked => {
+            if !write_all(stream, &[h, b"0\r\n\r\n"], idle).await? {
+                return Ok(After::Close);
+            }
+        }
+        Framing::Length(n) => {
+            if !h.is_empty() && !write_all(stream, &[h], idle).await? {
+                return Ok(After::Close);
+            }
+            if sent < n {
+                // Ended short of its length: only a close tells the client.
+                return Ok(After::Close);
+            }
+        }
+        Framing::None => {}
+    }
+    Ok(if close {
+        After::Close
+    } else {
+        After::KeepAlive
+    })
+}
+
+/// The body's next frame if it is ready now; `None` when it is not.
+fn ready_frame(
+    body: &mut Body,
+) -> Option<Option<Result<http_body::Frame<bytes::Bytes>, crate::body::BodyError>>> {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    match Pin::new(body).poll_frame(&mut cx) {
+        Poll::Ready(f) => Some(f),
+        Poll::Pending => None,
+    }
+}
+
+/// Whether a `Connection` field value lists `close`.
+fn has_close(v: &HeaderValue) -> bool {
+    v.as_bytes()
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+}
+
+/// Appends the field line `name: value`.
+pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `len` as a chunk-size line (hex, CRLF) in `buf`.
+fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
+    let mut i = 16;
+    loop {
+        i -= 1;
+        buf[i] = b"0123456789abcdef"[len & 15];
+        len >>= 4;
+        if len == 0 {
+            break;
+        }
+    }
+    buf[16] = b'\r';
+    buf[17] = b'\n';
+    &buf[i..]
+}
+
+/// Writes every byte of `parts`, trying at once and waiting for room only when the
+/// socket is full, then for at most `idle`. `false` when the client stopped reading
+/// for that long (the write is unfinished).
+pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<bool> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut done = 0;
+    let mut deadline = None;
+    while done < total {
+        // The slices from `done` on.
+        let mut skip = done;
+        let mut slices = [IoSlice::new(&[]); 4];
+        let mut n = 0;
+        for p in parts {
+            if skip >= p.len() {
+                skip -= p.len();
+                continue;
+            }
+            if n == slices.len() {
+                break;
+            }
+            slices[n] = IoSlice::new(&p[skip..]);
+            skip = 0;
+            n += 1;
+        }
+        let r = stream.try_io(Interest::WRITABLE, || {
+            Ok(rustix::io::writev(stream, &slices[..n])?)
+        });
+        match r {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(k) => done += k,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
+                match tokio::time::timeout_at(until, stream.writable()).await {
+                    Ok(ready) => ready?,
+                    Err(_) => return Ok(false),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_sizes_are_lowercase_hex_lines() {
+        let mut b = [0u8; 18];
+        for n in [1usize, 9, 10, 15, 16, 255, 4096, 65_535, usize::MAX] {
+            assert_eq!(chunk_size(&mut b, n), format!("{n:x}\r\n").as_bytes());
+        }
+    }
+
+    #[test]
+    fn connection_close_is_found_in_a_list() {
+        assert!(has_close(&HeaderValue::from_static("close")));
+        assert!(has_close(&HeaderValue::from_static("keep-alive, Close")));
+        assert!(!has_close(&HeaderValue::from_static("keep-alive")));
+        assert!(!has_close(&HeaderValue::from_static("closed")));
+    }
+}
