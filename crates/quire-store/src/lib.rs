@@ -41,4 +41,6 @@ pub use baseline::{FileOptions, FileStore};
 pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
 pub use error::{Result, StoreError};
 pub use handle::Handle;
+#[cfg(feature = "bench")]
+pub use store::SpaceBreakdown;
 pub use store::{Options, Store};

@@ -605,3 +605,106 @@ struct Carry {
     at: usize,
     stride: u64,
 }
+
+/// Where the bytes of a volume's cap are now: what `quire bench`'s replay reports to
+/// show how much of the cap holds entries the index reaches, against the exact-LRU
+/// model, which counts only key + meta + body and holds its whole cap in them.
+#[cfg(feature = "bench")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpaceBreakdown {
+    pub cap_bytes: u64,
+    /// The volume header and the tail of the cap too short for another region.
+    pub unregioned_bytes: u64,
+    /// One `REGION_HEADER_BYTES` per region.
+    pub region_header_bytes: u64,
+    /// Key, tags, meta and body of live entries (what the exact-LRU model counts).
+    pub live_payload_bytes: u64,
+    /// Entry headers and alignment of live entries. Measured in the sealed regions
+    /// and assumed at the same share of live bytes elsewhere (open regions are being
+    /// written).
+    pub live_overhead_bytes: u64,
+    /// Overwritten, removed or carried-away entries in sealed regions.
+    pub sealed_dead_bytes: u64,
+    /// Room a sealed region had left when the next entry did not fit.
+    pub sealed_tail_bytes: u64,
+    /// Dead entries in the open regions (active, ready, cold) and regions being reclaimed.
+    pub open_dead_bytes: u64,
+    /// Room not yet written in open regions, and never-used regions.
+    pub open_room_bytes: u64,
+    pub sealed_regions: u32,
+    pub open_regions: u32,
+}
+
+#[cfg(feature = "bench")]
+impl Shared {
+    /// See [`SpaceBreakdown`]. Racy against concurrent puts (each figure is read at a
+    /// slightly different instant), exact when nothing runs meanwhile.
+    pub(crate) fn space_breakdown(&self) -> SpaceBreakdown {
+        let hdr = &self.header;
+        let sp = &self.space;
+        let (sealed, fill) = {
+            let a = sp.lock_alloc();
+            (
+                a.sealed.iter().copied().collect::<Vec<u32>>(),
+                a.fill.clone(),
+            )
+        };
+        let regioned = u64::from(hdr.region_count) * hdr.region_bytes;
+        let mut b = SpaceBreakdown {
+            cap_bytes: hdr.cap_bytes,
+            unregioned_bytes: hdr.cap_bytes - regioned,
+            region_header_bytes: u64::from(hdr.region_count) * REGION_HEADER_BYTES,
+            ..SpaceBreakdown::default()
+        };
+        let live_of = |r: u32| sp.live[r as usize].load(Ordering::Relaxed);
+        let (mut sealed_live, mut sealed_payload) = (0u64, 0u64);
+        for &r in &sealed {
+            let gen = sp.region_gen(r);
+            // The pin keeps reclaim away while the entries are walked; sealed regions
+            // are not written but for the atomic flags word.
+            if !self.regions.pin(r, loc_gen(gen)) {
+                continue;
+            }
+            let start = hdr.region_start(r);
+            for (off, h) in recovery::entries(&self.volume, hdr, r, gen as u32) {
+                if h.is_dead() {
+                    continue;
+                }
+                let p = self.payload(start + off, &h);
+                let hash = layout::hash_key(&p[..h.key_len as usize]);
+                let here = crate::index::Loc::at(r, off, gen);
+                if self.index.peek(hash).is_some_and(|c| c.same_place(here)) {
+                    sealed_live += h.stride();
+                    sealed_payload += h.payload_len();
+                }
+            }
+            let live = live_of(r);
+            let f = fill[r as usize].max(REGION_HEADER_BYTES);
+            b.sealed_dead_bytes += (f - REGION_HEADER_BYTES).saturating_sub(live);
+            b.sealed_tail_bytes += hdr.region_bytes - f;
+            b.sealed_regions += 1;
+            self.regions.unpin(r);
+        }
+        let mut other_live = 0u64;
+        for r in 0..hdr.region_count {
+            if sealed.contains(&r) {
+                continue;
+            }
+            let live = live_of(r);
+            let f = fill[r as usize].max(REGION_HEADER_BYTES);
+            other_live += live;
+            b.open_dead_bytes += (f - REGION_HEADER_BYTES).saturating_sub(live);
+            b.open_room_bytes += hdr.region_bytes - f;
+            b.open_regions += 1;
+        }
+        let share = if sealed_live == 0 {
+            1.0
+        } else {
+            sealed_payload as f64 / sealed_live as f64
+        };
+        let other_payload = (other_live as f64 * share) as u64;
+        b.live_payload_bytes = sealed_payload + other_payload;
+        b.live_overhead_bytes = (sealed_live - sealed_payload) + (other_live - other_payload);
+        b
+    }
+}

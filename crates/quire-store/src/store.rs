@@ -28,6 +28,8 @@ use crate::ram_tier::{self, RamTier};
 use crate::recovery::{self, Probe};
 use crate::region::RegionTable;
 use crate::space::Space;
+#[cfg(feature = "bench")]
+pub use crate::space::SpaceBreakdown;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
 use crate::{Result, StoreError};
@@ -267,6 +269,12 @@ impl Store {
     /// The volume file, for `sendfile` (see [`Store::mapping`]).
     pub fn volume_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.shared.volume.fd()
+    }
+
+    /// Where the bytes of the cap are now (see [`SpaceBreakdown`]).
+    #[cfg(feature = "bench")]
+    pub fn space_breakdown(&self) -> SpaceBreakdown {
+        self.shared.space_breakdown()
     }
 }
 
