@@ -513,10 +513,8 @@ async fn write_answer(
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
-                match tokio::time::timeout_at(until, stream.writable()).await {
-                    Ok(ready) => ready?,
-                    Err(_) => return Ok(Written::TimedOut),
+                if !h1::wait_writable(stream, &mut deadline, idle).await? {
+                    return Ok(Written::TimedOut);
                 }
             }
             Err(e) => return Err(e),

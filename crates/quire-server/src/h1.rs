@@ -258,16 +258,28 @@ pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> i
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(k) => done += k,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
-                match tokio::time::timeout_at(until, stream.writable()).await {
-                    Ok(ready) => ready?,
-                    Err(_) => return Ok(false),
+                if !wait_writable(stream, &mut deadline, idle).await? {
+                    return Ok(false);
                 }
             }
             Err(e) => return Err(e),
         }
     }
     Ok(true)
+}
+
+/// Waits for room in `stream`'s send buffer, until `idle` after the first wait of
+/// this write (`deadline` keeps that instant); `false` when that passed first.
+pub async fn wait_writable(
+    stream: &TcpStream,
+    deadline: &mut Option<tokio::time::Instant>,
+    idle: Duration,
+) -> io::Result<bool> {
+    let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
+    match tokio::time::timeout_at(until, stream.writable()).await {
+        Ok(ready) => ready.map(|()| true),
+        Err(_) => Ok(false),
+    }
 }
 
 #[cfg(test)]
