@@ -588,18 +588,22 @@ async fn a_client_that_stops_reading_is_cut_off() {
     assert_eq!(get(&q, "/big", &[]).await.body.len(), big.len());
     settle(&q).await;
     use std::sync::atomic::Ordering;
-    for path in ["fast path", "general path"] {
+    let host = q.addr;
+    let handovers = q.ctx.metrics.handovers();
+    for (path, extra) in [
+        // A hit, written by the fast path.
+        ("a hit", ""),
+        // A range: the service's answer, written by the fast path (`h1`).
+        ("the service's answer", "Range: bytes=0-5999999\r\n"),
+        // A connection-level field: hyper's path.
+        ("hyper's path", "Connection: keep-alive\r\n"),
+    ] {
         let sock =
             socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         sock.set_recv_buffer_size(4096).unwrap();
         sock.connect(&q.addr.into()).unwrap();
         let mut s: std::net::TcpStream = sock.into();
-        let req = if path == "fast path" {
-            "GET /big HTTP/1.1\r\nHost: h\r\n\r\n"
-        } else {
-            // A conditional request goes to the general (hyper) path.
-            "GET /big HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"nope\"\r\n\r\n"
-        };
+        let req = format!("GET /big HTTP/1.1\r\nHost: {host}\r\n{extra}\r\n");
         s.write_all(req.as_bytes()).unwrap();
         let mut closed = false;
         for _ in 0..100 {
@@ -615,6 +619,11 @@ async fn a_client_that_stops_reading_is_cut_off() {
         );
         drop(s);
     }
+    assert_eq!(
+        q.ctx.metrics.handovers(),
+        handovers + 1,
+        "only the last went to hyper"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
