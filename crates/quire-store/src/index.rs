@@ -2,7 +2,7 @@
 //!
 //! A slot is 12 bytes — the low 32 bits of the key hash and the 64-bit location as two
 //! 32-bit words (4-byte alignment, so no padding) — plus hashbrown's control byte: an
-//! entry costs ~13.7 bytes at full load and at most ~30 just after the table doubled
+//! entry costs ~14.9 bytes at full load (7/8) and ~29.7 just after the table doubled
 //! (`quire bench store` measured 33.3 bytes with 16-byte slots, above the 32-byte aim).
 //! The full key is not kept in RAM: it is on disk in the entry, and a lookup compares
 //! it there. With the 6 bits that pick the shard, 38 bits of the hash tell keys apart:
