@@ -20,7 +20,7 @@
 
 use std::fmt;
 
-use crate::syntax::is_tchar;
+use crate::syntax::{is_tchar, push_decimal};
 use http::HeaderValue;
 
 /// The cache name quire uses as its list member (RFC 9211 §2: "the identity of the
@@ -162,29 +162,88 @@ impl CacheStatus {
 
     /// The list member as text, e.g. `quire; fwd=stale; fwd-status=304`.
     pub fn render(&self) -> String {
-        self.to_string()
+        let mut out = Vec::with_capacity(32);
+        self.write_to(&mut out);
+        ascii_string(out)
     }
 
-    /// Appends the list member's text (the same as [`CacheStatus::render`]) to `out`
-    /// without allocating; a plain hit without formatting machinery, since every hit
-    /// on quire's fast path writes one.
+    /// Appends the list member's text to `out`. The one renderer: [`CacheStatus::render`],
+    /// `Display` and the header values are built on it, and quire's fast path calls it
+    /// to write a hit's field straight into the response head, without allocating.
+    /// Writes visible ASCII and spaces only.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        if self.hit && self.key.is_none() && self.detail.is_none() {
-            out.extend_from_slice(CACHE_NAME.as_bytes());
+        out.extend_from_slice(CACHE_NAME.as_bytes());
+        if self.hit {
             out.extend_from_slice(b"; hit");
-            if let Some(ttl) = self.ttl {
-                out.extend_from_slice(b"; ttl=");
-                let ttl = ttl.clamp(-SF_INTEGER_MAX, SF_INTEGER_MAX);
-                if ttl < 0 {
-                    out.push(b'-');
-                }
-                crate::syntax::push_decimal(out, ttl.unsigned_abs());
+        } else if let Some(fwd) = self.fwd {
+            out.extend_from_slice(b"; fwd=");
+            out.extend_from_slice(fwd.token().as_bytes());
+            if let Some(status) = self.fwd_status {
+                out.extend_from_slice(b"; fwd-status=");
+                push_decimal(out, u64::from(status));
             }
-        } else {
-            use std::io::Write as _;
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, "{self}");
+            if self.stored {
+                out.extend_from_slice(b"; stored");
+            }
+            if self.collapsed {
+                out.extend_from_slice(b"; collapsed");
+            }
         }
+        if let Some(ttl) = self.ttl {
+            // RFC 8941 §3.3.1: sf-integers have at most 15 digits.
+            let ttl = ttl.clamp(-SF_INTEGER_MAX, SF_INTEGER_MAX);
+            out.extend_from_slice(b"; ttl=");
+            if ttl < 0 {
+                out.push(b'-');
+            }
+            push_decimal(out, ttl.unsigned_abs());
+        }
+        if let Some(key) = &self.key {
+            // §2.7: key is an sf-string.
+            out.extend_from_slice(b"; key=");
+            write_sf_string(out, key, KEY_BYTES_MAX);
+        }
+        if let Some(detail) = &self.detail {
+            out.extend_from_slice(b"; detail=");
+            // §2.8: "String or Token".
+            if detail.len() <= DETAIL_BYTES_MAX && is_sf_token(detail) {
+                out.extend_from_slice(detail.as_bytes());
+            } else {
+                write_sf_string(out, detail, DETAIL_BYTES_MAX);
+            }
+        }
+    }
+
+    /// Appends the whole `Cache-Status` value to `out` when the upstream response
+    /// carried the field lines `existing`: their members, then quire's (see
+    /// [`CacheStatus::append_to`]).
+    pub fn write_after<'a>(
+        &self,
+        existing: impl IntoIterator<Item = &'a HeaderValue>,
+        out: &mut Vec<u8>,
+    ) {
+        let mark = out.len();
+        for line in existing {
+            let Ok(text) = line.to_str() else {
+                continue;
+            };
+            // §5.6.1: drop empty list elements at the edges.
+            let text = text.trim_matches(|c| c == ' ' || c == '\t' || c == ',');
+            if text.is_empty() {
+                continue;
+            }
+            if out.len() > mark {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(text.as_bytes());
+        }
+        if out.len() - mark > UPSTREAM_BYTES_MAX {
+            out.truncate(mark);
+        }
+        if out.len() > mark {
+            out.extend_from_slice(b", ");
+        }
+        self.write_to(out);
     }
 
     /// The list member as a header value (always valid: rendering emits visible
@@ -209,66 +268,15 @@ impl CacheStatus {
         &self,
         existing: impl IntoIterator<Item = &'a HeaderValue>,
     ) -> HeaderValue {
-        let mut upstream = String::new();
-        for line in existing {
-            let Ok(text) = line.to_str() else {
-                continue;
-            };
-            // §5.6.1: drop empty list elements at the edges.
-            let text = text.trim_matches(|c| c == ' ' || c == '\t' || c == ',');
-            if text.is_empty() {
-                continue;
-            }
-            if !upstream.is_empty() {
-                upstream.push_str(", ");
-            }
-            upstream.push_str(text);
-        }
-        if upstream.is_empty() || upstream.len() > UPSTREAM_BYTES_MAX {
-            return self.to_header_value();
-        }
-        upstream.push_str(", ");
-        upstream.push_str(&self.render());
-        header_value(upstream)
+        let mut out = Vec::with_capacity(64);
+        self.write_after(existing, &mut out);
+        header_value(ascii_string(out))
     }
 }
 
 impl fmt::Display for CacheStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(CACHE_NAME)?;
-        if self.hit {
-            f.write_str("; hit")?;
-        } else if let Some(fwd) = self.fwd {
-            write!(f, "; fwd={}", fwd.token())?;
-            if let Some(status) = self.fwd_status {
-                write!(f, "; fwd-status={status}")?;
-            }
-            if self.stored {
-                f.write_str("; stored")?;
-            }
-            if self.collapsed {
-                f.write_str("; collapsed")?;
-            }
-        }
-        if let Some(ttl) = self.ttl {
-            // RFC 8941 §3.3.1: sf-integers have at most 15 digits.
-            write!(f, "; ttl={}", ttl.clamp(-SF_INTEGER_MAX, SF_INTEGER_MAX))?;
-        }
-        if let Some(key) = &self.key {
-            // §2.7: key is an sf-string.
-            f.write_str("; key=")?;
-            write_sf_string(f, key, KEY_BYTES_MAX)?;
-        }
-        if let Some(detail) = &self.detail {
-            f.write_str("; detail=")?;
-            // §2.8: "String or Token".
-            if detail.len() <= DETAIL_BYTES_MAX && is_sf_token(detail) {
-                f.write_str(detail)?;
-            } else {
-                write_sf_string(f, detail, DETAIL_BYTES_MAX)?;
-            }
-        }
-        Ok(())
+        f.write_str(&self.render())
     }
 }
 
@@ -285,19 +293,24 @@ pub fn is_sf_token(s: &str) -> bool {
 /// Writes `s` as an RFC 8941 §4.1.6 sf-string: `"` and `\` escaped, characters
 /// outside %x20-7E (which an sf-string cannot hold) replaced by `?`, at most `max`
 /// characters of content before escaping.
-fn write_sf_string(f: &mut impl fmt::Write, s: &str, max: usize) -> fmt::Result {
-    f.write_char('"')?;
+fn write_sf_string(out: &mut Vec<u8>, s: &str, max: usize) {
+    out.push(b'"');
     for c in s.chars().take(max) {
         match c {
             '"' | '\\' => {
-                f.write_char('\\')?;
-                f.write_char(c)?;
+                out.push(b'\\');
+                out.push(c as u8);
             }
-            ' '..='~' => f.write_char(c)?,
-            _ => f.write_char('?')?,
+            ' '..='~' => out.push(c as u8),
+            _ => out.push(b'?'),
         }
     }
-    f.write_char('"')
+    out.push(b'"');
+}
+
+/// Text [`CacheStatus::write_to`] wrote (ASCII by construction).
+fn ascii_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|_| CACHE_NAME.to_string())
 }
 
 fn header_value(s: String) -> HeaderValue {
@@ -423,29 +436,22 @@ mod tests {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The forms DESIGN.md's user-facing contract names.
     #[test]
-    fn write_to_writes_what_render_renders() {
-        let statuses = [
-            CacheStatus::hit(),
-            CacheStatus::hit().with_ttl(0),
-            CacheStatus::hit().with_ttl(3540),
-            CacheStatus::hit().with_ttl(-7),
-            CacheStatus::hit().with_ttl(i64::MAX),
-            CacheStatus::hit().with_ttl(i64::MIN),
-            CacheStatus::hit().with_ttl(12).with_key("http://h/a b"),
-            CacheStatus::hit().with_detail("grace"),
-            CacheStatus::forward(Fwd::Stale)
-                .with_fwd_status(304)
-                .with_ttl(-3),
+    fn written_after_what_the_buffer_holds() {
+        // The fast path appends the value to a response head in the making.
+        let up = [
+            HeaderValue::from_static(" A; fwd=miss ,"),
+            HeaderValue::from_static(""),
         ];
-        for st in statuses {
-            let mut out = b"x".to_vec();
-            st.write_to(&mut out);
-            assert_eq!(&out[1..], st.render().as_bytes(), "{st:?}");
-        }
+        let mut out = b"cache-status: ".to_vec();
+        CacheStatus::hit().with_ttl(-3).write_after(&up, &mut out);
+        assert_eq!(out, b"cache-status: A; fwd=miss, quire; hit; ttl=-3");
+        let mut out = b"x".to_vec();
+        CacheStatus::hit().write_after([], &mut out);
+        assert_eq!(out, b"xquire; hit");
     }
 
+    /// The forms DESIGN.md's user-facing contract names.
     #[test]
     fn renders_contract_examples() {
         assert_eq!(CacheStatus::hit().render(), "quire; hit");

@@ -99,14 +99,10 @@ impl Variant<'_> {
         self.status.append_to_lines(self.upstream)
     }
 
-    /// Appends the same value as [`Variant::cache_status`] to `out`; without
-    /// upstream members, without allocating (the fast path's common case).
+    /// Appends the same value as [`Variant::cache_status`] to `out`, without
+    /// allocating (the fast path writes it into the response head).
     pub fn write_cache_status(&self, out: &mut Vec<u8>) {
-        if self.upstream.is_empty() {
-            self.status.write_to(out);
-        } else {
-            out.extend_from_slice(self.cache_status().as_bytes());
-        }
+        self.status.write_after(self.upstream, out);
     }
 }
 
