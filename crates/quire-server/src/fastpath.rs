@@ -490,35 +490,16 @@ async fn write_answer(
     idle: std::time::Duration,
 ) -> io::Result<Written> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
-    let total = head.len() + body.len();
-    let mut done = 0;
     let mut sent_from_file = false;
-    let mut deadline = None;
-    while done < total {
-        let (h, b) = if done < head.len() {
-            (&head[done..], body)
-        } else {
-            (&head[..0], &body[done - head.len()..])
-        };
-        let slices = [IoSlice::new(h), IoSlice::new(b)];
-        let slices: &[IoSlice<'_>] = if h.is_empty() { &slices[1..] } else { &slices };
-        let r = stream.try_io(Interest::WRITABLE, || match volume {
-            Some(v) if v.wants(slices) => {
-                sent_from_file = true;
-                v.write(stream, slices)
-            }
-            _ => Ok(rustix::io::writev(stream, slices)?),
-        });
-        match r {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !h1::wait_writable(stream, &mut deadline, idle).await? {
-                    return Ok(Written::TimedOut);
-                }
-            }
-            Err(e) => return Err(e),
+    let write = |slices: &[IoSlice<'_>]| match volume {
+        Some(v) if v.wants(slices) => {
+            sent_from_file = true;
+            v.write(stream, slices)
         }
+        _ => Ok(rustix::io::writev(stream, slices)?),
+    };
+    if !h1::write_all_with(stream, &[head, body], idle, write).await? {
+        return Ok(Written::TimedOut);
     }
     Ok(if sent_from_file {
         Written::FromFile

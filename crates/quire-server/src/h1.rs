@@ -231,11 +231,22 @@ fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
 /// socket is full, then for at most `idle`. `false` when the client stopped reading
 /// for that long (the write is unfinished).
 pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<bool> {
+    write_all_with(stream, parts, idle, |s| Ok(rustix::io::writev(stream, s)?)).await
+}
+
+/// [`write_all`] with `write` doing each non-blocking write of the slices left (at
+/// most four): the fast path's hits pass one that may use sendfile.
+pub async fn write_all_with(
+    stream: &TcpStream,
+    parts: &[&[u8]],
+    idle: Duration,
+    mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
+) -> io::Result<bool> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     let mut deadline = None;
     while done < total {
-        // The slices from `done` on.
+        // The non-empty slices from `done` on.
         let mut skip = done;
         let mut slices = [IoSlice::new(&[]); 4];
         let mut n = 0;
@@ -251,10 +262,7 @@ pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> i
             skip = 0;
             n += 1;
         }
-        let r = stream.try_io(Interest::WRITABLE, || {
-            Ok(rustix::io::writev(stream, &slices[..n])?)
-        });
-        match r {
+        match stream.try_io(Interest::WRITABLE, || write(&slices[..n])) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(k) => done += k,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
