@@ -385,3 +385,35 @@ async fn the_service_answers_written_here_match_hypers() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_past_the_fast_paths_field_limit_is_answered_by_hyper() {
+    // The fast path parses at most 64 field lines (`HEADERS_MAX`); a longer head is
+    // hyper's, within `limits.header_bytes`, and still a hit.
+    let o = Origin::start().await;
+    o.route("/a", Route::ok("AAA", &[("cache-control", "max-age=600")]));
+    let q = Quire::start(&o, |_| {}).await;
+    exchange(q.addr, get_req("/a", ""), 1).await;
+    settle(&q).await;
+    let extra: String = (0..70).map(|i| format!("X-Field-{i}: {i}\r\n")).collect();
+    let before = q.ctx.metrics.handovers();
+    let got = exchange(q.addr, get_req("/a", &extra), 1).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, 200);
+    assert_eq!(got[0].2, b"AAA");
+    assert!(got[0]
+        .1
+        .iter()
+        .any(|(n, v)| n == "cache-status" && v.contains("hit")));
+    assert_eq!(q.ctx.metrics.handovers(), before + 1, "handed to hyper");
+    // 60 lines more (62 in all) stay within it.
+    let extra: String = (0..60).map(|i| format!("X-Field-{i}: {i}\r\n")).collect();
+    let before = q.ctx.metrics.handovers();
+    let got = exchange(q.addr, get_req("/a", &extra), 1).await;
+    assert_eq!(got[0].2, b"AAA");
+    assert_eq!(
+        q.ctx.metrics.handovers(),
+        before,
+        "answered on the fast path"
+    );
+}
