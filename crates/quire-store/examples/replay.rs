@@ -27,8 +27,9 @@ use quire_store::{Engine, Options, SpaceBreakdown, Store};
 /// What one replay gave.
 struct Replayed {
     hit: f64,
-    /// Fields of [`SpaceBreakdown`] summed over the samples, and the sample count.
-    space: [f64; 9],
+    /// [`PARTS`] of the cap summed over the samples, their cap, and the sample count.
+    space: [f64; PARTS.len()],
+    cap: f64,
     samples: u32,
     /// Scan keys stored (admitted), and asked for.
     scan_stored: u64,
@@ -37,20 +38,21 @@ struct Replayed {
 
 const SAMPLES: usize = 16;
 
-fn fields(b: &SpaceBreakdown) -> [f64; 9] {
-    [
-        b.live_payload_bytes,
-        b.live_overhead_bytes,
-        b.sealed_dead_bytes,
-        b.sealed_tail_bytes,
-        b.open_dead_bytes,
-        b.open_room_bytes,
-        b.region_header_bytes,
-        b.unregioned_bytes,
-        b.cap_bytes,
-    ]
-    .map(|x| x as f64)
-}
+/// Reads one part of the cap out of a breakdown.
+type Part = fn(&SpaceBreakdown) -> u64;
+
+/// The parts of the cap [`SpaceBreakdown`] tells apart, as printed. The first is the
+/// live payload.
+const PARTS: [(&str, Part); 8] = [
+    ("live payload", |b| b.live_payload_bytes),
+    ("entry headers", |b| b.live_overhead_bytes),
+    ("sealed dead", |b| b.sealed_dead_bytes),
+    ("sealed tail", |b| b.sealed_tail_bytes),
+    ("open dead", |b| b.open_dead_bytes),
+    ("open room", |b| b.open_room_bytes),
+    ("region headers", |b| b.region_header_bytes),
+    ("unregioned", |b| b.unregioned_bytes),
+];
 
 fn replay(store: &Store, streams: &Streams, p: &Params, keys: usize, tally: &Tally) -> Replayed {
     let oracle = std::env::var_os("QUIRE_REPLAY_ORACLE").is_some();
@@ -58,7 +60,8 @@ fn replay(store: &Store, streams: &Streams, p: &Params, keys: usize, tally: &Tal
     let mut w = Worker::new(store, &p.mixed_sizes, &versions, tally, "replay", 64);
     let mut out = Replayed {
         hit: 0.0,
-        space: [0.0; 9],
+        space: [0.0; PARTS.len()],
+        cap: 0.0,
         samples: 0,
         scan_stored: 0,
         scan_gets: 0,
@@ -71,8 +74,11 @@ fn replay(store: &Store, streams: &Streams, p: &Params, keys: usize, tally: &Tal
         let every = (longest / SAMPLES).max(1);
         for i in 0..longest {
             if counted && i % every == every - 1 {
-                let f = fields(&store.space_breakdown());
-                out.space.iter_mut().zip(f).for_each(|(s, x)| *s += x);
+                let b = store.space_breakdown();
+                for (sum, (_, part)) in out.space.iter_mut().zip(PARTS) {
+                    *sum += part(&b) as f64;
+                }
+                out.cap += b.cap_bytes as f64;
                 out.samples += 1;
             }
             for thread in phase {
@@ -140,23 +146,16 @@ fn main() {
             st.evicted,
             st.carried,
         );
-        let n = f64::from(r.samples.max(1));
-        let cap = r.space[8] / n;
-        let share = |i: usize| r.space[i] / n / cap;
-        let live_cap = (r.space[0] / n) as u64;
+        let live_cap = (r.space[0] / f64::from(r.samples.max(1))) as u64;
         let lru_live = lru::simulate(live_cap, &streams, &p.mixed_sizes);
+        let shares: Vec<String> = PARTS
+            .iter()
+            .zip(r.space)
+            .map(|((name, _), sum)| format!("{name} {:.4}", sum / r.cap.max(1.0)))
+            .collect();
         println!(
-            "           of cap: live payload {:.3}  entry headers {:.4}  sealed dead {:.3}  \
-             sealed tail {:.4}  open dead {:.4}  open room {:.3}  region headers {:.5}  \
-             unregioned {:.4}  | lru@live {:.4}  scan keys stored {}/{}",
-            share(0),
-            share(1),
-            share(2),
-            share(3),
-            share(4),
-            share(5),
-            share(6),
-            share(7),
+            "           of cap: {}  | lru@live {:.4}  scan keys stored {}/{}",
+            shares.join("  "),
             lru_live.hit_ratio(),
             r.scan_stored,
             r.scan_gets,

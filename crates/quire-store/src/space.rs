@@ -685,9 +685,13 @@ impl Shared {
             b.sealed_regions += 1;
             self.regions.unpin(r);
         }
+        let mut is_sealed = vec![false; hdr.region_count as usize];
+        for &r in &sealed {
+            is_sealed[r as usize] = true;
+        }
         let mut other_live = 0u64;
         for r in 0..hdr.region_count {
-            if sealed.contains(&r) {
+            if is_sealed[r as usize] {
                 continue;
             }
             let live = live_of(r);

@@ -559,8 +559,8 @@ fn inside(scan: &Scan, start: usize, end: usize) -> impl Iterator<Item = &Match>
         .filter(move |m| m.token + m.len <= end)
 }
 
-/// Byte ranges of the matches wholly inside tokens `[start, end)`, overlapping or
-/// touching phrases merged.
+/// Byte ranges of the matches wholly inside tokens `[start, end)`, phrases that
+/// share a token merged into one range.
 fn merged(scan: &Scan, start: usize, end: usize) -> Vec<(usize, usize)> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for m in inside(scan, start, end) {
