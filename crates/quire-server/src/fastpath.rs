@@ -230,15 +230,12 @@ async fn serve(
             return Ok(Exit::Closed);
         }
         match write_answer(stream, &out, &answer, volume, idle).await {
-            Ok(Written::Copied) => {}
-            Ok(Written::FromFile) => in_flight.0.extend(answer.body.clone()),
-            Ok(Written::TimedOut) => {
-                in_flight.abort(stream);
-                return Ok(Exit::Closed);
-            }
+            Ok(false) => {}
+            Ok(true) => in_flight.0.extend(answer.body.clone()),
             Err(e) => {
-                // The queue may hold part of a sendfile'd body: drop it with the
-                // connection rather than let it outlive the pin.
+                // Failed, or the client stopped reading for the idle limit. The queue
+                // may hold part of a sendfile'd body: drop it with the connection
+                // rather than let it outlive the pin.
                 in_flight.abort(stream);
                 return Err(e);
             }
@@ -468,27 +465,16 @@ fn number_field(out: &mut Vec<u8>, name: &str, n: u64) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// How [`write_answer`] ended.
-enum Written {
-    /// Every byte was copied into the socket.
-    Copied,
-    /// Every byte was written, the body (in part) by sendfile: the caller keeps it
-    /// pinned until the peer has acknowledged it.
-    FromFile,
-    /// The client stopped reading for the idle limit: the write is unfinished.
-    TimedOut,
-}
-
-/// Writes head and body, the body by sendfile when it qualifies. The write is tried
-/// at once; only when the socket is full does it wait for room, and then for at most
-/// `idle` (a client that stops reading cannot hold the entry's region pinned forever).
+/// Writes a hit's head and body (see [`h1::write_all`]); `true` when the body went
+/// (in part) by sendfile, so the caller keeps it pinned until the peer has
+/// acknowledged it.
 async fn write_answer(
     stream: &TcpStream,
     head: &[u8],
     a: &Answer,
     volume: Option<&Volume>,
     idle: std::time::Duration,
-) -> io::Result<Written> {
+) -> io::Result<bool> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
     let mut sent_from_file = false;
     let write = |slices: &[IoSlice<'_>]| match volume {
@@ -498,12 +484,6 @@ async fn write_answer(
         }
         _ => Ok(rustix::io::writev(stream, slices)?),
     };
-    if !h1::write_all_with(stream, &[head, body], idle, write).await? {
-        return Ok(Written::TimedOut);
-    }
-    Ok(if sent_from_file {
-        Written::FromFile
-    } else {
-        Written::Copied
-    })
+    h1::write_all_with(stream, &[head, body], idle, write).await?;
+    Ok(sent_from_file)
 }

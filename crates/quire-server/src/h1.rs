@@ -46,7 +46,8 @@ enum Framing {
 }
 
 /// Writes `resp` to `stream`; `head_only` for a `HEAD` request. `head` is scratch
-/// space for the response head. Waits for a full socket at most `idle` per write.
+/// space for the response head. Waits for a full socket at most `idle` per write; a
+/// client that stops reading longer is a `TimedOut` error.
 pub async fn write_response(
     stream: &TcpStream,
     resp: Response<Body>,
@@ -99,89 +100,64 @@ pub async fn write_response(
         Framing::Chunked
     };
     head.extend_from_slice(b"\r\n");
-    if matches!(framing, Framing::None) {
-        if !write_all(stream, &[head], idle).await? {
-            return Ok(After::Close);
-        }
-        return Ok(if close {
-            After::Close
-        } else {
-            After::KeepAlive
-        });
-    }
-    // The head waits for the first chunk only while that chunk is ready at once, so a
+    let after = if close {
+        After::Close
+    } else {
+        After::KeepAlive
+    };
+    // The head goes out with the first chunk while that chunk is ready at once; a
     // slow fill still gets its head out first.
-    let mut pending_head = true;
+    let mut head: &[u8] = head;
     let mut sent: u64 = 0;
-    loop {
-        let frame = match ready_frame(&mut body) {
-            Some(f) => f,
-            None => {
-                if pending_head {
-                    pending_head = false;
-                    if !write_all(stream, &[head], idle).await? {
-                        return Ok(After::Close);
+    if !matches!(framing, Framing::None) {
+        loop {
+            let frame = match ready_frame(&mut body) {
+                Some(f) => f,
+                None => {
+                    write_all(stream, &[std::mem::take(&mut head)], idle).await?;
+                    std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+                }
+            };
+            let data = match frame {
+                None => break,
+                // A fill that failed part-way: the client must see a cut connection.
+                Some(Err(_)) => return Ok(After::Close),
+                Some(Ok(f)) => match f.into_data() {
+                    Ok(d) if !d.is_empty() => d,
+                    _ => continue,
+                },
+            };
+            let h = std::mem::take(&mut head);
+            match framing {
+                Framing::Length(n) => {
+                    let room = usize::try_from(n - sent).unwrap_or(usize::MAX);
+                    let take = &data[..data.len().min(room)];
+                    sent += take.len() as u64;
+                    write_all(stream, &[h, take], idle).await?;
+                    if sent >= n {
+                        break;
                     }
                 }
-                std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
-            }
-        };
-        let data = match frame {
-            None => break,
-            // A fill that failed part-way: the client must see a cut connection.
-            Some(Err(_)) => return Ok(After::Close),
-            Some(Ok(f)) => match f.into_data() {
-                Ok(d) if !d.is_empty() => d,
-                _ => continue,
-            },
-        };
-        let h: &[u8] = if pending_head { head } else { &[] };
-        pending_head = false;
-        let ok = match framing {
-            Framing::Length(n) => {
-                let room = usize::try_from(n - sent).unwrap_or(usize::MAX);
-                let take = &data[..data.len().min(room)];
-                sent += take.len() as u64;
-                write_all(stream, &[h, take], idle).await?
-            }
-            _ => {
-                let mut size = [0u8; 18];
-                let size = chunk_size(&mut size, data.len());
-                write_all(stream, &[h, size, &data, b"\r\n"], idle).await?
-            }
-        };
-        if !ok {
-            return Ok(After::Close);
-        }
-        if let Framing::Length(n) = framing {
-            if sent >= n {
-                break;
+                _ => {
+                    let mut size = [0u8; 18];
+                    let size = chunk_size(&mut size, data.len());
+                    write_all(stream, &[h, size, &data, b"\r\n"], idle).await?;
+                }
             }
         }
     }
-    let h: &[u8] = if pending_head { head } else { &[] };
     match framing {
-        Framing::Chunked => {
-            if !write_all(stream, &[h, b"0\r\n\r\n"], idle).await? {
-                return Ok(After::Close);
-            }
-        }
+        Framing::Chunked => write_all(stream, &[head, b"0\r\n\r\n"], idle).await?,
         Framing::Length(n) => {
-            if !h.is_empty() && !write_all(stream, &[h], idle).await? {
-                return Ok(After::Close);
-            }
+            write_all(stream, &[head], idle).await?;
             if sent < n {
                 // Ended short of its length: only a close tells the client.
                 return Ok(After::Close);
             }
         }
-        Framing::None => {}
+        Framing::None => write_all(stream, &[head], idle).await?,
     }
-    Ok(if close {
-        After::Close
-    } else {
-        After::KeepAlive
-    })
+    Ok(after)
 }
 
 /// The body's next frame if it is ready now; `None` when it is not.
@@ -228,9 +204,9 @@ fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
 }
 
 /// Writes every byte of `parts`, trying at once and waiting for room only when the
-/// socket is full, then for at most `idle`. `false` when the client stopped reading
-/// for that long (the write is unfinished).
-pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<bool> {
+/// socket is full, then for at most `idle`: a client that stopped reading for that
+/// long is an error of kind `TimedOut` (the write is unfinished).
+pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<()> {
     write_all_with(stream, parts, idle, |s| Ok(rustix::io::writev(stream, s)?)).await
 }
 
@@ -241,7 +217,7 @@ pub async fn write_all_with(
     parts: &[&[u8]],
     idle: Duration,
     mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
-) -> io::Result<bool> {
+) -> io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     let mut deadline = None;
@@ -266,28 +242,17 @@ pub async fn write_all_with(
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(k) => done += k,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !wait_writable(stream, &mut deadline, idle).await? {
-                    return Ok(false);
-                }
+                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
+                tokio::time::timeout_at(until, stream.writable())
+                    .await
+                    .map_err(|_| {
+                        io::Error::new(io::ErrorKind::TimedOut, "client stopped reading")
+                    })??;
             }
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
-}
-
-/// Waits for room in `stream`'s send buffer, until `idle` after the first wait of
-/// this write (`deadline` keeps that instant); `false` when that passed first.
-pub async fn wait_writable(
-    stream: &TcpStream,
-    deadline: &mut Option<tokio::time::Instant>,
-    idle: Duration,
-) -> io::Result<bool> {
-    let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
-    match tokio::time::timeout_at(until, stream.writable()).await {
-        Ok(ready) => ready.map(|()| true),
-        Err(_) => Ok(false),
-    }
+    Ok(())
 }
 
 #[cfg(test)]
