@@ -291,10 +291,8 @@ fn head_end(b: &[u8]) -> Option<usize> {
 
 /// A request head the fast path can take: `GET` or `HEAD`, HTTP/1.1, origin-form,
 /// no body and no connection-level fields.
-struct Plain<'h> {
+struct Plain {
     method: Method,
-    /// The target as sent.
-    path: &'h str,
     uri: Uri,
     headers: HeaderMap,
     /// A range, or a precondition meant for the origin (`If-Match`,
@@ -302,7 +300,7 @@ struct Plain<'h> {
     ranged_or_conditional: bool,
 }
 
-impl Plain<'_> {
+impl Plain {
     /// The request as [`crate::service`] takes it.
     fn into_request(self) -> http::Request<OutBody> {
         let mut req = http::Request::new(crate::origin::empty_body());
@@ -317,7 +315,7 @@ impl Plain<'_> {
 /// Parses `head`; `None` for anything that needs hyper's protocol handling: a
 /// malformed head, another method or version, an absolute or `*` target, a body,
 /// framing, upgrade or connection-level fields, `Expect`.
-fn parse(head: &[u8]) -> Option<Plain<'_>> {
+fn parse(head: &[u8]) -> Option<Plain> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
@@ -361,7 +359,6 @@ fn parse(head: &[u8]) -> Option<Plain<'_>> {
     let uri: Uri = path.parse().ok()?;
     Some(Plain {
         method,
-        path,
         uri,
         headers,
         ranged_or_conditional,
@@ -371,8 +368,10 @@ fn parse(head: &[u8]) -> Option<Plain<'_>> {
 /// The fresh-hit answer to `req`, its head written to `out`; `None` when the
 /// request is the service's to answer (a miss, a stale entry, a range, a bypass, a
 /// precondition for the origin, an admin call).
-fn answer(ctx: &Ctx, req: &Plain<'_>, out: &mut Vec<u8>) -> Option<Answer> {
-    let (method, path, headers) = (&req.method, req.path, &req.headers);
+fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
+    let (method, headers) = (&req.method, &req.headers);
+    // The target as sent (origin-form: path and query).
+    let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
     if req.ranged_or_conditional || path.starts_with(crate::admin::PREFIX) {
         return None;
     }
