@@ -18,7 +18,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use quire_store::{EntryRef, Handle};
-use tokio::sync::mpsc;
+
+use crate::fill::FillBody;
 
 /// A body error: the stream was cut (origin failure mid-body).
 pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
@@ -64,7 +65,7 @@ pub enum Body {
     /// Chunks known up front: a stored body, a multipart range answer, a message.
     Bytes(VecDeque<Bytes>),
     /// A fill as it streams.
-    Fill(mpsc::UnboundedReceiver<Chunk>),
+    Fill(FillBody),
     /// An origin response passed through as it arrives.
     Origin(crate::upstream::UpBody),
 }

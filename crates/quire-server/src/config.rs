@@ -129,8 +129,14 @@ pub struct Limits {
     pub object_bytes: ByteSize,
     /// Open client connections; further connections wait in the listen backlog.
     pub connections: usize,
-    /// Origin fetches in flight for cacheable misses; further misses get 503.
+    /// Fills (origin fetches that will be stored) in flight at once. A miss that
+    /// finds none free is passed to the origin uncoalesced and not stored.
     pub fills: usize,
+    /// Fills one client address may lead at once (its further misses pass through).
+    pub fills_per_client: usize,
+    /// A fill still reading its body after this long stops counting as a fill: it is
+    /// not stored, and streams on to its waiters as a pass-through.
+    pub fill_deadline: Secs,
     /// Origin TCP connect timeout.
     pub origin_connect_timeout: Secs,
     /// Time to the origin's response head, and between body chunks.
@@ -148,6 +154,8 @@ impl Default for Limits {
             object_bytes: ByteSize(8 << 20),
             connections: 10_000,
             fills: 256,
+            fills_per_client: 64,
+            fill_deadline: Secs(Duration::from_secs(60)),
             origin_connect_timeout: Secs(Duration::from_secs(2)),
             origin_read_timeout: Secs(Duration::from_secs(30)),
             client_idle_timeout: Secs(Duration::from_secs(60)),
@@ -258,6 +266,12 @@ pub struct EncodingsConfig {
     pub brotli_upgrade_level: u32,
     /// zstd level, 1–22.
     pub zstd_level: i32,
+    /// Threads that compress (fills' gzip first, other codings in the background on
+    /// all but one of them).
+    pub threads: usize,
+    /// Bytes of bodies queued or being compressed at once. Past it, a response is
+    /// stored in identity only and its codings are not made (see `compress_pool`).
+    pub budget: ByteSize,
 }
 
 impl Default for EncodingsConfig {
@@ -271,6 +285,8 @@ impl Default for EncodingsConfig {
             brotli_level: l.brotli,
             brotli_upgrade_level: 11,
             zstd_level: l.zstd,
+            threads: 2,
+            budget: ByteSize(64 << 20),
         }
     }
 }
@@ -303,6 +319,15 @@ impl Config {
         }
         if self.limits.fills == 0 {
             return bad("limits.fills must be at least 1".into());
+        }
+        if self.limits.fills_per_client == 0 {
+            return bad("limits.fills_per_client must be at least 1".into());
+        }
+        if self.limits.fill_deadline.0.is_zero() {
+            return bad("limits.fill_deadline must be above 0".into());
+        }
+        if self.encodings.threads == 0 || self.encodings.threads > 64 {
+            return bad("encodings.threads must be within 1..=64".into());
         }
         if self.limits.header_bytes.0 < 1024 {
             return bad("limits.header_bytes must be at least 1 KiB".into());

@@ -1,27 +1,54 @@
-//! The fill path: one origin request per key however many clients miss at once, its
-//! response streamed to all of them while it is stored.
+//! The fill path's registry: one origin request per key however many clients miss at
+//! once, its response shared by all of them and committed to the store as soon as it
+//! ends.
 //!
 //! A [`Fill`] is registered under the key its record will be stored at. The first
-//! miss creates it and spawns [`run`], which fetches from the origin, detached from
-//! any one client (a leader that hangs up does not abort the others or the store).
-//! Later misses for the same key [`Fills::join`] it and are woken — not polled — when
-//! the head arrives: each gets its own channel, first replayed the chunks already
-//! received, then fed new ones as they come.
+//! miss creates it and spawns [`crate::miss::run`], which fetches from the origin,
+//! detached from any one client. Later misses for the same key [`Fills::join`] it and
+//! are woken — not polled — when there is something to answer with.
+//!
+//! A fill's life, as its waiters see it ([`Fill::outcome_now`]):
+//!
+//! ```text
+//! Waiting ──head──▶ Streaming ──body ends──▶ Committing ──▶ Stored
+//!    │                 │   (storable: joiners wait)    └──▶ NotStored (replay)
+//!    │                 └── not storable / over the limit / past the deadline:
+//!    │                     a pass-through for the waiters it has (slot released,
+//!    │                     unregistered, later misses fetch for themselves)
+//!    └──▶ Revalidated (304) | Failed
+//! ```
+//!
+//! A response whose body is at hand with its head skips `Streaming`: the fill
+//! commits it first, so even its first waiters are answered from the store (304s,
+//! ranges, `Cache-Status: stored`).
 //!
 //! Key decisions:
-//! - **The registry lock covers a map insert or remove only**, never I/O; hits never
-//!   touch it. Each fill's own state lock covers pushing a chunk to its waiters.
-//! - **Bounded memory.** A fill keeps its chunks (every waiter needs them from the
-//!   start, and the store needs the whole body) only up to the object limit; a body
-//!   that outgrows it is streamed on to the waiters already attached, dropped from
-//!   memory, not stored, and later joiners are told to fetch for themselves.
-//! - **The fill stays registered until its record is in the store**, so a request
-//!   arriving between the last byte and the store write joins the fill (and replays
-//!   its buffer) instead of sending a second request to the origin.
-//! - Waiters are matched on `Vary`: a waiter whose selecting fields differ from what
-//!   the fill sent the origin does not take its response (RFC 9111 §4.1).
+//! - **A request that starts after a response ended is answered from the store**:
+//!   joiners of a fill whose body is complete wait for the commit (milliseconds:
+//!   identity and gzip only, see `crate::miss`) instead of replaying the buffer.
+//! - **Slots are for fills, not for pass-throughs.** `limits.fills` counts fills that
+//!   will store; a fill that turns out not storable releases its slot at once and
+//!   leaves the registry. One client may lead at most `limits.fills_per_client`. A
+//!   miss that finds no slot is passed to the origin uncoalesced, never refused: a
+//!   client that fills every slot costs others coalescing, not answers.
+//! - **An abandoned fill is cancelled**: every waiter holds an [`Attach`] guard (in
+//!   its ticket, then in its response body); when the last one drops, the fill task
+//!   is woken and stops reading the origin. Background revalidations have no waiter
+//!   and are exempt (the deadline bounds them).
+//! - **Bounded memory.** A fill keeps its chunks only up to the object limit (each
+//!   waiter's channel shares them); past it, a waiter that lags more than
+//!   [`LAG_BYTES_MAX`] behind is cut off rather than buffered for.
+//! - **Invalidations win** (see [`crate::invalidate`]): a joiner never joins a fill
+//!   that a purge logged after the fill started has matched; the fill is replaced in
+//!   the registry instead. Each ticket carries the log position it joined at, so a
+//!   waiter can tell whether its fill's bytes predate an invalidation it must honour.
+//! - **The registry lock covers a map operation only**, never I/O; hits never touch
+//!   it. Each fill's own state lock covers pushing a chunk to its waiters.
+//! - Waiters are matched on `Vary` by the caller (RFC 9111 §4.1).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -29,11 +56,17 @@ use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use quire_http::key::VaryFields;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::body::Chunk;
+use crate::invalidate::{Invalidations, Tags, Verdict};
 use crate::object::ObjectRecord;
 use crate::origin::OriginError;
+
+/// Bytes a waiter may fall behind a fill that no longer keeps its body (too large
+/// to store, or not storable) before it is cut off: a client that stops reading must
+/// not make quire buffer an endless origin body for it.
+pub const LAG_BYTES_MAX: usize = 4 << 20;
 
 /// The response head a fill received, as waiters see it.
 #[derive(Debug)]
@@ -46,29 +79,35 @@ pub struct Head {
     pub request_time: SystemTime,
     /// When the head came back.
     pub response_time: SystemTime,
-    /// Whether the response is being stored, or why not (`Cache-Status` detail).
+    /// Whether the response will be stored, or why not (`Cache-Status` detail).
     pub store: Result<(), &'static str>,
     /// The response's `Vary`.
     pub vary: VaryFields,
     /// The variant key the fill's own request selects (empty when `vary` is empty).
     pub variant_key: Vec<u8>,
+    /// The tags the response will be stored under (URL, directories, surrogate
+    /// keys), as the invalidation log matches them.
+    pub tags: Tags,
 }
 
-/// What a waiter gets once the origin answered.
+/// What a waiter gets.
 #[derive(Debug)]
 pub enum Outcome {
-    /// A response: its head and the body as it streams.
+    /// A response to stream: its head and the body (replayed from the start).
     Response {
         /// The head.
         head: Arc<Head>,
         /// The body.
-        body: mpsc::UnboundedReceiver<Chunk>,
+        body: FillBody,
     },
+    /// The response is committed: answer from the store.
+    Stored(Arc<Head>),
     /// The stored response was revalidated (304): serve this refreshed record.
     Revalidated(Arc<ObjectRecord>),
     /// The origin failed.
     Failed(Arc<OriginError>),
-    /// The body outgrew the buffer before this waiter joined: fetch for yourself.
+    /// The body outgrew the buffer (or the fill became a pass-through) before this
+    /// waiter joined: fetch for yourself.
     Refused,
 }
 
@@ -77,6 +116,25 @@ pub enum Outcome {
 enum Late {
     Revalidated(Arc<ObjectRecord>),
     Failed(Arc<OriginError>),
+}
+
+/// Where the body's commit stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Commit {
+    /// Not decided: streaming, or not storable.
+    #[default]
+    None,
+    /// The body is complete and being stored: joiners wait.
+    Pending,
+    /// Stored (true) or declined (false).
+    Done(bool),
+}
+
+/// One waiter's channel and how many bytes sit in it unread.
+#[derive(Debug)]
+struct Sub {
+    tx: mpsc::UnboundedSender<Chunk>,
+    queued: Arc<AtomicUsize>,
 }
 
 #[derive(Debug, Default)]
@@ -89,7 +147,8 @@ struct State {
     buffering: bool,
     /// The body ended (well or not); `Some(Err)` carries the failure.
     finished: Option<Result<(), String>>,
-    subs: Vec<mpsc::UnboundedSender<Chunk>>,
+    commit: Commit,
+    subs: Vec<Sub>,
     head_waiters: Vec<oneshot::Sender<Outcome>>,
 }
 
@@ -98,14 +157,80 @@ struct State {
 pub struct Fill {
     state: Mutex<State>,
     limit: u64,
+    /// The invalidation log's position when the fill started.
+    start: u64,
+    /// The tags known so far (the URL's before the head, all of them after).
+    tags: Mutex<Tags>,
+    /// No waiter: a background revalidation, never cancelled for lack of waiters.
+    detached: bool,
+    /// Waiters holding an [`Attach`].
+    attached: AtomicUsize,
+    abandoned: Notify,
+    /// The client this fill's slot is counted against, while it holds one.
+    slot: Mutex<Option<IpAddr>>,
+}
+
+/// A waiter's hold on a fill: the fill is abandoned when the last one drops.
+#[derive(Debug)]
+pub struct Attach(Arc<Fill>);
+
+impl Drop for Attach {
+    fn drop(&mut self) {
+        if self.0.attached.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.abandoned.notify_one();
+        }
+    }
+}
+
+/// A fill's body as one waiter receives it.
+#[derive(Debug)]
+pub struct FillBody {
+    rx: mpsc::UnboundedReceiver<Chunk>,
+    queued: Arc<AtomicUsize>,
+    _attach: Option<Attach>,
+}
+
+impl FillBody {
+    /// The next chunk (`None` at the end).
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Chunk>> {
+        let p = self.rx.poll_recv(cx);
+        if let std::task::Poll::Ready(Some(Chunk::Data(b))) = &p {
+            self.queued.fetch_sub(b.len(), Ordering::AcqRel);
+        }
+        p
+    }
 }
 
 impl Fill {
+    fn new(limit: u64, start: Option<(u64, Tags)>, detached: bool, slot: IpAddr) -> Fill {
+        let (start, tags) = start.unwrap_or_default();
+        Fill {
+            state: Mutex::new(State::default()),
+            limit,
+            start,
+            tags: Mutex::new(tags),
+            detached,
+            attached: AtomicUsize::new(0),
+            abandoned: Notify::new(),
+            slot: Mutex::new(Some(slot)),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A waiter's outcome given the state now, or `None` while the head is pending.
+    /// The invalidation log's position when the fill started.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    fn tags_now(&self) -> Tags {
+        self.tags.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A waiter's outcome given the state now, or `None` while there is nothing to
+    /// answer with yet (no head, or a complete body being committed).
     fn outcome_now(st: &mut State) -> Option<Outcome> {
         if let Some(late) = &st.late {
             return Some(match late {
@@ -114,44 +239,90 @@ impl Fill {
             });
         }
         let head = st.head.clone()?;
+        match st.commit {
+            Commit::Pending => return None,
+            Commit::Done(true) => return Some(Outcome::Stored(head)),
+            Commit::None | Commit::Done(false) => {}
+        }
         if !st.buffering {
             return Some(Outcome::Refused);
         }
         let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
         for c in &st.chunks {
+            queued.fetch_add(c.len(), Ordering::AcqRel);
             let _ = tx.send(Chunk::Data(c.clone()));
         }
         match &st.finished {
-            None => st.subs.push(tx),
+            None => st.subs.push(Sub {
+                tx,
+                queued: queued.clone(),
+            }),
             Some(Ok(())) => {}
             Some(Err(why)) => {
                 let _ = tx.send(Chunk::Failed(why.clone()));
             }
         }
-        Some(Outcome::Response { head, body: rx })
+        Some(Outcome::Response {
+            head,
+            body: FillBody {
+                rx,
+                queued,
+                _attach: None,
+            },
+        })
     }
 
-    /// Publishes the head: every waiter gets its channel.
+    fn wake_waiters(st: &mut State) {
+        for w in std::mem::take(&mut st.head_waiters) {
+            match Fill::outcome_now(st) {
+                Some(o) => {
+                    let _ = w.send(o);
+                }
+                None => st.head_waiters.push(w),
+            }
+        }
+    }
+
+    fn set_head(&self, head: &Head) {
+        *self.tags.lock().unwrap_or_else(|p| p.into_inner()) = head.tags.clone();
+    }
+
+    /// Publishes the head: every waiter gets its channel and the body streams.
     pub fn publish_head(&self, head: Head) {
+        self.set_head(&head);
         let mut st = self.lock();
         st.head = Some(Arc::new(head));
         st.buffering = true;
-        for w in std::mem::take(&mut st.head_waiters) {
-            if let Some(o) = Fill::outcome_now(&mut st) {
-                let _ = w.send(o);
-            }
-        }
+        Fill::wake_waiters(&mut st);
+    }
+
+    /// Takes a head with its whole body (at hand at once) without waking anyone:
+    /// the waiters are answered when [`Fill::committed`] says how it went.
+    pub fn hold_complete(&self, head: Head, chunks: Vec<Bytes>) {
+        self.set_head(&head);
+        let mut st = self.lock();
+        st.head = Some(Arc::new(head));
+        st.buffered_bytes = chunks.iter().map(|c| c.len() as u64).sum();
+        st.chunks = chunks;
+        st.buffering = true;
+        st.finished = Some(Ok(()));
+        st.commit = Commit::Pending;
+    }
+
+    /// Publishes how the commit went: waiters are answered from the store, or (not
+    /// stored) from the buffered body.
+    pub fn committed(&self, stored: bool) {
+        let mut st = self.lock();
+        st.commit = Commit::Done(stored);
+        Fill::wake_waiters(&mut st);
     }
 
     /// Publishes a terminal outcome that has no body (304 merged, or failure).
     fn publish_late(&self, late: Late) {
         let mut st = self.lock();
         st.late = Some(late);
-        for w in std::mem::take(&mut st.head_waiters) {
-            if let Some(o) = Fill::outcome_now(&mut st) {
-                let _ = w.send(o);
-            }
-        }
+        Fill::wake_waiters(&mut st);
     }
 
     /// Publishes that the stored record was revalidated.
@@ -168,8 +339,15 @@ impl Fill {
     /// Returns false once the body outgrew the limit (it will not be stored).
     pub fn push(&self, data: Bytes) -> bool {
         let mut st = self.lock();
-        st.subs
-            .retain(|s| s.send(Chunk::Data(data.clone())).is_ok());
+        let buffering = st.buffering;
+        st.subs.retain(|s| {
+            let queued = s.queued.fetch_add(data.len(), Ordering::AcqRel) + data.len();
+            if !buffering && queued > LAG_BYTES_MAX {
+                let _ = s.tx.send(Chunk::Failed("client too slow".into()));
+                return false;
+            }
+            s.tx.send(Chunk::Data(data.clone())).is_ok()
+        });
         if st.buffering {
             st.buffered_bytes += data.len() as u64;
             if st.buffered_bytes > self.limit {
@@ -182,15 +360,26 @@ impl Fill {
         st.buffering
     }
 
-    /// Ends the body for every waiter; `Err` cuts their responses.
-    pub fn finish(&self, result: Result<(), String>) {
+    /// Stops keeping the body (it will not be stored): later joiners are refused,
+    /// waiters already attached keep streaming.
+    pub fn stop_buffering(&self) {
+        let mut st = self.lock();
+        st.buffering = false;
+        st.chunks = Vec::new();
+    }
+
+    /// Ends the body for every waiter; `Err` cuts their responses. With `commit`,
+    /// joiners from now on wait for [`Fill::committed`].
+    pub fn finish(&self, result: Result<(), String>, commit: bool) {
         let mut st = self.lock();
         if let Err(why) = &result {
             for s in &st.subs {
-                let _ = s.send(Chunk::Failed(why.clone()));
+                let _ = s.tx.send(Chunk::Failed(why.clone()));
             }
             st.buffering = false;
             st.chunks = Vec::new();
+        } else if commit && st.buffering {
+            st.commit = Commit::Pending;
         }
         st.subs.clear();
         st.finished = Some(result);
@@ -214,22 +403,71 @@ impl Fill {
             }
         })
     }
+
+    /// Resolves once no waiter is attached (never, for a detached fill).
+    pub async fn abandoned(&self) {
+        if self.detached {
+            return std::future::pending().await;
+        }
+        loop {
+            let notified = self.abandoned.notified();
+            if self.attached.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether this fill still holds a slot.
+    pub fn holds_slot(&self) -> bool {
+        self.slot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    map: HashMap<Vec<u8>, Arc<Fill>>,
+    slots_used: usize,
+    per_client: HashMap<IpAddr, usize>,
 }
 
 /// The registry of fills in flight, keyed by record key.
 #[derive(Debug)]
 pub struct Fills {
-    map: Mutex<HashMap<Vec<u8>, Arc<Fill>>>,
-    permits: Arc<Semaphore>,
+    reg: Mutex<Registry>,
+    slots: usize,
+    slots_per_client: usize,
 }
 
 /// A waiter's ticket: the outcome arrives on `rx`.
 #[derive(Debug)]
 pub struct Ticket {
-    /// Resolves once the origin answered (or the fill could not start).
+    /// Resolves once there is something to answer with.
     pub rx: oneshot::Receiver<Outcome>,
     /// True when this request joined a fill another request started.
     pub collapsed: bool,
+    /// The fill joined.
+    pub fill: Arc<Fill>,
+    /// The invalidation log's position when this request joined.
+    pub arrived: u64,
+    attach: Option<Attach>,
+}
+
+impl Ticket {
+    /// Moves this waiter's hold on the fill into its response body.
+    pub fn attach_to(&mut self, body: &mut FillBody) {
+        body._attach = self.attach.take();
+    }
+
+    /// Whether an invalidation logged after the fill started, and before this
+    /// request joined, matches what the fill fetched (`tags`, from its head or
+    /// record): then its bytes must not answer this request.
+    pub fn predates_invalidation(&self, inv: &Invalidations, tags: &Tags) -> bool {
+        inv.between(self.fill.start, self.arrived, tags) != Verdict::Clean
+    }
 }
 
 /// What `join` tells the caller to do.
@@ -237,78 +475,88 @@ pub struct Ticket {
 pub enum Joined {
     /// A fill for the key was already running.
     Existing(Ticket),
-    /// A new fill was registered: the caller must start [`run`]-like work on it and
-    /// then call [`Fills::done`].
+    /// A new fill was registered: the caller must start [`crate::miss::run`] on it.
     New(Arc<Fill>, Ticket),
-    /// Too many fills in flight.
+    /// No slot (in all, or for this client): fetch without a fill.
     Busy,
 }
 
+/// What a new fill is: its buffer limit, its start in the invalidation log and the
+/// tags known before the response, and the client it is counted against.
+#[derive(Debug, Clone)]
+pub struct NewFill {
+    /// Largest body kept.
+    pub limit: u64,
+    /// The log position the fill starts at.
+    pub start: u64,
+    /// The URL's tags.
+    pub tags: Tags,
+    /// The client leading it.
+    pub client: IpAddr,
+}
+
 impl Fills {
-    /// A registry allowing `max_in_flight` fills at once.
-    pub fn new(max_in_flight: usize) -> Fills {
+    /// A registry allowing `slots` fills at once, `slots_per_client` led by one
+    /// client address.
+    pub fn new(slots: usize, slots_per_client: usize) -> Fills {
         Fills {
-            map: Mutex::new(HashMap::new()),
-            permits: Arc::new(Semaphore::new(max_in_flight)),
+            reg: Mutex::new(Registry::default()),
+            slots,
+            slots_per_client: slots_per_client.max(1),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Arc<Fill>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.reg.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Joins the fill for `key`, registering a new one (limited to `limit` buffered
-    /// bytes) when there is none. A new fill holds one in-flight permit until
-    /// [`Fills::done`].
-    pub fn join(&self, key: &[u8], limit: u64) -> Joined {
-        let mut map = self.lock();
-        if let Some(f) = map.get(key) {
+    /// Joins the fill for `key`, or registers `new` when there is none, or when the
+    /// one running was fetched before an invalidation that matches it.
+    pub fn join(&self, key: &[u8], new: NewFill, inv: &Invalidations) -> Joined {
+        let mut reg = self.lock();
+        let arrived = inv.now();
+        if let Some(f) = reg.map.get(key) {
             let f = f.clone();
-            drop(map);
-            return Joined::Existing(Ticket {
-                rx: Fills::wait_on(&f),
-                collapsed: true,
-            });
+            if inv.between(f.start, arrived, &f.tags_now()) == Verdict::Clean {
+                return Joined::Existing(Fills::ticket(&f, true, arrived));
+            }
+            // The fill in flight may carry bytes from before the invalidation:
+            // later requests get a fill of their own (the old one finishes for its
+            // waiters and is stored at most stale, see `crate::invalidate`).
+            reg.map.remove(key);
         }
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+        let Some(f) = Fills::take_slot(&mut reg, self, &new, false) else {
             return Joined::Busy;
         };
-        // The permit is released in `done`.
-        permit.forget();
-        let f = Arc::new(Fill {
-            state: Mutex::new(State::default()),
-            limit,
-        });
-        map.insert(key.to_vec(), f.clone());
-        drop(map);
-        let rx = Fills::wait_on(&f);
-        Joined::New(
-            f,
-            Ticket {
-                rx,
-                collapsed: false,
-            },
-        )
+        reg.map.insert(key.to_vec(), f.clone());
+        drop(reg);
+        let t = Fills::ticket(&f, false, f.start);
+        Joined::New(f, t)
     }
 
-    /// Registers a new fill with no waiter (background revalidation), or `None` when
-    /// one is running already or the limit is reached.
-    pub fn start_detached(&self, key: &[u8], limit: u64) -> Option<Arc<Fill>> {
-        let mut map = self.lock();
-        if map.contains_key(key) {
+    fn take_slot(
+        reg: &mut Registry,
+        fills: &Fills,
+        new: &NewFill,
+        detached: bool,
+    ) -> Option<Arc<Fill>> {
+        let mine = reg.per_client.get(&new.client).copied().unwrap_or(0);
+        if reg.slots_used >= fills.slots || mine >= fills.slots_per_client {
             return None;
         }
-        let permit = self.permits.clone().try_acquire_owned().ok()?;
-        permit.forget();
-        let f = Arc::new(Fill {
-            state: Mutex::new(State::default()),
-            limit,
-        });
-        map.insert(key.to_vec(), f.clone());
-        Some(f)
+        reg.slots_used += 1;
+        *reg.per_client.entry(new.client).or_insert(0) += 1;
+        Some(Arc::new(Fill::new(
+            new.limit,
+            Some((new.start, new.tags.clone())),
+            detached,
+            new.client,
+        )))
     }
 
-    fn wait_on(f: &Fill) -> oneshot::Receiver<Outcome> {
+    fn ticket(f: &Arc<Fill>, collapsed: bool, arrived: u64) -> Ticket {
+        f.attached.fetch_add(1, Ordering::AcqRel);
+        let attach = Some(Attach(f.clone()));
         let (tx, rx) = oneshot::channel();
         let mut st = f.lock();
         match Fill::outcome_now(&mut st) {
@@ -317,185 +565,180 @@ impl Fills {
             }
             None => st.head_waiters.push(tx),
         }
-        rx
+        Ticket {
+            rx,
+            collapsed,
+            fill: f.clone(),
+            arrived,
+            attach,
+        }
+    }
+
+    /// Registers a new fill with no waiter (background revalidation), or `None` when
+    /// one is running already or there is no slot.
+    pub fn start_detached(&self, key: &[u8], new: NewFill) -> Option<Arc<Fill>> {
+        let mut reg = self.lock();
+        if reg.map.contains_key(key) {
+            return None;
+        }
+        let f = Fills::take_slot(&mut reg, self, &new, true)?;
+        reg.map.insert(key.to_vec(), f.clone());
+        Some(f)
+    }
+
+    fn unregister(reg: &mut Registry, key: &[u8], fill: &Arc<Fill>) {
+        if reg.map.get(key).is_some_and(|f| Arc::ptr_eq(f, fill)) {
+            reg.map.remove(key);
+        }
+    }
+
+    fn release(reg: &mut Registry, fill: &Fill) {
+        let Some(client) = fill.slot.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        reg.slots_used -= 1;
+        if let Some(n) = reg.per_client.get_mut(&client) {
+            *n -= 1;
+            if *n == 0 {
+                reg.per_client.remove(&client);
+            }
+        }
+    }
+
+    /// Turns `fill` into a pass-through for the waiters it has: it leaves the
+    /// registry (later misses start their own) and gives its slot back.
+    pub fn pass_through(&self, key: &[u8], fill: &Arc<Fill>) {
+        fill.stop_buffering();
+        let mut reg = self.lock();
+        Fills::unregister(&mut reg, key, fill);
+        Fills::release(&mut reg, fill);
+    }
+
+    /// Unregisters `fill` if no waiter is attached (none can attach afterwards);
+    /// returns whether it did. The caller then stops the fill.
+    pub fn cancel_if_abandoned(&self, key: &[u8], fill: &Arc<Fill>) -> bool {
+        let mut reg = self.lock();
+        if fill.detached || fill.attached.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        Fills::unregister(&mut reg, key, fill);
+        Fills::release(&mut reg, fill);
+        true
     }
 
     /// Unregisters the fill for `key` (its record is stored, or it will not be) and
-    /// returns its permit. Waiters still pending on a head get `Failed`.
+    /// gives its slot back. Waiters still pending get `Failed`.
     pub fn done(&self, key: &[u8], fill: &Arc<Fill>) {
-        let removed = {
-            let mut map = self.lock();
-            match map.get(key) {
-                Some(f) if Arc::ptr_eq(f, fill) => map.remove(key),
-                _ => None,
-            }
-        };
-        if removed.is_some() {
-            self.permits.add_permits(1);
+        {
+            let mut reg = self.lock();
+            Fills::unregister(&mut reg, key, fill);
+            Fills::release(&mut reg, fill);
         }
         let mut st = fill.lock();
+        if st.commit == Commit::Pending {
+            st.commit = Commit::Done(false);
+        }
         if st.head.is_none() && st.late.is_none() {
             st.late = Some(Late::Failed(Arc::new(OriginError::Failed(
                 "fill ended without a response".into(),
             ))));
-            for w in std::mem::take(&mut st.head_waiters) {
-                if let Some(o) = Fill::outcome_now(&mut st) {
-                    let _ = w.send(o);
-                }
-            }
         }
+        Fill::wake_waiters(&mut st);
     }
 
-    /// Fills in flight now.
+    /// Fills registered now (pass-throughs they turned into are not counted).
     pub fn in_flight(&self) -> usize {
-        self.lock().len()
+        self.lock().map.len()
+    }
+
+    /// Slots held now.
+    pub fn slots_used(&self) -> usize {
+        self.lock().slots_used
     }
 }
 
-/// Reads an origin body into `fill`, chunk by chunk, each within `timeout`. Returns
-/// true when the whole body was kept (the response can be stored).
+/// How reading a fill's body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// Complete, and every chunk kept (it can be stored).
+    Kept,
+    /// Complete, or still streaming to its waiters as a pass-through, but not kept.
+    NotKept,
+    /// The origin failed or timed out (waiters' responses were cut).
+    Failed,
+    /// Every waiter left; the fill was stopped.
+    Abandoned,
+}
+
+/// What bounds a fill's body read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimits {
+    /// Longest gap between chunks.
+    pub gap: std::time::Duration,
+    /// When the fill stops holding a slot and becomes a pass-through.
+    pub deadline: tokio::time::Instant,
+}
+
+/// Reads an origin body into `fill` (registered under `key` in `fills`), each chunk
+/// within `limits.gap`. Past `limits.deadline`, or once the body outgrows the
+/// buffer, the fill becomes a pass-through (its waiters keep streaming). When every
+/// waiter has left, it stops. A body that ends with `commit` set and every chunk
+/// kept leaves the fill in `Committing`.
 pub async fn stream_body(
-    fill: &Fill,
+    fills: &Fills,
+    key: &[u8],
+    fill: &Arc<Fill>,
     mut body: crate::upstream::UpBody,
-    timeout: std::time::Duration,
-) -> bool {
+    limits: ReadLimits,
+    commit: bool,
+) -> BodyEnd {
     let mut kept = true;
+    let deadline = tokio::time::sleep_until(limits.deadline);
+    tokio::pin!(deadline);
     loop {
-        match tokio::time::timeout(timeout, body.frame()).await {
+        let frame = tokio::select! {
+            f = tokio::time::timeout(limits.gap, body.frame()) => f,
+            () = fill.abandoned() => {
+                if fills.cancel_if_abandoned(key, fill) {
+                    fill.finish(Err("every client left".into()), false);
+                    return BodyEnd::Abandoned;
+                }
+                tokio::task::yield_now().await;
+                continue;
+            }
+            () = &mut deadline, if kept && fill.holds_slot() => {
+                kept = false;
+                fills.pass_through(key, fill);
+                continue;
+            }
+        };
+        match frame {
             Err(_) => {
-                fill.finish(Err("origin body timed out".into()));
-                return false;
+                fill.finish(Err("origin body timed out".into()), false);
+                return BodyEnd::Failed;
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                fill.finish(Err(format!("origin body failed: {e}")));
-                return false;
+                fill.finish(Err(format!("origin body failed: {e}")), false);
+                return BodyEnd::Failed;
             }
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
-                    if !data.is_empty() {
-                        kept = fill.push(data);
+                    if !data.is_empty() && !fill.push(data) && kept {
+                        kept = false;
+                        fills.pass_through(key, fill);
                     }
                 }
             }
         }
     }
-    fill.finish(Ok(()));
-    kept
+    fill.finish(Ok(()), commit && kept);
+    if kept {
+        BodyEnd::Kept
+    } else {
+        BodyEnd::NotKept
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn head() -> Head {
-        Head {
-            status: StatusCode::OK,
-            headers: HeaderMap::new(),
-            request_time: SystemTime::now(),
-            response_time: SystemTime::now(),
-            store: Ok(()),
-            vary: VaryFields::default(),
-            variant_key: Vec::new(),
-        }
-    }
-
-    async fn drain(mut rx: mpsc::UnboundedReceiver<Chunk>) -> Result<Vec<u8>, String> {
-        let mut out = Vec::new();
-        while let Some(c) = rx.recv().await {
-            match c {
-                Chunk::Data(b) => out.extend_from_slice(&b),
-                Chunk::Failed(w) => return Err(w),
-            }
-        }
-        Ok(out)
-    }
-
-    #[tokio::test]
-    async fn waiters_before_and_after_the_head_get_the_whole_body() {
-        let fills = Fills::new(4);
-        let Joined::New(fill, first) = fills.join(b"k", 1 << 20) else {
-            panic!("first join must create the fill")
-        };
-        let Joined::Existing(second) = fills.join(b"k", 1 << 20) else {
-            panic!("second join must collapse")
-        };
-        assert!(second.collapsed && !first.collapsed);
-        fill.publish_head(head());
-        fill.push(Bytes::from_static(b"hello "));
-        let Joined::Existing(late) = fills.join(b"k", 1 << 20) else {
-            panic!("still registered")
-        };
-        fill.push(Bytes::from_static(b"world"));
-        fill.finish(Ok(()));
-        assert_eq!(fill.body().as_deref(), Some(&b"hello world"[..]));
-        fills.done(b"k", &fill);
-        for t in [first, second, late] {
-            let Outcome::Response { body, .. } = t.rx.await.unwrap() else {
-                panic!("expected a response")
-            };
-            assert_eq!(drain(body).await.unwrap(), b"hello world");
-        }
-        assert_eq!(fills.in_flight(), 0);
-        // A new fill can start after `done`.
-        assert!(matches!(fills.join(b"k", 1), Joined::New(..)));
-    }
-
-    #[tokio::test]
-    async fn bodies_over_the_limit_stream_on_but_refuse_late_joiners() {
-        let fills = Fills::new(4);
-        let Joined::New(fill, first) = fills.join(b"k", 8) else {
-            panic!()
-        };
-        fill.publish_head(head());
-        assert!(fill.push(Bytes::from_static(b"12345")));
-        assert!(!fill.push(Bytes::from_static(b"67890")));
-        let Joined::Existing(late) = fills.join(b"k", 8) else {
-            panic!()
-        };
-        assert!(matches!(late.rx.await.unwrap(), Outcome::Refused));
-        fill.finish(Ok(()));
-        assert!(fill.body().is_none());
-        let Outcome::Response { body, .. } = first.rx.await.unwrap() else {
-            panic!()
-        };
-        assert_eq!(drain(body).await.unwrap(), b"1234567890");
-    }
-
-    #[tokio::test]
-    async fn a_failure_mid_body_cuts_every_waiter() {
-        let fills = Fills::new(4);
-        let Joined::New(fill, first) = fills.join(b"k", 100) else {
-            panic!()
-        };
-        fill.publish_head(head());
-        fill.push(Bytes::from_static(b"part"));
-        fill.finish(Err("reset".into()));
-        let Outcome::Response { body, .. } = first.rx.await.unwrap() else {
-            panic!()
-        };
-        assert_eq!(drain(body).await, Err("reset".to_string()));
-        assert!(fill.body().is_none());
-    }
-
-    #[tokio::test]
-    async fn the_in_flight_limit_holds_and_frees() {
-        let fills = Fills::new(1);
-        let Joined::New(fill, _t) = fills.join(b"a", 1) else {
-            panic!()
-        };
-        assert!(matches!(fills.join(b"b", 1), Joined::Busy));
-        fills.done(b"a", &fill);
-        assert!(matches!(fills.join(b"b", 1), Joined::New(..)));
-    }
-
-    #[tokio::test]
-    async fn waiters_of_a_fill_that_never_answered_are_failed() {
-        let fills = Fills::new(2);
-        let Joined::New(fill, t) = fills.join(b"a", 1) else {
-            panic!()
-        };
-        fills.done(b"a", &fill);
-        assert!(matches!(t.rx.await.unwrap(), Outcome::Failed(_)));
-    }
-}
+mod tests;

@@ -6,11 +6,13 @@
 //! - [`config`]: every option with its default (the TOML the binary reads).
 //! - [`state`]: the shared state built from it.
 //! - [`object`]: how a response lies in the store (record, bodies per coding, tags).
-//! - [`compress`]: content codings, computed once at fill time; [`recompress`]
-//!   remakes brotli at high quality in the background.
+//! - [`compress`]: content codings, computed once per response on the bounded
+//!   [`compress_pool`]; [`recompress`] adds the slower codings in the background.
+//! - [`invalidate`]: the invalidation log and the gate every store write passes, so
+//!   a purge wins every race with a fill.
 //! - [`upstream`]: where fills go (an HTTP [`origin`] or an in-process renderer);
 //!   [`origin`]: the origin client and what is forwarded to it.
-//! - [`fill`]: coalesced, streamed fills.
+//! - [`fill`]: coalesced, streamed fills; [`miss`] fetches, [`commit`] stores.
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
 //! - [`metrics`]: lock-free counters and the Prometheus rendering.
 //! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
@@ -22,13 +24,16 @@
 
 pub mod admin;
 pub mod body;
+pub mod commit;
 pub mod compress;
+pub mod compress_pool;
 pub mod config;
 pub mod fastpath;
 pub mod fill;
 pub mod guard;
 pub mod h1;
 pub mod hit;
+pub mod invalidate;
 pub mod metrics;
 pub mod miss;
 pub mod object;

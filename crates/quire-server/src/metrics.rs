@@ -98,20 +98,26 @@ pub enum FillResult {
     Rejected,
     /// The origin exchange failed.
     Failed,
+    /// An invalidation matched while the fill was in flight: not stored.
+    Invalidated,
+    /// Every client left before the body ended: the fill was stopped.
+    Abandoned,
 }
 
 impl FillResult {
     /// Every fill result, in the order they are rendered.
-    pub const ALL: [FillResult; 5] = [
+    pub const ALL: [FillResult; 7] = [
         FillResult::Stored,
         FillResult::NotStorable,
         FillResult::TooLarge,
         FillResult::Rejected,
         FillResult::Failed,
+        FillResult::Invalidated,
+        FillResult::Abandoned,
     ];
 
     /// The `result` label value: `"stored"`, `"not_storable"`, `"too_large"`,
-    /// `"rejected"` or `"failed"`.
+    /// `"rejected"`, `"failed"`, `"invalidated"` or `"abandoned"`.
     pub fn label(self) -> &'static str {
         match self {
             FillResult::Stored => "stored",
@@ -119,6 +125,8 @@ impl FillResult {
             FillResult::TooLarge => "too_large",
             FillResult::Rejected => "rejected",
             FillResult::Failed => "failed",
+            FillResult::Invalidated => "invalidated",
+            FillResult::Abandoned => "abandoned",
         }
     }
 
@@ -214,6 +222,7 @@ pub struct Metrics {
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
+    fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
     connections: AtomicI64,
@@ -235,6 +244,7 @@ impl Metrics {
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
+            fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
             connections: AtomicI64::new(0),
@@ -277,6 +287,11 @@ impl Metrics {
     /// Requests that joined an in-flight fill instead of starting one.
     pub fn record_coalesced(&self) {
         self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A miss found no fill slot (in all, or for its client) and was passed through.
+    pub fn record_fill_busy(&self) {
+        self.fills_busy.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A connection left the HTTP/1.1 fast path for the general one.
@@ -402,6 +417,12 @@ impl Metrics {
             "quire_fills_coalesced_total",
             "Requests that joined an in-flight fill instead of starting one.",
             self.coalesced.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
+            "quire_fills_busy_total",
+            "Misses that found no fill slot (in all, or for their client) and were passed to the origin unstored.",
+            self.fills_busy.load(Ordering::Relaxed),
         )?;
         counter(
             out,
@@ -615,7 +636,7 @@ mod tests {
             assert_eq!(o.index(), i);
         }
         let labels: HashSet<_> = FillResult::ALL.iter().map(|f| f.label()).collect();
-        assert_eq!(labels.len(), 5);
+        assert_eq!(labels.len(), 7);
         for (i, f) in FillResult::ALL.iter().enumerate() {
             assert_eq!(f.index(), i);
         }
@@ -939,6 +960,7 @@ mod tests {
             "quire_origin_errors_total",
             "quire_fills_total",
             "quire_fills_coalesced_total",
+            "quire_fills_busy_total",
             "quire_fastpath_handovers_total",
             "quire_purged_entries_total",
             "quire_connections_open",
@@ -961,7 +983,7 @@ mod tests {
         ] {
             assert!(sampled.contains(name), "missing family {name}");
         }
-        assert_eq!(types.len(), 27);
+        assert_eq!(types.len(), 28);
 
         for line in [
             "quire_store_hits_total 1",

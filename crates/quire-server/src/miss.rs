@@ -1,63 +1,54 @@
-//! Fetching and storing: the task behind each [`Fill`], from the origin request to the
-//! record in the store.
+//! Fetching: the task behind each [`Fill`], from the origin request to the commit.
 //!
 //! Key decisions:
 //! - **The storing decision is made on the head** (RFC 9111 §3 via
-//!   `quire_http::freshness::storable`, the object limit, store admission), so the
-//!   `Cache-Status` sent with a streaming miss can say `stored` or why not.
-//! - **Compression and the store write run on the blocking pool** once the body is
-//!   complete: gzip/brotli/zstd of a page take milliseconds, and a put may reclaim a
-//!   region inline. Neither ever runs on a request's worker.
-//! - A body the origin sent compressed (gzip, br, zstd) is decoded (bounded by the
-//!   object limit) and stored like any other; its `ETag` is kept weak, since quire's
-//!   identity bytes are not the representation the origin's tag named. Other codings
-//!   are not stored.
+//!   `quire_http::freshness::storable`, the object limit, store admission on the key
+//!   lookups counted), so a response that will not be stored stops being a fill at
+//!   once: it gives its slot back and streams on as a pass-through.
+//! - **A body at hand is committed before anyone is answered.** When the whole body
+//!   (up to [`HOLD_BYTES_MAX`]) arrives within [`HOLD_WAIT`] of the head — a page
+//!   from a nearby origin, or from `quire serve`'s renderer — the fill commits it
+//!   first, and every waiter, the first included, is answered from the store:
+//!   conditionals and ranges work on the first request and `Cache-Status` says
+//!   `stored` only because it is. Larger or slower bodies stream to their waiters
+//!   and are committed when they end (joiners from then on wait for the commit).
+//! - **Every wait on the origin is cut short when the last waiter leaves** (see
+//!   [`crate::fill`]), and the body read is bounded by `limits.fill_deadline`.
 //! - A 304 to a revalidation updates the stored head (RFC 9111 §4.3.4) and writes a
-//!   new record pointing at the same bodies.
+//!   new record pointing at the same bodies, through the invalidation gate.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, StatusCode};
 use quire_http::cache_control::CacheControl;
-use quire_http::encoding::Coding;
 use quire_http::freshness::{self, StoredTiming};
-use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
+use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::meta::StoredMeta;
-use quire_store::{Engine, EntryRef, Put, StoreError};
+use quire_store::{Engine, EntryRef};
 
-use crate::compress;
-use crate::fill::{self, Fill, Head};
+use crate::commit::{self, StorePlan};
+use crate::fill::{self, BodyEnd, Fill, Head, ReadLimits};
+use crate::invalidate::Verdict;
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
-use crate::recompress::Recompressor;
 use crate::state::Ctx;
-
-/// Fields never stored with a response: hop-by-hop ones go earlier; these are either
-/// recomputed per response (`Age`, `Content-Length`, `ETag`, `Content-Encoding`: per
-/// coding) or addressed to quire alone (surrogate keys and `Surrogate-Control`).
-/// `Vary` is stored as sent (`Accept-Encoding` is added when serving).
-const NOT_STORED: [&str; 7] = [
-    "age",
-    "content-length",
-    "content-encoding",
-    "etag",
-    "surrogate-key",
-    "cache-tag",
-    "surrogate-control",
-];
+use crate::upstream::UpBody;
 
 /// Fields removed from origin responses before they reach a client (misses and
 /// passes; stored heads never hold them): tags and `Surrogate-Control` are for quire
 /// (a surrogate), not for clients (Edge Architecture 1.0 §3).
 pub const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
 
-/// Most surrogate keys kept per response, and their longest length.
-const SURROGATE_KEYS_MAX: usize = 64;
-const SURROGATE_KEY_BYTES_MAX: usize = 256;
+/// Largest body committed before its waiters are answered.
+pub const HOLD_BYTES_MAX: u64 = 256 << 10;
+
+/// How long after the head a body may take to count as "at hand".
+pub const HOLD_WAIT: Duration = Duration::from_millis(5);
 
 /// What a fill fetches and where it stores it.
 #[derive(Debug)]
@@ -75,7 +66,8 @@ pub struct FillSpec {
     pub client_headers: HeaderMap,
     /// The stored response being revalidated, if any.
     pub revalidate: Option<Arc<ObjectRecord>>,
-    /// The record key the fill is registered under.
+    /// The record key the fill is registered under: the key the request's lookup
+    /// counted, so admission decides on it.
     pub fill_key: Vec<u8>,
 }
 
@@ -92,12 +84,43 @@ pub async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> FillResult {
+/// `fut`, unless every waiter of `fill` leaves first (then the fill is unregistered
+/// and `None` returned).
+async fn unless_abandoned<F: Future>(
+    ctx: &Ctx,
+    spec: &FillSpec,
+    fill: &Arc<Fill>,
+    fut: F,
+) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return Some(out),
+            () = fill.abandoned() => {
+                if ctx.fills.cancel_if_abandoned(&spec.fill_key, fill) {
+                    return None;
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
+/// The origin's answer to the fill's request: a response to store or stream, or
+/// the fill's result when it ended here (a 304 merged, a failure, abandonment).
+struct Fetched {
+    request_time: SystemTime,
+    response_time: SystemTime,
+    parts: http::response::Parts,
+    body: UpBody,
+}
+
+async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetched, FillResult> {
     // A revalidation sends the stored validators; a 304 that turns out to name
     // another representation selects nothing (RFC 9111 §4.3.4), and the fill asks
     // again without them.
     let mut conditional = spec.revalidate.as_deref();
-    let (request_time, response_time, parts, body) = loop {
+    loop {
         let mut headers = spec.headers.clone();
         if let Some(old) = conditional {
             add_validators(&mut headers, &old.meta);
@@ -108,20 +131,23 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             Ok(u) => u,
             Err(_) => {
                 fill.publish_failed(OriginError::Failed("unusable request target".into()));
-                return FillResult::Failed;
+                return Err(FillResult::Failed);
             }
         };
         *req.headers_mut() = headers;
         let request_time = SystemTime::now();
         let t0 = std::time::Instant::now();
-        let resp = ctx.origin.send(req).await;
+        let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
+            fill.publish_failed(OriginError::Failed("every client left".into()));
+            return Err(FillResult::Abandoned);
+        };
         ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
         let resp = match resp {
             Ok(r) => r,
             Err(e) => {
                 tracing::debug!(url = %spec.url, error = %e, "fill failed");
                 fill.publish_failed(e);
-                return FillResult::Failed;
+                return Err(FillResult::Failed);
             }
         };
         let response_time = SystemTime::now();
@@ -134,12 +160,30 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
                     continue;
                 }
                 let rec = refreshed(ctx, old, &parts.headers, request_time, response_time);
-                let stored = store_record_blocking(ctx, spec, rec.clone()).await;
+                let stored = store_refreshed(ctx, fill, spec, rec.clone()).await;
                 fill.publish_revalidated(Arc::new(rec));
-                return stored;
+                return Err(stored);
             }
         }
-        break (request_time, response_time, parts, body);
+        return Ok(Fetched {
+            request_time,
+            response_time,
+            parts,
+            body,
+        });
+    }
+}
+
+async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> FillResult {
+    let started = tokio::time::Instant::now();
+    let Fetched {
+        request_time,
+        response_time,
+        parts,
+        mut body,
+    } = match fetch(ctx, fill, spec).await {
+        Ok(f) => f,
+        Err(result) => return result,
     };
     let vary = key::vary_fields(&parts.headers);
     let variant_key = if vary.is_empty() {
@@ -153,7 +197,9 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             spec.key_version,
         )
     };
-    let store = decide(ctx, spec, parts.status, &parts.headers, &variant_key);
+    let store = decide(ctx, spec, parts.status, &parts.headers);
+    let keys = commit::surrogate_keys(&parts.headers);
+    let tags = commit::record_tags(spec.url.as_str(), &keys);
     let head = Head {
         status: parts.status,
         headers: parts.headers.clone(),
@@ -162,20 +208,7 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         store,
         vary: vary.clone(),
         variant_key: variant_key.clone(),
-    };
-    fill.publish_head(head);
-    let kept = fill::stream_body(fill, body, ctx.origin.read_timeout()).await;
-    match store {
-        Err("too-large") => return FillResult::TooLarge,
-        Err("admission") => return FillResult::Rejected,
-        Err(_) => return FillResult::NotStorable,
-        Ok(()) => {}
-    }
-    if !kept {
-        return FillResult::TooLarge;
-    }
-    let Some(body) = fill.body() else {
-        return FillResult::Failed;
+        tags: tags.clone(),
     };
     let plan = StorePlan {
         url: spec.url.as_str().to_owned(),
@@ -186,13 +219,115 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         headers: parts.headers,
         request_time,
         response_time,
+        start: fill.start(),
+        tags,
     };
-    let ctx2 = ctx.clone();
-    match tokio::task::spawn_blocking(move || store_response(&ctx2, plan, body)).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "store task failed");
-            FillResult::Failed
+    if let Err(why) = store {
+        // Not a fill any more: a pass-through for the waiters it has.
+        fill.publish_head(head);
+        ctx.fills.pass_through(&spec.fill_key, fill);
+        let end = stream(ctx, fill, spec, body, started, false).await;
+        return match (end, why) {
+            (BodyEnd::Abandoned, _) => FillResult::Abandoned,
+            (_, "too-large") => FillResult::TooLarge,
+            (_, "admission") => FillResult::Rejected,
+            _ => FillResult::NotStorable,
+        };
+    }
+    match body_at_hand(&mut body, &plan.headers).await {
+        AtHand::Complete(chunks) => fill.hold_complete(head, chunks),
+        AtHand::Failed(chunks, why) => {
+            fill.publish_head(head);
+            chunks.into_iter().for_each(|c| {
+                fill.push(c);
+            });
+            fill.finish(Err(why), false);
+            return FillResult::Failed;
+        }
+        AtHand::Partial(chunks) => {
+            fill.publish_head(head);
+            let mut kept = true;
+            for c in chunks {
+                kept &= fill.push(c);
+            }
+            if !kept {
+                ctx.fills.pass_through(&spec.fill_key, fill);
+            }
+            match stream(ctx, fill, spec, body, started, kept).await {
+                BodyEnd::Kept => {}
+                BodyEnd::NotKept => return FillResult::TooLarge,
+                BodyEnd::Failed => return FillResult::Failed,
+                BodyEnd::Abandoned => return FillResult::Abandoned,
+            }
+        }
+    }
+    let result = match fill.body() {
+        Some(b) => commit::commit(ctx, plan, b).await,
+        None => FillResult::Failed,
+    };
+    fill.committed(result == FillResult::Stored);
+    result
+}
+
+/// Streams the rest of the body into `fill`, within the read limits (the deadline
+/// counts from `started`, when the fill began).
+async fn stream(
+    ctx: &Ctx,
+    fill: &Arc<Fill>,
+    spec: &FillSpec,
+    body: UpBody,
+    started: tokio::time::Instant,
+    commit: bool,
+) -> BodyEnd {
+    let limits = ReadLimits {
+        gap: ctx.origin.read_timeout(),
+        deadline: started + ctx.cfg.limits.fill_deadline.0,
+    };
+    fill::stream_body(&ctx.fills, &spec.fill_key, fill, body, limits, commit).await
+}
+
+/// What [`body_at_hand`] read.
+enum AtHand {
+    /// The whole body.
+    Complete(Vec<Bytes>),
+    /// The start of a body still arriving (or too large to hold).
+    Partial(Vec<Bytes>),
+    /// The start of a body that failed.
+    Failed(Vec<Bytes>, String),
+}
+
+/// Reads the body while it arrives within [`HOLD_WAIT`] of the head and stays under
+/// [`HOLD_BYTES_MAX`] bytes.
+async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> AtHand {
+    use http_body::Body as _;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut chunks = Vec::new();
+    if declared.is_some_and(|n| n > HOLD_BYTES_MAX) || body.size_hint().lower() > HOLD_BYTES_MAX {
+        return AtHand::Partial(chunks);
+    }
+    let mut total = 0u64;
+    let deadline = tokio::time::Instant::now() + HOLD_WAIT;
+    loop {
+        if body.is_end_stream() {
+            return AtHand::Complete(chunks);
+        }
+        let frame = tokio::time::timeout_at(deadline, http_body_util::BodyExt::frame(body)).await;
+        match frame {
+            Ok(None) => return AtHand::Complete(chunks),
+            Ok(Some(Ok(f))) => {
+                if let Ok(data) = f.into_data() {
+                    total += data.len() as u64;
+                    chunks.push(data);
+                    if total > HOLD_BYTES_MAX {
+                        return AtHand::Partial(chunks);
+                    }
+                }
+            }
+            Ok(Some(Err(e))) => return AtHand::Failed(chunks, format!("origin body failed: {e}")),
+            Err(_) => return AtHand::Partial(chunks),
         }
     }
 }
@@ -203,7 +338,6 @@ fn decide(
     spec: &FillSpec,
     status: StatusCode,
     headers: &HeaderMap,
-    record_key: &[u8],
 ) -> Result<(), &'static str> {
     freshness::storable(
         &Method::GET,
@@ -222,31 +356,16 @@ fn decide(
             return Err("too-large");
         }
     }
-    match origin_coding(headers) {
+    match commit::origin_coding(headers) {
         Ok(_) => {}
         Err(()) => return Err("content-encoding"),
     }
-    if !ctx.store.admits(record_key) {
+    // Admission counts the key the request's lookup counted (the primary key, or
+    // the variant key a stored `Vary` selected), never a key no lookup touches.
+    if !ctx.store.admits(&spec.fill_key) {
         return Err("admission");
     }
     Ok(())
-}
-
-/// The coding the origin applied: `Ok(None)` for none, `Ok(Some)` for one quire can
-/// decode, `Err` for anything else (several codings, deflate, unknown).
-fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
-    let mut found = None;
-    for v in headers.get_all(header::CONTENT_ENCODING) {
-        let v = v.to_str().map_err(|_| ())?;
-        for tok in v.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            match Coding::from_token(tok.as_bytes()) {
-                Some(Coding::Identity) => {}
-                Some(c) if found.is_none() => found = Some(c),
-                _ => return Err(()),
-            }
-        }
-    }
-    Ok(found)
 }
 
 /// True when a 304 carries an `ETag` that is not the stored one (weak comparison,
@@ -309,7 +428,7 @@ fn refreshed(
         response_time,
         &ctx.storage.heuristic,
     );
-    let mut meta = build_meta(status, &merged, &timing, old.meta.tags.clone());
+    let mut meta = commit::build_meta(status, &merged, &timing, old.meta.tags.clone());
     meta.vary = old.meta.vary.clone();
     meta.variant_key_hash = old.meta.variant_key_hash;
     meta.body_len = old.meta.body_len;
@@ -322,244 +441,44 @@ fn refreshed(
     }
 }
 
-async fn store_record_blocking(ctx: &Arc<Ctx>, spec: &FillSpec, rec: ObjectRecord) -> FillResult {
+/// Writes the record a 304 refreshed over the bodies of the entry it revalidated
+/// (if that is still the same version), through the invalidation gate.
+async fn store_refreshed(
+    ctx: &Arc<Ctx>,
+    fill: &Fill,
+    spec: &FillSpec,
+    mut rec: ObjectRecord,
+) -> FillResult {
     let ctx = ctx.clone();
     // A revalidation fill is registered under the key its stale record was found at.
     let key = spec.fill_key.clone();
+    let start = fill.start();
     tokio::task::spawn_blocking(move || {
-        // The same bodies under the refreshed head: copied from the entry being
-        // replaced, if it is still the same version.
-        let Some(h) = ctx.store.get(&key) else {
-            return FillResult::Rejected;
-        };
-        match object::decode(h.meta()) {
-            Some(object::Record::Object(old)) if old.id == rec.id => {
-                put_record(&ctx, &key, &rec, h.body())
+        let tags = commit::record_tags(&rec.url, &rec.meta.tags);
+        ctx.invalidations.commit(start, &tags, |v| {
+            match v {
+                Verdict::Hard => return FillResult::Invalidated,
+                Verdict::Soft => commit::make_stale(&mut rec, SystemTime::now()),
+                Verdict::Clean => {}
             }
-            _ => FillResult::Rejected,
-        }
+            let Some(h) = ctx.store.get(&key) else {
+                return FillResult::Rejected;
+            };
+            match object::decode(h.meta()) {
+                Some(object::Record::Object(old)) if old.id == rec.id => {
+                    commit::put_record(&ctx, &key, &rec, h.body())
+                }
+                _ => FillResult::Rejected,
+            }
+        })
     })
     .await
     .unwrap_or(FillResult::Failed)
 }
 
-/// Everything needed to store a complete response.
-#[derive(Debug)]
-struct StorePlan {
-    url: String,
-    primary_key: Vec<u8>,
-    record_key: Vec<u8>,
-    vary: VaryFields,
-    status: StatusCode,
-    headers: HeaderMap,
-    request_time: SystemTime,
-    response_time: SystemTime,
-}
-
-/// Compresses and stores a complete response (blocking: run on the blocking pool).
-fn store_response(ctx: &Arc<Ctx>, p: StorePlan, body: Bytes) -> FillResult {
-    let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
-    let sent_coding = origin_coding(&p.headers).unwrap_or(None);
-    let identity: Bytes = match sent_coding {
-        None => body,
-        Some(c) => match compress::decode(c, &body, limit) {
-            Ok(v) => Bytes::from(v),
-            Err(e) => {
-                tracing::info!(url = %p.url, error = %e, "origin body does not decode; not stored");
-                return FillResult::NotStorable;
-            }
-        },
-    };
-    let mut bodies: Vec<(Coding, Bytes)> = vec![(Coding::Identity, identity.clone())];
-    if identity.len() >= compress::MIN_COMPRESS_BYTES
-        && compress::compressible(p.headers.get(header::CONTENT_TYPE))
-    {
-        for &c in &ctx.codings {
-            match compress::encode(c, &identity, &ctx.levels) {
-                Ok(enc) if compress::worth_keeping(identity.len(), enc.len()) => {
-                    bodies.push((c, Bytes::from(enc)));
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(coding = %c, error = %e, "compression failed"),
-            }
-        }
-    }
-    // All codings go into one entry: drop the least useful ones (last added) while
-    // the whole is over the object limit; identity alone must fit.
-    let limit = ctx.object_limit as usize;
-    while bodies.len() > 1 && bodies.iter().map(|(_, b)| b.len()).sum::<usize>() > limit {
-        bodies.pop();
-    }
-    let id: u64 = rand::random();
-    let cc = CacheControl::for_response(&p.headers, &ctx.storage.targeted_fields);
-    let timing = StoredTiming::new(
-        p.status,
-        &p.headers,
-        &cc,
-        p.request_time,
-        p.response_time,
-        &ctx.storage.heuristic,
-    );
-    let mut meta = build_meta(p.status, &p.headers, &timing, surrogate_keys(&p.headers));
-    if sent_coding.is_some() {
-        // The origin's tag named its compressed bytes, not these.
-        meta.etag = meta.etag.map(|e| {
-            if e.starts_with("W/") {
-                e
-            } else {
-                format!("W/{e}")
-            }
-        });
-    }
-    meta.body_len = identity.len() as u64;
-    meta.variant_key_hash = key::key_hash(&p.record_key);
-    meta.vary = p
-        .vary
-        .fields()
-        .iter()
-        .filter_map(|f| HeaderName::from_bytes(f.as_bytes()).ok())
-        .collect();
-    if p.vary.accept_encoding() {
-        meta.vary.push(header::ACCEPT_ENCODING);
-    }
-    let rec = ObjectRecord {
-        id,
-        url: p.url.clone(),
-        codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
-        meta,
-    };
-    let mut all = Vec::with_capacity(rec.bodies_len() as usize);
-    for (_, b) in &bodies {
-        all.extend_from_slice(b);
-    }
-    let result = put_record(ctx, &p.record_key, &rec, &all);
-    if result == FillResult::Stored && rec.coding_range(Coding::Br).is_some() {
-        Recompressor::schedule(ctx, p.record_key.clone(), id, identity.clone());
-    }
-    if result == FillResult::Stored && !p.vary.is_empty() {
-        let bytes = object::encode_vary(&p.vary);
-        let tag = object::url_tag(&p.url);
-        let _ = ctx
-            .store
-            .put_admitted(&p.primary_key, &bytes, &[], &[tag.as_bytes()]);
-    }
-    result
-}
-
-/// Writes a record with its tags and the bodies of its codings (concatenated in the
-/// record's order) as one entry.
-pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[u8]) -> FillResult {
-    debug_assert_eq!(bodies.len() as u64, rec.bodies_len());
-    let bytes = match object::encode_object(rec) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::info!(url = %rec.url, error = %e, "head not storable");
-            return FillResult::NotStorable;
-        }
-    };
-    let tags = object::record_tags(&rec.url, &rec.meta.tags);
-    let tag_refs: Vec<&[u8]> = tags.iter().map(|t| t.as_bytes()).collect();
-    match ctx.store.put_admitted(key, &bytes, bodies, &tag_refs) {
-        Ok(Put::Stored) => FillResult::Stored,
-        Ok(Put::Rejected) => FillResult::Rejected,
-        Err(StoreError::TooLarge { .. }) => FillResult::TooLarge,
-        Err(e) => {
-            tracing::warn!(error = %e, "store write failed");
-            FillResult::NotStorable
-        }
-    }
-}
-
-/// The stored head: status, the fields kept (see [`NOT_STORED`]), timing,
-/// validators, tags.
-fn build_meta(
-    status: StatusCode,
-    headers: &HeaderMap,
-    timing: &StoredTiming,
-    tags: Vec<String>,
-) -> StoredMeta {
-    let kept = headers
-        .iter()
-        .filter(|(n, _)| !NOT_STORED.contains(&n.as_str()))
-        .map(|(n, v)| (n.clone(), v.clone()))
-        .collect();
-    let mut meta = StoredMeta {
-        status: status.as_u16(),
-        headers: kept,
-        request_time_ms: 0,
-        response_time_ms: 0,
-        date_ms: 0,
-        age_at_store_ms: 0,
-        freshness_lifetime_ms: None,
-        stale_while_revalidate_ms: None,
-        stale_if_error_ms: None,
-        flags: Default::default(),
-        etag: headers
-            .get(header::ETAG)
-            .and_then(|v| v.to_str().ok())
-            .filter(|e| e.len() <= quire_http::meta::ETAG_BYTES_MAX)
-            .map(str::to_owned),
-        last_modified_secs: headers
-            .get(header::LAST_MODIFIED)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| httpdate::parse_http_date(v).ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .and_then(|d| i64::try_from(d.as_secs()).ok()),
-        content_encoding: None,
-        body_len: 0,
-        variant_key_hash: 0,
-        vary: Vec::new(),
-        tags,
-    };
-    meta.set_timing(timing);
-    meta
-}
-
-/// Surrogate keys from `Surrogate-Key` (space-separated) and `Cache-Tag`
-/// (comma-separated): visible ASCII only, de-duplicated, bounded.
-pub fn surrogate_keys(headers: &HeaderMap) -> Vec<String> {
-    let mut keys: Vec<String> = Vec::new();
-    let mut add = |k: &str| {
-        if !k.is_empty()
-            && k.len() <= SURROGATE_KEY_BYTES_MAX
-            && k.bytes().all(|b| b.is_ascii_graphic())
-            && keys.len() < SURROGATE_KEYS_MAX
-            && !keys.iter().any(|x| x == k)
-        {
-            keys.push(k.to_owned());
-        }
-    };
-    for v in headers.get_all("surrogate-key") {
-        if let Ok(v) = v.to_str() {
-            v.split_ascii_whitespace().for_each(&mut add);
-        }
-    }
-    for v in headers.get_all("cache-tag") {
-        if let Ok(v) = v.to_str() {
-            v.split(',').map(str::trim).for_each(&mut add);
-        }
-    }
-    keys
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn surrogate_keys_are_parsed_and_bounded() {
-        let mut h = HeaderMap::new();
-        h.append("surrogate-key", "a b  c".parse().unwrap());
-        h.append("cache-tag", "c, d,,e".parse().unwrap());
-        assert_eq!(surrogate_keys(&h), vec!["a", "b", "c", "d", "e"]);
-        let mut h = HeaderMap::new();
-        let many: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
-        h.insert("surrogate-key", many.join(" ").parse().unwrap());
-        assert_eq!(surrogate_keys(&h).len(), SURROGATE_KEYS_MAX);
-        let mut h = HeaderMap::new();
-        h.insert("surrogate-key", "x".repeat(300).parse().unwrap());
-        assert!(surrogate_keys(&h).is_empty());
-    }
 
     #[test]
     fn a_304_for_another_etag_conflicts() {
@@ -570,17 +489,5 @@ mod tests {
         h.insert(header::ETAG, "\"b\"".parse().unwrap());
         assert!(etag_conflict(Some("\"a\""), &h));
         assert!(!etag_conflict(None, &h));
-    }
-
-    #[test]
-    fn origin_codings_are_classified() {
-        let mut h = HeaderMap::new();
-        assert_eq!(origin_coding(&h), Ok(None));
-        h.insert(header::CONTENT_ENCODING, "gzip".parse().unwrap());
-        assert_eq!(origin_coding(&h), Ok(Some(Coding::Gzip)));
-        h.insert(header::CONTENT_ENCODING, "deflate".parse().unwrap());
-        assert_eq!(origin_coding(&h), Err(()));
-        h.insert(header::CONTENT_ENCODING, "gzip, br".parse().unwrap());
-        assert_eq!(origin_coding(&h), Err(()));
     }
 }

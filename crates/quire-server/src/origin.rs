@@ -4,11 +4,19 @@
 //! Key decisions:
 //! - **Fills send the origin only what the key covers.** A request that may be
 //!   stored goes out with the normalised path and host, quire's own
-//!   `Accept-Encoding: identity` (quire compresses once, itself), the content
-//!   negotiation fields in [`FILL_FORWARDED`], and the fields the URL's stored `Vary`
-//!   names. Cookies, `X-Forwarded-Host`, `X-Original-URL` and every other field
-//!   outside the key never reach the origin on a fill, so they can never change a
-//!   stored response (the classic cache-poisoning route).
+//!   `Accept-Encoding: identity` (quire compresses once, itself), and the fields the
+//!   URL's stored `Vary` names — nothing else. Cookies, `User-Agent`, `Accept`,
+//!   `Accept-Language`, `X-Forwarded-Host` and every other field outside the key
+//!   never reach the origin on a fill, so they can never change a stored response
+//!   (the classic cache-poisoning route: an origin that reflects `User-Agent`
+//!   without declaring `Vary` would otherwise show the first client's value to all).
+//!   The first fill of a URL cannot know its `Vary`: it sends none of these fields
+//!   and stores the origin's default representation under the key of "field
+//!   absent". Once the stored `Vary` names a field, later fills forward it and key
+//!   on it; a client whose own value differs from what the first fill sent is not
+//!   given that fill's response (`crate::service`), it fetches its own variant.
+//!   `fill_headers = "all"` restores nginx's and Varnish's forward-everything
+//!   behaviour for origins that need more and declare `Vary` for what they use.
 //! - **Passed requests (bypass, unsafe methods) go out as the client sent them**,
 //!   minus hop-by-hop fields (RFC 9110 §7.6.1), plus `Via` and `X-Forwarded-For`.
 //! - Timeouts: connect ([`Limits::origin_connect_timeout`](crate::config::Limits)) in
@@ -27,11 +35,6 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-
-/// Request fields a fill forwards besides those the stored `Vary` names: content
-/// negotiation an origin is expected to declare in `Vary` when it uses them.
-pub const FILL_FORWARDED: [HeaderName; 3] =
-    [header::ACCEPT, header::ACCEPT_LANGUAGE, header::USER_AGENT];
 
 /// Hop-by-hop fields (RFC 9110 §7.6.1) never forwarded in either direction.
 const HOP_BY_HOP: [&str; 8] = [
@@ -241,11 +244,6 @@ pub fn fill_headers(
     if let Ok(v) = HeaderValue::from_str(host) {
         h.insert(header::HOST, v);
     }
-    for name in FILL_FORWARDED.iter() {
-        for v in client.get_all(name) {
-            h.append(name.clone(), v.clone());
-        }
-    }
     for name in vary {
         let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else {
             continue;
@@ -327,9 +325,19 @@ mod tests {
         c.insert("x-device", "mobile".parse().unwrap());
         c.insert(header::ACCEPT_ENCODING, "br".parse().unwrap());
         c.insert(header::IF_NONE_MATCH, "\"x\"".parse().unwrap());
+        c.insert(header::USER_AGENT, "reflected/1.0".parse().unwrap());
+        c.insert(header::ACCEPT, "text/x-evil".parse().unwrap());
         let h = fill_headers(&c, "example.com", &["x-device".into()], peer());
         assert_eq!(h[header::HOST], "example.com");
-        assert_eq!(h[header::ACCEPT_LANGUAGE], "de");
+        assert!(
+            !h.contains_key(header::ACCEPT_LANGUAGE),
+            "not named by Vary"
+        );
+        assert!(!h.contains_key(header::USER_AGENT));
+        assert!(!h.contains_key(header::ACCEPT));
+        let h = fill_headers(&c, "example.com", &["accept-language".into()], peer());
+        assert_eq!(h[header::ACCEPT_LANGUAGE], "de", "named by the stored Vary");
+        let h = fill_headers(&c, "example.com", &["x-device".into()], peer());
         assert_eq!(h["x-device"], "mobile");
         assert_eq!(h[header::ACCEPT_ENCODING], "identity");
         assert!(!h.contains_key(header::COOKIE));

@@ -209,9 +209,8 @@ fn invalidate(ctx: &Ctx, url: &NormalizedUrl, resp_headers: &http::HeaderMap) {
             }
         }
     }
-    for t in targets {
-        purge::hard(ctx, &purge::Target::Url(t));
-    }
+    let targets: Vec<_> = targets.into_iter().map(purge::Target::Url).collect();
+    purge::invalidate(ctx, &targets);
 }
 
 /// Resolves a `Location`-style reference against the request URL (RFC 3986 §5.2,

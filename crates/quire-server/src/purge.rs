@@ -8,6 +8,10 @@
 //! - **Prefixes purge whole directories.** A prefix is cut after the last `/` of its
 //!   path: `http://h/blog/20` purges everything under `http://h/blog/`. More than asked
 //!   is safe (a refill); less than asked would serve what the operator wanted gone.
+//! - **Every purge is logged before it touches the store** ([`crate::invalidate`]):
+//!   a fill or background rewrite in flight for a purged URL will not store fresh
+//!   bytes after it, and no request that arrives after the purge joins such a fill.
+//!   A soft purge's own rewrites pass the same gate, so a hard purge racing them wins.
 //! - **Soft purge rewrites records**: the freshness lifetime is cut to the current
 //!   age, so the next request revalidates with the stored validators (or, with
 //!   `stale-while-revalidate`, is served stale once while it does); the bodies are
@@ -18,7 +22,9 @@ use std::time::SystemTime;
 use quire_http::key::NormalizedUrl;
 use quire_store::{Engine, EntryRef};
 
-use crate::miss;
+use crate::commit::{self, make_stale};
+use crate::invalidate::{TagKind, Verdict};
+use crate::metrics::FillResult;
 use crate::object::{self, Record};
 use crate::state::Ctx;
 
@@ -41,10 +47,25 @@ impl Target {
             Target::Key(k) => object::key_tag(k),
         }
     }
+
+    fn kind(&self) -> TagKind {
+        match self {
+            Target::Url(_) | Target::Directory(_) => TagKind::Url,
+            Target::Key(_) => TagKind::Key,
+        }
+    }
 }
 
-/// Removes every record of `target`; returns how many.
-pub fn hard(ctx: &Ctx, target: &Target) -> u64 {
+/// Logs the invalidation of `targets` (see [`crate::invalidate`]); returns the
+/// sequence number after it, where the purge's own rewrites start.
+fn log(ctx: &Ctx, targets: &[Target], soft: bool) -> u64 {
+    let tags: Vec<_> = targets.iter().map(|t| (t.tag(), t.kind())).collect();
+    ctx.invalidations.record(&tags, soft) + 1
+}
+
+/// Removes every record of `target`; returns how many. The invalidation must be
+/// logged already.
+fn hard(ctx: &Ctx, target: &Target) -> u64 {
     match ctx.store.remove_tagged(target.tag().as_bytes()) {
         Ok(n) => n as u64,
         Err(e) => {
@@ -54,36 +75,62 @@ pub fn hard(ctx: &Ctx, target: &Target) -> u64 {
     }
 }
 
-/// Marks every record of `target` stale; returns how many.
-pub fn soft(ctx: &Ctx, target: &Target, now: SystemTime) -> u64 {
+/// Marks every record of `target` stale; returns how many. The invalidation must be
+/// logged already; `since` is the log position after it.
+fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
     let mut n = 0;
     for key in ctx.store.tagged_keys(target.tag().as_bytes()) {
-        let Some(h) = ctx.store.get(&key) else {
+        let Some(Record::Object(first)) =
+            ctx.store.get(&key).and_then(|h| object::decode(h.meta()))
+        else {
             continue;
         };
-        let Some(Record::Object(mut rec)) = object::decode(h.meta()) else {
-            continue;
-        };
-        let age_ms = rec.meta.timing().age(now).as_millis();
-        let age_ms = u64::try_from(age_ms).unwrap_or(u64::MAX);
-        rec.meta.freshness_lifetime_ms =
-            Some(rec.meta.freshness_lifetime_ms.map_or(0, |l| l.min(age_ms)));
-        // Rewritten whole (the bodies are copied from the entry being replaced).
-        if miss::put_record(ctx, &key, &rec, h.body()) == crate::metrics::FillResult::Stored {
+        let tags = commit::record_tags(&first.url, &first.meta.tags);
+        // Re-read and rewritten whole inside the gate (the bodies are copied from the
+        // entry being replaced), unless a hard purge logged since has the last word.
+        // An entry of another version there came from a fill that started after
+        // this purge was logged: it is left as it is.
+        let stored = ctx.invalidations.commit(since, &tags, |v| {
+            if v == Verdict::Hard {
+                return FillResult::Invalidated;
+            }
+            let Some(h) = ctx.store.get(&key) else {
+                return FillResult::Rejected;
+            };
+            let rec = match object::decode(h.meta()) {
+                Some(Record::Object(rec)) if rec.id == first.id => rec,
+                _ => return FillResult::Rejected,
+            };
+            let mut rec = (*rec).clone();
+            make_stale(&mut rec, now);
+            commit::put_record(ctx, &key, &rec, h.body())
+        });
+        if stored == FillResult::Stored {
             n += 1;
         }
     }
     n
 }
 
-/// Purges each target, soft or hard; returns the entries touched.
+/// Hard-purges `targets` quietly (no log line, not counted as an operator's purge):
+/// the invalidation after an unsafe method (RFC 9111 §4.4).
+pub fn invalidate(ctx: &Ctx, targets: &[Target]) {
+    log(ctx, targets, false);
+    for t in targets {
+        hard(ctx, t);
+    }
+}
+
+/// Purges each target, soft or hard; returns the entries touched. Logged first, so
+/// nothing in flight can store what it removes after it returns.
 pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
     let now = SystemTime::now();
+    let since = log(ctx, targets, soft_purge);
     let n = targets
         .iter()
         .map(|t| {
             if soft_purge {
-                soft(ctx, t, now)
+                soft(ctx, t, since, now)
             } else {
                 hard(ctx, t)
             }

@@ -1,99 +1,154 @@
-//! Background recompression: a stored response's brotli body is first made at a
-//! quick quality (`encodings.brotli_level`, 5 by default) so the fill finishes fast,
-//! then remade at `encodings.brotli_upgrade_level` (11) on the blocking pool, and the
-//! entry is rewritten with it when it is still the same version. Measured on 40 pages
-//! of the peer corpus (45 KB each) with the reference brotli (the `brotli` PyPI
-//! module): quality 5 takes 1.5 ms a page, quality 11 42 ms and yields bodies 10 %
-//! smaller (13,751 → 12,389 B).
+//! Codings added after the commit: a response is committed with identity and gzip
+//! ([`crate::commit`]); brotli and zstd are made afterwards on the compression pool's
+//! background queue and the entry is rewritten with them, if it is still the same
+//! version and no invalidation overtook it.
+//!
+//! Brotli is made at `encodings.brotli_upgrade_level` (11) for bodies up to
+//! [`UPGRADE_BYTES_MAX`], at `encodings.brotli_level` above: measured on 40 pages of
+//! the peer corpus (45 KB each) with the reference brotli, quality 5 takes 1.5 ms a
+//! page, quality 11 42 ms and yields bodies 10 % smaller (13,751 → 12,389 B); on
+//! megabytes, 11 costs seconds for the same few percent.
 //!
 //! Key decisions:
-//! - **Never on the request path and bounded**: at most [`IN_FLIGHT_MAX`] run at once;
-//!   beyond that a response simply keeps its quick brotli body.
-//! - **Only the same version is rewritten**: the entry is re-read and its object id
-//!   compared; a refill, purge or eviction in between wins. The rewrite carries the
-//!   record and the other codings' bodies over unchanged, so readers see the old
-//!   entry or the new one, never a mix (the decoded-record cache keys on the codings'
-//!   lengths too, see `object::identity`).
+//! - **Never on the request path and bounded**: the pool's budget refuses a job
+//!   rather than queue it; a refused entry keeps identity and gzip.
+//! - **Only the same version is rewritten, through the invalidation gate**: the entry
+//!   is re-read inside [`crate::invalidate::Invalidations::commit`] with the fill's
+//!   start and tags, and its object id compared; a refill, purge or eviction in
+//!   between wins, a soft purge is kept (the rewrite is written stale). The rewrite
+//!   carries the record and the bodies already stored over unchanged, so readers see
+//!   the old entry or the new one, never a mix (the decoded-record cache keys on the
+//!   codings' lengths too, see `object::identity`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use quire_http::encoding::Coding;
 use quire_store::{Engine, EntryRef};
 
+use crate::commit::{make_stale, put_record};
 use crate::compress;
+use crate::compress_pool::Priority;
+use crate::invalidate::{Tags, Verdict};
 use crate::metrics::FillResult;
-use crate::miss::put_record;
 use crate::object::{self, Record};
 use crate::state::Ctx;
 
-/// Recompressions allowed at once.
-pub const IN_FLIGHT_MAX: usize = 2;
+/// Largest identity body brotli is made for at the upgrade level.
+pub const UPGRADE_BYTES_MAX: usize = 1 << 20;
 
-/// Counts recompressions in flight (kept in [`Ctx`]).
-#[derive(Debug, Default)]
-pub struct Recompressor {
-    in_flight: AtomicUsize,
+/// A committed entry waiting for its other codings.
+#[derive(Debug, Clone)]
+pub struct Later {
+    /// Where the entry is.
+    pub key: Vec<u8>,
+    /// The record's id as committed.
+    pub id: u64,
+    /// Its identity body.
+    pub identity: Bytes,
+    /// Whether its type and size are worth compressing.
+    pub compressible: bool,
+    /// The fill's start in the invalidation log.
+    pub start: u64,
+    /// The record's tags.
+    pub tags: Tags,
 }
 
-impl Recompressor {
-    /// Schedules the brotli upgrade of the response stored under `key` as version `id`
-    /// (its identity body is `identity`), if enabled and there is room.
-    pub fn schedule(ctx: &Arc<Ctx>, key: Vec<u8>, id: u64, identity: Bytes) {
-        let level = ctx.cfg.encodings.brotli_upgrade_level;
-        if level <= ctx.levels.brotli || !ctx.codings.contains(&Coding::Br) {
-            return;
-        }
-        let r = &ctx.recompressor;
-        if r.in_flight.fetch_add(1, Ordering::AcqRel) >= IN_FLIGHT_MAX {
-            r.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            r.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return;
-        };
-        let ctx = ctx.clone();
-        rt.spawn_blocking(move || {
-            upgrade(&ctx, &key, id, &identity, level);
-            ctx.recompressor.in_flight.fetch_sub(1, Ordering::AcqRel);
-        });
+/// The codings still to make for an entry, with the brotli level to use.
+fn wanted(ctx: &Ctx, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
+    let codings = ctx
+        .codings
+        .iter()
+        .copied()
+        .filter(|c| matches!(c, Coding::Br | Coding::Zstd))
+        .collect();
+    let upgrade = ctx.cfg.encodings.brotli_upgrade_level;
+    let mut levels = ctx.levels;
+    if upgrade > levels.brotli && identity_len <= UPGRADE_BYTES_MAX {
+        levels.brotli = upgrade;
     }
+    (codings, levels)
 }
 
-/// Remakes the brotli body at `level` and rewrites the entry if it is still version
-/// `id` and the new body is smaller. Returns what the rewrite did, if it ran.
-pub fn upgrade(ctx: &Ctx, key: &[u8], id: u64, identity: &[u8], level: u32) -> Option<FillResult> {
-    let levels = compress::Levels {
-        brotli: level,
-        ..ctx.levels
-    };
-    let better = compress::encode(Coding::Br, identity, &levels).ok()?;
-    let h = ctx.store.get(key)?;
+/// Queues the other codings of a committed entry on the pool's background queue,
+/// if it has room (else the entry keeps what it has).
+pub fn schedule(ctx: &Arc<Ctx>, later: Later) {
+    if !later.compressible || later.identity.len() < compress::MIN_COMPRESS_BYTES {
+        return;
+    }
+    let (codings, _) = wanted(ctx, later.identity.len());
+    if codings.is_empty() {
+        return;
+    }
+    let cost = later.identity.len() as u64;
+    let ctx2 = ctx.clone();
+    ctx.compress.try_spawn(Priority::Background, cost, move || {
+        add_codings(&ctx2, &later);
+    });
+}
+
+/// Makes the missing codings and rewrites the entry if it is still version
+/// `later.id`. Returns what the rewrite did, if it ran.
+pub fn add_codings(ctx: &Ctx, later: &Later) -> Option<FillResult> {
+    let (codings, levels) = wanted(ctx, later.identity.len());
+    let mut made: Vec<(Coding, Vec<u8>)> = Vec::new();
+    for c in codings {
+        match compress::encode(c, &later.identity, &levels) {
+            Ok(b) if compress::worth_keeping(later.identity.len(), b.len()) => made.push((c, b)),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(coding = %c, error = %e, "compression failed"),
+        }
+    }
+    if made.is_empty() {
+        return None;
+    }
+    ctx.invalidations
+        .commit(later.start, &later.tags, |v| rewrite(ctx, later, made, v))
+}
+
+/// The entry at `later.key` with `made` in place of (or beside) its codings.
+fn rewrite(
+    ctx: &Ctx,
+    later: &Later,
+    made: Vec<(Coding, Vec<u8>)>,
+    v: Verdict,
+) -> Option<FillResult> {
+    if v == Verdict::Hard {
+        return Some(FillResult::Invalidated);
+    }
+    let h = ctx.store.get(&later.key)?;
     let Some(Record::Object(original)) = object::decode(h.meta()) else {
         return None;
     };
-    if original.id != id || h.body().len() as u64 != original.bodies_len() {
+    if original.id != later.id || h.body().len() as u64 != original.bodies_len() {
         return None;
     }
-    let (start, end) = original.coding_range(Coding::Br)?;
-    if better.len() as u64 >= end - start {
-        return None;
-    }
-    // The bodies in the record's order, brotli replaced, the others copied over.
     let mut rec = (*original).clone();
-    let mut bodies = Vec::with_capacity(h.body().len());
+    let mut parts: Vec<(Coding, &[u8])> = Vec::new();
     let mut at = 0usize;
-    for (c, len) in rec.codings.iter_mut() {
-        let n = *len as usize;
-        if *c == Coding::Br {
-            bodies.extend_from_slice(&better);
-            *len = better.len() as u64;
-        } else {
-            bodies.extend_from_slice(h.body().get(at..at + n)?);
+    for (c, len) in &original.codings {
+        let n = usize::try_from(*len).ok()?;
+        if !made.iter().any(|(m, _)| m == c) {
+            parts.push((*c, h.body().get(at..at + n)?));
         }
         at += n;
     }
-    Some(put_record(ctx, key, &rec, &bodies))
+    for (c, b) in &made {
+        parts.push((*c, b));
+    }
+    // Drop the last added while the whole is over the object limit.
+    let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
+    while parts.len() > 1 && parts.iter().map(|(_, b)| b.len()).sum::<usize>() > limit {
+        parts.pop();
+    }
+    rec.codings = parts.iter().map(|(c, b)| (*c, b.len() as u64)).collect();
+    if v == Verdict::Soft {
+        make_stale(&mut rec, SystemTime::now());
+    }
+    let mut bodies = Vec::with_capacity(rec.bodies_len() as usize);
+    for (_, b) in &parts {
+        bodies.extend_from_slice(b);
+    }
+    Some(put_record(ctx, &later.key, &rec, &bodies))
 }

@@ -23,11 +23,14 @@ use quire_store::{Engine, EntryRef, Handle};
 
 use crate::admin;
 use crate::body::Body;
+use crate::commit;
 use crate::config::FillHeaders;
-use crate::fill::{Joined, Outcome as FillOutcome};
+use crate::fill::{FillBody, Head, Joined, NewFill, Outcome as FillOutcome};
 use crate::hit::{self, Cached, HitRequest, NotServed, Prepared};
+use crate::invalidate::Tags;
 use crate::metrics::Outcome;
 use crate::miss::{self, FillSpec};
+use crate::object;
 use crate::object::ObjectRecord;
 use crate::origin;
 use crate::origin::OutBody;
@@ -252,6 +255,7 @@ async fn cached(
             None,
             None,
             keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
+            false,
         )
         .await;
     };
@@ -292,6 +296,7 @@ async fn cached(
                         None,
                         None,
                         keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
+                        false,
                     )
                     .await
                 }
@@ -321,6 +326,7 @@ async fn cached(
                 Some(rec),
                 stale,
                 keyed(ctx, &url, CacheStatus::forward(fwd)),
+                false,
             )
             .await
         }
@@ -382,6 +388,17 @@ fn spec_for(
     }
 }
 
+/// What a new fill for `url` registers: its buffer limit, its start in the
+/// invalidation log, the URL's tags and the client it is counted against.
+fn new_fill(ctx: &Ctx, url: &NormalizedUrl, peer: SocketAddr) -> NewFill {
+    NewFill {
+        limit: ctx.object_limit,
+        start: ctx.invalidations.now(),
+        tags: Tags::new(&object::record_tags(url.as_str(), &[]), false),
+        client: peer.ip(),
+    }
+}
+
 fn revalidate_in_background(
     ctx: &Arc<Ctx>,
     req: &Request<OutBody>,
@@ -391,7 +408,7 @@ fn revalidate_in_background(
     rec: &ObjectRecord,
 ) {
     let key = look.record_key().to_vec();
-    if let Some(f) = ctx.fills.start_detached(&key, ctx.object_limit) {
+    if let Some(f) = ctx.fills.start_detached(&key, new_fill(ctx, url, peer)) {
         let spec = spec_for(
             ctx,
             req.headers(),
@@ -402,6 +419,41 @@ fn revalidate_in_background(
             Some(Arc::new(rec.clone())),
         );
         tokio::spawn(miss::run(ctx.clone(), f, spec));
+    }
+}
+
+/// A miss or a revalidation in the making: the request, its URL and lookup, and what
+/// `Cache-Status` says so far.
+struct Miss<'a> {
+    ctx: &'a Arc<Ctx>,
+    req: Request<OutBody>,
+    peer: SocketAddr,
+    url: &'a NormalizedUrl,
+    look: &'a Lookup,
+    status: CacheStatus,
+    /// This is already the second fill for the request's own variant.
+    variant_retry: bool,
+}
+
+impl Miss<'_> {
+    /// Passes the request to the origin (uncoalesced, not stored) with `status`.
+    async fn pass(self, status: CacheStatus) -> (Response<Body>, Outcome) {
+        pass::pass(
+            self.ctx,
+            self.req,
+            self.peer,
+            Some(self.url),
+            status,
+            Outcome::Miss,
+        )
+        .await
+    }
+
+    fn hit_request(&self) -> HitRequest<'_> {
+        HitRequest {
+            method: self.req.method(),
+            headers: self.req.headers(),
+        }
     }
 }
 
@@ -418,9 +470,13 @@ async fn fill(
     revalidate: Option<Arc<ObjectRecord>>,
     stale: Option<Arc<Prepared>>,
     status: CacheStatus,
+    variant_retry: bool,
 ) -> (Response<Body>, Outcome) {
     let key = look.record_key().to_vec();
-    let ticket = match ctx.fills.join(&key, ctx.object_limit) {
+    let mut ticket = match ctx
+        .fills
+        .join(&key, new_fill(ctx, url, peer), &ctx.invalidations)
+    {
         Joined::Existing(t) => {
             ctx.metrics.record_coalesced();
             t
@@ -431,14 +487,19 @@ async fn fill(
             t
         }
         Joined::Busy => {
-            let mut r = plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many origin fetches in flight\n",
-                status.with_detail("fills-busy"),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return (r, Outcome::Error);
+            // No slot for this miss (all taken, or this client's share is): it still
+            // gets an answer, straight from the origin, not coalesced and not stored.
+            ctx.metrics.record_fill_busy();
+            let m = Miss {
+                ctx,
+                req,
+                peer,
+                url,
+                look,
+                status: status.clone(),
+                variant_retry,
+            };
+            return m.pass(status.with_detail("fills-busy")).await;
         }
     };
     let status = if ticket.collapsed {
@@ -446,124 +507,213 @@ async fn fill(
     } else {
         status
     };
-    let hreq = HitRequest {
-        method: req.method(),
-        headers: req.headers(),
-    };
-    let now = SystemTime::now();
-    let outcome = match ticket.rx.await {
+    let outcome = match (&mut ticket.rx).await {
         Ok(o) => o,
         Err(_) => FillOutcome::Failed(Arc::new(origin::OriginError::Failed("fill aborted".into()))),
     };
+    let m = Miss {
+        ctx,
+        req,
+        peer,
+        url,
+        look,
+        status,
+        variant_retry,
+    };
+    let now = SystemTime::now();
     match outcome {
         FillOutcome::Revalidated(rec) => {
+            let tags = commit::record_tags(&rec.url, &rec.meta.tags);
+            if ticket.predates_invalidation(&ctx.invalidations, &tags) {
+                return m
+                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
+                    .await;
+            }
             // The refreshed head over the bodies of the same version (rewritten by the
             // fill, or still the entry it revalidated if the rewrite was declined).
             let p = Prepared::new((*rec).clone());
             let served = match same_version(ctx, look.record_key(), &p) {
-                Some((_, entry)) => hit::serve(&hreq, &p, &entry, status.with_fwd_status(304), now),
+                Some((_, entry)) => hit::serve(
+                    &m.hit_request(),
+                    &p,
+                    &entry,
+                    m.status.clone().with_fwd_status(304),
+                    now,
+                ),
                 None => Err(NotServed::BodyGone),
             };
             match served {
                 Ok(r) => (r, Outcome::Revalidated),
-                Err(_) => {
-                    pass::pass(
-                        ctx,
-                        req,
-                        peer,
-                        Some(url),
-                        CacheStatus::forward(Fwd::Miss),
-                        Outcome::Miss,
-                    )
-                    .await
-                }
+                Err(_) => m.pass(CacheStatus::forward(Fwd::Miss)).await,
             }
         }
         FillOutcome::Failed(e) => match stale {
-            Some(rec) => serve_stale(ctx, &hreq, look.record_key(), &rec, now, "stale-if-error"),
-            None => (pass::origin_error(&e, status), Outcome::Error),
+            Some(rec) => serve_stale(
+                ctx,
+                &m.hit_request(),
+                look.record_key(),
+                &rec,
+                now,
+                "stale-if-error",
+            ),
+            None => (pass::origin_error(&e, m.status), Outcome::Error),
         },
         FillOutcome::Refused => {
-            pass::pass(
-                ctx,
-                req,
-                peer,
-                Some(url),
-                status.with_detail("uncacheable-size"),
-                Outcome::Miss,
-            )
-            .await
+            let st = m.status.clone().with_detail("uncacheable-size");
+            m.pass(st).await
         }
-        FillOutcome::Response { head, body } => {
-            // RFC 5861 §4: an error answer may be covered by the stale copy too.
-            if let Some(rec) = &stale {
-                if matches!(head.status.as_u16(), 500 | 502 | 503 | 504) {
-                    return serve_stale(ctx, &hreq, look.record_key(), rec, now, "stale-if-error");
-                }
+        FillOutcome::Stored(head) => {
+            if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
+                return r;
             }
-            if ticket.collapsed && !head.vary.is_empty() {
-                // RFC 9111 §4.1: only a waiter whose selecting fields match may share.
-                let mine = spec_for(ctx, req.headers(), peer, url, look, Vec::new(), None);
-                let my_key = ctx.variant_key(
-                    MethodClass::Get,
-                    url,
-                    &head.vary,
-                    &mine.headers,
-                    look.version,
-                );
-                if my_key != head.variant_key {
-                    return pass::pass(
-                        ctx,
-                        req,
-                        peer,
-                        Some(url),
-                        CacheStatus::forward(Fwd::VaryMiss),
-                        Outcome::Miss,
-                    )
+            if ticket.predates_invalidation(&ctx.invalidations, &head.tags) {
+                return m
+                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
                     .await;
-                }
             }
-            let mut h = head.headers.clone();
-            for n in miss::NOT_SENT {
-                h.remove(n);
+            from_store(m, &head, now).await
+        }
+        FillOutcome::Response { head, mut body } => {
+            if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
+                return r;
             }
-            let mut st = status;
-            if head.status.as_u16() != 200 {
-                st = st.with_fwd_status(head.status.as_u16());
+            if ticket.predates_invalidation(&ctx.invalidations, &head.tags) {
+                return m
+                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
+                    .await;
             }
-            st = match head.store {
-                Ok(()) => st.with_stored(),
-                Err(why) => st.with_detail(why),
-            };
-            let cs = st.append_to_lines(h.get_all("cache-status"));
-            h.insert("cache-status", cs);
-            let age =
-                freshness::current_age(&head.headers, head.response_time, head.request_time, now);
-            h.insert(header::AGE, HeaderValue::from(age.as_secs()));
-            // Later hits choose among codings when the body will be compressed: a
-            // compressible type, and not known to be below the compression minimum.
-            let small = h
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<usize>().ok())
-                .is_some_and(|n| n < crate::compress::MIN_COMPRESS_BYTES);
-            if head.store.is_ok()
-                && !small
-                && crate::compress::compressible(h.get(header::CONTENT_TYPE))
-            {
-                hit::add_vary_accept_encoding(&mut h);
+            if !head.vary.is_empty() && my_variant(&m, &head) != head.variant_key {
+                // RFC 9111 §4.1: only a request whose selecting fields match the
+                // ones the fill sent may take its response.
+                return own_variant(m).await;
             }
-            let b = if req.method() == Method::HEAD {
-                Body::Empty
-            } else {
-                Body::Fill(body)
-            };
-            let mut r = Response::new(b);
-            *r.status_mut() = head.status;
-            *r.headers_mut() = h;
-            (r, Outcome::Miss)
+            ticket.attach_to(&mut body);
+            streamed(m, &head, body, now)
         }
     }
+}
+
+/// RFC 5861 §4: an error answer may be covered by the stale copy.
+fn stale_error(
+    m: &Miss<'_>,
+    head: &Head,
+    stale: Option<&Prepared>,
+    now: SystemTime,
+) -> Option<(Response<Body>, Outcome)> {
+    let rec = stale?;
+    if !matches!(head.status.as_u16(), 500 | 502 | 503 | 504) {
+        return None;
+    }
+    Some(serve_stale(
+        m.ctx,
+        &m.hit_request(),
+        m.look.record_key(),
+        rec,
+        now,
+        "stale-if-error",
+    ))
+}
+
+/// The variant key this request selects under the response's `Vary`, from the
+/// client's own fields (a fill forwards only the fields the key covers, so a field the
+/// response turns out to vary on may not have been sent).
+fn my_variant(m: &Miss<'_>, head: &Head) -> Vec<u8> {
+    m.ctx.variant_key(
+        MethodClass::Get,
+        m.url,
+        &head.vary,
+        m.req.headers(),
+        m.look.version,
+    )
+}
+
+/// Answers a waiter of a committed fill from the store, as a hit is answered
+/// (conditionals, ranges, codings), with `Cache-Status: ...; stored`.
+async fn from_store(m: Miss<'_>, head: &Head, now: SystemTime) -> (Response<Body>, Outcome) {
+    let class = MethodClass::of(m.req.method()).unwrap_or(MethodClass::Get);
+    let look = lookup(m.ctx, class, m.url, m.req.headers());
+    let mut st = m.status.clone();
+    if head.status.as_u16() != 200 {
+        st = st.with_fwd_status(head.status.as_u16());
+    }
+    let served = match (&look.record, &look.entry) {
+        (Some(rec), Some(entry)) => hit::serve(&m.hit_request(), rec, entry, st.with_stored(), now),
+        // Evicted or purged since, or stored under another variant than this
+        // request selects: fetch for this request alone.
+        _ => Err(NotServed::BodyGone),
+    };
+    drop(look);
+    match served {
+        Ok(r) => (r, Outcome::Miss),
+        Err(NotServed::Forward) => m.pass(CacheStatus::forward(Fwd::Request)).await,
+        Err(NotServed::BodyGone) if !head.vary.is_empty() => own_variant(m).await,
+        Err(NotServed::BodyGone) => m.pass(CacheStatus::forward(Fwd::UriMiss)).await,
+    }
+}
+
+/// The fill's response varies on a field this request sent with another value than
+/// the fill did (a first fill forwards no field the URL's `Vary` is not yet known
+/// to name): fetch this request's own variant with a fill keyed on it, now that the
+/// URL's `Vary` record is stored — once; else pass the request through.
+async fn own_variant(m: Miss<'_>) -> (Response<Body>, Outcome) {
+    let look = lookup(m.ctx, MethodClass::Get, m.url, m.req.headers());
+    let status = keyed(m.ctx, m.url, CacheStatus::forward(Fwd::VaryMiss));
+    if m.variant_retry || look.vary.is_none() || look.record.is_some() {
+        return m.pass(status).await;
+    }
+    let Miss {
+        ctx,
+        req,
+        peer,
+        url,
+        ..
+    } = m;
+    Box::pin(fill(ctx, req, peer, url, &look, None, None, status, true)).await
+}
+
+/// Streams a fill's response to one waiter. `Cache-Status` says `stored` only for
+/// what is committed, which a streaming response is not yet; a response that will
+/// not be stored says why.
+fn streamed(
+    m: Miss<'_>,
+    head: &Head,
+    body: FillBody,
+    now: SystemTime,
+) -> (Response<Body>, Outcome) {
+    let mut h = head.headers.clone();
+    for n in miss::NOT_SENT {
+        h.remove(n);
+    }
+    let mut st = m.status;
+    if head.status.as_u16() != 200 {
+        st = st.with_fwd_status(head.status.as_u16());
+    }
+    if let Err(why) = head.store {
+        st = st.with_detail(why);
+    }
+    let cs = st.append_to_lines(h.get_all("cache-status"));
+    h.insert("cache-status", cs);
+    let age = freshness::current_age(&head.headers, head.response_time, head.request_time, now);
+    h.insert(header::AGE, HeaderValue::from(age.as_secs()));
+    // Later hits choose among codings when the body will be compressed: a
+    // compressible type, and not known to be below the compression minimum.
+    let small = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n < crate::compress::MIN_COMPRESS_BYTES);
+    if head.store.is_ok() && !small && crate::compress::compressible(h.get(header::CONTENT_TYPE)) {
+        hit::add_vary_accept_encoding(&mut h);
+    }
+    let b = if m.req.method() == Method::HEAD {
+        Body::Empty
+    } else {
+        Body::Fill(body)
+    };
+    let mut r = Response::new(b);
+    *r.status_mut() = head.status;
+    *r.headers_mut() = h;
+    (r, Outcome::Miss)
 }
 
 fn serve_stale(

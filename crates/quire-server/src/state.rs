@@ -12,12 +12,13 @@ use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
 use crate::compress::Levels;
+use crate::compress_pool::CompressPool;
 use crate::config::Config;
 use crate::fill::Fills;
 use crate::hit::Records;
+use crate::invalidate::Invalidations;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
-use crate::recompress::Recompressor;
 use crate::upstream::{versioned, Upstream};
 
 /// Store-entry overhead kept free when deriving the largest body from the region
@@ -41,8 +42,10 @@ pub struct Ctx {
     pub fills: Fills,
     /// Decoded records, by content.
     pub records: Records,
-    /// Background brotli upgrades.
-    pub recompressor: Recompressor,
+    /// The compression pool (fills' codings, bounded).
+    pub compress: CompressPool,
+    /// The invalidation log and commit gate.
+    pub invalidations: Invalidations,
     /// Counters for `/_quire/metrics`.
     pub metrics: Metrics,
     /// URL normalisation.
@@ -175,9 +178,10 @@ impl Ctx {
             storage: cfg.storage_config(),
             reuse: cfg.reuse_config(),
             levels: cfg.encodings.levels(),
-            fills: Fills::new(cfg.limits.fills),
+            fills: Fills::new(cfg.limits.fills, cfg.limits.fills_per_client),
             records: Records::new(RECORDS_CACHED),
-            recompressor: Recompressor::default(),
+            compress: CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0),
+            invalidations: Invalidations::default(),
             metrics: Metrics::new(),
             codings,
             object_limit,

@@ -627,8 +627,10 @@ async fn a_client_that_stops_reading_is_cut_off() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_in_flight_fill_limit_answers_503() {
-    // `limits.fills`: a second cacheable miss while the only fill slot is taken.
+async fn a_miss_past_the_fill_limit_is_passed_through_not_refused() {
+    // `limits.fills`: a second cacheable miss while the only fill slot is taken is
+    // still answered (from the origin, not stored): a full registry costs coalescing,
+    // never an answer.
     let o = Origin::start().await;
     o.route(
         "/slow",
@@ -640,15 +642,23 @@ async fn the_in_flight_fill_limit_answers_503() {
     let slow = tokio::spawn(async move { get(&q2, "/slow", &[]).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let r = get(&q, "/other", &[]).await;
-    assert_eq!(r.status, 503);
-    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.status, 200);
+    assert_eq!(&r.body[..], b"o");
+    assert!(
+        r.cache_status().contains("detail=fills-busy"),
+        "{}",
+        r.cache_status()
+    );
     assert_eq!(slow.await.unwrap().status, 200);
     settle(&q).await;
-    assert_eq!(
-        get(&q, "/other", &[]).await.status,
-        200,
-        "the slot is free again"
+    let r = get(&q, "/other", &[]).await;
+    assert!(
+        r.cache_status().contains("stored"),
+        "the slot is free again: {}",
+        r.cache_status()
     );
+    let r = get(&q, "/other", &[]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -368,10 +368,11 @@ pub async fn send(
     }
 }
 
-/// Waits until no fill is in flight (the last miss is stored or dropped).
+/// Waits until no fill is in flight (the last miss is stored or dropped) and the
+/// compression pool is idle (the codings added after a commit are in).
 pub async fn settle(q: &Quire) {
-    for _ in 0..500 {
-        if q.ctx.fills.in_flight() == 0 {
+    for _ in 0..1000 {
+        if q.ctx.fills.in_flight() == 0 && q.ctx.compress.held_bytes() == 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

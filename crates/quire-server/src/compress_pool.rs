@@ -1,0 +1,293 @@
+//! The compression pool: every compression a fill causes runs here, on a fixed number
+//! of threads, within a byte budget.
+//!
+//! Before it, each fill compressed its body into three codings on tokio's blocking
+//! pool (up to 512 threads): 48 concurrent misses of a 6 MB page with unique query
+//! strings ran 144 compressions at once and took the process past 5 GB. Now:
+//!
+//! - **Fixed threads** (`compression.threads`): the working memory of the codecs
+//!   (zstd 19 holds tens of MiB per context) is bounded by the thread count.
+//! - **A byte budget** (`compression.budget`): a job holds its input's size from the
+//!   moment it is queued until it ends; a job that would take the total past the
+//!   budget is refused at once, never queued. A refused commit stores identity only;
+//!   a refused background job leaves the entry as it is (counted in
+//!   `quire_compress_refused_total`). So the queue is bounded too: at most budget /
+//!   [`JOB_COST_MIN`] jobs.
+//! - **Two priorities.** A commit's gzip ([`Priority::Commit`]) decides when a
+//!   response becomes a hit and goes first; the slower codings added to an entry
+//!   afterwards ([`Priority::Background`]) run on at most `threads - 1` threads, so a
+//!   long brotli or zstd job never stands between a finished response and its commit.
+//!
+//! The pool never runs on a request's worker; waiting for a job is a channel receive.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+/// Smallest cost a job is counted at, so tiny bodies cannot queue without bound.
+pub const JOB_COST_MIN: u64 = 4096;
+
+/// Which queue a job goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// The coding a response is committed with: first.
+    Commit,
+    /// Codings added to a stored entry later.
+    Background,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+struct Queued {
+    cost: u64,
+    job: Job,
+}
+
+#[derive(Default)]
+struct Queues {
+    commit: VecDeque<Queued>,
+    background: VecDeque<Queued>,
+    held_bytes: u64,
+    background_running: usize,
+    shutdown: bool,
+}
+
+struct Inner {
+    queues: Mutex<Queues>,
+    ready: Condvar,
+    budget_bytes: u64,
+    background_threads: usize,
+    done: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompressPool")
+            .field("budget_bytes", &self.budget_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Queues> {
+        self.queues.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The pool (one per server, in [`crate::Ctx`]). Dropping it stops its threads once
+/// the queued jobs are done.
+#[derive(Debug)]
+pub struct CompressPool {
+    inner: Arc<Inner>,
+}
+
+impl CompressPool {
+    /// A pool of `threads` threads (at least 1) and a budget of `budget_bytes`.
+    pub fn new(threads: usize, budget_bytes: u64) -> CompressPool {
+        let threads = threads.max(1);
+        let inner = Arc::new(Inner {
+            queues: Mutex::new(Queues::default()),
+            ready: Condvar::new(),
+            budget_bytes,
+            background_threads: (threads - 1).max(1),
+            done: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        });
+        for i in 0..threads {
+            let inner = inner.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("quire-compress-{i}"))
+                .spawn(move || work(&inner));
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "could not start a compression thread");
+            }
+        }
+        CompressPool { inner }
+    }
+
+    /// Queues `job` at `priority`, counted at `cost_bytes` (its input's size) until
+    /// it ends; false (and nothing queued) when that would exceed the budget.
+    pub fn try_spawn(
+        &self,
+        priority: Priority,
+        cost_bytes: u64,
+        job: impl FnOnce() + Send + 'static,
+    ) -> bool {
+        let cost = cost_bytes.max(JOB_COST_MIN);
+        let mut q = self.inner.lock();
+        if q.shutdown || q.held_bytes + cost > self.inner.budget_bytes {
+            drop(q);
+            self.inner.refused.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        q.held_bytes += cost;
+        let queued = Queued {
+            cost,
+            job: Box::new(job),
+        };
+        match priority {
+            Priority::Commit => q.commit.push_back(queued),
+            Priority::Background => q.background.push_back(queued),
+        }
+        drop(q);
+        self.inner.ready.notify_all();
+        true
+    }
+
+    /// Runs `job` on the pool and waits for its result; `None` when the budget
+    /// refused it (or the pool stopped before running it).
+    pub async fn run<R: Send + 'static>(
+        &self,
+        priority: Priority,
+        cost_bytes: u64,
+        job: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = oneshot::channel();
+        if !self.try_spawn(priority, cost_bytes, move || {
+            let _ = tx.send(job());
+        }) {
+            return None;
+        }
+        rx.await.ok()
+    }
+
+    /// Bytes held by queued and running jobs.
+    pub fn held_bytes(&self) -> u64 {
+        self.inner.lock().held_bytes
+    }
+
+    /// The budget.
+    pub fn budget_bytes(&self) -> u64 {
+        self.inner.budget_bytes
+    }
+
+    /// Jobs finished.
+    pub fn done(&self) -> u64 {
+        self.inner.done.load(Ordering::Relaxed)
+    }
+
+    /// Jobs refused for the budget.
+    pub fn refused(&self) -> u64 {
+        self.inner.refused.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for CompressPool {
+    fn drop(&mut self) {
+        self.inner.lock().shutdown = true;
+        self.inner.ready.notify_all();
+    }
+}
+
+/// One thread's loop: commit jobs first; background jobs while fewer than
+/// `background_threads` run.
+fn work(inner: &Inner) {
+    let mut q = inner.lock();
+    loop {
+        let (job, background) = if let Some(j) = q.commit.pop_front() {
+            (j, false)
+        } else if q.background_running < inner.background_threads && !q.background.is_empty() {
+            q.background_running += 1;
+            (q.background.pop_front().expect("checked non-empty"), true)
+        } else if q.shutdown {
+            return;
+        } else {
+            q = inner.ready.wait(q).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        drop(q);
+        let Queued { cost, job } = job;
+        // A panicking codec must not take the thread (and the budget) with it.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        inner.done.fetch_add(1, Ordering::Relaxed);
+        q = inner.lock();
+        q.held_bytes -= cost;
+        if background {
+            q.background_running -= 1;
+            inner.ready.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn the_budget_refuses_instead_of_queueing() {
+        let pool = CompressPool::new(1, 100_000);
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        assert!(pool.try_spawn(Priority::Commit, 60_000, move || {
+            started_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        }));
+        started_rx.recv().unwrap();
+        assert_eq!(pool.held_bytes(), 60_000);
+        assert!(
+            !pool.try_spawn(Priority::Commit, 50_000, || {}),
+            "over budget"
+        );
+        assert!(
+            pool.try_spawn(Priority::Background, 10, || {}),
+            "counted at 4 KiB"
+        );
+        assert_eq!(pool.held_bytes(), 60_000 + JOB_COST_MIN);
+        assert_eq!(pool.refused(), 1);
+        release_tx.send(()).unwrap();
+        for _ in 0..200 {
+            if pool.held_bytes() == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(pool.held_bytes(), 0);
+        assert_eq!(pool.done(), 2);
+    }
+
+    #[test]
+    fn commits_pass_background_jobs_and_one_thread_stays_free_for_them() {
+        let pool = CompressPool::new(2, 1 << 30);
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Arc::new(Mutex::new(release_rx));
+        let (order_tx, order_rx) = mpsc::channel::<&'static str>();
+        // Two background jobs that block: only one may run (threads - 1).
+        for _ in 0..2 {
+            let (rx, tx) = (release_rx.clone(), order_tx.clone());
+            assert!(pool.try_spawn(Priority::Background, 1, move || {
+                tx.send("background").unwrap();
+                let _ = rx.lock().unwrap().recv();
+            }));
+        }
+        assert_eq!(order_rx.recv().unwrap(), "background");
+        let tx = order_tx.clone();
+        assert!(pool.try_spawn(Priority::Commit, 1, move || tx.send("commit").unwrap()));
+        assert_eq!(
+            order_rx.recv_timeout(Duration::from_secs(5)).unwrap(),
+            "commit",
+            "the commit ran while a background job held a thread"
+        );
+        release_tx.send(()).unwrap();
+        assert_eq!(order_rx.recv().unwrap(), "background");
+        release_tx.send(()).unwrap();
+    }
+
+    #[test]
+    fn a_panicking_job_gives_its_budget_back() {
+        let pool = CompressPool::new(1, 1 << 20);
+        assert!(pool.try_spawn(Priority::Commit, 1000, || panic!("codec bug")));
+        for _ in 0..200 {
+            if pool.done() == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(pool.done(), 1);
+        assert_eq!(pool.held_bytes(), 0);
+    }
+}
