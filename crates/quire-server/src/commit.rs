@@ -90,10 +90,11 @@ struct Coded {
 
 /// Stores a complete response: decodes and compresses it on the pool, then writes
 /// it through the invalidation gate. On success, schedules the other codings.
-pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> FillResult {
+/// Returns what became of it, and the stored record's id.
+pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> (FillResult, Option<u64>) {
     let coded = match encode(ctx, &plan, body).await {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return (r, None),
     };
     let identity = coded.identity.clone();
     let ctx2 = ctx.clone();
@@ -103,7 +104,7 @@ pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> FillResult 
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "store task failed");
-            return FillResult::Failed;
+            return (FillResult::Failed, None);
         }
     };
     if result == FillResult::Stored {
@@ -118,8 +119,9 @@ pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> FillResult 
                 tags: plan.tags,
             },
         );
+        return (result, Some(id));
     }
-    result
+    (result, None)
 }
 
 /// Whether a body of `len` bytes (0: unknown yet) with these headers gets codings.
@@ -289,7 +291,7 @@ pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[u8]) -> F
 
 /// The coding the origin applied: `Ok(None)` for none, `Ok(Some)` for one quire can
 /// decode, `Err` for anything else (several codings, deflate, unknown).
-pub fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
+pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
     let mut found = None;
     for v in headers.get_all(header::CONTENT_ENCODING) {
         let v = v.to_str().map_err(|_| ())?;

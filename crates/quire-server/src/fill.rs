@@ -100,8 +100,9 @@ pub enum Outcome {
         /// The body.
         body: FillBody,
     },
-    /// The response is committed: answer from the store.
-    Stored(Arc<Head>),
+    /// The response is committed as the record with this id: answer from the
+    /// store (if the entry there is still that record).
+    Stored(Arc<Head>, u64),
     /// The stored response was revalidated (304): serve this refreshed record.
     Revalidated(Arc<ObjectRecord>),
     /// The origin failed.
@@ -126,8 +127,8 @@ enum Commit {
     None,
     /// The body is complete and being stored: joiners wait.
     Pending,
-    /// Stored (true) or declined (false).
-    Done(bool),
+    /// Stored as the record with this id, or declined (`None`).
+    Done(Option<u64>),
 }
 
 /// One waiter's channel and how many bytes sit in it unread.
@@ -241,8 +242,8 @@ impl Fill {
         let head = st.head.clone()?;
         match st.commit {
             Commit::Pending => return None,
-            Commit::Done(true) => return Some(Outcome::Stored(head)),
-            Commit::None | Commit::Done(false) => {}
+            Commit::Done(Some(id)) => return Some(Outcome::Stored(head, id)),
+            Commit::None | Commit::Done(None) => {}
         }
         if !st.buffering {
             return Some(Outcome::Refused);
@@ -310,9 +311,9 @@ impl Fill {
         st.commit = Commit::Pending;
     }
 
-    /// Publishes how the commit went: waiters are answered from the store, or (not
-    /// stored) from the buffered body.
-    pub fn committed(&self, stored: bool) {
+    /// Publishes how the commit went (the stored record's id): waiters are answered
+    /// from the store, or (not stored) from the buffered body.
+    pub fn committed(&self, stored: Option<u64>) {
         let mut st = self.lock();
         st.commit = Commit::Done(stored);
         Fill::wake_waiters(&mut st);
@@ -636,7 +637,7 @@ impl Fills {
         }
         let mut st = fill.lock();
         if st.commit == Commit::Pending {
-            st.commit = Commit::Done(false);
+            st.commit = Commit::Done(None);
         }
         if st.head.is_none() && st.late.is_none() {
             st.late = Some(Late::Failed(Arc::new(OriginError::Failed(

@@ -261,11 +261,11 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             }
         }
     }
-    let result = match fill.body() {
+    let (result, id) = match fill.body() {
         Some(b) => commit::commit(ctx, plan, b).await,
-        None => FillResult::Failed,
+        None => (FillResult::Failed, None),
     };
-    fill.committed(result == FillResult::Stored);
+    fill.committed(id);
     result
 }
 
@@ -466,6 +466,8 @@ async fn store_refreshed(
             };
             match object::decode(h.meta()) {
                 Some(object::Record::Object(old)) if old.id == rec.id => {
+                    // The bodies as they are now (codings may have joined since).
+                    rec.codings = old.codings.clone();
                     commit::put_record(&ctx, &key, &rec, h.body())
                 }
                 _ => FillResult::Rejected,

@@ -562,7 +562,7 @@ async fn fill(
             let st = m.status.clone().with_detail("uncacheable-size");
             m.pass(st).await
         }
-        FillOutcome::Stored(head) => {
+        FillOutcome::Stored(head, id) => {
             if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
                 return r;
             }
@@ -571,7 +571,7 @@ async fn fill(
                     .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
                     .await;
             }
-            from_store(m, &head, now).await
+            from_store(m, &head, id, now).await
         }
         FillOutcome::Response { head, mut body } => {
             if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
@@ -629,7 +629,12 @@ fn my_variant(m: &Miss<'_>, head: &Head) -> Vec<u8> {
 
 /// Answers a waiter of a committed fill from the store, as a hit is answered
 /// (conditionals, ranges, codings), with `Cache-Status: ...; stored`.
-async fn from_store(m: Miss<'_>, head: &Head, now: SystemTime) -> (Response<Body>, Outcome) {
+async fn from_store(
+    m: Miss<'_>,
+    head: &Head,
+    id: u64,
+    now: SystemTime,
+) -> (Response<Body>, Outcome) {
     let class = MethodClass::of(m.req.method()).unwrap_or(MethodClass::Get);
     let look = lookup(m.ctx, class, m.url, m.req.headers());
     let mut st = m.status.clone();
@@ -637,9 +642,13 @@ async fn from_store(m: Miss<'_>, head: &Head, now: SystemTime) -> (Response<Body
         st = st.with_fwd_status(head.status.as_u16());
     }
     let served = match (&look.record, &look.entry) {
-        (Some(rec), Some(entry)) => hit::serve(&m.hit_request(), rec, entry, st.with_stored(), now),
-        // Evicted or purged since, or stored under another variant than this
-        // request selects: fetch for this request alone.
+        // Only the fill's own record: whatever else is there now (a later or an
+        // earlier fill's) was not what this request waited for.
+        (Some(rec), Some(entry)) if rec.rec.id == id => {
+            hit::serve(&m.hit_request(), rec, entry, st.with_stored(), now)
+        }
+        // Evicted or purged since, replaced, or stored under another variant than
+        // this request selects: fetch for this request alone.
         _ => Err(NotServed::BodyGone),
     };
     drop(look);

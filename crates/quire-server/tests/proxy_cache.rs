@@ -3,30 +3,9 @@
 
 mod common;
 
-use std::io::Read;
 use std::time::Duration;
 
 use common::*;
-
-fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    match coding {
-        "gzip" => {
-            flate2::read::GzDecoder::new(body)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        "br" => {
-            brotli::Decompressor::new(body, 4096)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        "zstd" => out = zstd::decode_all(body).unwrap(),
-        "" | "identity" => out = body.to_vec(),
-        other => panic!("unexpected coding {other}"),
-    }
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_miss_is_stored_and_the_next_request_hits() {

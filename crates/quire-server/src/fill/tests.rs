@@ -93,8 +93,8 @@ async fn joiners_after_the_body_ended_wait_for_the_commit_and_are_told_it_is_sto
         late.rx.try_recv().is_err(),
         "nothing to answer with before the commit"
     );
-    fill.committed(true);
-    assert!(matches!(late.rx.await.unwrap(), Outcome::Stored(_)));
+    fill.committed(Some(7));
+    assert!(matches!(late.rx.await.unwrap(), Outcome::Stored(_, 7)));
     // The first waiter got the stream when the head came.
     assert!(matches!(first.rx.await.unwrap(), Outcome::Response { .. }));
 }
@@ -109,7 +109,7 @@ async fn a_held_body_answers_every_waiter_after_the_commit() {
     fill.hold_complete(head(), vec![Bytes::from_static(b"all of it")]);
     assert!(first.rx.try_recv().is_err(), "held until committed");
     // Declined by the store: replayed from the buffer instead.
-    fill.committed(false);
+    fill.committed(None);
     let Outcome::Response { body, .. } = first.rx.await.unwrap() else {
         panic!()
     };

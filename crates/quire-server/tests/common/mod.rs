@@ -36,6 +36,9 @@ pub struct Route {
     pub cut_after: Option<usize>,
     /// Answer any `If-None-Match` with a 304 carrying this (other) ETag.
     pub not_modified_as: Option<String>,
+    /// After the body, send one more byte at this interval, forever (no
+    /// `Content-Length`: the body never ends).
+    pub endless: Option<Duration>,
 }
 
 impl Route {
@@ -51,7 +54,12 @@ impl Route {
             etag: None,
             cut_after: None,
             not_modified_as: None,
+            endless: None,
         }
+    }
+    pub fn endless(mut self, every: Duration) -> Route {
+        self.endless = Some(every);
+        self
     }
     pub fn status(mut self, s: u16) -> Route {
         self.status = s;
@@ -201,6 +209,14 @@ async fn answer(
         let mut resp = Response::new(full(Vec::new()));
         *resp.status_mut() = StatusCode::NOT_MODIFIED;
         resp
+    } else if let Some(every) = r.endless {
+        let stream = Endless {
+            first: Some(Bytes::from(r.body.clone())),
+            tick: tokio::time::interval_at(tokio::time::Instant::now() + every, every),
+        };
+        let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+        *resp.status_mut() = StatusCode::from_u16(r.status).unwrap();
+        resp
     } else if let Some(n) = r.cut_after {
         let first = Bytes::from(r.body[..n.min(r.body.len())].to_vec());
         let chunks: Vec<Result<Frame<Bytes>, std::io::Error>> =
@@ -262,6 +278,30 @@ fn futures_stream(
     }
     use std::future::Future;
     S(frames.into(), None)
+}
+
+/// A body that never ends: its first bytes, then one byte a tick.
+struct Endless {
+    first: Option<Bytes>,
+    tick: tokio::time::Interval,
+}
+
+impl futures_core::Stream for Endless {
+    type Item = Result<Frame<Bytes>, std::io::Error>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(b) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(Frame::data(b))));
+        }
+        match self.tick.poll_tick(cx) {
+            std::task::Poll::Ready(_) => {
+                std::task::Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))))
+            }
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
 }
 
 /// quire in-process in front of an origin.
@@ -371,7 +411,7 @@ pub async fn send(
 /// Waits until no fill is in flight (the last miss is stored or dropped) and the
 /// compression pool is idle (the codings added after a commit are in).
 pub async fn settle(q: &Quire) {
-    for _ in 0..1000 {
+    for _ in 0..6000 {
         if q.ctx.fills.in_flight() == 0 && q.ctx.compress.held_bytes() == 0 {
             return;
         }
@@ -394,4 +434,26 @@ pub fn page(n: usize) -> Vec<u8> {
     }
     v.truncate(n);
     v
+}
+
+/// A body decoded from the coding a response names (`""` for none).
+pub fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match coding {
+        "gzip" => {
+            flate2::read::GzDecoder::new(body)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "br" => {
+            brotli::Decompressor::new(body, 4096)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "zstd" => out = zstd::decode_all(body).unwrap(),
+        "" | "identity" => out = body.to_vec(),
+        other => panic!("unexpected coding {other}"),
+    }
+    out
 }
