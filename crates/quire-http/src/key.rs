@@ -89,6 +89,11 @@ pub struct KeyConfig {
     pub path_bytes_max: usize,
     /// Longest accepted query, in bytes (before normalisation).
     pub query_bytes_max: usize,
+    /// When set, only these paths (as normalised; a trailing `*` matches any
+    /// suffix) keep their query; every other URL is keyed, and fetched, without one. A publishing server whose pages do not
+    /// read their query sets it, so `?u=1`, `?u=2`, … are one page and one fill,
+    /// not a new key (and a new compression) each.
+    pub query_paths: Option<Vec<String>>,
 }
 
 impl Default for KeyConfig {
@@ -99,6 +104,7 @@ impl Default for KeyConfig {
             default_host: "localhost".to_string(),
             path_bytes_max: URL_PART_BYTES_MAX_DEFAULT,
             query_bytes_max: URL_PART_BYTES_MAX_DEFAULT,
+            query_paths: None,
         }
     }
 }
@@ -257,6 +263,14 @@ pub fn normalize(
                 max: cfg.query_bytes_max,
             })
         }
+        Some(_)
+            if cfg
+                .query_paths
+                .as_ref()
+                .is_some_and(|ps| !reads_query(ps, &path)) =>
+        {
+            None
+        }
         Some(q) => normalize_query(q, &cfg.drop_params),
         None => None,
     };
@@ -274,6 +288,14 @@ pub fn normalize_absolute(url: &str, cfg: &KeyConfig) -> Result<NormalizedUrl, K
         return Err(KeyError::NotAbsolute);
     }
     normalize(scheme, None, &uri, cfg)
+}
+
+/// Whether `path` is one of `paths` (a trailing `*` matching any suffix).
+fn reads_query(paths: &[String], path: &str) -> bool {
+    paths.iter().any(|p| match p.strip_suffix('*') {
+        Some(prefix) => path.starts_with(prefix),
+        None => p == path,
+    })
 }
 
 fn assemble(

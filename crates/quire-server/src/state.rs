@@ -172,8 +172,10 @@ impl Ctx {
                 "the admin token (QUIRE_ADMIN_TOKEN) must be at least 16 characters".into(),
             )));
         }
+        let mut keys = cfg.key_config();
+        keys.query_paths = origin.query_paths();
         Ok(Arc::new(Ctx {
-            keys: cfg.key_config(),
+            keys,
             bypass: cfg.bypass_config(),
             storage: cfg.storage_config(),
             reuse: cfg.reuse_config(),

@@ -69,6 +69,13 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         false
     }
 
+    /// The paths whose responses depend on their query string; `None` (the default)
+    /// for all of them, as an HTTP origin's may. Every other path is keyed and
+    /// fetched without its query (see `quire_http::key::KeyConfig::query_paths`).
+    fn query_paths(&self) -> Option<Vec<String>> {
+        None
+    }
+
     /// Appends the upstream's own Prometheus families to `/_quire/metrics`.
     fn metrics(&self, out: &mut String) {
         let _ = out;

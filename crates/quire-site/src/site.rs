@@ -35,7 +35,7 @@ use crate::config::{SiteConfig, SiteConfigError, DIR};
 use crate::related;
 use crate::reply::{Policy, Reply};
 use crate::respond::{self, Req};
-use crate::routes::percent_decode;
+use crate::routes::{self, percent_decode};
 use crate::snapshot::{self, Snapshot};
 use crate::templates::{TemplateError, Templates};
 
@@ -368,6 +368,26 @@ impl Upstream for Site {
             "Page views written to the views database.",
             v.written(),
         );
+    }
+
+    fn query_paths(&self) -> Option<Vec<String>> {
+        // Only these read their query: search (`q`), sign-in (`next`), and the
+        // stylesheet and attachments (`v`, which makes them immutable). Notes,
+        // listings and feeds do not: keying them on it let 64 unique queries of one
+        // 2 MB note make 64 fills and 64 compressions. Dropped rather than
+        // redirected: a redirect would cost every such link a round trip, and the
+        // page is the same.
+        Some(
+            [
+                "/search",
+                "/api/search",
+                "/login",
+                routes::CSS_PATH,
+                "/attachments/*",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
     }
 
     fn key_version(&self, url: &NormalizedUrl) -> u64 {

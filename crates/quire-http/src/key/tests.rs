@@ -619,3 +619,31 @@ fn the_path_fast_path_agrees_with_the_full_normalisation() {
         );
     }
 }
+
+#[test]
+fn only_the_paths_that_read_their_query_keep_it() {
+    let cfg = KeyConfig {
+        query_paths: Some(vec!["/search".into(), "/attachments/*".into()]),
+        ..KeyConfig::default()
+    };
+    let n = |t: &str| normalize_absolute(&format!("http://h{t}"), &cfg).unwrap();
+    assert_eq!(n("/notes/a?u=1").as_str(), "http://h/notes/a");
+    assert_eq!(n("/notes/a?u=1"), n("/notes/a?u=2"));
+    assert_eq!(n("/search?q=x").as_str(), "http://h/search?q=x");
+    assert_eq!(
+        n("/attachments/a.png?v=1").as_str(),
+        "http://h/attachments/a.png?v=1"
+    );
+    assert_eq!(
+        n("/searching?q=x").as_str(),
+        "http://h/searching",
+        "exact unless `*`"
+    );
+    let all = KeyConfig::default();
+    assert_eq!(
+        normalize_absolute("http://h/notes/a?u=1", &all)
+            .unwrap()
+            .as_str(),
+        "http://h/notes/a?u=1"
+    );
+}
