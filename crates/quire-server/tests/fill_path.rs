@@ -13,6 +13,17 @@ use common::*;
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
+/// Polls `cond` every 10 ms for up to 10 s.
+async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
 /// The origin's page for version `v` of trial `i`: the version is in the body and
 /// the `ETag`; tagged with the trial's surrogate key.
 fn versioned(i: usize, v: u32, delay: Duration) -> Route {
@@ -343,8 +354,13 @@ async fn fills_that_will_not_be_stored_give_their_slot_back_at_once() {
         s.write_all(req.as_bytes()).await.unwrap();
         open.push(s);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(q.ctx.fills.slots_used(), 0, "pass-throughs hold no slot");
+    // Both heads arrive (the fills start, then turn into pass-throughs).
+    assert!(wait_for(|| o.hits("/events") == 1 && o.hits("/private") == 1).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 0).await,
+        "pass-throughs hold no slot"
+    );
     o.route("/a", Route::ok("a", &[("cache-control", "max-age=60")]));
     let r = get(&q, "/a", &[]).await;
     assert!(r.cache_status().contains("stored"), "{}", r.cache_status());
