@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import collections
 from collections import Counter
 
 HOST = "127.0.0.1"
@@ -89,8 +90,7 @@ def serve_origin():
     class Origin(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args):
-            pass
+        log_message = lambda *args: None
 
         def reply(self, status, body, headers=()):
             self.send_response(status)
@@ -98,8 +98,7 @@ def serve_origin():
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            self.wfile.write(body)
 
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -116,8 +115,7 @@ def serve_origin():
                     versions[q["path"][0]] = int(q["v"][0])
                 return self.reply(200, b"ok")
             if path == "/_ctl/stop-endless":
-                with lock:
-                    state["stop_gen"] += 1
+                state["stop_gen"] += 1
                 return self.reply(200, b"ok")
             if path == "/_ctl/stats":
                 with lock:
@@ -169,11 +167,6 @@ def serve_origin():
 
     srv = Server((HOST, 0), Origin)
     print("PORT", srv.server_address[1], flush=True)
-
-    def die_with_parent():  # the parent holds our stdin; EOF means it is gone
-        sys.stdin.read()
-        os._exit(0)
-    threading.Thread(target=die_with_parent, daemon=True).start()
     srv.serve_forever()
 
 
@@ -181,10 +174,7 @@ def serve_origin():
 
 def die_with_parent():
     """preexec_fn: the child gets SIGTERM when this script dies, even by SIGKILL."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port():
@@ -225,13 +215,9 @@ class Quire:
         return int(fields[11]) + int(fields[12])  # utime + stime
 
     def memory_kib(self):
-        out = {}
         with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                if key in ("VmRSS", "RssAnon", "RssFile"):
-                    out[key] = int(rest.split()[0])
-        return out
+            rows = [line.split() for line in f]
+        return {r[0][:-1]: int(r[1]) for r in rows if r[0] in ("VmRSS:", "RssAnon:", "RssFile:")}
 
     def wait_idle(self, quiet=2.0, limit=600.0):
         """Waits until the CPU time has not grown for `quiet` s; returns when it last grew."""
@@ -255,11 +241,7 @@ class Quire:
 
 # ---- an HTTP client -------------------------------------------------------------------
 
-class Resp:
-    def __init__(self, status, headers, body, t_sent, t_end):
-        self.status, self.headers, self.body = status, headers, body
-        self.t_sent, self.t_end = t_sent, t_end
-
+class Resp(collections.namedtuple("Resp", "status headers body t_sent t_end")):
     @property
     def cache_status(self):
         return self.headers.get("cache-status", "(none)")
@@ -308,24 +290,19 @@ def race(q, origin_port, tries, batch):
         kind, path = KINDS[i % len(KINDS)], f"/race/{i}/page"
         out = {"kind": kind, "stale": 0, "errors": []}
         try:
-            first = get(q.port, path)
-            out["first"] = first.cache_status
-            time.sleep(random.uniform(0, 0.2))
+            out["first"] = get(q.port, path).cache_status
+            out["delay_ms"] = random.uniform(0, 200)
+            time.sleep(out["delay_ms"] / 1000)
             get(origin_port, f"/_ctl/set?path={urllib.parse.quote(path)}&v=1")
             api = lambda body: get(q.port, "/_quire/purge", "POST", dict(
                 auth, **{"Content-Type": "application/json"}), json.dumps(body).encode())
-            if kind == "purge-hard":
-                p = get(q.port, path, "PURGE", auth)
-            elif kind == "purge-soft":
-                p = get(q.port, path, "PURGE", dict(auth, **{"Quire-Soft-Purge": "1"}))
-            elif kind == "api-urls":
-                p = api({"urls": [base + path]})
-            elif kind == "api-prefixes":
-                p = api({"prefixes": [f"{base}/race/{i}/"]})
-            elif kind == "api-tags":
-                p = api({"tags": [f"race-{i}"]})
-            else:
-                p = get(q.port, path, "POST", {"Content-Type": "text/plain"}, b"publish")
+            p = {"purge-hard": lambda: get(q.port, path, "PURGE", auth),
+                 "purge-soft": lambda: get(q.port, path, "PURGE", dict(auth, **{"Quire-Soft-Purge": "1"})),
+                 "api-urls": lambda: api({"urls": [base + path]}),
+                 "api-prefixes": lambda: api({"prefixes": [f"{base}/race/{i}/"]}),
+                 "api-tags": lambda: api({"tags": [f"race-{i}"]}),
+                 "unsafe-post": lambda: get(q.port, path, "POST", {"Content-Type": "text/plain"},
+                                            b"publish")}[kind]()
             if p.status != 200:
                 out["errors"].append(f"purge {p.status}")
             time.sleep(1.0)
@@ -334,6 +311,7 @@ def race(q, origin_port, tries, batch):
                 r = get(q.port, path, conn=conn)
                 if r.version() == 0:
                     out["stale"] += 1
+                    out["stale_cs"] = r.cache_status
                 elif r.version() is None:
                     out["errors"].append(f"after {r.status}")
             conn.close()
@@ -352,9 +330,11 @@ def race(q, origin_port, tries, batch):
         p["tries_with_stale"] += r["stale"] > 0
         p["errors"] += len(r["errors"])
     errors = Counter(e for r in results for e in r["errors"])
+    stale = [r for r in results if r["stale"]]
     return {"tries": tries, "concurrency": batch, "seconds": round(time.perf_counter() - t0, 1),
             "per_kind": per, "first_cache_status": dict(Counter(r.get("first") for r in results)),
-            "errors": dict(errors),
+            "errors": dict(errors), "stale_cache_status": dict(Counter(r["stale_cs"] for r in stale)),
+            "stale_delay_ms": summary([round(r["delay_ms"], 1) for r in stale]),
             "total": {k: sum(p[k] for p in per.values()) for k in per[KINDS[0]]}}
 
 
@@ -424,26 +404,28 @@ def memory(q, clients=48):
         statuses = Counter(pool.map(one, range(clients)))
     answered = time.perf_counter() - start
     idle_at = q.wait_idle(quiet=2.0, limit=600)
+    reached = time.perf_counter() - idle_at >= 2.0
     stop.set()
     thread.join()
-    peak = max(samples, key=lambda s: s[1]["VmRSS"])[1]
-    peak_anon = max(s[1]["RssAnon"] for s in samples)
+    peak = {k: max(s[1][k] for s in samples) for k in idle}
     mib = lambda kib: round(kib / 1024, 1)
     return {"clients": clients, "statuses": {str(k): v for k, v in statuses.items()},
             "idle_rss_mib": mib(idle["VmRSS"]), "idle_anon_mib": mib(idle["RssAnon"]),
-            "peak_rss_mib": mib(peak["VmRSS"]), "peak_anon_mib": mib(peak_anon),
-            "peak_file_mib": mib(max(s[1]["RssFile"] for s in samples)),
+            "peak_rss_mib": mib(peak["VmRSS"]), "peak_anon_mib": mib(peak["RssAnon"]),
+            "peak_file_mib": mib(peak["RssFile"]),
             "peak_minus_idle_mib": mib(peak["VmRSS"] - idle["VmRSS"]),
-            "peak_minus_idle_anon_mib": mib(peak_anon - idle["RssAnon"]),
+            "peak_minus_idle_anon_mib": mib(peak["RssAnon"] - idle["RssAnon"]),
             "all_answered_s": round(answered, 2), "burst_to_idle_s": round(idle_at - start, 2),
-            "samples": len(samples)}
+            "idle_reached": reached, "samples": len(samples),
+            "peak_at_s": round(max(samples, key=lambda s: s[1]["VmRSS"])[0] - start, 2)}
 
 
 # ---- figure 4: fire and forget ----------------------------------------------------------
 
 def forget(q, origin_port, held, n_endless=300, n_ok=100):
     tag = "held" if held else "closed"
-    socks = []
+    stats = lambda: json.loads(get(origin_port, "/_ctl/stats").body)
+    socks, fetched = [], stats()["gets"].get("endless", 0)
     t0 = time.perf_counter()
     for n in range(n_endless):
         s = socket.create_connection((HOST, q.port), timeout=5)
@@ -467,7 +449,8 @@ def forget(q, origin_port, held, n_endless=300, n_ok=100):
         answers = Counter(pool.map(ok, range(n_ok)))
     elapsed = time.perf_counter() - t0
     time.sleep(2)
-    open_streams = json.loads(get(origin_port, "/_ctl/stats").body)["endless_open"]
+    after = stats()
+    open_streams, fetched = after["endless_open"], after["gets"].get("endless", 0) - fetched
     heads = Counter()
     for s in socks:  # what the held connections were answered (peeked, not read)
         try:
@@ -482,7 +465,8 @@ def forget(q, origin_port, held, n_endless=300, n_ok=100):
     return {"variant": tag, "endless_requests": n_endless, "send_s": round(sent, 3),
             "ok_requests": n_ok, "ok_answers": dict(answers),
             "ok_share_200": round(answers.get("200", 0) / n_ok, 3),
-            "ok_phase_s": round(elapsed, 2), "origin_endless_open_2s_later": open_streams,
+            "ok_phase_s": round(elapsed, 2), "origin_endless_fetched": fetched,
+            "origin_endless_open_2s_later": open_streams,
             "held_heads": dict(heads)}
 
 
@@ -498,14 +482,14 @@ def table(res):
         for k, p in list(r["per_kind"].items()) + [("total", r["total"])]:
             lines.append(f"   {k:<14}{p['tries']:>7}{p['stale_gets']:>12}"
                          f"{p['tries_with_stale']:>16}{p['errors']:>8}")
-        if r["errors"]:
-            lines.append(f"   errors: {r['errors']}")
+        lines.append(f"   stale answers' Cache-Status: {r['stale_cache_status']}; random delay "
+                     f"(ms) of the tries with stale answers: {r['stale_delay_ms']}; errors: {r['errors']}")
     if "hit" in res:
         h = res["hit"]
         d = h["delay_to_hit_ms"]
         lines.append(f"2. miss's last byte -> first hit, {h['urls']} URLs")
         lines.append(f"   GET sent at the miss's last byte: {h['immediate_next_get']}")
-        lines.append(f"   polled (1 ms) answers before the hit: {h['polled_cache_status']}")
+        lines.append(f"   polled answers (1 ms apart) up to the hit: {h['polled_cache_status']}")
         if d["n"]:
             lines.append(f"   delay to first hit ms: min {d['min']} median {d['median']} "
                          f"p90 {d['p90']} max {d['max']} (n={d['n']}, none within 5 s: "
@@ -518,16 +502,17 @@ def table(res):
         lines.append(f"   idle RSS {m['idle_rss_mib']} MiB, peak RSS {m['peak_rss_mib']} MiB "
                      f"(anon {m['peak_anon_mib']}, file {m['peak_file_mib']}), peak - idle "
                      f"{m['peak_minus_idle_mib']} MiB (anon {m['peak_minus_idle_anon_mib']} MiB)")
-        lines.append(f"   all answered after {m['all_answered_s']} s, idle after "
-                     f"{m['burst_to_idle_s']} s")
+        lines.append(f"   peak at {m['peak_at_s']} s, all answered after {m['all_answered_s']} s, "
+                     f"idle after {m['burst_to_idle_s']} s"
+                     + ("" if m["idle_reached"] else " (NOT idle: gave up after 600 s)"))
     for key in ("forget_closed", "forget_held"):
         if key in res:
             f = res[key]
             lines.append(f"4. fire and forget ({f['variant']}): {f['endless_requests']} endless "
                          f"requests sent in {f['send_s']} s; /ok answers {f['ok_answers']} -> "
                          f"{f['ok_share_200'] * 100:.0f} % answered 200 (in {f['ok_phase_s']} s)")
-            lines.append(f"   origin endless streams still open 2 s later: "
-                         f"{f['origin_endless_open_2s_later']}"
+            lines.append(f"   origin: endless requests received {f['origin_endless_fetched']}, "
+                         f"still streaming 2 s later {f['origin_endless_open_2s_later']}"
                          + (f"; held connections' heads: {f['held_heads']}" if f["held_heads"] else ""))
     return "\n".join(lines)
 
@@ -549,7 +534,7 @@ def main():
     print("command:", command, flush=True)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     origin = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve-origin"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              stdout=subprocess.PIPE, text=True,
                               preexec_fn=die_with_parent)
     quire, res = None, {}
     try:
