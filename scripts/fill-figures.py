@@ -18,7 +18,8 @@ JSON. Every request has a timeout; quire and the origin die with the script.
    {"prefixes": [".../race/<i>/"]}, {"tags": ["race-<i>"]}, and an unsafe POST of the
    page through quire (the origin answers 200). After the purge's answer, wait 1 s and GET
    twice: every body still saying VERSION=0 is a stale hit (a purge lost to a fill that
-   committed after it). Tries run --race-batch at a time.
+   committed after it). purged=0 counts purges whose answer said {"purged": 0}: they
+   reached quire before the fill was stored. Tries run --race-batch at a time.
 2. Miss's last byte -> first hit. For --hit-urls URLs: GET (a miss), and the instant its
    last byte is read send the next GET on the same keep-alive connection; its
    Cache-Status is tallied raw. Then GETs are polled every 1 ms until one says `hit`:
@@ -305,6 +306,8 @@ def race(q, origin_port, tries, batch):
                                             b"publish")}[kind]()
             if p.status != 200:
                 out["errors"].append(f"purge {p.status}")
+            elif kind != "unsafe-post":  # a purge that found nothing ran before the commit
+                out["missed"] = json.loads(p.body).get("purged") == 0
             time.sleep(1.0)
             conn = http.client.HTTPConnection(HOST, q.port, timeout=5)
             for _ in range(2):
@@ -322,10 +325,12 @@ def race(q, origin_port, tries, batch):
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(batch) as pool:
         results = list(pool.map(one, range(tries)))
-    per = {k: {"tries": 0, "stale_gets": 0, "tries_with_stale": 0, "errors": 0} for k in KINDS}
+    per = {k: dict.fromkeys(["tries", "purged_0", "stale_gets", "tries_with_stale", "errors"], 0)
+           for k in KINDS}
     for r in results:
         p = per[r["kind"]]
         p["tries"] += 1
+        p["purged_0"] += r.get("missed", False)
         p["stale_gets"] += r["stale"]
         p["tries_with_stale"] += r["stale"] > 0
         p["errors"] += len(r["errors"])
@@ -478,9 +483,10 @@ def table(res):
         r = res["race"]
         lines.append(f"1. purge after fill: {r['tries']} tries, {r['concurrency']} at a time, "
                      f"{r['seconds']} s; first GET: {r['first_cache_status']}")
-        lines.append(f"   {'kind':<14}{'tries':>7}{'stale GETs':>12}{'tries w/ stale':>16}{'errors':>8}")
+        lines.append(f"   {'kind':<14}{'tries':>7}{'purged=0':>10}{'stale GETs':>12}"
+                     f"{'tries w/ stale':>16}{'errors':>8}")
         for k, p in list(r["per_kind"].items()) + [("total", r["total"])]:
-            lines.append(f"   {k:<14}{p['tries']:>7}{p['stale_gets']:>12}"
+            lines.append(f"   {k:<14}{p['tries']:>7}{p['purged_0']:>10}{p['stale_gets']:>12}"
                          f"{p['tries_with_stale']:>16}{p['errors']:>8}")
         lines.append(f"   stale answers' Cache-Status: {r['stale_cache_status']}; random delay "
                      f"(ms) of the tries with stale answers: {r['stale_delay_ms']}; errors: {r['errors']}")
