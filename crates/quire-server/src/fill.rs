@@ -40,8 +40,7 @@
 //!   [`LAG_BYTES_MAX`] behind is cut off rather than buffered for.
 //! - **Invalidations win** (see [`crate::invalidate`]): a joiner never joins a fill
 //!   that a purge logged after the fill started has matched; the fill is replaced in
-//!   the registry instead. Each ticket carries the log position it joined at, so a
-//!   waiter can tell whether its fill's bytes predate an invalidation it must honour.
+//!   the registry instead (see [`Fills::join`] for why that one check suffices).
 //! - **The registry lock covers a map operation only**, never I/O; hits never touch
 //!   it. Each fill's own state lock covers pushing a chunk to its waiters.
 //! - Waiters are matched on `Vary` by the caller (RFC 9111 §4.1).
@@ -60,7 +59,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::body::Chunk;
 use crate::invalidate::{Invalidations, Tags, Verdict};
-use crate::object::ObjectRecord;
+use crate::object::{self, ObjectRecord};
 use crate::origin::OriginError;
 
 /// Bytes a waiter may fall behind a fill that no longer keeps its body (too large
@@ -160,8 +159,8 @@ pub struct Fill {
     limit: u64,
     /// The invalidation log's position when the fill started.
     start: u64,
-    /// The tags known so far (the URL's before the head, all of them after).
-    tags: Mutex<Tags>,
+    /// The URL's tags, all a fill has before its response names surrogate keys.
+    url_tags: Tags,
     /// No waiter: a background revalidation, never cancelled for lack of waiters.
     detached: bool,
     /// Waiters holding an [`Attach`].
@@ -203,17 +202,16 @@ impl FillBody {
 }
 
 impl Fill {
-    fn new(limit: u64, start: Option<(u64, Tags)>, detached: bool, slot: IpAddr) -> Fill {
-        let (start, tags) = start.unwrap_or_default();
+    fn new(new: &NewFill, detached: bool) -> Fill {
         Fill {
             state: Mutex::new(State::default()),
-            limit,
-            start,
-            tags: Mutex::new(tags),
+            limit: new.limit,
+            start: new.start,
+            url_tags: new.tags.clone(),
             detached,
             attached: AtomicUsize::new(0),
             abandoned: Notify::new(),
-            slot: Mutex::new(Some(slot)),
+            slot: Mutex::new(Some(new.client)),
         }
     }
 
@@ -226,8 +224,17 @@ impl Fill {
         self.start
     }
 
+    /// The tags of what the fill fetched, as far as it knows them: the response's
+    /// (or the revalidated record's) once it has one, the URL's before.
     fn tags_now(&self) -> Tags {
-        self.tags.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let st = self.lock();
+        match (&st.late, &st.head) {
+            (Some(Late::Revalidated(r)), _) => {
+                Tags::new(&object::record_tags(&r.url, &r.meta.tags), true)
+            }
+            (_, Some(h)) => h.tags.clone(),
+            _ => self.url_tags.clone(),
+        }
     }
 
     /// A waiter's outcome given the state now, or `None` while there is nothing to
@@ -285,13 +292,8 @@ impl Fill {
         }
     }
 
-    fn set_head(&self, head: &Head) {
-        *self.tags.lock().unwrap_or_else(|p| p.into_inner()) = head.tags.clone();
-    }
-
     /// Publishes the head: every waiter gets its channel and the body streams.
     pub fn publish_head(&self, head: Head) {
-        self.set_head(&head);
         let mut st = self.lock();
         st.head = Some(Arc::new(head));
         st.buffering = true;
@@ -301,7 +303,6 @@ impl Fill {
     /// Takes a head with its whole body (at hand at once) without waking anyone:
     /// the waiters are answered when [`Fill::committed`] says how it went.
     pub fn hold_complete(&self, head: Head, chunks: Vec<Bytes>) {
-        self.set_head(&head);
         let mut st = self.lock();
         st.head = Some(Arc::new(head));
         st.buffered_bytes = chunks.iter().map(|c| c.len() as u64).sum();
@@ -443,31 +444,31 @@ pub struct Fills {
     slots_per_client: usize,
 }
 
-/// A waiter's ticket: the outcome arrives on `rx`.
+/// A waiter's ticket: [`Ticket::outcome`] tells what to answer with.
 #[derive(Debug)]
 pub struct Ticket {
     /// Resolves once there is something to answer with.
-    pub rx: oneshot::Receiver<Outcome>,
+    rx: oneshot::Receiver<Outcome>,
     /// True when this request joined a fill another request started.
     pub collapsed: bool,
-    /// The fill joined.
-    pub fill: Arc<Fill>,
-    /// The invalidation log's position when this request joined.
-    pub arrived: u64,
     attach: Option<Attach>,
 }
 
 impl Ticket {
-    /// Moves this waiter's hold on the fill into its response body.
-    pub fn attach_to(&mut self, body: &mut FillBody) {
-        body._attach = self.attach.take();
-    }
-
-    /// Whether an invalidation logged after the fill started, and before this
-    /// request joined, matches what the fill fetched (`tags`, from its head or
-    /// record): then its bytes must not answer this request.
-    pub fn predates_invalidation(&self, inv: &Invalidations, tags: &Tags) -> bool {
-        inv.between(self.fill.start, self.arrived, tags) != Verdict::Clean
+    /// Waits for what this waiter answers with. A response's body takes over this
+    /// waiter's hold on the fill (the fill is abandoned when the body is dropped).
+    pub async fn outcome(mut self) -> Outcome {
+        let o = match (&mut self.rx).await {
+            Ok(o) => o,
+            Err(_) => Outcome::Failed(Arc::new(OriginError::Failed("fill aborted".into()))),
+        };
+        match o {
+            Outcome::Response { head, mut body } => {
+                body._attach = self.attach.take();
+                Outcome::Response { head, body }
+            }
+            o => o,
+        }
     }
 }
 
@@ -513,13 +514,19 @@ impl Fills {
 
     /// Joins the fill for `key`, or registers `new` when there is none, or when the
     /// one running was fetched before an invalidation that matches it.
+    ///
+    /// This check is the only one a waiter needs: it covers every invalidation
+    /// logged before the request joined, with the widest tags the fill can still
+    /// turn out to carry (before its head, every surrogate key). What the fill
+    /// learns later only narrows them, so a check when the outcome arrives could
+    /// never find more.
     pub fn join(&self, key: &[u8], new: NewFill, inv: &Invalidations) -> Joined {
         let mut reg = self.lock();
         let arrived = inv.now();
         if let Some(f) = reg.map.get(key) {
             let f = f.clone();
             if inv.between(f.start, arrived, &f.tags_now()) == Verdict::Clean {
-                return Joined::Existing(Fills::ticket(&f, true, arrived));
+                return Joined::Existing(Fills::ticket(&f, true));
             }
             // The fill in flight may carry bytes from before the invalidation:
             // later requests get a fill of their own (the old one finishes for its
@@ -531,7 +538,7 @@ impl Fills {
         };
         reg.map.insert(key.to_vec(), f.clone());
         drop(reg);
-        let t = Fills::ticket(&f, false, f.start);
+        let t = Fills::ticket(&f, false);
         Joined::New(f, t)
     }
 
@@ -547,15 +554,10 @@ impl Fills {
         }
         reg.slots_used += 1;
         *reg.per_client.entry(new.client).or_insert(0) += 1;
-        Some(Arc::new(Fill::new(
-            new.limit,
-            Some((new.start, new.tags.clone())),
-            detached,
-            new.client,
-        )))
+        Some(Arc::new(Fill::new(new, detached)))
     }
 
-    fn ticket(f: &Arc<Fill>, collapsed: bool, arrived: u64) -> Ticket {
+    fn ticket(f: &Arc<Fill>, collapsed: bool) -> Ticket {
         f.attached.fetch_add(1, Ordering::AcqRel);
         let attach = Some(Attach(f.clone()));
         let (tx, rx) = oneshot::channel();
@@ -569,8 +571,6 @@ impl Fills {
         Ticket {
             rx,
             collapsed,
-            fill: f.clone(),
-            arrived,
             attach,
         }
     }

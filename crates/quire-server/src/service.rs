@@ -23,7 +23,6 @@ use quire_store::{Engine, EntryRef, Handle};
 
 use crate::admin;
 use crate::body::Body;
-use crate::commit;
 use crate::config::FillHeaders;
 use crate::fill::{FillBody, Head, Joined, NewFill, Outcome as FillOutcome};
 use crate::hit::{self, Cached, HitRequest, NotServed, Prepared};
@@ -246,18 +245,8 @@ async fn cached(
         if req_cc.only_if_cached {
             return only_if_cached();
         }
-        return fill(
-            ctx,
-            req,
-            peer,
-            &url,
-            &look,
-            None,
-            None,
-            keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
-            false,
-        )
-        .await;
+        let status = keyed(ctx, &url, CacheStatus::forward(miss_fwd));
+        return fill(Miss::new(ctx, req, peer, &url, &look, status), None, None).await;
     };
     let decision = freshness::reuse(rec.timing(), &req_cc, &ctx.reuse, now);
     match decision {
@@ -287,18 +276,8 @@ async fn cached(
                     .await
                 }
                 Err(NotServed::BodyGone) => {
-                    fill(
-                        ctx,
-                        req,
-                        peer,
-                        &url,
-                        &look,
-                        None,
-                        None,
-                        keyed(ctx, &url, CacheStatus::forward(miss_fwd)),
-                        false,
-                    )
-                    .await
+                    let status = keyed(ctx, &url, CacheStatus::forward(miss_fwd));
+                    fill(Miss::new(ctx, req, peer, &url, &look, status), None, None).await
                 }
             }
         }
@@ -317,16 +296,11 @@ async fn cached(
             drop(entry);
             let stale = stale_if_error.map(|_| rec.clone());
             let rec = Arc::new(rec.rec.clone());
+            let status = keyed(ctx, &url, CacheStatus::forward(fwd));
             fill(
-                ctx,
-                req,
-                peer,
-                &url,
-                &look,
+                Miss::new(ctx, req, peer, &url, &look, status),
                 Some(rec),
                 stale,
-                keyed(ctx, &url, CacheStatus::forward(fwd)),
-                false,
             )
             .await
         }
@@ -435,7 +409,26 @@ struct Miss<'a> {
     variant_retry: bool,
 }
 
-impl Miss<'_> {
+impl<'a> Miss<'a> {
+    fn new(
+        ctx: &'a Arc<Ctx>,
+        req: Request<OutBody>,
+        peer: SocketAddr,
+        url: &'a NormalizedUrl,
+        look: &'a Lookup,
+        status: CacheStatus,
+    ) -> Miss<'a> {
+        Miss {
+            ctx,
+            req,
+            peer,
+            url,
+            look,
+            status,
+            variant_retry: false,
+        }
+    }
+
     /// Passes the request to the origin (uncoalesced, not stored) with `status`.
     async fn pass(self, status: CacheStatus) -> (Response<Body>, Outcome) {
         pass::pass(
@@ -460,29 +453,21 @@ impl Miss<'_> {
 /// A miss or a revalidation: join or start the fill for this request's record key,
 /// and answer from its outcome. `stale` is the stored copy `stale-if-error` allows
 /// serving when the origin fails.
-#[allow(clippy::too_many_arguments)]
 async fn fill(
-    ctx: &Arc<Ctx>,
-    req: Request<OutBody>,
-    peer: SocketAddr,
-    url: &NormalizedUrl,
-    look: &Lookup,
+    mut m: Miss<'_>,
     revalidate: Option<Arc<ObjectRecord>>,
     stale: Option<Arc<Prepared>>,
-    status: CacheStatus,
-    variant_retry: bool,
 ) -> (Response<Body>, Outcome) {
+    let (ctx, look) = (m.ctx, m.look);
     let key = look.record_key().to_vec();
-    let mut ticket = match ctx
-        .fills
-        .join(&key, new_fill(ctx, url, peer), &ctx.invalidations)
-    {
+    let new = new_fill(ctx, m.url, m.peer);
+    let ticket = match ctx.fills.join(&key, new, &ctx.invalidations) {
         Joined::Existing(t) => {
             ctx.metrics.record_coalesced();
             t
         }
         Joined::New(f, t) => {
-            let spec = spec_for(ctx, req.headers(), peer, url, look, key.clone(), revalidate);
+            let spec = spec_for(ctx, m.req.headers(), m.peer, m.url, look, key, revalidate);
             tokio::spawn(miss::run(ctx.clone(), f, spec));
             t
         }
@@ -490,56 +475,28 @@ async fn fill(
             // No slot for this miss (all taken, or this client's share is): it still
             // gets an answer, straight from the origin, not coalesced and not stored.
             ctx.metrics.record_fill_busy();
-            let m = Miss {
-                ctx,
-                req,
-                peer,
-                url,
-                look,
-                status: status.clone(),
-                variant_retry,
-            };
-            return m.pass(status.with_detail("fills-busy")).await;
+            let status = m.status.clone().with_detail("fills-busy");
+            return m.pass(status).await;
         }
     };
-    let status = if ticket.collapsed {
-        status.with_collapsed()
-    } else {
-        status
-    };
-    let outcome = match (&mut ticket.rx).await {
-        Ok(o) => o,
-        Err(_) => FillOutcome::Failed(Arc::new(origin::OriginError::Failed("fill aborted".into()))),
-    };
-    let m = Miss {
-        ctx,
-        req,
-        peer,
-        url,
-        look,
-        status,
-        variant_retry,
-    };
+    if ticket.collapsed {
+        m.status = m.status.with_collapsed();
+    }
+    let outcome = ticket.outcome().await;
     let now = SystemTime::now();
+    if let FillOutcome::Response { head, .. } | FillOutcome::Stored(head, _) = &outcome {
+        if let Some(r) = stale_error(&m, head, stale.as_deref(), now) {
+            return r;
+        }
+    }
     match outcome {
         FillOutcome::Revalidated(rec) => {
-            let tags = commit::record_tags(&rec.url, &rec.meta.tags);
-            if ticket.predates_invalidation(&ctx.invalidations, &tags) {
-                return m
-                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
-                    .await;
-            }
             // The refreshed head over the bodies of the same version (rewritten by the
             // fill, or still the entry it revalidated if the rewrite was declined).
             let p = Prepared::new((*rec).clone());
+            let st = m.status.clone().with_fwd_status(304);
             let served = match same_version(ctx, look.record_key(), &p) {
-                Some((_, entry)) => hit::serve(
-                    &m.hit_request(),
-                    &p,
-                    &entry,
-                    m.status.clone().with_fwd_status(304),
-                    now,
-                ),
+                Some((_, entry)) => hit::serve(&m.hit_request(), &p, &entry, st, now),
                 None => Err(NotServed::BodyGone),
             };
             match served {
@@ -548,46 +505,23 @@ async fn fill(
             }
         }
         FillOutcome::Failed(e) => match stale {
-            Some(rec) => serve_stale(
-                ctx,
-                &m.hit_request(),
-                look.record_key(),
-                &rec,
-                now,
-                "stale-if-error",
-            ),
+            Some(rec) => {
+                let hreq = m.hit_request();
+                serve_stale(ctx, &hreq, look.record_key(), &rec, now, "stale-if-error")
+            }
             None => (pass::origin_error(&e, m.status), Outcome::Error),
         },
         FillOutcome::Refused => {
             let st = m.status.clone().with_detail("uncacheable-size");
             m.pass(st).await
         }
-        FillOutcome::Stored(head, id) => {
-            if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
-                return r;
-            }
-            if ticket.predates_invalidation(&ctx.invalidations, &head.tags) {
-                return m
-                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
-                    .await;
-            }
-            from_store(m, &head, id, now).await
-        }
-        FillOutcome::Response { head, mut body } => {
-            if let Some(r) = stale_error(&m, &head, stale.as_deref(), now) {
-                return r;
-            }
-            if ticket.predates_invalidation(&ctx.invalidations, &head.tags) {
-                return m
-                    .pass(CacheStatus::forward(Fwd::Miss).with_detail("invalidated"))
-                    .await;
-            }
+        FillOutcome::Stored(head, id) => from_store(m, &head, id, now).await,
+        FillOutcome::Response { head, body } => {
             if !head.vary.is_empty() && my_variant(&m, &head) != head.variant_key {
                 // RFC 9111 §4.1: only a request whose selecting fields match the
                 // ones the fill sent may take its response.
                 return own_variant(m).await;
             }
-            ticket.attach_to(&mut body);
             streamed(m, &head, body, now)
         }
     }
@@ -677,7 +611,9 @@ async fn own_variant(m: Miss<'_>) -> (Response<Body>, Outcome) {
         url,
         ..
     } = m;
-    Box::pin(fill(ctx, req, peer, url, &look, None, None, status, true)).await
+    let mut m = Miss::new(ctx, req, peer, url, &look, status);
+    m.variant_retry = true;
+    Box::pin(fill(m, None, None)).await
 }
 
 /// Streams a fill's response to one waiter. `Cache-Status` says `stored` only for
