@@ -96,6 +96,8 @@ pub enum Outcome {
     Response {
         /// The head.
         head: Arc<Head>,
+        /// Why it is not (going to be) stored, when that is known.
+        not_stored: Option<&'static str>,
         /// The body.
         body: FillBody,
     },
@@ -126,8 +128,9 @@ enum Commit {
     None,
     /// The body is complete and being stored: joiners wait.
     Pending,
-    /// Stored as the record with this id, or declined (`None`).
-    Done(Option<u64>),
+    /// Stored as the record with this id, or declined (the `Cache-Status` detail
+    /// saying why).
+    Done(Result<u64, &'static str>),
 }
 
 /// One waiter's channel and how many bytes sit in it unread.
@@ -249,9 +252,13 @@ impl Fill {
         let head = st.head.clone()?;
         match st.commit {
             Commit::Pending => return None,
-            Commit::Done(Some(id)) => return Some(Outcome::Stored(head, id)),
-            Commit::None | Commit::Done(None) => {}
+            Commit::Done(Ok(id)) => return Some(Outcome::Stored(head, id)),
+            Commit::None | Commit::Done(Err(_)) => {}
         }
+        let not_stored = match st.commit {
+            Commit::Done(Err(why)) => Some(why),
+            _ => head.store.err(),
+        };
         if !st.buffering {
             return Some(Outcome::Refused);
         }
@@ -273,6 +280,7 @@ impl Fill {
         }
         Some(Outcome::Response {
             head,
+            not_stored,
             body: FillBody {
                 rx,
                 queued,
@@ -314,7 +322,7 @@ impl Fill {
 
     /// Publishes how the commit went (the stored record's id): waiters are answered
     /// from the store, or (not stored) from the buffered body.
-    pub fn committed(&self, stored: Option<u64>) {
+    pub fn committed(&self, stored: Result<u64, &'static str>) {
         let mut st = self.lock();
         st.commit = Commit::Done(stored);
         Fill::wake_waiters(&mut st);
@@ -463,9 +471,17 @@ impl Ticket {
             Err(_) => Outcome::Failed(Arc::new(OriginError::Failed("fill aborted".into()))),
         };
         match o {
-            Outcome::Response { head, mut body } => {
+            Outcome::Response {
+                head,
+                not_stored,
+                mut body,
+            } => {
                 body._attach = self.attach.take();
-                Outcome::Response { head, body }
+                Outcome::Response {
+                    head,
+                    not_stored,
+                    body,
+                }
             }
             o => o,
         }
@@ -637,7 +653,7 @@ impl Fills {
         }
         let mut st = fill.lock();
         if st.commit == Commit::Pending {
-            st.commit = Commit::Done(None);
+            st.commit = Commit::Done(Err("store-failed"));
         }
         if st.head.is_none() && st.late.is_none() {
             st.late = Some(Late::Failed(Arc::new(OriginError::Failed(

@@ -133,6 +133,20 @@ impl FillResult {
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The `Cache-Status` detail for a response that ended this way without being
+    /// stored (`None` for `Stored`).
+    pub fn detail(self) -> Option<&'static str> {
+        match self {
+            FillResult::Stored => None,
+            FillResult::NotStorable => Some("not-storable"),
+            FillResult::TooLarge => Some("too-large"),
+            FillResult::Rejected => Some("rejected"),
+            FillResult::Failed => Some("store-failed"),
+            FillResult::Invalidated => Some("invalidated"),
+            FillResult::Abandoned => Some("abandoned"),
+        }
+    }
 }
 
 /// Stripes for the per-request counters; a thread keeps the one it first drew.

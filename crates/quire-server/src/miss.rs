@@ -265,7 +265,7 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         Some(b) => commit::commit(ctx, plan, b).await,
         None => (FillResult::Failed, None),
     };
-    fill.committed(id);
+    fill.committed(id.ok_or(result.detail().unwrap_or("not-stored")));
     result
 }
 

@@ -516,13 +516,17 @@ async fn fill(
             m.pass(st).await
         }
         FillOutcome::Stored(head, id) => from_store(m, &head, id, now).await,
-        FillOutcome::Response { head, body } => {
+        FillOutcome::Response {
+            head,
+            not_stored,
+            body,
+        } => {
             if !head.vary.is_empty() && my_variant(&m, &head) != head.variant_key {
                 // RFC 9111 §4.1: only a request whose selecting fields match the
                 // ones the fill sent may take its response.
                 return own_variant(m).await;
             }
-            streamed(m, &head, body, now)
+            streamed(m, &head, not_stored, body, now)
         }
     }
 }
@@ -617,11 +621,12 @@ async fn own_variant(m: Miss<'_>) -> (Response<Body>, Outcome) {
 }
 
 /// Streams a fill's response to one waiter. `Cache-Status` says `stored` only for
-/// what is committed, which a streaming response is not yet; a response that will
-/// not be stored says why.
+/// what is committed, which a streaming response is not yet; a response that is not
+/// stored says why (`not_stored`).
 fn streamed(
     m: Miss<'_>,
     head: &Head,
+    not_stored: Option<&'static str>,
     body: FillBody,
     now: SystemTime,
 ) -> (Response<Body>, Outcome) {
@@ -633,7 +638,7 @@ fn streamed(
     if head.status.as_u16() != 200 {
         st = st.with_fwd_status(head.status.as_u16());
     }
-    if let Err(why) = head.store {
+    if let Some(why) = not_stored {
         st = st.with_detail(why);
     }
     let cs = st.append_to_lines(h.get_all("cache-status"));

@@ -104,7 +104,7 @@ async fn joiners_after_the_body_ended_wait_for_the_commit_and_are_told_it_is_sto
         late.rx.try_recv().is_err(),
         "nothing to answer with before the commit"
     );
-    fill.committed(Some(7));
+    fill.committed(Ok(7));
     assert!(matches!(late.outcome().await, Outcome::Stored(_, 7)));
     // The first waiter got the stream when the head came.
     response(first).await;
@@ -117,7 +117,7 @@ async fn a_held_body_answers_every_waiter_after_the_commit() {
     fill.hold_complete(head(), vec![Bytes::from_static(b"all of it")]);
     assert!(first.rx.try_recv().is_err(), "held until committed");
     // Declined by the store: replayed from the buffer instead.
-    fill.committed(None);
+    fill.committed(Err("rejected"));
     assert_eq!(drain(response(first).await).await.unwrap(), b"all of it");
 }
 
