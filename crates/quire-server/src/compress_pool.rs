@@ -187,17 +187,23 @@ impl Drop for CompressPool {
 fn work(inner: &Inner) {
     let mut q = inner.lock();
     loop {
-        let (job, background) = if let Some(j) = q.commit.pop_front() {
-            (j, false)
-        } else if q.background_running < inner.background_threads && !q.background.is_empty() {
-            q.background_running += 1;
-            (q.background.pop_front().expect("checked non-empty"), true)
-        } else if q.shutdown {
-            return;
-        } else {
-            q = inner.ready.wait(q).unwrap_or_else(|p| p.into_inner());
-            continue;
+        let background_room = q.background_running < inner.background_threads;
+        let (job, background) = match q.commit.pop_front() {
+            Some(j) => (j, false),
+            // A background job is taken only when a thread may run one (it stays
+            // queued otherwise).
+            None => match background_room.then(|| q.background.pop_front()).flatten() {
+                Some(j) => (j, true),
+                None if q.shutdown => return,
+                None => {
+                    q = inner.ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                    continue;
+                }
+            },
         };
+        if background {
+            q.background_running += 1;
+        }
         drop(q);
         let Queued { cost, job } = job;
         // A panicking codec must not take the thread (and the budget) with it.
