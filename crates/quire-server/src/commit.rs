@@ -191,17 +191,14 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
         codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
         meta: response_meta(ctx, p, coded.identity.len() as u64),
     };
-    let mut all = Vec::with_capacity(rec.bodies_len() as usize);
-    for (_, b) in &bodies {
-        all.extend_from_slice(b);
-    }
+    let parts: Vec<&[u8]> = bodies.iter().map(|(_, b)| *b).collect();
     let result = ctx.invalidations.commit(p.start, &p.tags, |v| {
         match v {
             Verdict::Hard => return FillResult::Invalidated,
             Verdict::Soft => make_stale(&mut rec, SystemTime::now()),
             Verdict::Clean => {}
         }
-        let r = put_record(ctx, &p.record_key, &rec, &all);
+        let r = put_record(ctx, &p.record_key, &rec, &parts);
         if r == FillResult::Stored && !p.vary.is_empty() {
             let bytes = object::encode_vary(&p.vary);
             let tag = object::url_tag(&p.url);
@@ -264,11 +261,14 @@ pub fn record_tags(url: &str, keys: &[String]) -> Tags {
     Tags::new(&object::record_tags(url, keys), true)
 }
 
-/// Writes a record with its tags and the bodies of its codings (concatenated in the
-/// record's order) as one entry. Callers that could race an invalidation call it
+/// Writes a record with its tags and the bodies of its codings (in the record's
+/// order, given as parts: never concatenated in memory) as one entry. Callers that could race an invalidation call it
 /// inside [`crate::invalidate::Invalidations::commit`].
-pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[u8]) -> FillResult {
-    debug_assert_eq!(bodies.len() as u64, rec.bodies_len());
+pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[&[u8]]) -> FillResult {
+    debug_assert_eq!(
+        bodies.iter().map(|b| b.len() as u64).sum::<u64>(),
+        rec.bodies_len()
+    );
     let bytes = match object::encode_object(rec) {
         Ok(b) => b,
         Err(e) => {

@@ -395,23 +395,22 @@ impl Fill {
         st.finished = Some(result);
     }
 
-    /// The whole body, if every chunk was kept.
+    /// The whole body, if every chunk was kept. The chunks are coalesced in place,
+    /// so from then on the fill holds the body once (not its chunks and a copy);
+    /// waiters replayed later get it as one chunk.
     pub fn body(&self) -> Option<Bytes> {
-        let st = self.lock();
+        let mut st = self.lock();
         if !st.buffering {
             return None;
         }
-        Some(match st.chunks.len() {
-            0 => Bytes::new(),
-            1 => st.chunks[0].clone(),
-            _ => {
-                let mut v = Vec::with_capacity(st.buffered_bytes as usize);
-                for c in &st.chunks {
-                    v.extend_from_slice(c);
-                }
-                Bytes::from(v)
+        if st.chunks.len() > 1 {
+            let mut v = Vec::with_capacity(usize::try_from(st.buffered_bytes).unwrap_or(0));
+            for c in &st.chunks {
+                v.extend_from_slice(c);
             }
-        })
+            st.chunks = vec![Bytes::from(v)];
+        }
+        Some(st.chunks.first().cloned().unwrap_or_default())
     }
 
     /// Resolves once no waiter is attached (never, for a detached fill).
@@ -679,8 +678,10 @@ impl Fills {
 pub enum BodyEnd {
     /// Complete, and every chunk kept (it can be stored).
     Kept,
-    /// Complete, or still streaming to its waiters as a pass-through, but not kept.
-    NotKept,
+    /// Outgrew the buffer: streamed to its waiters as a pass-through, not kept.
+    TooLarge,
+    /// Still arriving at the deadline: streamed on as a pass-through, not kept.
+    PastDeadline,
     /// The origin failed or timed out (waiters' responses were cut).
     Failed,
     /// Every waiter left; the fill was stopped.
@@ -709,7 +710,8 @@ pub async fn stream_body(
     limits: ReadLimits,
     commit: bool,
 ) -> BodyEnd {
-    let mut kept = true;
+    // Why the body stopped being kept, once it did.
+    let mut dropped: Option<BodyEnd> = None;
     let deadline = tokio::time::sleep_until(limits.deadline);
     tokio::pin!(deadline);
     loop {
@@ -723,8 +725,8 @@ pub async fn stream_body(
                 tokio::task::yield_now().await;
                 continue;
             }
-            () = &mut deadline, if kept && fill.holds_slot() => {
-                kept = false;
+            () = &mut deadline, if dropped.is_none() && fill.holds_slot() => {
+                dropped = Some(BodyEnd::PastDeadline);
                 fills.pass_through(key, fill);
                 continue;
             }
@@ -741,20 +743,16 @@ pub async fn stream_body(
             }
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
-                    if !data.is_empty() && !fill.push(data) && kept {
-                        kept = false;
+                    if !data.is_empty() && !fill.push(data) && dropped.is_none() {
+                        dropped = Some(BodyEnd::TooLarge);
                         fills.pass_through(key, fill);
                     }
                 }
             }
         }
     }
-    fill.finish(Ok(()), commit && kept);
-    if kept {
-        BodyEnd::Kept
-    } else {
-        BodyEnd::NotKept
-    }
+    fill.finish(Ok(()), commit && dropped.is_none());
+    dropped.unwrap_or(BodyEnd::Kept)
 }
 
 #[cfg(test)]

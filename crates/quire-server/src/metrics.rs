@@ -102,11 +102,13 @@ pub enum FillResult {
     Invalidated,
     /// Every client left before the body ended: the fill was stopped.
     Abandoned,
+    /// The body was still arriving at `limits.fill_deadline`: not stored.
+    PastDeadline,
 }
 
 impl FillResult {
     /// Every fill result, in the order they are rendered.
-    pub const ALL: [FillResult; 7] = [
+    pub const ALL: [FillResult; 8] = [
         FillResult::Stored,
         FillResult::NotStorable,
         FillResult::TooLarge,
@@ -114,10 +116,11 @@ impl FillResult {
         FillResult::Failed,
         FillResult::Invalidated,
         FillResult::Abandoned,
+        FillResult::PastDeadline,
     ];
 
     /// The `result` label value: `"stored"`, `"not_storable"`, `"too_large"`,
-    /// `"rejected"`, `"failed"`, `"invalidated"` or `"abandoned"`.
+    /// `"rejected"`, `"failed"`, `"invalidated"`, `"abandoned"` or `"past_deadline"`.
     pub fn label(self) -> &'static str {
         match self {
             FillResult::Stored => "stored",
@@ -127,6 +130,7 @@ impl FillResult {
             FillResult::Failed => "failed",
             FillResult::Invalidated => "invalidated",
             FillResult::Abandoned => "abandoned",
+            FillResult::PastDeadline => "past_deadline",
         }
     }
 
@@ -145,6 +149,7 @@ impl FillResult {
             FillResult::Failed => Some("store-failed"),
             FillResult::Invalidated => Some("invalidated"),
             FillResult::Abandoned => Some("abandoned"),
+            FillResult::PastDeadline => Some("fill-deadline"),
         }
     }
 }
@@ -650,7 +655,7 @@ mod tests {
             assert_eq!(o.index(), i);
         }
         let labels: HashSet<_> = FillResult::ALL.iter().map(|f| f.label()).collect();
-        assert_eq!(labels.len(), 7);
+        assert_eq!(labels.len(), 8);
         for (i, f) in FillResult::ALL.iter().enumerate() {
             assert_eq!(f.index(), i);
         }

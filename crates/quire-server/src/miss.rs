@@ -255,7 +255,8 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             }
             match stream(ctx, fill, spec, body, started, kept).await {
                 BodyEnd::Kept => {}
-                BodyEnd::NotKept => return FillResult::TooLarge,
+                BodyEnd::TooLarge => return FillResult::TooLarge,
+                BodyEnd::PastDeadline => return FillResult::PastDeadline,
                 BodyEnd::Failed => return FillResult::Failed,
                 BodyEnd::Abandoned => return FillResult::Abandoned,
             }
@@ -468,7 +469,7 @@ async fn store_refreshed(
                 Some(object::Record::Object(old)) if old.id == rec.id => {
                     // The bodies as they are now (codings may have joined since).
                     rec.codings = old.codings.clone();
-                    commit::put_record(&ctx, &key, &rec, h.body())
+                    commit::put_record(&ctx, &key, &rec, &[h.body()])
                 }
                 _ => FillResult::Rejected,
             }

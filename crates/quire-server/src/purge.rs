@@ -103,7 +103,7 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
             };
             let mut rec = (*rec).clone();
             make_stale(&mut rec, now);
-            commit::put_record(ctx, &key, &rec, h.body())
+            commit::put_record(ctx, &key, &rec, &[h.body()])
         });
         if stored == FillResult::Stored {
             n += 1;

@@ -146,9 +146,6 @@ fn rewrite(
     if v == Verdict::Soft {
         make_stale(&mut rec, SystemTime::now());
     }
-    let mut bodies = Vec::with_capacity(rec.bodies_len() as usize);
-    for (_, b) in &parts {
-        bodies.extend_from_slice(b);
-    }
+    let bodies: Vec<&[u8]> = parts.iter().map(|(_, b)| *b).collect();
     Some(put_record(ctx, &later.key, &rec, &bodies))
 }

@@ -327,12 +327,14 @@ impl Store {
 
     /// `put` without the admission check: the caller decided with [`Store::admits`]
     /// for the object this entry is part of. Still `Rejected` when no space can be
-    /// reclaimed.
+    /// reclaimed. The body is given in parts, written one after the other into the
+    /// entry, so a caller holding several pieces (an object's bodies per coding)
+    /// never concatenates them in memory first.
     pub fn put_admitted(
         &self,
         key: &[u8],
         meta: &[u8],
-        body: &[u8],
+        body: &[&[u8]],
         tags: &[&[u8]],
     ) -> Result<Put> {
         self.put_inner(key, meta, body, tags, false)
@@ -367,14 +369,14 @@ impl Store {
         &self,
         key: &[u8],
         meta: &[u8],
-        body: &[u8],
+        body: &[&[u8]],
         tags: &[&[u8]],
         check_admission: bool,
     ) -> Result<Put> {
         let s = &*self.shared;
         validate(key, tags)?;
         let payload_len =
-            key.len() as u64 + layout::tags_len(tags) + meta.len() as u64 + body.len() as u64;
+            key.len() as u64 + layout::tags_len(tags) + meta.len() as u64 + parts_len(body);
         let stride = layout::entry_stride(payload_len);
         if stride > s.object_bytes_max {
             return Err(StoreError::TooLarge {
@@ -562,7 +564,7 @@ impl Engine for Store {
     type Entry = Handle;
 
     fn put(&self, key: &[u8], meta: &[u8], body: &[u8], tags: &[&[u8]]) -> Result<Put> {
-        self.put_inner(key, meta, body, tags, true)
+        self.put_inner(key, meta, &[body], tags, true)
     }
 
     fn get(&self, key: &[u8]) -> Option<Handle> {
@@ -669,12 +671,17 @@ fn validate(key: &[u8], tags: &[&[u8]]) -> Result<()> {
     Ok(())
 }
 
-/// An entry to be written: the pieces, in on-disk order.
+/// Bytes of a body given in parts.
+fn parts_len(parts: &[&[u8]]) -> u64 {
+    parts.iter().map(|p| p.len() as u64).sum()
+}
+
+/// An entry to be written: the pieces, in on-disk order (the body in parts).
 struct Entry<'a> {
     key: &'a [u8],
     tags: &'a [&'a [u8]],
     meta: &'a [u8],
-    body: &'a [u8],
+    body: &'a [&'a [u8]],
 }
 
 impl Entry<'_> {
@@ -691,15 +698,17 @@ impl Entry<'_> {
             key_len: self.key.len() as u32,
             tags_len: tag_bytes.len() as u32,
             meta_len: self.meta.len() as u32,
-            body_len: self.body.len() as u32,
+            body_len: parts_len(self.body) as u32,
             checksum: 0,
         };
         let mut x = xxhash_rust::xxh3::Xxh3::new();
         let mut fixed = [0u8; ENTRY_HEADER_BYTES as usize];
         h.encode(&mut fixed);
         x.update(&fixed[..32]);
-        let parts = [self.key, &tag_bytes, self.meta, self.body];
-        for p in parts {
+        let parts = [self.key, &tag_bytes[..], self.meta]
+            .into_iter()
+            .chain(self.body.iter().copied());
+        for p in parts.clone() {
             x.update(p);
         }
         h.checksum = x.digest();
