@@ -266,9 +266,10 @@ async fn the_request_after_a_response_ends_is_a_hit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fill_slots_cannot_be_taken_by_requests_that_hang_up() {
-    // 300 requests sent and closed at once, for URLs whose origin body never ends:
-    // each fill is cancelled when its client leaves, so other clients' misses are
-    // answered, and every slot comes back.
+    // 300 requests sent and closed at once, for URLs whose origin body never ends,
+    // from a client allowed every slot: each fill is cancelled when its client
+    // leaves (nothing else would ever end it), every slot comes back, and other
+    // clients' misses are fills again, stored.
     let o = Origin::start().await;
     for i in 0..300 {
         o.route(
@@ -289,25 +290,51 @@ async fn fill_slots_cannot_be_taken_by_requests_that_hang_up() {
             Route::ok(page(2000), &[("cache-control", "max-age=600")]),
         );
     }
-    let q = Quire::start(&o, |c| c.limits.fills = 256).await;
+    let q = Quire::start(&o, |c| {
+        c.limits.fills = 256;
+        c.limits.fills_per_client = 300;
+    })
+    .await;
     for i in 0..300 {
         let mut s = tokio::net::TcpStream::connect(q.addr).await.unwrap();
         let req = format!("GET /endless/{i} HTTP/1.1\r\nHost: site.test\r\n\r\n");
         s.write_all(req.as_bytes()).await.unwrap();
         drop(s);
     }
-    let ok = Arc::new(AtomicUsize::new(0));
+    let fetched = (0..300)
+        .filter(|i| o.hits(&format!("/endless/{i}")) > 0)
+        .count();
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 0).await,
+        "{} slots still held by abandoned fills",
+        q.ctx.fills.slots_used()
+    );
+    assert!(
+        (0..300)
+            .filter(|i| o.hits(&format!("/endless/{i}")) > 0)
+            .count()
+            >= fetched.max(1),
+        "the endless bodies were requested"
+    );
+    let stored = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for i in 0..50 {
-        let (addr, ok) = (q.addr, ok.clone());
+        let (addr, stored) = (q.addr, stored.clone());
         tasks.push(tokio::spawn(async move {
             let req = http::Request::get(format!("http://{addr}/ok/{i}"))
                 .header("host", "other.test")
                 .body(http_body_util::Full::new(bytes::Bytes::new()))
                 .unwrap();
             let r = tokio::time::timeout(Duration::from_secs(10), client().request(req)).await;
-            if matches!(r, Ok(Ok(ref r)) if r.status() == 200) {
-                ok.fetch_add(1, Ordering::Relaxed);
+            let cs = |r: &http::Response<_>| {
+                r.headers()
+                    .get("cache-status")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .contains("stored")
+            };
+            if matches!(r, Ok(Ok(ref r)) if r.status() == 200 && cs(r)) {
+                stored.fetch_add(1, Ordering::Relaxed);
             }
         }));
     }
@@ -315,20 +342,9 @@ async fn fill_slots_cannot_be_taken_by_requests_that_hang_up() {
         t.await.unwrap();
     }
     assert_eq!(
-        ok.load(Ordering::Relaxed),
+        stored.load(Ordering::Relaxed),
         50,
-        "every other client's miss answered"
-    );
-    for _ in 0..400 {
-        if q.ctx.fills.slots_used() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(
-        q.ctx.fills.slots_used(),
-        0,
-        "every abandoned fill gave its slot back"
+        "every other client's miss was a fill and stored"
     );
 }
 
@@ -400,7 +416,6 @@ async fn a_fill_past_its_deadline_stops_holding_a_slot() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(q.ctx.fills.slots_used(), 0, "past its deadline");
     assert_eq!(q.ctx.fills.in_flight(), 0, "and out of the registry");
-    drop(s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -499,4 +514,36 @@ async fn varied_urls_are_admitted_once_the_volume_is_full() {
         }
     }
     assert!(stored, "a varied URL was never admitted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_compression_budget_a_response_is_stored_in_identity_only() {
+    // `encodings.budget`: a body larger than the whole budget is never queued for
+    // compression; it is stored (a hit next time) in identity alone, and counted.
+    let o = Origin::start().await;
+    o.route(
+        "/big",
+        Route::ok(
+            page(40_000),
+            &[
+                ("cache-control", "max-age=600"),
+                ("content-type", "text/html"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |c| {
+        c.encodings.budget = quire_server::config::ByteSize(16 << 10);
+    })
+    .await;
+    let r = get(&q, "/big", &[("accept-encoding", "gzip, br, zstd")]).await;
+    assert!(r.cache_status().contains("stored"), "{}", r.cache_status());
+    settle(&q).await;
+    let r = get(&q, "/big", &[("accept-encoding", "gzip, br, zstd")]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+    assert_eq!(r.header("content-encoding"), None, "identity only");
+    assert_eq!(r.body.len(), 40_000);
+    assert!(
+        q.ctx.compress.refused() >= 2,
+        "the commit and the background job"
+    );
 }
