@@ -301,20 +301,18 @@ async fn fill_slots_cannot_be_taken_by_requests_that_hang_up() {
         s.write_all(req.as_bytes()).await.unwrap();
         drop(s);
     }
-    let fetched = (0..300)
-        .filter(|i| o.hits(&format!("/endless/{i}")) > 0)
-        .count();
     assert!(
         wait_for(|| q.ctx.fills.slots_used() == 0).await,
         "{} slots still held by abandoned fills",
         q.ctx.fills.slots_used()
     );
+    let fetched = (0..300)
+        .filter(|i| o.hits(&format!("/endless/{i}")) > 0)
+        .count();
+    eprintln!("abandoned fills: {fetched} of 300 reached the origin; every slot came back");
     assert!(
-        (0..300)
-            .filter(|i| o.hits(&format!("/endless/{i}")) > 0)
-            .count()
-            >= fetched.max(1),
-        "the endless bodies were requested"
+        fetched >= 256,
+        "every slot was taken (else the test proves little)"
     );
     let stored = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
