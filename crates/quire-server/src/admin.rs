@@ -145,52 +145,17 @@ pub async fn handle(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, O
 /// The fill path's shared parts: fill slots, the compression pool, the
 /// invalidation log.
 fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
-    use std::fmt::Write;
-    let pool = &ctx.compress;
-    let families: [(&str, &str, &str, u64); 6] = [
-        (
-            "quire_fill_slots_used",
-            "gauge",
-            "Fill slots held now (limits.fills).",
-            ctx.fills.slots_used() as u64,
-        ),
-        (
-            "quire_compress_held_bytes",
-            "gauge",
-            "Body bytes queued or being compressed (encodings.budget).",
-            pool.held_bytes(),
-        ),
-        (
-            "quire_compress_budget_bytes",
-            "gauge",
-            "The compression pool's byte budget.",
-            pool.budget_bytes(),
-        ),
-        (
-            "quire_compress_jobs_total",
-            "counter",
-            "Compression jobs finished.",
-            pool.done(),
-        ),
-        (
-            "quire_compress_refused_total",
-            "counter",
-            "Compression jobs refused for the budget (stored without those codings).",
-            pool.refused(),
-        ),
-        (
-            "quire_invalidation_log_overruns_total",
-            "counter",
-            "Writers that found the invalidation log trimmed past their start (not stored).",
-            ctx.invalidations.overruns(),
-        ),
-    ];
-    for (name, kind, help, v) in families {
-        let _ = write!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
-        );
-    }
+    crate::metrics::write_fill_path(
+        out,
+        &crate::metrics::FillPath {
+            slots_used: ctx.fills.slots_used() as u64,
+            compress_held_bytes: ctx.compress.held_bytes(),
+            compress_budget_bytes: ctx.compress.budget_bytes(),
+            compress_jobs: ctx.compress.done(),
+            compress_refused: ctx.compress.refused(),
+            log_overruns: ctx.invalidations.overruns(),
+        },
+    );
 }
 
 /// `PURGE <url>`: hard-purges the request's URL (soft with `Quire-Soft-Purge: 1`).

@@ -596,6 +596,74 @@ fn write_store(out: &mut String, s: &Stats) -> fmt::Result {
 
 /// The `# HELP` and `# TYPE` lines of one family. `help` must not hold `\` or a
 /// newline (all callers pass literals).
+/// The fill path's shared parts, read where they live (fills, compression pool,
+/// invalidation log) when `/_quire/metrics` renders.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FillPath {
+    /// Fill slots held.
+    pub slots_used: u64,
+    /// Body bytes queued or being compressed.
+    pub compress_held_bytes: u64,
+    /// The compression budget.
+    pub compress_budget_bytes: u64,
+    /// Compression jobs finished.
+    pub compress_jobs: u64,
+    /// Compression jobs refused for the budget.
+    pub compress_refused: u64,
+    /// Writers that found the invalidation log trimmed past their start.
+    pub log_overruns: u64,
+}
+
+/// Appends the fill path's families.
+pub fn write_fill_path(out: &mut String, f: &FillPath) {
+    // Writing to a String cannot fail.
+    let _ = fill_path_families(out, f);
+}
+
+fn fill_path_families(out: &mut String, f: &FillPath) -> fmt::Result {
+    gauge(
+        out,
+        "quire_fill_slots_used",
+        "Fill slots held now (limits.fills).",
+        f.slots_used,
+    )?;
+    gauge(
+        out,
+        "quire_compress_held_bytes",
+        "Body bytes queued or being compressed (encodings.budget).",
+        f.compress_held_bytes,
+    )?;
+    gauge(
+        out,
+        "quire_compress_budget_bytes",
+        "The compression pool's byte budget.",
+        f.compress_budget_bytes,
+    )?;
+    counter(
+        out,
+        "quire_compress_jobs_total",
+        "Compression jobs finished.",
+        f.compress_jobs,
+    )?;
+    counter(
+        out,
+        "quire_compress_refused_total",
+        "Compression jobs refused for the budget (stored without those codings).",
+        f.compress_refused,
+    )?;
+    counter(
+        out,
+        "quire_invalidation_log_overruns_total",
+        "Writers that found the invalidation log trimmed past their start (not stored).",
+        f.log_overruns,
+    )
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, v: u64) -> fmt::Result {
+    family(out, name, "gauge", help)?;
+    writeln!(out, "{name} {v}")
+}
+
 fn family(out: &mut String, name: &str, kind: &str, help: &str) -> fmt::Result {
     writeln!(out, "# HELP {name} {help}")?;
     writeln!(out, "# TYPE {name} {kind}")
@@ -645,6 +713,34 @@ mod tests {
             .collect();
         assert_eq!(found.len(), 1, "{series} appears {} times", found.len());
         found[0].to_owned()
+    }
+
+    #[test]
+    fn fill_path_families_are_written_with_their_values() {
+        let mut out = String::new();
+        write_fill_path(
+            &mut out,
+            &FillPath {
+                slots_used: 3,
+                compress_held_bytes: 4096,
+                compress_budget_bytes: 1 << 20,
+                compress_jobs: 7,
+                compress_refused: 2,
+                log_overruns: 1,
+            },
+        );
+        for line in [
+            "# TYPE quire_fill_slots_used gauge",
+            "quire_fill_slots_used 3",
+            "quire_compress_held_bytes 4096",
+            "quire_compress_budget_bytes 1048576",
+            "# TYPE quire_compress_jobs_total counter",
+            "quire_compress_jobs_total 7",
+            "quire_compress_refused_total 2",
+            "quire_invalidation_log_overruns_total 1",
+        ] {
+            assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");
+        }
     }
 
     #[test]
