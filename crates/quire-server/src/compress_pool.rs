@@ -15,8 +15,14 @@
 //!   [`JOB_COST_MIN`] jobs.
 //! - **Two priorities.** A commit's gzip ([`Priority::Commit`]) decides when a
 //!   response becomes a hit and goes first; the slower codings added to an entry
-//!   afterwards ([`Priority::Background`]) run on at most `threads - 1` threads, so a
-//!   long brotli or zstd job never stands between a finished response and its commit.
+//!   afterwards ([`Priority::Background`]) never run on the first thread, which is
+//!   kept for commits, so a long brotli or zstd job never stands between a finished
+//!   response and its commit (with one thread, it does both).
+//! - **Background threads yield to requests**: the threads that may run background
+//!   jobs lower their own priority (nice [`BACKGROUND_NICE`]), so a backlog of
+//!   brotli-11 after a burst of new pages uses what the request workers leave. Found
+//!   by the hit-path A/B (`scripts/hit-ab.sh`): at normal priority, the brotli and
+//!   zstd of 2,000 freshly stored pages took CPU from the hits for a minute after.
 //!
 //! The pool never runs on a request's worker; waiting for a job is a channel receive.
 
@@ -28,6 +34,9 @@ use tokio::sync::oneshot;
 
 /// Smallest cost a job is counted at, so tiny bodies cannot queue without bound.
 pub const JOB_COST_MIN: u64 = 4096;
+
+/// The niceness threads that run background jobs give themselves.
+pub const BACKGROUND_NICE: i32 = 10;
 
 /// Which queue a job goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +59,6 @@ struct Queues {
     commit: VecDeque<Queued>,
     background: VecDeque<Queued>,
     held_bytes: u64,
-    background_running: usize,
     shutdown: bool,
 }
 
@@ -58,7 +66,6 @@ struct Inner {
     queues: Mutex<Queues>,
     ready: Condvar,
     budget_bytes: u64,
-    background_threads: usize,
     done: AtomicU64,
     refused: AtomicU64,
 }
@@ -92,15 +99,21 @@ impl CompressPool {
             queues: Mutex::new(Queues::default()),
             ready: Condvar::new(),
             budget_bytes,
-            background_threads: (threads - 1).max(1),
             done: AtomicU64::new(0),
             refused: AtomicU64::new(0),
         });
         for i in 0..threads {
             let inner = inner.clone();
+            // The first of several threads is kept for commits.
+            let background = i > 0 || threads == 1;
             let spawned = std::thread::Builder::new()
                 .name(format!("quire-compress-{i}"))
-                .spawn(move || work(&inner));
+                .spawn(move || {
+                    if background {
+                        lower_priority();
+                    }
+                    work(&inner, background)
+                });
             if let Err(e) = spawned {
                 tracing::error!(error = %e, "could not start a compression thread");
             }
@@ -182,39 +195,40 @@ impl Drop for CompressPool {
     }
 }
 
-/// One thread's loop: commit jobs first; background jobs while fewer than
-/// `background_threads` run.
-fn work(inner: &Inner) {
+/// Lowers the calling thread's scheduling priority to at least [`BACKGROUND_NICE`]
+/// (Linux applies a TID's niceness to that thread alone; a process already nicer
+/// keeps its own). A failure costs only priority.
+fn lower_priority() {
+    let me = rustix::thread::gettid();
+    let now = rustix::process::getpriority_process(Some(me)).unwrap_or(0);
+    if let Err(e) = rustix::process::setpriority_process(Some(me), now.max(BACKGROUND_NICE)) {
+        tracing::debug!(error = %e, "could not lower a compression thread's priority");
+    }
+}
+
+/// One thread's loop: commit jobs first; background jobs too on a `background`
+/// thread.
+fn work(inner: &Inner, background: bool) {
     let mut q = inner.lock();
     loop {
-        let background_room = q.background_running < inner.background_threads;
-        let (job, background) = match q.commit.pop_front() {
-            Some(j) => (j, false),
-            // A background job is taken only when a thread may run one (it stays
-            // queued otherwise).
-            None => match background_room.then(|| q.background.pop_front()).flatten() {
-                Some(j) => (j, true),
-                None if q.shutdown => return,
-                None => {
-                    q = inner.ready.wait(q).unwrap_or_else(|p| p.into_inner());
-                    continue;
-                }
-            },
+        let next = match q.commit.pop_front() {
+            Some(j) => Some(j),
+            None if background => q.background.pop_front(),
+            None => None,
         };
-        if background {
-            q.background_running += 1;
-        }
+        let Some(Queued { cost, job }) = next else {
+            if q.shutdown {
+                return;
+            }
+            q = inner.ready.wait(q).unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
         drop(q);
-        let Queued { cost, job } = job;
         // A panicking codec must not take the thread (and the budget) with it.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
         inner.done.fetch_add(1, Ordering::Relaxed);
         q = inner.lock();
         q.held_bytes -= cost;
-        if background {
-            q.background_running -= 1;
-            inner.ready.notify_all();
-        }
     }
 }
 
@@ -281,6 +295,19 @@ mod tests {
         release_tx.send(()).unwrap();
         assert_eq!(order_rx.recv().unwrap(), "background");
         release_tx.send(()).unwrap();
+    }
+
+    #[test]
+    fn background_jobs_run_at_a_lower_priority() {
+        let pool = CompressPool::new(2, 1 << 20);
+        let (tx, rx) = mpsc::channel();
+        assert!(pool.try_spawn(Priority::Background, 1, move || {
+            let me = rustix::thread::gettid();
+            tx.send(rustix::process::getpriority_process(Some(me)))
+                .unwrap();
+        }));
+        let nice = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+        assert!(nice >= BACKGROUND_NICE, "nice {nice}");
     }
 
     #[test]
