@@ -188,12 +188,6 @@ impl Invalidations {
         v
     }
 
-    /// The strongest invalidation of `tags` logged at or after `since`.
-    pub fn since(&self, since: u64, tags: &Tags) -> Verdict {
-        let log = self.read();
-        self.scan(&log, since, log.next, tags)
-    }
-
     /// The strongest invalidation of `tags` logged in `from..to`: whether a request
     /// that joined a fill (started at `from`) when the log was at `to` joined after
     /// an invalidation of what the fill fetches.
@@ -224,6 +218,11 @@ impl Invalidations {
 mod tests {
     use super::*;
 
+    /// The strongest invalidation logged at or after `start`.
+    fn since(inv: &Invalidations, start: u64, tags: &Tags) -> Verdict {
+        inv.between(start, u64::MAX, tags)
+    }
+
     fn url(t: &str) -> (String, TagKind) {
         (t.to_owned(), TagKind::Url)
     }
@@ -233,17 +232,17 @@ mod tests {
         let inv = Invalidations::default();
         let tags = Tags::new(&["u:a", "d:/"], true);
         let start = inv.now();
-        assert_eq!(inv.since(start, &tags), Verdict::Clean);
+        assert_eq!(since(&inv, start, &tags), Verdict::Clean);
         inv.record(&[url("u:b")], false);
-        assert_eq!(inv.since(start, &tags), Verdict::Clean, "another URL");
+        assert_eq!(since(&inv, start, &tags), Verdict::Clean, "another URL");
         inv.record(&[url("u:a")], true);
-        assert_eq!(inv.since(start, &tags), Verdict::Soft);
+        assert_eq!(since(&inv, start, &tags), Verdict::Soft);
         let mid = inv.now();
         inv.record(&[url("d:/")], false);
-        assert_eq!(inv.since(start, &tags), Verdict::Hard);
+        assert_eq!(since(&inv, start, &tags), Verdict::Hard);
         assert_eq!(inv.between(start, mid, &tags), Verdict::Soft);
         assert_eq!(
-            inv.since(inv.now(), &tags),
+            since(&inv, inv.now(), &tags),
             Verdict::Clean,
             "a later writer"
         );
@@ -254,10 +253,16 @@ mod tests {
         let inv = Invalidations::default();
         let start = inv.now();
         inv.record(&[("t:news".into(), TagKind::Key)], false);
-        assert_eq!(inv.since(start, &Tags::new(&["u:a"], false)), Verdict::Hard);
-        assert_eq!(inv.since(start, &Tags::new(&["u:a"], true)), Verdict::Clean);
         assert_eq!(
-            inv.since(start, &Tags::new(&["u:a", "t:news"], true)),
+            since(&inv, start, &Tags::new(&["u:a"], false)),
+            Verdict::Hard
+        );
+        assert_eq!(
+            since(&inv, start, &Tags::new(&["u:a"], true)),
+            Verdict::Clean
+        );
+        assert_eq!(
+            since(&inv, start, &Tags::new(&["u:a", "t:news"], true)),
             Verdict::Hard
         );
     }
@@ -270,11 +275,15 @@ mod tests {
         for _ in 0..LOG_ENTRIES_MAX {
             inv.record(&[url("u:other")], false);
         }
-        assert_eq!(inv.since(start, &tags), Verdict::Clean, "still all kept");
+        assert_eq!(since(&inv, start, &tags), Verdict::Clean, "still all kept");
         inv.record(&[url("u:other")], false);
-        assert_eq!(inv.since(start, &tags), Verdict::Hard, "trimmed past start");
+        assert_eq!(
+            since(&inv, start, &tags),
+            Verdict::Hard,
+            "trimmed past start"
+        );
         assert_eq!(inv.overruns(), 1);
-        assert_eq!(inv.since(inv.now(), &tags), Verdict::Clean);
+        assert_eq!(since(&inv, inv.now(), &tags), Verdict::Clean);
     }
 
     #[test]
@@ -297,6 +306,6 @@ mod tests {
         });
         purge.join().unwrap();
         assert!(logged.load(Ordering::SeqCst));
-        assert_eq!(inv.since(0, &tags), Verdict::Hard);
+        assert_eq!(since(&inv, 0, &tags), Verdict::Hard);
     }
 }
