@@ -105,9 +105,12 @@ fn authorise(ctx: &Ctx, req: &Request<OutBody>) -> Option<Response<Body>> {
     }
 }
 
-/// Answers a request under [`PREFIX`].
-pub async fn handle(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, Outcome) {
-    let path = req.uri().path().to_owned();
+/// Answers a request whose `path` (as sent, or normalised) is under [`PREFIX`].
+pub async fn handle(
+    ctx: &Arc<Ctx>,
+    req: Request<OutBody>,
+    path: &str,
+) -> (Response<Body>, Outcome) {
     let method = req.method().clone();
     if path == "/_quire/health" && (method == Method::GET || method == Method::HEAD) {
         let mut r = plain(StatusCode::OK, "ok\n", admin_status());
@@ -118,7 +121,7 @@ pub async fn handle(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, O
     if let Some(denied) = authorise(ctx, &req) {
         return (denied, Outcome::Admin);
     }
-    let resp = match (method, path.as_str()) {
+    let resp = match (method, path) {
         (Method::GET, "/_quire/metrics") => {
             let mut text = ctx
                 .metrics

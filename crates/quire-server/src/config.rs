@@ -61,6 +61,10 @@ pub struct Config {
     /// volume; smaller ones are copied from the mapping. 0 (the default) turns it off:
     /// only safe when no client shares this host's network stack (see `sendfile`).
     pub sendfile_min_bytes: ByteSize,
+    /// Proxies (addresses or `address/prefix` blocks) whose `X-Forwarded-For` names
+    /// the client: a TLS terminator or load balancer in front of quire. Empty (the
+    /// default): the client is always the connection's peer. See `client`.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for Config {
@@ -79,6 +83,7 @@ impl Default for Config {
             expose_key: false,
             fill_headers: FillHeaders::Keyed,
             sendfile_min_bytes: ByteSize(0),
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -127,8 +132,12 @@ pub struct Limits {
     /// Largest response body stored; larger responses stream through uncached.
     /// Also bounded by the volume's region size (1/128 of the volume).
     pub object_bytes: ByteSize,
-    /// Open client connections; further connections wait in the listen backlog.
+    /// Open client connections; further connections wait in the listen backlog
+    /// (idle keep-alive connections are closed first to make room).
     pub connections: usize,
+    /// Open connections one client address may hold (trusted proxies are exempt);
+    /// further ones are answered 429 and closed.
+    pub connections_per_client: usize,
     /// Fills (origin fetches that will be stored) in flight at once. A miss that
     /// finds none free is passed to the origin uncoalesced and not stored.
     pub fills: usize,
@@ -153,6 +162,7 @@ impl Default for Limits {
             header_bytes: ByteSize(64 << 10),
             object_bytes: ByteSize(8 << 20),
             connections: 10_000,
+            connections_per_client: 256,
             fills: 256,
             fills_per_client: 64,
             fill_deadline: Secs(Duration::from_secs(60)),
@@ -302,6 +312,22 @@ impl EncodingsConfig {
     }
 }
 
+/// Shortest admin token accepted.
+pub const ADMIN_TOKEN_MIN: usize = 16;
+
+/// Checks an admin token: at least [`ADMIN_TOKEN_MIN`] characters, none of them
+/// whitespace or control characters (a token of spaces is no secret, and a
+/// presented token is trimmed, so such a one could never match anyway).
+pub fn check_admin_token(t: &str) -> Result<(), String> {
+    if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain spaces or control characters".into());
+    }
+    if t.chars().count() < ADMIN_TOKEN_MIN {
+        return Err(format!("must be at least {ADMIN_TOKEN_MIN} characters"));
+    }
+    Ok(())
+}
+
 /// A configuration that cannot work.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration: {0}")]
@@ -316,6 +342,9 @@ impl Config {
         }
         if self.limits.connections == 0 {
             return bad("limits.connections must be at least 1".into());
+        }
+        if self.limits.connections_per_client == 0 {
+            return bad("limits.connections_per_client must be at least 1".into());
         }
         if self.limits.fills == 0 {
             return bad("limits.fills must be at least 1".into());
@@ -339,10 +368,10 @@ impl Config {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
         if let Some(t) = &self.admin_token {
-            if t.len() < 16 {
-                return bad("admin_token must be at least 16 characters".into());
-            }
+            check_admin_token(t).map_err(|e| ConfigError(format!("admin_token {e}")))?;
         }
+        crate::client::TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|e| ConfigError(format!("trusted_proxies: {e}")))?;
         self.encodings
             .levels()
             .validate()
@@ -550,6 +579,21 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().is_err());
+        let c = Config {
+            admin_token: Some(" ".repeat(16)),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err(), "a token of spaces");
+        let c = Config {
+            admin_token: Some("0123456789abcdef\n".into()),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err(), "a control character");
+        let c = Config {
+            trusted_proxies: vec!["10.0.0.0/40".into()],
+            ..Config::default()
+        };
+        assert!(c.validate().is_err(), "a bad trusted proxy block");
         let c = Config {
             origin: Some("ftp://example.com".into()),
             ..Config::default()

@@ -314,7 +314,7 @@ impl Plain {
 
 /// Parses `head`; `None` for anything that needs hyper's protocol handling: a
 /// malformed head, another method or version, an absolute or `*` target, a body,
-/// framing, upgrade or connection-level fields, `Expect`.
+/// framing, upgrade or connection-level fields, `Expect`, a second `Host`.
 fn parse(head: &[u8]) -> Option<Plain> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
@@ -346,6 +346,10 @@ fn parse(head: &[u8]) -> Option<Plain> {
                 | header::EXPECT
                 | header::TE
         ) {
+            return None;
+        }
+        if name == header::HOST && headers.contains_key(header::HOST) {
+            // Two `Host` fields: the service refuses them (see `crate::refuse`).
             return None;
         }
         // (`If-None-Match` and `If-Modified-Since` are answered on the fast path: a

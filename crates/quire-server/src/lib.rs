@@ -20,10 +20,13 @@
 //! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper.
 //! - [`server`]: the listener, connection limits and graceful shutdown; [`guard`]
 //!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
-//!   sends large hit bodies from the volume file.
+//!   sends large hit bodies from the volume file; [`client`] says who a request is
+//!   from (the peer, or the client a trusted proxy names); [`refuse`] turns away
+//!   request heads the RFCs forbid before they are routed.
 
 pub mod admin;
 pub mod body;
+pub mod client;
 pub mod commit;
 pub mod compress;
 pub mod compress_pool;
@@ -41,6 +44,7 @@ pub mod origin;
 pub mod pass;
 pub mod purge;
 pub mod recompress;
+pub mod refuse;
 pub mod sendfile;
 pub mod server;
 pub mod service;

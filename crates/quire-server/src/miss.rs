@@ -37,7 +37,7 @@ use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
 use crate::state::Ctx;
-use crate::upstream::UpBody;
+use crate::upstream::{self, Ahead, UpBody};
 
 /// Fields removed from origin responses before they reach a client (misses and
 /// passes; stored heads never hold them): tags and `Surrogate-Control` are for quire
@@ -222,11 +222,35 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         start: fill.start(),
         tags,
     };
+    let at_hand = match body_at_hand(&mut body, &plan.headers).await {
+        Err(why) => {
+            // Nothing has been sent yet: every waiter gets a 502, not a status line
+            // followed by a cut body.
+            tracing::debug!(url = %spec.url, error = %why, "origin body failed at once");
+            fill.publish_failed(OriginError::Failed(why));
+            return FillResult::Failed;
+        }
+        Ok(a) => a,
+    };
     if let Err(why) = store {
         // Not a fill any more: a pass-through for the waiters it has.
         fill.publish_head(head);
         ctx.fills.pass_through(&spec.fill_key, fill);
-        let end = stream(ctx, fill, spec, body, started, false).await;
+        let end = match at_hand {
+            AtHand::Complete(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                fill.finish(Ok(()), false);
+                BodyEnd::Kept
+            }
+            AtHand::Partial(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                stream(ctx, fill, spec, body, started, false).await
+            }
+        };
         return match (end, why) {
             (BodyEnd::Abandoned, _) => FillResult::Abandoned,
             (_, "too-large") => FillResult::TooLarge,
@@ -234,16 +258,8 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             _ => FillResult::NotStorable,
         };
     }
-    match body_at_hand(&mut body, &plan.headers).await {
+    match at_hand {
         AtHand::Complete(chunks) => fill.hold_complete(head, chunks),
-        AtHand::Failed(chunks, why) => {
-            fill.publish_head(head);
-            chunks.into_iter().for_each(|c| {
-                fill.push(c);
-            });
-            fill.finish(Err(why), false);
-            return FillResult::Failed;
-        }
         AtHand::Partial(chunks) => {
             fill.publish_head(head);
             let mut kept = true;
@@ -293,43 +309,30 @@ enum AtHand {
     Complete(Vec<Bytes>),
     /// The start of a body still arriving (or too large to hold).
     Partial(Vec<Bytes>),
-    /// The start of a body that failed.
-    Failed(Vec<Bytes>, String),
 }
 
 /// Reads the body while it arrives within [`HOLD_WAIT`] of the head and stays under
-/// [`HOLD_BYTES_MAX`] bytes.
-async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> AtHand {
+/// [`HOLD_BYTES_MAX`] bytes (trailers are dropped: a stored response has none);
+/// `Err` when it failed within that time.
+async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> Result<AtHand, String> {
     use http_body::Body as _;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let mut chunks = Vec::new();
     if declared.is_some_and(|n| n > HOLD_BYTES_MAX) || body.size_hint().lower() > HOLD_BYTES_MAX {
-        return AtHand::Partial(chunks);
+        return Ok(AtHand::Partial(Vec::new()));
     }
-    let mut total = 0u64;
-    let deadline = tokio::time::Instant::now() + HOLD_WAIT;
-    loop {
-        if body.is_end_stream() {
-            return AtHand::Complete(chunks);
-        }
-        let frame = tokio::time::timeout_at(deadline, http_body_util::BodyExt::frame(body)).await;
-        match frame {
-            Ok(None) => return AtHand::Complete(chunks),
-            Ok(Some(Ok(f))) => {
-                if let Ok(data) = f.into_data() {
-                    total += data.len() as u64;
-                    chunks.push(data);
-                    if total > HOLD_BYTES_MAX {
-                        return AtHand::Partial(chunks);
-                    }
-                }
-            }
-            Ok(Some(Err(e))) => return AtHand::Failed(chunks, format!("origin body failed: {e}")),
-            Err(_) => return AtHand::Partial(chunks),
-        }
+    let data = |frames: Vec<http_body::Frame<Bytes>>| {
+        frames
+            .into_iter()
+            .filter_map(|f| f.into_data().ok())
+            .collect()
+    };
+    match upstream::read_ahead(body, HOLD_WAIT, HOLD_BYTES_MAX).await {
+        Ahead::Ended(f) => Ok(AtHand::Complete(data(f))),
+        Ahead::More(f) => Ok(AtHand::Partial(data(f))),
+        Ahead::Failed(why) => Err(why),
     }
 }
 

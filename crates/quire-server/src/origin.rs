@@ -23,7 +23,6 @@
 //!   the connector; time to the response head here; between body chunks in the fill.
 //! - Only `http://` origins: quire has no TLS client built in yet, and says so.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -186,7 +185,12 @@ pub fn empty_body() -> OutBody {
         .boxed_unsync()
 }
 
-/// Removes hop-by-hop fields and the fields `Connection` names (RFC 9110 §7.6.1).
+/// Fields `Connection` may not remove: the message is not the same message without
+/// them (a request without `Host` would reach the origin's default site).
+const NEVER_HOP_BY_HOP: [HeaderName; 2] = [header::HOST, header::CONTENT_LENGTH];
+
+/// Removes hop-by-hop fields and the fields `Connection` names (RFC 9110 §7.6.1),
+/// but never `Host` or `Content-Length`.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -194,6 +198,7 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .filter(|n| !NEVER_HOP_BY_HOP.contains(n))
         .collect();
     for n in named {
         headers.remove(n);
@@ -210,25 +215,51 @@ const CAPABILITY: HeaderValue = HeaderValue::from_static("quire=\"Surrogate/1.0\
 /// `Via` (RFC 9110 §7.6.3) value quire adds.
 const VIA: HeaderValue = HeaderValue::from_static("1.1 quire");
 
-/// The head of a passed request: the client's fields minus hop-by-hop, plus `Via` and
-/// `X-Forwarded-For`.
-pub fn pass_headers(client: &HeaderMap, peer: SocketAddr) -> HeaderMap {
+/// The head of a passed request: the client's fields minus hop-by-hop fields and
+/// names with `_` (see [`forwardable`]), `Cookie` crumbs joined into one field, plus
+/// `Via` and `X-Forwarded-For` (ending with the client `from` resolved to).
+pub fn pass_headers(client: &HeaderMap, from: &crate::client::Client) -> HeaderMap {
     let mut h = client.clone();
     strip_hop_by_hop(&mut h);
+    forwardable(&mut h);
     h.append(header::VIA, VIA);
-    let ip = peer.ip().to_string();
-    let xff = match h
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| v.len() < 2048)
-    {
-        Some(prev) => format!("{prev}, {ip}"),
-        None => ip,
-    };
-    if let Ok(v) = HeaderValue::from_str(&xff) {
-        h.insert("x-forwarded-for", v);
-    }
+    set_forwarded_for(&mut h, from);
     h
+}
+
+/// Makes client fields safe to forward over HTTP/1.1:
+/// - names with `_` are dropped: CGI-style origins read `Transfer_Encoding` as
+///   `Transfer-Encoding` and `X_Forwarded_For` as `X-Forwarded-For`, so they could
+///   reframe a request or forge what quire vouches for (nginx drops them too);
+/// - `Cookie` crumbs (HTTP/2 sends one field per cookie) are joined with `; ` into
+///   one field (RFC 9113 §8.2.3), as an HTTP/1.1 origin expects.
+fn forwardable(h: &mut HeaderMap) {
+    let underscored: Vec<HeaderName> = h
+        .keys()
+        .filter(|k| k.as_str().contains('_'))
+        .cloned()
+        .collect();
+    for k in underscored {
+        h.remove(k);
+    }
+    if h.get_all(header::COOKIE).iter().nth(1).is_some() {
+        let joined: Vec<&[u8]> = h
+            .get_all(header::COOKIE)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        if let Ok(v) = HeaderValue::from_bytes(&joined.join(&b"; "[..])) {
+            h.insert(header::COOKIE, v);
+        }
+    }
+}
+
+/// Sets `X-Forwarded-For` to what `from` resolved (see [`crate::client`]).
+fn set_forwarded_for(h: &mut HeaderMap, from: &crate::client::Client) {
+    match HeaderValue::from_str(&from.forwarded_for) {
+        Ok(v) => h.insert("x-forwarded-for", v),
+        Err(_) => h.remove("x-forwarded-for"),
+    };
 }
 
 /// The head of a fill: only the fields a stored response may depend on (see the module
@@ -238,7 +269,7 @@ pub fn fill_headers(
     client: &HeaderMap,
     host: &str,
     vary: &[String],
-    peer: SocketAddr,
+    from: &crate::client::Client,
 ) -> HeaderMap {
     let mut h = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(host) {
@@ -260,7 +291,7 @@ pub fn fill_headers(
         HeaderValue::from_static("identity"),
     );
     h.insert(header::VIA, VIA);
-    if let Ok(v) = HeaderValue::from_str(&peer.ip().to_string()) {
+    if let Ok(v) = HeaderValue::from_str(&from.ip.to_string()) {
         h.insert("x-forwarded-for", v);
     }
     h
@@ -281,8 +312,8 @@ const FILL_NEVER: [HeaderName; 7] = [
 /// The head of a fill in `all` mode (`fill_headers = "all"`): the client's fields as
 /// for a pass, minus conditionals and ranges, with the normalised `Host` and
 /// `Accept-Encoding: identity`.
-pub fn fill_headers_all(client: &HeaderMap, host: &str, peer: SocketAddr) -> HeaderMap {
-    let mut h = pass_headers(client, peer);
+pub fn fill_headers_all(client: &HeaderMap, host: &str, from: &crate::client::Client) -> HeaderMap {
+    let mut h = pass_headers(client, from);
     for n in FILL_NEVER {
         h.remove(n);
     }
@@ -301,8 +332,8 @@ pub fn fill_headers_all(client: &HeaderMap, host: &str, peer: SocketAddr) -> Hea
 mod tests {
     use super::*;
 
-    fn peer() -> SocketAddr {
-        "192.0.2.7:5555".parse().unwrap()
+    fn peer() -> crate::client::Client {
+        crate::client::Client::direct("192.0.2.7:5555".parse().unwrap())
     }
 
     #[test]
@@ -327,7 +358,7 @@ mod tests {
         c.insert(header::IF_NONE_MATCH, "\"x\"".parse().unwrap());
         c.insert(header::USER_AGENT, "reflected/1.0".parse().unwrap());
         c.insert(header::ACCEPT, "text/x-evil".parse().unwrap());
-        let h = fill_headers(&c, "example.com", &["x-device".into()], peer());
+        let h = fill_headers(&c, "example.com", &["x-device".into()], &peer());
         assert_eq!(h[header::HOST], "example.com");
         assert!(
             !h.contains_key(header::ACCEPT_LANGUAGE),
@@ -335,9 +366,9 @@ mod tests {
         );
         assert!(!h.contains_key(header::USER_AGENT));
         assert!(!h.contains_key(header::ACCEPT));
-        let h = fill_headers(&c, "example.com", &["accept-language".into()], peer());
+        let h = fill_headers(&c, "example.com", &["accept-language".into()], &peer());
         assert_eq!(h[header::ACCEPT_LANGUAGE], "de", "named by the stored Vary");
-        let h = fill_headers(&c, "example.com", &["x-device".into()], peer());
+        let h = fill_headers(&c, "example.com", &["x-device".into()], &peer());
         assert_eq!(h["x-device"], "mobile");
         assert_eq!(h[header::ACCEPT_ENCODING], "identity");
         assert!(!h.contains_key(header::COOKIE));
@@ -355,7 +386,7 @@ mod tests {
         c.insert(header::RANGE, "bytes=0-1".parse().unwrap());
         c.insert(header::ACCEPT_ENCODING, "br".parse().unwrap());
         c.insert(header::HOST, "Example.COM".parse().unwrap());
-        let h = fill_headers_all(&c, "example.com", peer());
+        let h = fill_headers_all(&c, "example.com", &peer());
         assert_eq!(h["x-custom"], "1");
         assert_eq!(h[header::HOST], "example.com");
         assert_eq!(h[header::ACCEPT_ENCODING], "identity");
@@ -371,12 +402,35 @@ mod tests {
         c.insert(header::TE, "trailers".parse().unwrap());
         c.insert(header::COOKIE, "session=abc".parse().unwrap());
         c.insert("x-forwarded-for", "10.0.0.1".parse().unwrap());
-        let h = pass_headers(&c, peer());
+        let from = crate::client::Client::resolve(
+            "192.0.2.7:5555".parse().unwrap(),
+            &c,
+            &Default::default(),
+        );
+        let h = pass_headers(&c, &from);
         assert!(!h.contains_key(header::CONNECTION));
         assert!(!h.contains_key("x-secret"));
         assert!(!h.contains_key(header::TE));
         assert_eq!(h[header::COOKIE], "session=abc");
         assert_eq!(h["x-forwarded-for"], "10.0.0.1, 192.0.2.7");
         assert_eq!(h[header::VIA], "1.1 quire");
+    }
+
+    #[test]
+    fn passes_never_drop_host_and_drop_underscored_names() {
+        let mut c = HeaderMap::new();
+        c.insert(header::HOST, "site.example".parse().unwrap());
+        c.insert(header::CONNECTION, "Host, Content-Length".parse().unwrap());
+        c.insert(header::CONTENT_LENGTH, "5".parse().unwrap());
+        c.insert("transfer_encoding", "chunked".parse().unwrap());
+        c.insert("x_forwarded_for", "1.2.3.4".parse().unwrap());
+        c.append(header::COOKIE, "a=1".parse().unwrap());
+        c.append(header::COOKIE, "b=2".parse().unwrap());
+        let h = pass_headers(&c, &peer());
+        assert_eq!(h[header::HOST], "site.example");
+        assert_eq!(h[header::CONTENT_LENGTH], "5");
+        assert!(h.keys().all(|k| !k.as_str().contains('_')), "{h:?}");
+        let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
+        assert_eq!(cookies, ["a=1; b=2"]);
     }
 }

@@ -12,7 +12,7 @@
 //!
 //! [`Upstream::compress_passes`]: crate::upstream::Upstream::compress_passes
 
-use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use http::header::{self, HeaderValue};
@@ -25,19 +25,22 @@ use quire_http::key::{self, NormalizedUrl};
 use quire_http::status::CacheStatus;
 
 use crate::body::Body;
+use crate::client::Client;
 use crate::compress::Levels;
 use crate::metrics::Outcome;
+use crate::miss;
 use crate::origin::OutBody;
 use crate::origin::{self, OriginError};
 use crate::purge;
 use crate::state::Ctx;
+use crate::upstream::{self, Ahead};
 
 /// Passes `req` to the origin and streams its answer back. `url` is the request's
 /// normalised URL (for invalidation), `status` quire's `Cache-Status` member.
 pub async fn pass(
     ctx: &Arc<Ctx>,
     req: Request<OutBody>,
-    peer: SocketAddr,
+    client: &Client,
     url: Option<&NormalizedUrl>,
     status: CacheStatus,
     outcome: Outcome,
@@ -45,7 +48,7 @@ pub async fn pass(
     let (parts, body) = req.into_parts();
     let method = parts.method.clone();
     let accept = encoding::parse_accept_encoding(&parts.headers);
-    let mut headers = origin::pass_headers(&parts.headers, peer);
+    let mut headers = origin::pass_headers(&parts.headers, client);
     if !headers.contains_key(header::HOST) {
         // HTTP/2 carries the host in :authority.
         if let Some(v) = parts
@@ -56,6 +59,16 @@ pub async fn pass(
             headers.insert(header::HOST, v);
         }
     }
+    // A request body the client broke (a bad chunk, a hang-up) fails the exchange
+    // on the origin side too: that is the client's 400, not the origin's 502.
+    let body_failed = Arc::new(AtomicBool::new(false));
+    let flag = body_failed.clone();
+    let body = body
+        .map_err(move |e| {
+            flag.store(true, Ordering::Relaxed);
+            e
+        })
+        .boxed_unsync();
     let mut out = Request::new(body);
     *out.method_mut() = parts.method;
     *out.uri_mut() = parts
@@ -71,9 +84,23 @@ pub async fn pass(
     ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
     let resp = match resp {
         Ok(r) => r,
+        Err(_) if body_failed.load(Ordering::Relaxed) => {
+            return (client_body_error(status), Outcome::Error)
+        }
         Err(e) => return (origin_error(&e, status), Outcome::Error),
     };
-    let (mut rparts, rbody) = resp.into_parts();
+    let (mut rparts, mut rbody) = resp.into_parts();
+    // What arrives at once is read before answering, so a body that fails at once
+    // is a 502 the client can read rather than a status line and a cut connection.
+    rbody = match upstream::read_ahead(&mut rbody, miss::HOLD_WAIT, miss::HOLD_BYTES_MAX).await {
+        Ahead::Failed(why) => {
+            tracing::debug!(error = %why, "passed response body failed at once");
+            let e = OriginError::Failed(why);
+            return (origin_error(&e, status), Outcome::Error);
+        }
+        Ahead::Ended(frames) => upstream::prepend(frames, rbody, true),
+        Ahead::More(frames) => upstream::prepend(frames, rbody, false),
+    };
     origin::strip_hop_by_hop(&mut rparts.headers);
     for n in crate::miss::NOT_SENT {
         rparts.headers.remove(n);
@@ -250,6 +277,19 @@ pub fn origin_error(e: &OriginError, status: CacheStatus) -> Response<Body> {
         &format!("{}\n", code.canonical_reason().unwrap_or("error")),
         status,
     )
+}
+
+/// The answer when the client's own request body failed while it was forwarded:
+/// 400, and the connection closes (its framing is lost).
+fn client_body_error(status: CacheStatus) -> Response<Body> {
+    let mut r = crate::service::plain(
+        http::StatusCode::BAD_REQUEST,
+        "bad request: the request body was malformed or cut short\n",
+        status.with_detail("bad-request-body"),
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use quire_store::{Engine, EntryRef, Handle};
 
 use crate::admin;
 use crate::body::Body;
+use crate::client::Client;
 use crate::config::FillHeaders;
 use crate::fill::{FillBody, Head, Joined, NewFill, Outcome as FillOutcome};
 use crate::hit::{self, Cached, HitRequest, NotServed, Prepared};
@@ -34,6 +35,7 @@ use crate::object::ObjectRecord;
 use crate::origin;
 use crate::origin::OutBody;
 use crate::pass;
+use crate::refuse::{self, Refusal};
 use crate::state::Ctx;
 
 /// A plain-text response quire writes itself, with `Cache-Status`.
@@ -48,6 +50,18 @@ pub fn plain(code: StatusCode, text: &str, status: CacheStatus) -> Response<Body
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(text.len()));
     h.insert("cache-status", status.to_header_value());
     r
+}
+
+/// The answer to a refused request head (see [`refuse`]): it closes the connection.
+fn refused(r: Refusal) -> Response<Body> {
+    let mut resp = plain(
+        r.status,
+        &format!("{}\n", r.reason),
+        CacheStatus::default().with_detail("refused"),
+    );
+    resp.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
 }
 
 /// A 400 that closes the connection (the framing may be off).
@@ -90,8 +104,13 @@ async fn route(
 ) -> (Response<Body>, Outcome) {
     // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::guard` refuses it
     // on the byte stream, before hyper folds the evidence away.
+    if let Some(r) = refuse::check(&req) {
+        return (refused(r), Outcome::Error);
+    }
+    let client = &Client::resolve(peer, req.headers(), &ctx.trusted_proxies);
     if req.uri().path().starts_with(admin::PREFIX) {
-        return admin::handle(ctx, req).await;
+        let path = req.uri().path().to_owned();
+        return admin::handle(ctx, req, &path).await;
     }
     if req.method().as_str() == "PURGE" {
         return admin::purge_method(ctx, &req);
@@ -105,12 +124,19 @@ async fn route(
         Ok(u) => u,
         Err(e) => return (bad_request(&e.to_string()), Outcome::Error),
     };
+    // Admin routing is decided on the normalised path too: `/x/%2e%2e/_quire/metrics`
+    // and `/%5fquire/metrics` name the admin API, so neither may reach the origin or
+    // be stored (a stored copy would answer the other spelling from cache).
+    if url.path().starts_with(admin::PREFIX) {
+        let path = url.path().to_owned();
+        return admin::handle(ctx, req, &path).await;
+    }
     let Some(class) = MethodClass::of(req.method()) else {
         // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
         return pass::pass(
             ctx,
             req,
-            peer,
+            client,
             Some(&url),
             CacheStatus::forward(Fwd::Method),
             Outcome::Pass,
@@ -121,14 +147,14 @@ async fn route(
         return pass::pass(
             ctx,
             req,
-            peer,
+            client,
             Some(&url),
             CacheStatus::forward(Fwd::Bypass).with_detail(b.detail()),
             Outcome::Bypass,
         )
         .await;
     }
-    cached(ctx, req, peer, class, url).await
+    cached(ctx, req, client, class, url).await
 }
 
 /// What the store holds for a request.
@@ -222,7 +248,7 @@ fn same_version(ctx: &Ctx, key: &[u8], p: &Prepared) -> Option<(Arc<Prepared>, A
 async fn cached(
     ctx: &Arc<Ctx>,
     req: Request<OutBody>,
-    peer: SocketAddr,
+    client: &Client,
     class: MethodClass,
     url: NormalizedUrl,
 ) -> (Response<Body>, Outcome) {
@@ -246,7 +272,7 @@ async fn cached(
             return only_if_cached();
         }
         let status = keyed(ctx, &url, CacheStatus::forward(miss_fwd));
-        return fill(Miss::new(ctx, req, peer, &url, &look, status), None, None).await;
+        return fill(Miss::new(ctx, req, client, &url, &look, status), None, None).await;
     };
     let decision = freshness::reuse(rec.timing(), &req_cc, &ctx.reuse, now);
     match decision {
@@ -255,7 +281,7 @@ async fn cached(
             let mut status = keyed(ctx, &url, CacheStatus::hit());
             if decision == Decision::StaleWhileRevalidate {
                 status = status.with_detail("stale-while-revalidate");
-                revalidate_in_background(ctx, &req, peer, &url, &look, &rec.rec);
+                revalidate_in_background(ctx, &req, client, &url, &look, &rec.rec);
             }
             let served = match &entry {
                 Some(entry) => hit::serve(&hreq, &rec, entry, status, now),
@@ -268,7 +294,7 @@ async fn cached(
                     pass::pass(
                         ctx,
                         req,
-                        peer,
+                        client,
                         Some(&url),
                         CacheStatus::forward(Fwd::Request),
                         Outcome::Pass,
@@ -277,7 +303,7 @@ async fn cached(
                 }
                 Err(NotServed::BodyGone) => {
                     let status = keyed(ctx, &url, CacheStatus::forward(miss_fwd));
-                    fill(Miss::new(ctx, req, peer, &url, &look, status), None, None).await
+                    fill(Miss::new(ctx, req, client, &url, &look, status), None, None).await
                 }
             }
         }
@@ -298,7 +324,7 @@ async fn cached(
             let rec = Arc::new(rec.rec.clone());
             let status = keyed(ctx, &url, CacheStatus::forward(fwd));
             fill(
-                Miss::new(ctx, req, peer, &url, &look, status),
+                Miss::new(ctx, req, client, &url, &look, status),
                 Some(rec),
                 stale,
             )
@@ -332,7 +358,7 @@ fn only_if_cached() -> (Response<Body>, Outcome) {
 fn spec_for(
     ctx: &Ctx,
     req_headers: &HeaderMap,
-    peer: SocketAddr,
+    client: &Client,
     url: &NormalizedUrl,
     look: &Lookup,
     fill_key: Vec<u8>,
@@ -348,8 +374,8 @@ fn spec_for(
         None => url.host().to_owned(),
     };
     let headers = match ctx.cfg.fill_headers {
-        FillHeaders::Keyed => origin::fill_headers(req_headers, &host, &vary_names, peer),
-        FillHeaders::All => origin::fill_headers_all(req_headers, &host, peer),
+        FillHeaders::Keyed => origin::fill_headers(req_headers, &host, &vary_names, client),
+        FillHeaders::All => origin::fill_headers_all(req_headers, &host, client),
     };
     FillSpec {
         url: url.clone(),
@@ -364,29 +390,29 @@ fn spec_for(
 
 /// What a new fill for `url` registers: its buffer limit, its start in the
 /// invalidation log, the URL's tags and the client it is counted against.
-fn new_fill(ctx: &Ctx, url: &NormalizedUrl, peer: SocketAddr) -> NewFill {
+fn new_fill(ctx: &Ctx, url: &NormalizedUrl, client: &Client) -> NewFill {
     NewFill {
         limit: ctx.object_limit,
         start: ctx.invalidations.now(),
         tags: Tags::new(&object::record_tags(url.as_str(), &[]), false),
-        client: peer.ip(),
+        client: client.ip,
     }
 }
 
 fn revalidate_in_background(
     ctx: &Arc<Ctx>,
     req: &Request<OutBody>,
-    peer: SocketAddr,
+    client: &Client,
     url: &NormalizedUrl,
     look: &Lookup,
     rec: &ObjectRecord,
 ) {
     let key = look.record_key().to_vec();
-    if let Some(f) = ctx.fills.start_detached(&key, new_fill(ctx, url, peer)) {
+    if let Some(f) = ctx.fills.start_detached(&key, new_fill(ctx, url, client)) {
         let spec = spec_for(
             ctx,
             req.headers(),
-            peer,
+            client,
             url,
             look,
             key,
@@ -401,7 +427,7 @@ fn revalidate_in_background(
 struct Miss<'a> {
     ctx: &'a Arc<Ctx>,
     req: Request<OutBody>,
-    peer: SocketAddr,
+    client: &'a Client,
     url: &'a NormalizedUrl,
     look: &'a Lookup,
     status: CacheStatus,
@@ -413,7 +439,7 @@ impl<'a> Miss<'a> {
     fn new(
         ctx: &'a Arc<Ctx>,
         req: Request<OutBody>,
-        peer: SocketAddr,
+        client: &'a Client,
         url: &'a NormalizedUrl,
         look: &'a Lookup,
         status: CacheStatus,
@@ -421,7 +447,7 @@ impl<'a> Miss<'a> {
         Miss {
             ctx,
             req,
-            peer,
+            client,
             url,
             look,
             status,
@@ -434,7 +460,7 @@ impl<'a> Miss<'a> {
         pass::pass(
             self.ctx,
             self.req,
-            self.peer,
+            self.client,
             Some(self.url),
             status,
             Outcome::Miss,
@@ -460,14 +486,14 @@ async fn fill(
 ) -> (Response<Body>, Outcome) {
     let (ctx, look) = (m.ctx, m.look);
     let key = look.record_key().to_vec();
-    let new = new_fill(ctx, m.url, m.peer);
+    let new = new_fill(ctx, m.url, m.client);
     let ticket = match ctx.fills.join(&key, new, &ctx.invalidations) {
         Joined::Existing(t) => {
             ctx.metrics.record_coalesced();
             t
         }
         Joined::New(f, t) => {
-            let spec = spec_for(ctx, m.req.headers(), m.peer, m.url, look, key, revalidate);
+            let spec = spec_for(ctx, m.req.headers(), m.client, m.url, look, key, revalidate);
             tokio::spawn(miss::run(ctx.clone(), f, spec));
             t
         }
@@ -611,11 +637,11 @@ async fn own_variant(m: Miss<'_>) -> (Response<Body>, Outcome) {
     let Miss {
         ctx,
         req,
-        peer,
+        client,
         url,
         ..
     } = m;
-    let mut m = Miss::new(ctx, req, peer, url, &look, status);
+    let mut m = Miss::new(ctx, req, client, url, &look, status);
     m.variant_retry = true;
     Box::pin(fill(m, None, None)).await
 }

@@ -11,6 +11,7 @@ use quire_http::freshness::{ReuseConfig, StorageConfig};
 use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
+use crate::client::TrustedProxies;
 use crate::compress::Levels;
 use crate::compress_pool::CompressPool;
 use crate::config::Config;
@@ -48,6 +49,8 @@ pub struct Ctx {
     pub invalidations: Invalidations,
     /// Counters for `/_quire/metrics`.
     pub metrics: Metrics,
+    /// Whose `X-Forwarded-For` names the client (`trusted_proxies`).
+    pub trusted_proxies: TrustedProxies,
     /// URL normalisation.
     pub keys: KeyConfig,
     /// Bypass rules.
@@ -167,11 +170,15 @@ impl Ctx {
             .ok()
             .filter(|t| !t.is_empty())
             .or_else(|| cfg.admin_token.clone());
-        if admin_token.as_ref().is_some_and(|t| t.len() < 16) {
-            return Err(StartError::Config(crate::config::ConfigError(
-                "the admin token (QUIRE_ADMIN_TOKEN) must be at least 16 characters".into(),
-            )));
+        if let Some(t) = &admin_token {
+            crate::config::check_admin_token(t).map_err(|e| {
+                StartError::Config(crate::config::ConfigError(format!(
+                    "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
+                )))
+            })?;
         }
+        let trusted_proxies = TrustedProxies::parse(&cfg.trusted_proxies)
+            .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
         let mut keys = cfg.key_config();
         keys.query_paths = origin.query_paths();
         Ok(Arc::new(Ctx {
@@ -188,6 +195,7 @@ impl Ctx {
             codings,
             object_limit,
             admin_token,
+            trusted_proxies,
             started: Instant::now(),
             store,
             origin,

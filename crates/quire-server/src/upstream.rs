@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
+use http_body::Frame;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use quire_http::key::NormalizedUrl;
@@ -92,6 +93,106 @@ impl Upstream for Origin {
 
     fn read_timeout(&self) -> Duration {
         Origin::read_timeout(self)
+    }
+}
+
+/// What [`read_ahead`] read of a body.
+#[derive(Debug)]
+pub enum Ahead {
+    /// The whole body.
+    Ended(Vec<Frame<Bytes>>),
+    /// Its start; the rest is still to come (slower than the wait, or larger).
+    More(Vec<Frame<Bytes>>),
+    /// It failed before it was all read (what had arrived is dropped).
+    Failed(String),
+}
+
+/// Reads the frames of `body` that arrive within `wait`, up to about `max_bytes`.
+///
+/// Used before a response is answered: a body that fails at once (a malformed
+/// chunk, a reset) is then a 502 the client can read, instead of a status line
+/// followed by a cut connection, and a body at hand is answered whole.
+pub async fn read_ahead(body: &mut UpBody, wait: Duration, max_bytes: u64) -> Ahead {
+    use http_body::Body as _;
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut frames = Vec::new();
+    let mut total = 0u64;
+    loop {
+        if body.is_end_stream() {
+            return Ahead::Ended(frames);
+        }
+        // (`frame()` is cancel-safe: a timeout loses no bytes.)
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(None) => return Ahead::Ended(frames),
+            Ok(Some(Ok(f))) => {
+                total += f.data_ref().map_or(0, |d| d.len() as u64);
+                frames.push(f);
+                if total > max_bytes {
+                    return Ahead::More(frames);
+                }
+            }
+            Ok(Some(Err(e))) => return Ahead::Failed(format!("origin body failed: {e}")),
+            Err(_) => return Ahead::More(frames),
+        }
+    }
+}
+
+/// `frames` (read by [`read_ahead`]) followed by the rest of `rest`; `ended` says
+/// `rest` has nothing more (it is then not polled again).
+pub fn prepend(frames: Vec<Frame<Bytes>>, rest: UpBody, ended: bool) -> UpBody {
+    Prepended {
+        frames: frames.into(),
+        rest,
+        ended,
+    }
+    .boxed_unsync()
+}
+
+/// See [`prepend`].
+struct Prepended {
+    frames: std::collections::VecDeque<Frame<Bytes>>,
+    rest: UpBody,
+    ended: bool,
+}
+
+impl http_body::Body for Prepended {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(f) = self.frames.pop_front() {
+            return std::task::Poll::Ready(Some(Ok(f)));
+        }
+        if self.ended {
+            return std::task::Poll::Ready(None);
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.frames.is_empty() && (self.ended || self.rest.is_end_stream())
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let ahead: u64 = self
+            .frames
+            .iter()
+            .filter_map(|f| f.data_ref())
+            .map(|d| d.len() as u64)
+            .sum();
+        if self.ended {
+            return http_body::SizeHint::with_exact(ahead);
+        }
+        let rest = self.rest.size_hint();
+        let mut h = http_body::SizeHint::new();
+        h.set_lower(rest.lower() + ahead);
+        if let Some(u) = rest.upper() {
+            h.set_upper(u + ahead);
+        }
+        h
     }
 }
 

@@ -150,6 +150,11 @@ impl Origin {
             .collect()
     }
 
+    /// Every request the origin received.
+    pub fn seen_all(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+
     pub fn hits(&self, path: &str) -> usize {
         self.seen(path).len()
     }
