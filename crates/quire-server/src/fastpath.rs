@@ -126,10 +126,10 @@ pub async fn run(
     stream: &TcpStream,
     peer: std::net::SocketAddr,
     volume: Option<&Volume>,
-    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    signals: Signals<'_>,
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
-    let exit = serve(ctx, stream, peer, volume, shutdown, &mut in_flight).await;
+    let exit = serve(ctx, stream, peer, volume, signals, &mut in_flight).await;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let drained = in_flight.settle(stream, idle).await;
     match exit {
@@ -138,14 +138,37 @@ pub async fn run(
     }
 }
 
+/// What a fast-path connection listens for besides its socket.
+#[derive(Debug)]
+pub struct Signals<'a> {
+    /// The server is shutting down: close once idle.
+    pub shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
+    /// The server is full: close if idle (see [`crate::conns`]).
+    pub reap: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Resolves when `rx` sees a new value, handing it back (never, once the sender is
+/// gone). Owning the receiver lets the connection keep one such future armed for
+/// its life and re-arm it only when it fires.
+pub(crate) async fn next_change(
+    mut rx: tokio::sync::watch::Receiver<u64>,
+) -> tokio::sync::watch::Receiver<u64> {
+    if rx.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+    rx
+}
+
 async fn serve(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
     peer: std::net::SocketAddr,
     volume: Option<&Volume>,
-    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+    signals: Signals<'_>,
     in_flight: &mut InFlight,
 ) -> io::Result<Exit> {
+    let Signals { shutdown, reap } = signals;
+    let mut reap = Box::pin(next_change(reap));
     let limit = ctx.cfg.limits.header_bytes.0 as usize;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let mut buf = BytesMut::with_capacity(8 * 1024);
@@ -186,6 +209,15 @@ async fn serve(
                         return Ok(Exit::Closed);
                     }
                     timer.as_mut().reset(deadline);
+                    continue;
+                }
+                rx = &mut reap => {
+                    let idle_since = deadline - idle;
+                    if buf.is_empty() && idle_since.elapsed() >= crate::conns::REAP_IDLE_MIN {
+                        ctx.metrics.record_connection_reaped();
+                        return Ok(Exit::Closed);
+                    }
+                    reap = Box::pin(next_change(rx));
                     continue;
                 }
             };

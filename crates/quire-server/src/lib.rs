@@ -18,7 +18,8 @@
 //! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
 //!   three ways out, [`admin`] and [`purge`] the operator's.
 //! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper.
-//! - [`server`]: the listener, connection limits and graceful shutdown; [`guard`]
+//! - [`server`]: the listener, connection limits and graceful shutdown ([`conns`]:
+//!   the per-client cap, idle connections closed when full); [`guard`]
 //!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
 //!   sends large hit bodies from the volume file; [`client`] says who a request is
 //!   from (the peer, or the client a trusted proxy names); [`refuse`] turns away
@@ -31,6 +32,7 @@ pub mod commit;
 pub mod compress;
 pub mod compress_pool;
 pub mod config;
+pub mod conns;
 pub mod fastpath;
 pub mod fill;
 pub mod guard;

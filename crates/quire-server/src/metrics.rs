@@ -245,6 +245,8 @@ pub struct Metrics {
     handovers: AtomicU64,
     purged: AtomicU64,
     connections: AtomicI64,
+    connections_refused: AtomicU64,
+    connections_reaped: AtomicU64,
     fills_in_flight: AtomicI64,
 }
 
@@ -267,6 +269,8 @@ impl Metrics {
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
             connections: AtomicI64::new(0),
+            connections_refused: AtomicU64::new(0),
+            connections_reaped: AtomicU64::new(0),
             fills_in_flight: AtomicI64::new(0),
         }
     }
@@ -326,6 +330,25 @@ impl Metrics {
     /// A purge removed `removed` entries.
     pub fn record_purge(&self, removed: u64) {
         self.purged.fetch_add(removed, Ordering::Relaxed);
+    }
+
+    /// A connection was refused: its client held `limits.connections_per_client`.
+    pub fn record_connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An idle keep-alive connection was closed to make room (the server was at
+    /// `limits.connections`).
+    pub fn record_connection_reaped(&self) {
+        self.connections_reaped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections refused and reaped so far.
+    pub fn connections_refused_reaped(&self) -> (u64, u64) {
+        (
+            self.connections_refused.load(Ordering::Relaxed),
+            self.connections_reaped.load(Ordering::Relaxed),
+        )
     }
 
     /// Gauge set by the server: open client connections.
@@ -448,6 +471,18 @@ impl Metrics {
             "quire_fastpath_handovers_total",
             "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
             self.handovers.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
+            "quire_connections_refused_total",
+            "Connections answered 429 and closed: their client already held limits.connections_per_client.",
+            self.connections_refused.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
+            "quire_connections_reaped_total",
+            "Idle keep-alive connections closed to make room at limits.connections.",
+            self.connections_reaped.load(Ordering::Relaxed),
         )?;
         counter(
             out,
@@ -1077,6 +1112,8 @@ mod tests {
             "quire_fills_coalesced_total",
             "quire_fills_busy_total",
             "quire_fastpath_handovers_total",
+            "quire_connections_refused_total",
+            "quire_connections_reaped_total",
             "quire_purged_entries_total",
             "quire_connections_open",
             "quire_fills_in_flight",
@@ -1098,7 +1135,7 @@ mod tests {
         ] {
             assert!(sampled.contains(name), "missing family {name}");
         }
-        assert_eq!(types.len(), 28);
+        assert_eq!(types.len(), 30);
 
         for line in [
             "quire_store_hits_total 1",

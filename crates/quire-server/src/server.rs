@@ -8,7 +8,8 @@
 //!   ~40 ms per response, measured in this project's seeds.
 //! - **The connection limit is a semaphore taken before `accept`**: at the limit quire
 //!   stops accepting and new connections wait in the kernel backlog instead of being
-//!   accepted and dropped.
+//!   accepted and dropped — while idle keep-alive connections are asked to close to
+//!   make room, and no client may hold more than its share ([`crate::conns`]).
 //! - **Graceful shutdown**: on the shutdown signal the listener closes, idle
 //!   keep-alive connections are closed, in-flight requests finish (HTTP/2 gets a
 //!   GOAWAY), for at most `limits.shutdown_grace`.
@@ -26,10 +27,10 @@ use std::sync::Arc;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::conns::{self, Conns};
 use crate::fastpath;
 use crate::guard::Guarded;
 use crate::sendfile::Volume;
@@ -83,15 +84,15 @@ impl Server {
             .keep_alive_interval(Some(limits.client_idle_timeout.0));
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
-        let graceful = GracefulShutdown::new();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let permits = Arc::new(Semaphore::new(limits.connections));
+        let conns = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
+                p = connection_slot(&permits, &conns) => match p {
+                    Some(p) => p,
+                    None => break,
                 },
                 () = &mut shutdown => break,
             };
@@ -107,19 +108,31 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
+            let Some(admitted) = conns.admit(peer.ip()) else {
+                // Over the per-client cap: a 429 it can read, then closed. (A fresh
+                // socket's send buffer takes these few bytes without blocking.)
+                ctx.metrics.record_connection_refused();
+                let _ = stream.try_write(conns::TOO_MANY);
+                let _ = rustix::net::shutdown(&stream, rustix::net::Shutdown::Write);
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let ctx2 = ctx.clone();
             let builder = builder.clone();
             let volume = volume.clone();
-            let watcher = graceful.watcher();
             let mut stop = stop_rx.clone();
+            let reap = conns.reaper();
             ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 // The fast path first (hits off the socket, plain requests through
                 // the service); from the first request that needs protocol machinery
                 // on, hyper (see `fastpath`).
+                let signals = fastpath::Signals {
+                    shutdown: &mut stop,
+                    reap: reap.clone(),
+                };
                 let prefix =
-                    match fastpath::run(&ctx2, &stream, peer, volume.as_ref(), &mut stop).await {
+                    match fastpath::run(&ctx2, &stream, peer, volume.as_ref(), signals).await {
                         Ok(fastpath::Exit::Handover(prefix)) => {
                             ctx2.metrics.record_handover();
                             Some(prefix)
@@ -143,11 +156,40 @@ impl Server {
                         async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
                     });
                     let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
-                    if let Err(e) = watcher.watch(conn).await {
+                    // On shutdown, and when the server is full, the connection is
+                    // asked to close gracefully: at once if idle, else after the
+                    // request in flight (HTTP/2 gets a GOAWAY).
+                    // hyper does not say whether it is idle: one handed over less
+                    // than REAP_IDLE_MIN ago has the request it was handed over for
+                    // still to read, and is left alone.
+                    tokio::pin!(conn);
+                    let mut asked = false;
+                    let handed = tokio::time::Instant::now();
+                    let mut reap = Box::pin(fastpath::next_change(reap));
+                    let ended = loop {
+                        tokio::select! {
+                            r = conn.as_mut() => break r,
+                            _ = stop.wait_for(|s| *s), if !asked => {
+                                asked = true;
+                                conn.as_mut().graceful_shutdown();
+                            }
+                            rx = &mut reap, if !asked => {
+                                if handed.elapsed() < conns::REAP_IDLE_MIN {
+                                    reap = Box::pin(fastpath::next_change(rx));
+                                    continue;
+                                }
+                                asked = true;
+                                ctx2.metrics.record_connection_reaped();
+                                conn.as_mut().graceful_shutdown();
+                            }
+                        }
+                    };
+                    if let Err(e) = ended {
                         tracing::debug!(error = %e, %peer, "connection ended with an error");
                     }
                 }
                 ctx2.metrics.connections().fetch_sub(1, Ordering::Relaxed);
+                drop(admitted);
                 drop(permit);
             });
         }
@@ -159,12 +201,27 @@ impl Server {
         let _ = stop_tx.send(true);
         let all = u32::try_from(limits.connections).unwrap_or(u32::MAX);
         let drained = async {
-            graceful.shutdown().await;
             let _ = permits.acquire_many(all).await;
         };
         tokio::select! {
             () = drained => tracing::info!("drained"),
             () = tokio::time::sleep(grace) => tracing::warn!("shutdown grace elapsed; closing remaining connections"),
+        }
+    }
+}
+
+/// A connection slot: at once if one is free; else, while the server is full, idle
+/// connections are asked to close every [`conns::REAP_EVERY`] until one frees.
+/// `None` when the semaphore is closed.
+async fn connection_slot(permits: &Arc<Semaphore>, conns: &Conns) -> Option<OwnedSemaphorePermit> {
+    if let Ok(p) = permits.clone().try_acquire_owned() {
+        return Some(p);
+    }
+    loop {
+        conns.reap_idle();
+        tokio::select! {
+            p = permits.clone().acquire_owned() => return p.ok(),
+            () = tokio::time::sleep(conns::REAP_EVERY) => {}
         }
     }
 }

@@ -305,3 +305,103 @@ async fn forwarded_for_is_believed_only_from_trusted_proxies() {
         "203.0.113.9"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_cannot_hold_every_connection() {
+    // Connection exhaustion: one address opens more idle connections than its cap.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |c| c.limits.connections_per_client = 8).await;
+    let addr = q.addr;
+    let (held, refused) = tokio::task::spawn_blocking(move || {
+        let held: Vec<_> = (0..8)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        // (the accept loop admits in order: give it the eight first)
+        std::thread::sleep(Duration::from_millis(200));
+        let refused = raw(addr, b"");
+        (held, refused)
+    })
+    .await
+    .unwrap();
+    assert!(refused.starts_with("HTTP/1.1 429"), "{refused:?}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 1"),
+        "{refused}"
+    );
+    let (n, _) = q.ctx.metrics.connections_refused_reaped();
+    assert_eq!(n, 1);
+    // Another client is not held to that client's count (a trusted proxy is exempt
+    // like another client would be: 127.0.0.1 is the only address here).
+    drop(held);
+    let q2 = Quire::start(&o, |c| {
+        c.limits.connections_per_client = 1;
+        c.trusted_proxies = vec!["127.0.0.1".into()];
+    })
+    .await;
+    let addr = q2.addr;
+    let r = tokio::task::spawn_blocking(move || {
+        let _held: Vec<_> = (0..4)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        raw(
+            addr,
+            b"GET /_quire/health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_make_room_when_the_server_is_full() {
+    // Every connection slot held by idle keep-alive connections: a new client (the
+    // health check) must not wait for client_idle_timeout (60 s here).
+    let o = Origin::start().await;
+    o.route("/p", Route::ok("p", &[("cache-control", "max-age=60")]));
+    let q = Quire::start(&o, |c| {
+        c.limits.connections = 8;
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_secs(60));
+    })
+    .await;
+    let addr = q.addr;
+    let r = tokio::task::spawn_blocking(move || {
+        // Eight keep-alive connections, each used once, then left idle.
+        let mut idle = Vec::new();
+        for _ in 0..8 {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap();
+            assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+            idle.push(s);
+        }
+        let t0 = std::time::Instant::now();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(b"GET /_quire/health HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        (
+            String::from_utf8_lossy(&out).into_owned(),
+            t0.elapsed(),
+            idle,
+        )
+    })
+    .await
+    .unwrap();
+    assert!(
+        r.0.starts_with("HTTP/1.1 200"),
+        "{:?} after {:?}, refused/reaped {:?}",
+        r.0,
+        r.1,
+        q.ctx.metrics.connections_refused_reaped()
+    );
+    // (not a timing threshold: without reaping the answer waits the full 60 s
+    // idle timeout and the read above times out at 30 s)
+    assert!(r.1 < Duration::from_secs(30), "{:?}", r.1);
+    let (_, reaped) = q.ctx.metrics.connections_refused_reaped();
+    assert!(reaped >= 1, "reaped {reaped}");
+}
