@@ -23,8 +23,13 @@ use crate::origin::Origin;
 use crate::upstream::{versioned, Upstream};
 
 /// Store-entry overhead kept free when deriving the largest body from the region
-/// size: entry header, key, tags and the record are far below this.
-const ENTRY_OVERHEAD_BYTES: u64 = 64 << 10;
+/// size: entry header, key, tags and the record are far below this. A quarter of
+/// the region at most, so the smallest volumes (64 KiB regions below 16 MiB) still
+/// store bodies of up to 48 KiB — a fixed 64 KiB left them storing nothing at all,
+/// silently. (A put whose record turns out larger is declined by the store.)
+fn entry_overhead_bytes(object_bytes_max: u64) -> u64 {
+    (64 << 10).min(object_bytes_max / 4)
+}
 
 /// Decoded records kept ready (a few hundred bytes to a few KiB each).
 const RECORDS_CACHED: usize = 32 * 1024;
@@ -151,11 +156,23 @@ impl Ctx {
             path: cfg.cache.path.display().to_string(),
             source,
         })?;
-        let object_limit = cfg.limits.object_bytes.0.min(
-            store
-                .object_bytes_max()
-                .saturating_sub(ENTRY_OVERHEAD_BYTES),
-        );
+        let store_max = store.object_bytes_max();
+        let object_limit = cfg
+            .limits
+            .object_bytes
+            .0
+            .min(store_max - entry_overhead_bytes(store_max));
+        if object_limit < cfg.limits.object_bytes.0 / 2 {
+            // (A region is 1/128 of the volume, a power of two.)
+            let region = (cfg.limits.object_bytes.0 + (64 << 10) + 64).next_power_of_two();
+            tracing::warn!(
+                "responses larger than {object_limit} bytes will not be stored: the \
+                 volume's regions are too small for limits.object_bytes ({}); a \
+                 cache.size of {} bytes or more stores them",
+                cfg.limits.object_bytes.0,
+                region.saturating_mul(128) + 4096
+            );
+        }
         let mut codings = Vec::new();
         if cfg.encodings.br {
             codings.push(Coding::Br);

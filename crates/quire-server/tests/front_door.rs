@@ -405,3 +405,22 @@ async fn idle_connections_make_room_when_the_server_is_full() {
     let (_, reaped) = q.ctx.metrics.connections_refused_reaped();
     assert!(reaped >= 1, "reaped {reaped}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smallest_cache_size_accepted_stores_pages() {
+    // A cache too small to store anything must be refused at start-up, not run
+    // silently uncached: the smallest size accepted stores a page.
+    let o = Origin::start().await;
+    o.route(
+        "/p",
+        Route::ok(page(10_000), &[("cache-control", "max-age=60")]),
+    );
+    let q = Quire::start(&o, |c| {
+        c.cache.size = quire_server::config::ByteSize(1 << 20)
+    })
+    .await;
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/p", &[]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+}

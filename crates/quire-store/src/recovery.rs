@@ -45,12 +45,17 @@ pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Missing),
         Err(e) => return Err(StoreError::io(format!("opening {}", path.display()), e)),
     };
-    let mut head = Vec::with_capacity(64);
+    let mut head = Vec::with_capacity(VOLUME_HEADER_BYTES as usize);
     (&mut file)
-        .take(64)
+        .take(VOLUME_HEADER_BYTES)
         .read_to_end(&mut head)
         .map_err(|e| StoreError::io(format!("reading {}", path.display()), e))?;
-    if head.is_empty() {
+    // Empty, or never formatted (a start killed while preallocating leaves zeros
+    // where the header goes): as good as missing. The whole header page must be
+    // zero — a disk image, say, has zeros in its first sectors but not in all of
+    // them. Anything else without the magic is somebody's file, and is not
+    // overwritten.
+    if head.iter().all(|&b| b == 0) {
         return Ok(Probe::Missing);
     }
     if head.len() < 8 || head[0..8] != layout::VOLUME_MAGIC {

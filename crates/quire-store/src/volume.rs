@@ -40,9 +40,15 @@ impl Volume {
     /// With `wipe`, or when the size differs, the old contents are discarded (the file
     /// is truncated to nothing first, so no byte of an earlier life survives).
     /// Returns the volume and whether it starts zeroed.
+    ///
+    /// A volume that cannot be sized or preallocated (a full disk) is not left
+    /// behind: a file this call created is removed, one it resized is emptied, so
+    /// the next start begins afresh instead of meeting a file of zeros it will not
+    /// overwrite.
     pub fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
         assert!(len >= VOLUME_HEADER_BYTES);
         let ctx = |what: &str| format!("{what} {}", path.display());
+        let existed = path.exists();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -55,10 +61,18 @@ impl Volume {
             .map_err(|e| StoreError::io(ctx("reading metadata of"), e))?
             .len();
         let fresh = wipe || old_len != len;
+        // Undoes a half-made volume (see above).
+        let undo = |file: &File| {
+            let _ = file.set_len(0);
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+        };
         if fresh {
-            file.set_len(0)
-                .and_then(|()| file.set_len(len))
-                .map_err(|e| StoreError::io(ctx("sizing"), e))?;
+            if let Err(e) = file.set_len(0).and_then(|()| file.set_len(len)) {
+                undo(&file);
+                return Err(StoreError::io(ctx("sizing"), e));
+            }
         }
         // Allocate every block now. Filesystems without fallocate fall back to the
         // sparse file set_len made (tmpfs and ext4 have it).
@@ -66,6 +80,9 @@ impl Volume {
             Ok(()) => {}
             Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::NOSYS) => {}
             Err(e) => {
+                if fresh {
+                    undo(&file);
+                }
                 return Err(StoreError::io(ctx("preallocating"), e.into()));
             }
         }

@@ -549,6 +549,70 @@ fn a_file_that_is_not_a_volume_is_refused_and_left_alone() {
     }
 }
 
+#[test]
+fn a_disk_image_with_a_zero_boot_block_is_refused_too() {
+    // Only a header page of zeros counts as "never formatted": an ext4 image has
+    // 1 KiB of zeros before its superblock.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vol");
+    let mut content = vec![0u8; 1024];
+    content.extend_from_slice(&[0x53, 0xef, 1, 2, 3, 4]);
+    content.resize(CAP as usize, 0);
+    std::fs::write(&path, &content).unwrap();
+    assert!(matches!(
+        Store::open(&path, CAP, options()),
+        Err(StoreError::BadVolume { .. })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), content, "file changed");
+}
+
+#[test]
+fn a_volume_never_formatted_is_formatted() {
+    // A start killed while preallocating leaves a file of zeros: the next start
+    // must use it, not refuse it as somebody else's file forever.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vol");
+    let f = std::fs::File::create(&path).unwrap();
+    f.set_len(CAP).unwrap();
+    drop(f);
+    let store = Store::open(&path, CAP, options()).expect("a file of zeros is formatted");
+    store.put(b"k", b"m", b"body", &[]).unwrap();
+    assert!(store.get(b"k").is_some());
+}
+
+#[test]
+fn a_volume_whose_preallocation_failed_is_not_left_behind() {
+    // Disk full while preallocating: the error is returned and no half-made file
+    // stays to block the next start. Needs a small tmpfs (root, or skipped).
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let path = mnt.join("vol");
+    let err = Store::open(&path, 8 << 20, options()).expect_err("8 MiB on a 2 MiB disk");
+    assert!(err.to_string().contains("preallocating"), "{err}");
+    assert!(!path.exists(), "the half-made volume was removed");
+    // The next start, with a size that fits, works.
+    let store = Store::open(&path, 1 << 20, options()).expect("a size that fits");
+    store.put(b"k", b"m", b"body", &[]).unwrap();
+    assert!(store.get(b"k").is_some());
+}
+
 /// The next-generation hint in the volume header is not checksummed (it is bumped as
 /// regions open). A damaged one must not make open or later writes panic. Today a hint
 /// of `u64::MAX` overflows `max_gen.max(hint) + 1` in `recovery::scan`, and
