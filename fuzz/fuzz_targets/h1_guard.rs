@@ -4,9 +4,13 @@
 //!   not depend on how the bytes were split into reads.
 //! - `object::decode` / `object::identity`: never panic on any buffer, and a record
 //!   that decodes re-encodes to a buffer that decodes to the same record.
+//! - `client::Client::resolve` on a hostile `X-Forwarded-For`: never panics, and the
+//!   chain it forwards always ends with the client it resolved; `Cidr` parsing never
+//!   panics.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use quire_server::client::{Cidr, Client, TrustedProxies};
 use quire_server::guard::Scanner;
 use quire_server::object;
 
@@ -35,6 +39,21 @@ fuzz_target!(|data: &[u8]| {
         match object::decode(&again) {
             Some(object::Record::Object(r2)) => assert_eq!(*r2, *rec),
             other => panic!("re-encoded record decodes to {other:?}"),
+        }
+    }
+
+    if let Ok(text) = std::str::from_utf8(input) {
+        let _ = text.parse::<Cidr>();
+    }
+    if let Ok(v) = http::HeaderValue::from_bytes(input) {
+        let mut h = http::HeaderMap::new();
+        h.insert("x-forwarded-for", v);
+        let trusted = TrustedProxies::parse(&["127.0.0.0/8", "10.0.0.0/8", "::1"]).unwrap();
+        for peer in ["127.0.0.1:1", "192.0.2.1:1", "[::1]:1"] {
+            let c = Client::resolve(peer.parse().unwrap(), &h, &trusted);
+            let last = c.forwarded_for.rsplit(',').next().unwrap_or("").trim();
+            let last = last.parse::<std::net::IpAddr>().map(|ip| ip.to_canonical());
+            assert_eq!(last, Ok(c.ip), "{:?} does not end with {}", c.forwarded_for, c.ip);
         }
     }
 });

@@ -82,10 +82,7 @@ impl FromStr for Cidr {
 
 /// An IPv4-mapped IPv6 address as IPv4 (a dual-stack listener reports them).
 fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
+    ip.to_canonical()
 }
 
 fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {

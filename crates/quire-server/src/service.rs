@@ -1,7 +1,9 @@
 //! One request, start to finish: guard, route, key, look up, decide, answer.
 //!
-//! The order is the design's (framing was checked by [`crate::guard`]): the admin API,
-//! URL normalisation, bypass rules, then the lookup — primary record, variant record
+//! The order is the design's (framing was checked by [`crate::guard`]): heads the
+//! RFCs forbid ([`crate::refuse`]), who the client is ([`crate::client`]), the admin
+//! API (on the path as sent, then as normalised), URL normalisation, bypass rules,
+//! then the lookup — primary record, variant record
 //! when the URL varies, body of the chosen coding — and the RFC 9111 reuse decision
 //! (`quire_http::freshness::reuse`): fresh → [`crate::hit`]; stale within
 //! `stale-while-revalidate` → served, revalidated in the background; otherwise a
