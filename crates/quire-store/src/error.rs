@@ -26,6 +26,10 @@ pub enum StoreError {
     /// The file at `path` is not a quire volume, or one this build cannot read.
     #[error("{path}: {reason}")]
     BadVolume { path: PathBuf, reason: String },
+    /// Another process (or another open in this one) holds the volume: two stores
+    /// on one file would truncate and overwrite each other's mappings (SIGBUS).
+    #[error("{path} is in use by another quire process (it holds the volume's lock)")]
+    InUse { path: PathBuf },
     /// Every region is pinned by a reader or in use; nothing can be reclaimed right now.
     /// The put is dropped (a cache may always decline to store).
     #[error("no region can be reclaimed: all are pinned by readers")]

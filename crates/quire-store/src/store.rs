@@ -14,7 +14,7 @@
 //! never grows: the cap holds by construction.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::admission::{Boundary, Sketch};
@@ -98,6 +98,8 @@ pub(crate) struct Shared {
     pub(crate) evicted: AtomicU64,
     pub(crate) carried: AtomicU64,
     pub(crate) entries: AtomicU64,
+    /// Set by [`Store::abandon`]: dropping closes nothing.
+    abandoned: AtomicBool,
 }
 
 /// The memory-mapped store. See the crate and module docs.
@@ -171,6 +173,9 @@ impl Store {
     /// An existing quire volume is recovered (warm restart). One that is damaged, of
     /// another format version, or laid out for another cap is logged and started cold.
     /// A file that is not a quire volume at all is an error and is left untouched.
+    /// The volume is locked (`flock`, exclusive) while the store is open; a second
+    /// store on the same file, in this process or another, is refused with
+    /// [`StoreError::InUse`].
     pub fn open(path: impl AsRef<Path>, cap_bytes: u64, options: Options) -> Result<Store> {
         Self::open_with_report(path, cap_bytes, options).map(|(s, _)| s)
     }
@@ -232,6 +237,7 @@ impl Store {
             evicted: AtomicU64::new(0),
             carried: AtomicU64::new(0),
             entries: AtomicU64::new(report.entries),
+            abandoned: AtomicBool::new(false),
             volume,
         };
         Ok((
@@ -246,6 +252,13 @@ impl Store {
     /// logging errors.
     pub fn close(self) -> Result<()> {
         self.shared.close()
+    }
+
+    /// Lets go of the store as a crash would (for crash tests): nothing is flushed
+    /// and the volume is not marked clean, so the next open recovers it as after a
+    /// kill. The file — and its lock — is released once the last handle is gone.
+    pub fn abandon(self) {
+        self.shared.abandoned.store(true, Ordering::Relaxed);
     }
 
     /// The largest object `put` accepts (entry header, key, tags, meta and body).
@@ -430,6 +443,9 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
+        if self.shared.abandoned.load(Ordering::Relaxed) {
+            return;
+        }
         if let Err(e) = self.shared.close() {
             tracing::warn!(error = %e, "closing volume");
         }

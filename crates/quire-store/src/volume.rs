@@ -39,7 +39,9 @@ impl Volume {
     /// allocated (so a full disk fails here, not as SIGBUS on a later write), and maps it.
     /// With `wipe`, or when the size differs, the old contents are discarded (the file
     /// is truncated to nothing first, so no byte of an earlier life survives).
-    /// Returns the volume and whether it starts zeroed.
+    /// Returns the volume and whether it starts zeroed. The file stays locked
+    /// (`flock`, exclusive) while the volume is open: a second open fails with
+    /// [`StoreError::InUse`].
     ///
     /// A volume that cannot be sized or preallocated (a full disk) is not left
     /// behind: a file this call created is removed, one it resized is emptied, so
@@ -56,6 +58,18 @@ impl Volume {
             .truncate(false)
             .open(path)
             .map_err(|e| StoreError::io(ctx("opening volume"), e))?;
+        // One store per volume: the lock is taken before anything is resized, and
+        // held as long as the file is open (the kernel drops it with the process, so
+        // a kill -9 leaves no stale lock).
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(StoreError::InUse {
+                    path: path.to_owned(),
+                })
+            }
+            Err(e) => return Err(StoreError::io(ctx("locking"), e.into())),
+        }
         let old_len = file
             .metadata()
             .map_err(|e| StoreError::io(ctx("reading metadata of"), e))?

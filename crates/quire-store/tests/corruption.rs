@@ -328,7 +328,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
             "{report:?}"
         );
         let first = check_damaged(&store, &model, &before, &flipped, &ctx);
-        std::mem::forget(store);
+        store.abandon();
         write_at(&path, VOLUME_CLEAN_AT, &CLEAN_MARKER.to_le_bytes());
         let (store, report) = Store::open_with_report(&path, CAP, options()).unwrap();
         assert!(
@@ -336,7 +336,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
             "{report:?}"
         );
         let second = check_damaged(&store, &model, &before, &flipped, &ctx);
-        std::mem::forget(store);
+        store.abandon();
         assert_eq!(
             first.hits, second.hits,
             "{ctx}: verify_reads changed the hits"
@@ -412,7 +412,7 @@ fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
                 h.body().iter().zip(&e.body).filter(|(a, b)| a != b).count()
             );
         }
-        std::mem::forget(store); // keep the file as it is for the next case
+        store.abandon(); // keep the file as it is for the next case
     }
 }
 

@@ -121,7 +121,7 @@ fn child_writer() {
         }
     }
     // Not killed in time: leave without a clean close, like a crash.
-    std::mem::forget(store);
+    store.abandon();
     std::process::exit(3);
 }
 
@@ -241,7 +241,7 @@ fn killed_writer_leaves_a_consistent_volume() {
         if round % 2 == 0 {
             store.close().unwrap();
         } else {
-            std::mem::forget(store); // the next child opens an unclean volume
+            store.abandon(); // the next child opens an unclean volume
         }
     }
     // A clean close after all that: the next open is clean and sees the same data.
@@ -337,7 +337,7 @@ fn crash_between_write_and_retire_then_remove_stays_removed() {
     );
     assert!(store.remove(&key_bytes(1)).unwrap());
     assert!(store.get(&key_bytes(1)).is_none());
-    std::mem::forget(store); // crash again
+    store.abandon(); // crash again
     let store = Store::open(&vol, CAP, options()).unwrap();
     let got = store.get(&key_bytes(1)).map(|h| check(&h, 1));
     assert_eq!(got, None, "the removed key came back as v{got:?}");

@@ -1,6 +1,6 @@
 //! Model-based property tests: random sequences of `put`, `get`, `remove`,
 //! `remove_tagged`, held handles, clean reopens (`close` + `open`) and crash reopens
-//! (the store is leaked with `mem::forget`, so its clean marker is never written, and
+//! (the store is let go with `Store::abandon`, so its clean marker is never written, and
 //! the same file is opened again) are run against the store and a `HashMap` model.
 //!
 //! - `exact_*`: the cap is far above what a case writes and admission is off, so the
@@ -238,7 +238,7 @@ impl Harness {
         let store = self.store.take().unwrap();
         self.evicted_before += store.stats().evicted;
         if crash {
-            std::mem::forget(store);
+            store.abandon();
         } else {
             store.close().unwrap();
         }

@@ -312,3 +312,21 @@ fn a_body_given_in_parts_is_stored_as_one_and_checksums_on_reopen() {
     assert_eq!(h.body(), b"identity bytes||gzip bytes");
     assert_eq!(h.meta(), b"meta");
 }
+
+#[test]
+fn a_second_store_on_a_volume_in_use_is_refused() {
+    // Two stores on one file would truncate and overwrite each other's mappings
+    // (a truncation under a live mapping is SIGBUS).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vol");
+    let first = Store::open(&path, 4 << 20, Options::default()).unwrap();
+    first.put(b"k", b"m", b"body", &[]).unwrap();
+    match Store::open(&path, 8 << 20, Options::default()) {
+        Err(StoreError::InUse { path: p }) => assert_eq!(p, path),
+        other => panic!("expected InUse, got {other:?}"),
+    }
+    assert!(first.get(b"k").is_some(), "the first store is untouched");
+    drop(first);
+    let again = Store::open(&path, 4 << 20, Options::default()).unwrap();
+    assert!(again.get(b"k").is_some(), "reopened once the first let go");
+}
