@@ -8,8 +8,18 @@
 //! - Unknown keys are ignored (vaults carry keys for other tools); known keys with the
 //!   wrong type are errors naming the key.
 //! - `tags` may be a list or a comma/space separated string; a leading `#` is dropped.
+//! - **Front matter is bounded** (`front/bounded.rs`): at most [`BYTES_MAX`] bytes, and,
+//!   counted after alias expansion, [`NODES_MAX`] nodes, [`TEXT_BYTES_MAX`] bytes of
+//!   text and [`DEPTH_MAX`] levels. Past a bound the load stops at once and the
+//!   error names the bound ([`FrontError::Limit`]); like any rejected front matter,
+//!   the note is then private. A hostile note costs a few milliseconds and a few MiB,
+//!   never the server.
 
-use yaml_rust2::{Yaml, YamlLoader};
+mod bounded;
+
+use yaml_rust2::Yaml;
+
+pub use bounded::{Limit, BYTES_MAX, DEPTH_MAX, NODES_MAX, TEXT_BYTES_MAX};
 
 /// What quire reads from a note's front matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +44,9 @@ pub enum FrontError {
     /// Not YAML.
     #[error("front matter is not valid YAML: {0}")]
     Yaml(String),
+    /// Past a bound on its size, nodes, text or depth (hostile or runaway YAML).
+    #[error("front matter exceeds {0}")]
+    Limit(Limit),
     /// YAML, but not a mapping.
     #[error("front matter is not a mapping of keys to values")]
     NotMapping,
@@ -69,11 +82,14 @@ pub fn split(text: &str) -> (Option<&str>, &str) {
     (None, t)
 }
 
-/// Parses a front matter block.
+/// Parses a front matter block, within the bounds of `front/bounded.rs`.
 pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
-    let docs = YamlLoader::load_from_str(yaml).map_err(|e| FrontError::Yaml(e.to_string()))?;
+    let doc = bounded::load_first(yaml).map_err(|e| match e {
+        bounded::LoadError::Yaml(e) => FrontError::Yaml(e),
+        bounded::LoadError::Limit(l) => FrontError::Limit(l),
+    })?;
     let mut fm = FrontMatter::default();
-    let Some(doc) = docs.into_iter().next() else {
+    let Some(doc) = doc else {
         return Ok(fm);
     };
     let map = match doc {
@@ -176,7 +192,7 @@ fn list(v: Yaml, key: &'static str) -> Result<Vec<String>, FrontError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -245,5 +261,135 @@ mod tests {
             parse("title: [unclosed\n").unwrap_err(),
             FrontError::Yaml(_)
         ));
+    }
+
+    /// Nine levels of nine aliases: 9⁹ scalars if expanded in full.
+    pub(crate) fn alias_bomb() -> String {
+        let mut yaml = String::from("a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n");
+        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+        {
+            let refs = vec![format!("*{prev}"); 9].join(",");
+            yaml.push_str(&format!("{name}: &{name} [{refs}]\n"));
+        }
+        yaml.push_str("free: true\n");
+        yaml
+    }
+
+    #[test]
+    fn yaml_alias_bomb_is_bounded_and_private() {
+        let bomb = alias_bomb();
+        assert!(bomb.len() < 400, "{}", bomb.len());
+        let start = std::time::Instant::now();
+        let e = parse(&bomb).unwrap_err();
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(e, FrontError::Limit(Limit::Nodes));
+        assert_eq!(
+            e.to_string(),
+            "front matter exceeds 10000 nodes after alias expansion"
+        );
+    }
+
+    #[test]
+    fn yaml_alias_bomb_of_long_text_is_bounded() {
+        // Few nodes, but each alias copies 32 KiB.
+        let yaml = format!(
+            "a: &a '{}'\nb: [{}]\n",
+            "x".repeat(32 * 1024),
+            vec!["*a"; 64].join(",")
+        );
+        assert_eq!(parse(&yaml).unwrap_err(), FrontError::Limit(Limit::Text));
+    }
+
+    #[test]
+    fn yaml_alias_nesting_bomb_is_bounded() {
+        // Each alias is shallow where it is written, deep once expanded.
+        let deep = format!("{}x{}", "[".repeat(40), "]".repeat(40));
+        let yaml = format!("a: &a {deep}\nb: {}*a{}\n", "[".repeat(30), "]".repeat(30));
+        assert_eq!(parse(&yaml).unwrap_err(), FrontError::Limit(Limit::Depth));
+    }
+
+    #[test]
+    fn yaml_nested_anchors_copies_are_bounded() {
+        // 260 nodes, but each of the 60 anchors keeps a copy of what it encloses.
+        let open: String = (0..60).map(|i| format!("&a{i} [")).collect();
+        let yaml = format!("k: {open}{}{}\n", vec!["1"; 200].join(","), "]".repeat(60));
+        assert_eq!(parse(&yaml).unwrap_err(), FrontError::Limit(Limit::Nodes));
+    }
+
+    #[test]
+    fn front_matter_past_its_size_bound_is_rejected_unparsed() {
+        let yaml = format!("title: ok\nfiller: '{}'\n", "x".repeat(BYTES_MAX));
+        assert_eq!(parse(&yaml).unwrap_err(), FrontError::Limit(Limit::Bytes));
+        assert_eq!(
+            parse(&yaml).unwrap_err().to_string(),
+            "front matter exceeds 65536 bytes"
+        );
+    }
+
+    #[test]
+    fn deeply_nested_flow_sequences_are_bounded() {
+        // Deeper than yaml_rust2's own flow limit (255, met by its scanner, which
+        // reads ahead of the parser) and than the stack would take if anything
+        // recursed per level; run on a test thread's small stack.
+        for depth in [DEPTH_MAX + 1, 200, 255, 10_000, 30_000] {
+            let yaml = format!("k: {}{}", "[".repeat(depth), "]".repeat(depth));
+            let e = parse(&yaml).unwrap_err();
+            let bounded = match &e {
+                FrontError::Limit(l) => *l == Limit::Depth || *l == Limit::Bytes,
+                FrontError::Yaml(m) => depth > 255 && m.contains("recursion limit"),
+                _ => false,
+            };
+            assert!(bounded, "{depth}: {e}");
+        }
+        let ok = format!(
+            "k: {}{}",
+            "[".repeat(DEPTH_MAX - 1),
+            "]".repeat(DEPTH_MAX - 1)
+        );
+        assert!(parse(&ok).is_ok(), "the root mapping and 63 lists fit");
+    }
+
+    #[test]
+    fn deeply_nested_block_sequences_and_mappings_are_bounded() {
+        let seqs = format!("k:\n{}x\n", "- ".repeat(20_000));
+        assert_eq!(parse(&seqs).unwrap_err(), FrontError::Limit(Limit::Depth));
+        let maps: String = (0..200)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert_eq!(parse(&maps).unwrap_err(), FrontError::Limit(Limit::Depth));
+    }
+
+    #[test]
+    fn the_node_bound_is_exact() {
+        // The mapping, its key and the list are three nodes.
+        let list = |n: usize| format!("k: [{}]\n", vec!["1"; n].join(","));
+        assert!(parse(&list(NODES_MAX - 3)).is_ok());
+        assert_eq!(
+            parse(&list(NODES_MAX - 2)).unwrap_err(),
+            FrontError::Limit(Limit::Nodes)
+        );
+    }
+
+    #[test]
+    fn anchors_and_aliases_within_bounds_still_work() {
+        let fm = parse("tags: &t [rust, web]\naliases: *t\ntitle: &x T\nfree: true\n").unwrap();
+        assert_eq!(fm.tags, vec!["rust", "web"]);
+        assert_eq!(fm.aliases, fm.tags);
+        assert_eq!(fm.title.as_deref(), Some("T"));
+        assert!(fm.free);
+        // A self-referencing alias is not expanded.
+        assert!(parse("a: &a [*a]\n").is_ok());
+        assert!(matches!(
+            parse("a: 1\na: 2\n").unwrap_err(),
+            FrontError::Yaml(m) if m.contains("duplicated key")
+        ));
+        assert!(matches!(
+            parse("a: *nowhere\n").unwrap_err(),
+            FrontError::Yaml(_)
+        ));
+        assert_eq!(parse("# only a comment\n").unwrap(), FrontMatter::default());
+        assert!(parse("free: !!bool true\n").unwrap().free);
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::front::FrontError;
 use crate::note::Note;
 
 /// A problem met while loading, with the file it concerns.
@@ -51,6 +52,14 @@ pub struct Vault {
     /// For each note, its wikilinks' targets (`None`: broken), in link order.
     resolved: Vec<Vec<Option<usize>>>,
     warnings: Vec<Warning>,
+}
+
+/// The warning for a note whose front matter was rejected (it is then private).
+fn front_warning(n: &Note) -> Option<Warning> {
+    n.front_error.as_ref().map(|e| Warning {
+        path: n.path.clone(),
+        message: format!("{e}; the note is treated as private"),
+    })
 }
 
 /// A file's version from its size and modification time (nanoseconds), not
@@ -119,12 +128,7 @@ impl Vault {
             if rel.ends_with(".md") {
                 let stamp = file_stamp(&root.join(&rel));
                 if let Some(&(_, n)) = reuse.get(rel.as_str()).filter(|(s, _)| *s == stamp) {
-                    if let Some(e) = &n.front_error {
-                        warnings.push(Warning {
-                            path: rel.clone(),
-                            message: format!("{e}; the note is treated as private"),
-                        });
-                    }
+                    warnings.extend(front_warning(n));
                     notes.push(n.clone());
                     stamps.push(stamp);
                     continue;
@@ -133,12 +137,11 @@ impl Vault {
                     Ok(bytes) => {
                         let n = Note::parse(&rel, &bytes);
                         stamps.push(stamp);
-                        if let Some(e) = &n.front_error {
-                            warnings.push(Warning {
-                                path: rel.clone(),
-                                message: format!("{e}; the note is treated as private"),
-                            });
+                        if let Some(e @ FrontError::Limit(_)) = &n.front_error {
+                            // Past a bound: likely hostile, logged as an error when read.
+                            tracing::error!(path = %rel, "{e}; the note is treated as private");
                         }
+                        warnings.extend(front_warning(&n));
                         notes.push(n);
                     }
                     Err(e) => warnings.push(Warning {
@@ -396,6 +399,79 @@ mod tests {
         // Reloading a reload keeps working (stamps carried over).
         let x = Vault::reload(dir.path(), &w).unwrap();
         assert_eq!(x.notes().len(), 3);
+    }
+
+    #[test]
+    fn yaml_alias_bomb_is_bounded_and_private_and_the_other_notes_load() {
+        let bomb = format!("---\n{}---\nBoom.\n", crate::front::tests::alias_bomb());
+        let (_d, v) = vault(&[
+            ("bomb.md", &bomb),
+            ("Home.md", "---\nfree: true\n---\nSee [[Other]]."),
+            ("Other.md", "---\nfree: true\n---\nHello."),
+        ]);
+        assert_eq!(v.notes().len(), 3);
+        let b = &v.notes()[v.resolve("bomb").unwrap()];
+        assert_eq!(
+            b.visibility(),
+            crate::Visibility::Private,
+            "despite free: true"
+        );
+        assert_eq!(b.body, "Boom.\n");
+        let w: Vec<&Warning> = v
+            .warnings()
+            .iter()
+            .filter(|w| w.path == "bomb.md")
+            .collect();
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            w[0].message,
+            "front matter exceeds 10000 nodes after alias expansion; the note is treated as private"
+        );
+        for name in ["home", "other"] {
+            let n = &v.notes()[v.resolve(name).unwrap()];
+            assert_eq!(n.visibility(), crate::Visibility::Public);
+        }
+        assert_eq!(v.backlinks(v.resolve("other").unwrap()).len(), 1);
+    }
+
+    #[test]
+    fn a_note_past_a_front_matter_bound_is_logged_as_an_error_naming_file_and_limit() {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        let bomb = format!("---\n{}---\n", crate::front::tests::alias_bomb());
+        tracing::subscriber::with_default(subscriber, || {
+            vault(&[
+                ("Notes/bomb.md", &bomb),
+                ("ok.md", "---\nfree: true\n---\n"),
+            ])
+        });
+        let text = String::from_utf8(log.lock().unwrap().clone()).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("ERROR"))
+            .expect("an error line");
+        assert!(line.contains("Notes/bomb.md"), "{line}");
+        assert!(
+            line.contains("exceeds 10000 nodes after alias expansion"),
+            "{line}"
+        );
+    }
+
+    /// A log writer appending to a shared buffer.
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]

@@ -410,6 +410,159 @@ fn update_upserts_changed_notes_and_removes_deleted_ones() {
     assert_eq!(index.note_count().unwrap(), 3);
 }
 
+/// Public notes about bread; five private notes and two drafts that share their words.
+fn bread_vault(private: bool, drafts: bool) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = [
+        (
+            "Bread/Sourdough.md",
+            "---\nfree: true\ntags: [baking]\n---\nA sourdough starter needs flour and water. Feed the starter daily.",
+        ),
+        (
+            "Bread/Rye.md",
+            "---\nfree: true\n---\nRye flour makes a dense loaf; a little sourdough helps the rise.",
+        ),
+        (
+            "Bread/Focaccia.md",
+            "---\nfree: true\n---\nOlive oil, flour, salt and a long rise.",
+        ),
+        (
+            "Home.md",
+            "---\nfree: true\n---\nNotes on [[Sourdough]] and [[Rye]] bread.",
+        ),
+    ]
+    .iter()
+    .map(|(p, t)| (p.to_string(), t.to_string()))
+    .collect();
+    // Notes on other things, so that the bread words are rare enough for bm25 to
+    // weigh (a word in most notes has a floor IDF, which would hide differences).
+    for (i, topic) in ["hiking boots", "tax forms", "garden beds", "bike repair"]
+        .iter()
+        .enumerate()
+    {
+        files.push((
+            format!("Other/{i}.md"),
+            format!("---\nfree: true\n---\nSomething about {topic}, and a long walk."),
+        ));
+    }
+    for i in 0..5 {
+        files.push((
+            format!("Private/Bake {i}.md"),
+            format!("---\ntags: [baking]\n---\nStarter log {i}: sourdough, flour, water, more sourdough flour. See [[Sourdough]] and [[Home]]."),
+        ));
+    }
+    files.truncate(if private { 13 } else { 8 });
+    if drafts {
+        for i in 0..2 {
+            files.push((
+                format!("Drafts/Loaf {i}.md"),
+                format!("---\ndraft: true\n---\nA sourdough rye loaf, flour everywhere, draft {i}. [[Rye]]"),
+            ));
+        }
+    }
+    files
+}
+
+fn own(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
+fn indexed_owned(files: &[(String, String)]) -> (tempfile::TempDir, Vault, SearchIndex) {
+    indexed(&own(files))
+}
+
+const BREAD_QUERIES: [&str; 8] = [
+    "sourdough",
+    "flour",
+    "sourdough starter",
+    "\"sourdough starter\"",
+    "sour*",
+    "baking",
+    "rye flour",
+    "rise",
+];
+
+/// Every audience's answers to [`BREAD_QUERIES`], for a search prefix too.
+fn answers(index: &SearchIndex, audience: Visibility) -> Vec<Results> {
+    BREAD_QUERIES
+        .iter()
+        .flat_map(|q| {
+            [
+                index.search(q, audience, 10),
+                index.search_as_you_type(q, audience, 10),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn search_scores_do_not_depend_on_private_notes() {
+    let (_a, _v, public_only) = indexed_owned(&bread_vault(false, false));
+    let (_b, _w, with_private) = indexed_owned(&bread_vault(true, false));
+    let (_c, _x, with_drafts) = indexed_owned(&bread_vault(true, true));
+    let anonymous = answers(&public_only, Visibility::Public);
+    assert!(anonymous.iter().all(|r| !r.hits.is_empty()));
+    // Exactly the same hits, snippets and scores (f64 equality) for an anonymous
+    // reader, however many private notes and drafts share the words.
+    assert_eq!(answers(&with_private, Visibility::Public), anonymous);
+    assert_eq!(answers(&with_drafts, Visibility::Public), anonymous);
+    // And a signed-in reader's are not moved by the drafts only admins see.
+    assert_eq!(
+        answers(&with_drafts, Visibility::Private),
+        answers(&with_private, Visibility::Private)
+    );
+    // Readers with access still find what they may read.
+    let signed_in = with_drafts.search("starter log", Visibility::Private, 10);
+    assert_eq!(signed_in.hits.len(), 5, "{signed_in:?}");
+    assert!(paths(&signed_in).iter().all(|p| p.starts_with("Private/")));
+    let admin = paths(&with_drafts.search("sourdough", Visibility::Draft, 20)).len();
+    // Anonymous scores are real weights, not bm25's floor for very common words.
+    assert!(
+        anonymous.iter().all(|r| r.hits[0].score > 0.1),
+        "{anonymous:?}"
+    );
+    assert_eq!(admin, 3 + 5 + 2);
+}
+
+#[test]
+fn search_scores_do_not_depend_on_private_notes_after_updates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("vault");
+    let v1 = write_vault(&root, &own(&bread_vault(false, false)));
+    let index = SearchIndex::open(&db(&tmp)).unwrap();
+    index.reindex(&v1).unwrap();
+    let anonymous = answers(&index, Visibility::Public);
+    // Private notes and drafts arrive one update at a time.
+    let v2 = write_vault(&root, &own(&bread_vault(true, true)));
+    let added: Vec<usize> = (0..v2.notes().len())
+        .filter(|&i| v2.notes()[i].visibility() != Visibility::Public)
+        .collect();
+    assert_eq!(added.len(), 7);
+    for &i in &added {
+        index.update(&v2, &[i], &[]).unwrap();
+    }
+    assert_eq!(answers(&index, Visibility::Public), anonymous);
+    // A private note made public counts, once public; made private again, it no
+    // longer does.
+    let private_only = answers(&index, Visibility::Private);
+    std::fs::write(
+        root.join("Private/Bake 0.md"),
+        "---\nfree: true\n---\nStarter log 0: sourdough.",
+    )
+    .unwrap();
+    let v3 = Vault::reload(&root, &v2).unwrap();
+    let bake0 = v3.resolve("Bake 0").unwrap();
+    index.update(&v3, &[bake0], &[]).unwrap();
+    assert_ne!(answers(&index, Visibility::Public), anonymous);
+    index
+        .update(&v3, &[], &["Private/Bake 0.md".to_owned()])
+        .unwrap();
+    assert_eq!(answers(&index, Visibility::Public), anonymous);
+    assert_ne!(answers(&index, Visibility::Private), private_only);
+}
+
 #[test]
 fn a_page_shared_by_two_notes_is_indexed_once() {
     let (_t, v, index) = indexed(&[
@@ -453,6 +606,46 @@ fn an_index_of_another_schema_version_is_rebuilt_empty() {
         .search("persimmon", Visibility::Draft, 10)
         .hits
         .is_empty());
+}
+
+#[test]
+fn an_index_with_one_table_for_every_audience_is_rebuilt() {
+    // Schema 2: one FTS table whose bm25 counted every audience's notes.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(db(&tmp).parent().unwrap()).unwrap();
+    let c = rusqlite::Connection::open(db(&tmp)).unwrap();
+    c.execute_batch(
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE,
+             url TEXT NOT NULL, title TEXT NOT NULL, tags TEXT NOT NULL,
+             body TEXT NOT NULL, visibility INTEGER NOT NULL, version INTEGER NOT NULL);
+         CREATE VIRTUAL TABLE notes_fts USING fts5(title, tags, body,
+             content = 'notes', content_rowid = 'id');
+         INSERT INTO notes VALUES (1, 'A.md', '/a', 'A', '', 'Persimmons.', 0, 1);
+         INSERT INTO notes_fts (notes_fts) VALUES ('rebuild');
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(c);
+    let index = SearchIndex::open(&db(&tmp)).unwrap();
+    assert_eq!(index.note_count().unwrap(), 0, "rebuilt empty");
+    let vault = write_vault(
+        &tmp.path().join("vault"),
+        &[("A.md", "---\nfree: true\n---\nPersimmons.")],
+    );
+    index.reindex(&vault).unwrap();
+    assert_eq!(
+        paths(&index.search("persimmon", Visibility::Public, 10)),
+        ["A.md"]
+    );
+    let c = rusqlite::Connection::open(db(&tmp)).unwrap();
+    let old: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'notes_fts'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(old, 0, "the shared table is gone");
 }
 
 #[test]

@@ -2,11 +2,12 @@
 //! one read transaction so that every stage sees the same snapshot.
 //!
 //! Key decisions:
-//! - **The audience is a rowid range.** Rowids are `visibility << 32 | rank`, so
-//!   `rowid < (audience + 1) << 32` is every note the audience may read, and FTS5
-//!   seeks within it instead of returning notes a join then drops. The last stage
-//!   joins `notes` and checks `visibility <= audience` again: a mistake in the rowid
-//!   scheme would lose hits, never leak them.
+//! - **The audience's own FTS table** ([`super::store::FTS_TABLES`]): every
+//!   statement reads the table holding exactly the notes the audience may read, so
+//!   bm25 ranks among those only. Two checks stay behind it: the rowid range
+//!   (`rowid < (audience + 1) << 32`, as rowids are `visibility << 32 | rank`) and,
+//!   in the last stage, `visibility <= audience` on `notes`: a mistake in the tables
+//!   or the rowid scheme would lose hits, never leak them.
 //! - **Bounded ranking.** bm25 costs about a microsecond per matching note; a word in
 //!   most notes of a 10,000-note vault would cost milliseconds. Past
 //!   `candidates_max` matches, bm25 ranks only the matches with the best static rank
@@ -25,28 +26,30 @@
 //!   ([`super::snippet`]), with no further `MATCH` scan.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::snippet::Matcher;
+use super::store::FTS_TABLES;
 use super::text::snippet_html;
 use super::Hit;
 
+/// The statements below name the FTS table `{fts}`; [`Statements`] has them for
+/// each audience's table.
+const FTS: &str = "{fts}";
+
 /// bm25 weights: title, tags, body.
-macro_rules! bm25 {
-    () => {
-        "bm25(notes_fts, 10.0, 4.0, 1.0)"
-    };
-}
+const BM25: &str = "bm25({fts}, 10.0, 4.0, 1.0)";
 
 /// The rowid of the `?3`-th match in the audience's range (`< ?2`), if there are so
 /// many.
 const CUTOFF_SQL: &str =
-    "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid < ?2 LIMIT 1 OFFSET ?3";
+    "SELECT rowid FROM {fts} WHERE {fts} MATCH ?1 AND rowid < ?2 LIMIT 1 OFFSET ?3";
 
 /// The first `?4` title matches (`?1` is a title-only query) in `(?2, ?3)`, by
 /// static rank; [`TOP_SQL`] then scores them under the whole query with the rest.
-const TITLE_SQL: &str = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1
+const TITLE_SQL: &str = "SELECT rowid FROM {fts} WHERE {fts} MATCH ?1
      AND rowid > ?2 AND rowid < ?3 LIMIT ?4";
 
 /// The best `?5` matches among rowids up to `?3` and those in the JSON array `?4`,
@@ -55,28 +58,53 @@ const TITLE_SQL: &str = "SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?1
 /// seeks with (it takes one upper bound); `+rowid` keeps the others filters, and
 /// keeps SQLite from turning the `IN` into lookups, each of which would restart the
 /// query.
-const TOP_SQL: &str = concat!(
-    "SELECT rowid, ",
-    bm25!(),
-    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2
+const TOP_SQL: &str = "SELECT rowid, {bm25} FROM {fts} WHERE {fts} MATCH ?1 AND rowid <= ?2
      AND (+rowid <= ?3 OR +rowid IN (SELECT value FROM json_each(?4)))
-     ORDER BY 2 LIMIT ?5"
-);
+     ORDER BY 2 LIMIT ?5";
 
 /// [`TOP_SQL`] for a phrase query past the bound: the matches of the phrase query
 /// `?3` up to `?4` and those in the JSON array `?5`, ranked by bm25 of `?1`, the same
 /// words without phrases, all at most `?2`. bm25 of a phrase counts its documents by
 /// checking the phrase in every note holding its words (~2 ms for `"of time"` in
 /// 10,000 notes); bm25 of the words reads their doclists only.
-const TOP_WORDS_SQL: &str = concat!(
-    "SELECT rowid, ",
-    bm25!(),
-    " FROM notes_fts WHERE notes_fts MATCH ?1 AND rowid <= ?2
+const TOP_WORDS_SQL: &str = "SELECT rowid, {bm25} FROM {fts} WHERE {fts} MATCH ?1 AND rowid <= ?2
      AND +rowid IN (
-        SELECT rowid FROM notes_fts WHERE notes_fts MATCH ?3 AND rowid <= ?4
+        SELECT rowid FROM {fts} WHERE {fts} MATCH ?3 AND rowid <= ?4
         UNION ALL SELECT value FROM json_each(?5))
-     ORDER BY 2 LIMIT ?6"
-);
+     ORDER BY 2 LIMIT ?6";
+
+/// The statements above for one audience's FTS table.
+pub(super) struct Statements {
+    cutoff: String,
+    title: String,
+    top: String,
+    top_words: String,
+}
+
+impl Statements {
+    fn for_table(table: &str) -> Statements {
+        let sql = |template: &str| template.replace("{bm25}", BM25).replace(FTS, table);
+        Statements {
+            cutoff: sql(CUTOFF_SQL),
+            title: sql(TITLE_SQL),
+            top: sql(TOP_SQL),
+            top_words: sql(TOP_WORDS_SQL),
+        }
+    }
+
+    /// The statements of the audience of visibility code `visibility`.
+    pub(super) fn of(visibility: i64) -> &'static Statements {
+        static ALL: LazyLock<Vec<Statements>> = LazyLock::new(|| {
+            FTS_TABLES
+                .iter()
+                .map(|t| Statements::for_table(t))
+                .collect()
+        });
+        let i = usize::try_from(visibility).unwrap_or(0);
+        // An unknown code gets the narrowest audience's: it can lose hits, never leak.
+        ALL.get(i).unwrap_or(&ALL[0])
+    }
+}
 
 /// Title, page, path and body of the notes in the JSON array `?1` that the audience
 /// (`?2`) may read: primary-key lookups, the snippets made in Rust
@@ -95,6 +123,8 @@ pub(super) struct Ask<'a> {
     pub end: i64,
     /// The audience's visibility code.
     pub visibility: i64,
+    /// The statements for the audience's FTS table.
+    pub sql: &'static Statements,
     /// Hits wanted (> 0).
     pub limit: usize,
     /// Matches ranked exactly before ranking is bounded.
@@ -123,7 +153,7 @@ fn cutoff(
     ask: &Ask<'_>,
     candidates: usize,
 ) -> rusqlite::Result<Option<i64>> {
-    c.prepare_cached(CUTOFF_SQL)?
+    c.prepare_cached(&ask.sql.cutoff)?
         .query_row(params![fts, ask.end, candidates as i64], |r| r.get(0))
         .optional()
 }
@@ -174,7 +204,7 @@ fn top(
     extra: &[i64],
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let bound = extra.iter().copied().fold(last, i64::max);
-    let mut stmt = c.prepare_cached(TOP_SQL)?;
+    let mut stmt = c.prepare_cached(&ask.sql.top)?;
     let rows = stmt.query_map(
         params![
             ask.fts,
@@ -196,7 +226,7 @@ fn top_by_words(
     extra: &[i64],
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let bound = extra.iter().copied().fold(last, i64::max);
-    let mut stmt = c.prepare_cached(TOP_WORDS_SQL)?;
+    let mut stmt = c.prepare_cached(&ask.sql.top_words)?;
     let rows = stmt.query_map(
         params![
             ask.words,
@@ -213,7 +243,7 @@ fn top_by_words(
 
 /// Rowids past `cutoff` whose title matches the whole query.
 fn title_matches(c: &Connection, ask: &Ask<'_>, cutoff: i64) -> rusqlite::Result<Vec<i64>> {
-    let mut stmt = c.prepare_cached(TITLE_SQL)?;
+    let mut stmt = c.prepare_cached(&ask.sql.title)?;
     let title_fts = format!("{{title}} : ({})", ask.fts);
     let rows = stmt.query_map(params![title_fts, cutoff, ask.end, ask.limit as i64], |r| {
         r.get(0)

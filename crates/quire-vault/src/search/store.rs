@@ -3,13 +3,20 @@
 //!
 //! Key decisions:
 //! - **Rowids carry the audience and the static rank**: `visibility << 32 | rank`,
-//!   rank 1 for the most linked note. Readers find an audience's notes as a rowid
+//!   rank 1 for the most linked note (counting links from notes at most as hidden
+//!   as it: see [`Row::backlinks`]). Readers find an audience's notes as a rowid
 //!   range and the best-linked first ([`super::read`]). A full re-index renumbers;
 //!   an upserted note keeps its rank (moving band if its visibility changed), a new
 //!   one comes last.
-//! - **External content**: the text is stored once, in `notes`; `notes_fts` is only
-//!   the index, rebuilt from `notes` in one statement (`'rebuild'`), and a note is
-//!   removed from it with its old text (`'delete'`).
+//! - **One FTS5 table per audience** ([`FTS_TABLES`]): the table of an audience
+//!   indexes exactly the notes it may read (a public note is in all three, a draft
+//!   in the admins' only), so bm25's statistics — the number of notes, their average
+//!   lengths, how many notes hold a word — are that audience's: no score an
+//!   audience sees depends on a note it may not read (see `super` for the cost).
+//! - **External content**: the text is stored once, in `notes`; each FTS table is
+//!   only an index whose content is a view of `notes` restricted to its audience
+//!   (`audience_public`, …), so each is rebuilt in one statement (`'rebuild'`), and
+//!   a note is removed from the tables holding it with its old text (`'delete'`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,9 +29,19 @@ use crate::note::Visibility;
 use crate::vault::Vault;
 
 /// `PRAGMA user_version` of the schema below; a file with another is rebuilt.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+/// 3: one FTS table per audience (2 had one `notes_fts` for all).
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
-const SCHEMA: &str = "
+/// The FTS5 table of each audience, by visibility code: it indexes the notes of
+/// that visibility and below.
+pub(super) const FTS_TABLES: [&str; 3] =
+    ["notes_fts_public", "notes_fts_private", "notes_fts_draft"];
+
+/// The view each FTS table takes its content from, by visibility code.
+const CONTENT_VIEWS: [&str; 3] = ["audience_public", "audience_private", "audience_draft"];
+
+/// The notes table; [`fts_schema`] adds each audience's view and FTS table.
+const NOTES_SCHEMA: &str = "
 CREATE TABLE notes (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,
@@ -35,13 +52,47 @@ CREATE TABLE notes (
     visibility INTEGER NOT NULL,
     version INTEGER NOT NULL
 );
-CREATE VIRTUAL TABLE notes_fts USING fts5(
-    title, tags, body,
-    content = 'notes', content_rowid = 'id',
-    tokenize = 'porter unicode61 remove_diacritics 2',
-    prefix = '2 3 4'
-);
 ";
+
+/// The view and FTS table of the audience of visibility `code`.
+fn fts_schema(code: usize) -> String {
+    let (table, view) = (FTS_TABLES[code], CONTENT_VIEWS[code]);
+    format!(
+        "CREATE VIEW {view} AS SELECT id, title, tags, body FROM notes WHERE visibility <= {code};
+         CREATE VIRTUAL TABLE {table} USING fts5(
+             title, tags, body,
+             content = '{view}', content_rowid = 'id',
+             tokenize = 'porter unicode61 remove_diacritics 2',
+             prefix = '2 3 4'
+         );"
+    )
+}
+
+/// Drops whatever an index of any schema version holds, then creates this one's.
+fn recreate_sql() -> String {
+    let mut sql = String::from("DROP TABLE IF EXISTS notes_fts;");
+    for (table, view) in FTS_TABLES.iter().zip(CONTENT_VIEWS) {
+        sql.push_str(&format!(
+            "DROP TABLE IF EXISTS {table}; DROP VIEW IF EXISTS {view};"
+        ));
+    }
+    sql.push_str("DROP TABLE IF EXISTS notes;");
+    sql.push_str(NOTES_SCHEMA);
+    for code in 0..FTS_TABLES.len() {
+        sql.push_str(&fts_schema(code));
+    }
+    sql.push_str(&format!("PRAGMA user_version = {SCHEMA_VERSION};"));
+    sql
+}
+
+/// The FTS tables holding a note of visibility code `visibility`: its audience's
+/// and every wider one's.
+fn tables_holding(visibility: i64) -> &'static [&'static str] {
+    let from = usize::try_from(visibility)
+        .unwrap_or(0)
+        .min(FTS_TABLES.len());
+    &FTS_TABLES[from..]
+}
 
 /// Rowids are `visibility << 32 | rank`: an audience's notes are a rowid range FTS5
 /// seeks within, and within it the rank orders notes by backlinks (most first).
@@ -57,7 +108,9 @@ pub(super) struct Row {
     body: String,
     visibility: i64,
     version: i64,
-    /// Notes linking to it: the static rank.
+    /// Notes linking to it that are at most as hidden as it: the static rank. A
+    /// link from a private note does not lift a public one, so the order in which
+    /// an audience's notes are ranked past the bound depends on its notes only.
     pub(super) backlinks: usize,
 }
 
@@ -84,7 +137,11 @@ pub(super) fn row_of(vault: &Vault, i: usize) -> Option<Row> {
         visibility: visibility_code(n.visibility()),
         // Stored as its bits: SQLite integers are signed.
         version: n.version as i64,
-        backlinks: vault.backlinks(i).len(),
+        backlinks: vault
+            .backlinks(i)
+            .iter()
+            .filter(|&&j| vault.notes()[j].visibility() <= n.visibility())
+            .count(),
     })
 }
 
@@ -141,11 +198,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, SearchError> {
             );
         }
         let tx = c.transaction().map_err(&err)?;
-        tx.execute_batch(&format!(
-            "DROP TABLE IF EXISTS notes_fts; DROP TABLE IF EXISTS notes; {SCHEMA}
-             PRAGMA user_version = {SCHEMA_VERSION};"
-        ))
-        .map_err(&err)?;
+        tx.execute_batch(&recreate_sql()).map_err(&err)?;
         tx.commit().map_err(&err)?;
     }
     Ok(c)
@@ -196,18 +249,37 @@ pub(super) fn replace_all(conn: &mut Connection, rows: &[Row]) -> rusqlite::Resu
             ])?;
         }
     }
-    // Rebuilds the FTS index from `notes` (its external content).
-    tx.execute("INSERT INTO notes_fts (notes_fts) VALUES ('rebuild')", [])?;
+    // Rebuilds each audience's FTS index from its view of `notes`.
+    for table in FTS_TABLES {
+        tx.execute(
+            &format!("INSERT INTO {table} ({table}) VALUES ('rebuild')"),
+            [],
+        )?;
+    }
     tx.commit()
 }
 
-/// Removes note `id` from the FTS index (external content: the old text is needed).
-fn unindex(tx: &Connection, id: i64) -> rusqlite::Result<()> {
-    tx.prepare_cached(
-        "INSERT INTO notes_fts (notes_fts, rowid, title, tags, body)
-         SELECT 'delete', id, title, tags, body FROM notes WHERE id = ?1",
-    )?
-    .execute([id])?;
+/// Removes note `id`, of visibility code `visibility`, from the FTS tables holding
+/// it (external content: the old text is needed).
+fn unindex(tx: &Connection, id: i64, visibility: i64) -> rusqlite::Result<()> {
+    for table in tables_holding(visibility) {
+        tx.prepare_cached(&format!(
+            "INSERT INTO {table} ({table}, rowid, title, tags, body)
+             SELECT 'delete', id, title, tags, body FROM notes WHERE id = ?1"
+        ))?
+        .execute([id])?;
+    }
+    Ok(())
+}
+
+/// Adds `r`, stored as note `id`, to the FTS tables of every audience that may read it.
+fn index(tx: &Connection, id: i64, r: &Row) -> rusqlite::Result<()> {
+    for table in tables_holding(r.visibility) {
+        tx.prepare_cached(&format!(
+            "INSERT INTO {table} (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)"
+        ))?
+        .execute(params![id, r.title, r.tags, r.body])?;
+    }
     Ok(())
 }
 
@@ -240,13 +312,13 @@ fn rank_next(tx: &Connection) -> rusqlite::Result<i64> {
 /// Inserts or replaces the note at `r.path`. A note keeps its rank; a new one comes
 /// last.
 pub(super) fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
-    let old: Option<i64> = tx
-        .prepare_cached("SELECT id FROM notes WHERE path = ?1")?
-        .query_row([&r.path], |row| row.get(0))
+    let old: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT id, visibility FROM notes WHERE path = ?1")?
+        .query_row([&r.path], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
     let id = match old {
-        Some(old) => {
-            unindex(tx, old)?;
+        Some((old, visibility)) => {
+            unindex(tx, old, visibility)?;
             let id = rowid(r.visibility, old & RANK_MASK);
             tx.prepare_cached(
                 "UPDATE notes SET id = ?2, url = ?3, title = ?4, tags = ?5, body = ?6,
@@ -283,19 +355,17 @@ pub(super) fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
             id
         }
     };
-    tx.prepare_cached("INSERT INTO notes_fts (rowid, title, tags, body) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![id, r.title, r.tags, r.body])?;
-    Ok(())
+    index(tx, id, r)
 }
 
 /// Removes the note at `path`, if indexed.
 pub(super) fn remove(tx: &Connection, path: &str) -> rusqlite::Result<()> {
-    let id: Option<i64> = tx
-        .prepare_cached("SELECT id FROM notes WHERE path = ?1")?
-        .query_row([path], |row| row.get(0))
+    let old: Option<(i64, i64)> = tx
+        .prepare_cached("SELECT id, visibility FROM notes WHERE path = ?1")?
+        .query_row([path], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    if let Some(id) = id {
-        unindex(tx, id)?;
+    if let Some((id, visibility)) = old {
+        unindex(tx, id, visibility)?;
         tx.prepare_cached("DELETE FROM notes WHERE id = ?1")?
             .execute([id])?;
     }
