@@ -13,6 +13,9 @@
 //! - Sessions are signed cookies (`quire_vault::readers::Sessions`), checked against
 //!   the users file on every request, so removing or demoting a user takes effect at
 //!   once. Failed sign-ins are throttled per name and per address.
+//! - **After signing in, only a path on this site is a target** (`routes::local_target`):
+//!   `next` arrives both in `GET /login?next=` (put into the form) and in the form's
+//!   field, and is checked on both ways in.
 //! - The address is the last `X-Forwarded-For` entry, the one quire itself appended
 //!   for the connection's peer; earlier entries come from the client and are ignored.
 
@@ -84,7 +87,7 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let name = field(&form, "name").unwrap_or_default();
     let password = field(&form, "password").unwrap_or_default();
     let next = field(&form, "next").unwrap_or_else(|| "/".into());
-    let next = local_target(&next).to_owned();
+    let next = local_target(&next);
     let ip = peer(headers);
     let now = SystemTime::now();
     let again = |status: StatusCode, error: &str| {

@@ -487,6 +487,68 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
 }
 
+/// The sign-in form's hidden `next` value, HTML escapes of `/` undone.
+fn form_next(html: &str) -> String {
+    let (_, rest) = html
+        .split_once(r#"name="next" value=""#)
+        .expect("a next field");
+    rest.split('"').next().unwrap_or("").replace("&#x2f;", "/")
+}
+
+/// `next` reaches the redirect after signing in two ways: the query of `GET /login`
+/// (put into the form's hidden field) and the form field of `POST /login`. A tab in
+/// it (`/\t/evil.example`, which browsers read as `//evil.example`) must leave the
+/// site by neither.
+#[test]
+fn open_redirect_via_tab_is_refused() {
+    let r = start(false);
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    for hostile in [
+        "%2F%09%2Fevil.example",
+        "%2F%2509%2Fevil.example",
+        "%2F%5Cevil.example",
+    ] {
+        let page = get(r.addr, &format!("/login?next={hostile}"));
+        assert_eq!(page.status, 200);
+        assert_eq!(form_next(&page.body), "/", "{hostile}: the form's next");
+    }
+    for hostile in [
+        "%2F%09%2Fevil.example",
+        "%2F%2F%09evil.example",
+        "%2F%5Cevil.example",
+    ] {
+        let wrong = get_with(
+            r.addr,
+            "POST",
+            "/login",
+            form,
+            &format!("name=reader&password=wrong&next={hostile}"),
+        );
+        assert_eq!(
+            form_next(&wrong.body),
+            "/",
+            "{hostile}: the form shown again"
+        );
+    }
+    let ok = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=reader-demo-password&next=%2F%09%2Fevil.example",
+    );
+    assert_eq!(ok.status, 303);
+    assert_eq!(ok.header("location"), Some("/"));
+    let good = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=reader-demo-password&next=%2Fnotes%2Fa%3Fx%3D1%23y",
+    );
+    assert_eq!(good.header("location"), Some("/notes/a?x=1#y"));
+}
+
 /// Pages that bypass the cache are compressed per request into a coding the client
 /// accepts, and decode to exactly the page an identity request gets.
 #[test]
