@@ -12,7 +12,10 @@
 //!   requests that carry no cookie at all, so it can never hold a reader's view.
 //! - Sessions are signed cookies (`quire_vault::readers::Sessions`), checked against
 //!   the users file on every request, so removing or demoting a user takes effect at
-//!   once. Failed sign-ins are throttled per name and per address.
+//!   once.
+//! - **Failed sign-ins are throttled per (account, client), per client and, loosely,
+//!   per account** (`quire_vault::readers::LoginLimiter`): one client cannot lock
+//!   another out, and a refusal is a 429 with `Retry-After`.
 //! - **After signing in, only a path on this site is a target** (`routes::local_target`):
 //!   `next` arrives both in `GET /login?next=` (put into the form) and in the form's
 //!   field, and is checked on both ways in.
@@ -107,14 +110,16 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
             ),
         }
     };
-    if !l.limiter.allow(&name, ip, now) {
-        return again(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many failed attempts. Wait a few minutes and try again.",
-        );
+    if let Err(wait) = l.limiter.check(&name, ip, now) {
+        tracing::info!(%ip, wait_secs = wait.as_secs(), "sign-in throttled");
+        let message = format!("Too many failed attempts. Try again in {}.", spoken(wait));
+        // RFC 9110 §10.2.3: seconds until this client may try this account again.
+        return again(StatusCode::TOO_MANY_REQUESTS, &message)
+            .with(header::RETRY_AFTER, wait.as_secs().max(1).to_string());
     }
     match l.users.verify(&name, &password) {
         Some(reader) => {
+            l.limiter.succeeded(&name, ip);
             let cookie = l.sessions.issue(&reader, now);
             tracing::info!(reader = %reader.name, "signed in");
             Reply::redirect(&next).with(
@@ -125,6 +130,17 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
         None => {
             l.limiter.failed(&name, ip, now);
             again(StatusCode::OK, "Wrong name or password.")
+        }
+    }
+}
+
+/// A wait as a reader would say it: "30 seconds", "1 minute", "15 minutes".
+fn spoken(wait: Duration) -> String {
+    match wait.as_secs() {
+        s @ 0..=59 => format!("{} second{}", s.max(1), if s > 1 { "s" } else { "" }),
+        s => {
+            let m = s.div_ceil(60);
+            format!("{m} minute{}", if m > 1 { "s" } else { "" })
         }
     }
 }

@@ -487,6 +487,29 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
 }
 
+/// A throttled sign-in is a 429 that says when to try again, through quire-server.
+#[test]
+fn lockout_answers_retry_after() {
+    let r = start(false);
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let attempt = || get_with(r.addr, "POST", "/login", form, "name=admin&password=guess");
+    for _ in 0..5 {
+        assert_eq!(attempt().status, 200);
+    }
+    let refused = attempt();
+    assert_eq!(refused.status, 429);
+    let secs: u64 = refused
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .expect("delay-seconds");
+    assert!((1..=30).contains(&secs), "{secs}");
+    assert!(refused
+        .header("cache-control")
+        .unwrap()
+        .contains("no-store"));
+}
+
 /// The sign-in form's hidden `next` value, HTML escapes of `/` undone.
 fn form_next(html: &str) -> String {
     let (_, rest) = html
