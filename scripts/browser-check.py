@@ -104,13 +104,13 @@ def private_note(vault):
 
 
 def copy_vault(dst):
-    """examples/vault without its search index, view counts and session key."""
+    """examples/vault without its search index, view counts, session key and sign-outs."""
     src = os.path.join(ROOT, "examples", "vault")
 
     def skip(d, names):
         if os.path.basename(d) != ".quire":
             return []
-        return [n for n in names if ".db" in n or n == "secret"]
+        return [n for n in names if ".db" in n or n in ("secret", "sessions")]
 
     shutil.copytree(src, dst, ignore=skip)
 

@@ -40,7 +40,7 @@ impl Vault {
 
     /// The sessions as a (re)started site loads them.
     fn sessions(&self) -> Sessions {
-        Sessions::load_or_create(&self.path("secret"), HOUR).unwrap()
+        Sessions::load_or_create(&self.path("secret"), &self.path("sessions"), HOUR).unwrap()
     }
 
     /// `POST /login` from `ip` with `name` and `password`.
@@ -177,4 +177,71 @@ fn lockout_answers_retry_after() {
     assert!((1..=30).contains(&secs), "{secs}");
     let page = String::from_utf8_lossy(&r.body);
     assert!(page.contains("Try again in"), "{page}");
+}
+
+/// Sign in, copy the cookie, sign out: the copy no longer signs anyone in, and a
+/// restarted site (the table reloaded from `.quire/sessions`) refuses it too.
+#[test]
+fn signed_out_cookie_is_refused() {
+    let v = Vault::new();
+    let (s, l) = (v.sessions(), limiter());
+    let signed_in = v.login(&s, &l, "192.0.2.10", ADMIN);
+    let copy = cookie(&signed_in);
+    let other_device = cookie(&v.login(&s, &l, "198.51.100.20", ADMIN));
+    assert!(auth::viewer(&copy, &s, &v.users).is_some());
+
+    let out = auth::logout(&copy, &s, &v.users);
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(field(&out, &header::SET_COOKIE)
+        .unwrap()
+        .contains("Max-Age=0"));
+    assert!(
+        auth::viewer(&copy, &s, &v.users).is_none(),
+        "the copied cookie"
+    );
+    assert!(
+        auth::viewer(&other_device, &s, &v.users).is_none(),
+        "signed out everywhere"
+    );
+
+    let restarted = v.sessions();
+    assert!(
+        auth::viewer(&copy, &restarted, &v.users).is_none(),
+        "after a restart"
+    );
+    let again = cookie(&v.login(&restarted, &l, "192.0.2.10", ADMIN));
+    assert!(
+        auth::viewer(&again, &restarted, &v.users).is_some(),
+        "a new sign-in works"
+    );
+}
+
+/// A page elsewhere (another site, or a sibling subdomain: "same-site") cannot post
+/// the sign-in or sign-out form; this site's pages and tools without a browser can.
+#[test]
+fn cross_site_form_posts_are_refused() {
+    let v = Vault::new();
+    let snap = v.site.snapshot();
+    let with = |fields: &[(&str, &str)]| {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_static("notes.example"));
+        for (n, val) in fields {
+            let name = header::HeaderName::from_bytes(n.as_bytes()).unwrap();
+            h.insert(name, HeaderValue::from_str(val).unwrap());
+        }
+        auth::from_this_site(&h, &snap)
+    };
+    assert!(with(&[("sec-fetch-site", "same-origin")]));
+    assert!(with(&[("sec-fetch-site", "none")]));
+    assert!(!with(&[("sec-fetch-site", "cross-site")]));
+    assert!(!with(&[("sec-fetch-site", "same-site")]));
+    assert!(!with(&[
+        ("sec-fetch-site", "same-site"),
+        ("origin", "https://notes.example")
+    ]));
+    assert!(with(&[("origin", "https://notes.example")]));
+    assert!(!with(&[("origin", "https://evil.example")]));
+    assert!(!with(&[("origin", "null")]));
+    assert!(with(&[]), "curl and other tools");
+    assert_eq!(auth::cross_site().status, StatusCode::FORBIDDEN);
 }

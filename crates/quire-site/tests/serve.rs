@@ -26,7 +26,7 @@ fn copy_dir(from: &Path, to: &Path) {
         let e = e.unwrap();
         let name = e.file_name();
         let n = name.to_string_lossy();
-        if n.ends_with(".db") || n.contains(".db-") || n == "secret" {
+        if n.ends_with(".db") || n.contains(".db-") || n == "secret" || n == "sessions" {
             continue;
         }
         let dst = to.join(&name);
@@ -45,6 +45,25 @@ fn example_vault() -> PathBuf {
 fn start(watch: bool) -> Running {
     let vault = tempfile::tempdir().unwrap();
     copy_dir(&example_vault(), vault.path());
+    start_on(vault, watch)
+}
+
+/// Stops `r` (server, site, cache) and serves its vault again, as after a restart.
+fn restart(r: Running) -> Running {
+    let Running {
+        vault,
+        site,
+        ctx,
+        _rt,
+        _watcher,
+        ..
+    } = r;
+    drop((_watcher, ctx, site));
+    _rt.shutdown_timeout(Duration::from_secs(10));
+    start_on(vault, false)
+}
+
+fn start_on(vault: tempfile::TempDir, watch: bool) -> Running {
     let site = Site::open(vault.path()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -485,6 +504,55 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
     let out = get_with(r.addr, "POST", "/logout", &with, "");
     assert_eq!(out.status, 303);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+}
+
+/// Signing out used to clear the cookie in the browser only: a copy kept working until
+/// it expired. Now the copy is refused at once, and after a restart; readers who did
+/// not sign out stay signed in across it.
+#[test]
+fn signed_out_cookie_is_refused() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let private = snap
+        .vault
+        .notes()
+        .iter()
+        .find(|n| n.visibility() == quire_vault::Visibility::Private)
+        .unwrap()
+        .url
+        .clone();
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let sign_in = |r: &Running, who: &str| {
+        let ok = get_with(r.addr, "POST", "/login", form, who);
+        format!("Cookie: {}\r\n", session(&ok).expect("a session cookie"))
+    };
+    let copy = sign_in(&r, "name=reader&password=reader-demo-password");
+    let admin = sign_in(&r, "name=admin&password=admin-demo-password");
+    assert_eq!(get_with(r.addr, "GET", &private, &copy, "").status, 200);
+    let out = get_with(r.addr, "POST", "/logout", &copy, "");
+    assert_eq!(out.status, 303);
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &copy, "").status,
+        404,
+        "the copied cookie no longer signs in"
+    );
+    assert_eq!(get_with(r.addr, "GET", &private, &admin, "").status, 200);
+
+    let r = restart(r);
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &copy, "").status,
+        404,
+        "nor after a restart"
+    );
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &admin, "").status,
+        200,
+        "others stay signed in across a restart"
+    );
+    // A page on another site cannot sign a reader out (nor in).
+    let cross = format!("{admin}Sec-Fetch-Site: cross-site\r\n");
+    assert_eq!(get_with(r.addr, "POST", "/logout", &cross, "").status, 403);
+    assert_eq!(get_with(r.addr, "GET", &private, &admin, "").status, 200);
 }
 
 /// A throttled sign-in is a 429 that says when to try again, through quire-server.
