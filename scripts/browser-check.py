@@ -5,8 +5,9 @@ Chromium is driven over the Chrome DevTools Protocol on pipes (--remote-debuggin
 JSON messages ended by a NUL byte, written to the browser on fd 3 and read from it on
 fd 4), so only the Python standard library is needed. The script publishes a copy of
 examples/vault, loads the index (desktop and mobile), a note (light and dark), the
-search page and the sign-in flow to a private note and back, checks what a reader
-would see, and leaves screenshots and report.json in the out folder.
+search page, signs in with hostile and good `next` targets (it must never leave the
+site), and the sign-in flow to a private note and back, checks what a reader would
+see, and leaves screenshots and report.json in the out folder.
 
     python3 scripts/browser-check.py [--quire target/release/quire] [--out DIR]
                                      [--chromium chromium] [--timeout 90]
@@ -33,6 +34,12 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READER, READER_PASSWORD = "reader", "reader-demo-password"
+EVIL_HOST = "evil.example"
+# `next` values (as written in the query of /login) that would take a reader to
+# EVIL_HOST after signing in if quire let them through: a tab browsers delete (the
+# issue's case), a scheme-relative path, a backslash browsers read as a slash, CR LF.
+HOSTILE_NEXTS = [f"/%09/{EVIL_HOST}", f"//{EVIL_HOST}", f"/%5C{EVIL_HOST}",
+                 f"/%0D%0A/{EVIL_HOST}"]
 
 
 class Timeout(Exception):
@@ -97,13 +104,13 @@ def private_note(vault):
 
 
 def copy_vault(dst):
-    """examples/vault without its search index, view counts and session key."""
+    """examples/vault without its search index, view counts, session key and sign-outs."""
     src = os.path.join(ROOT, "examples", "vault")
 
     def skip(d, names):
         if os.path.basename(d) != ".quire":
             return []
-        return [n for n in names if ".db" in n or n == "secret"]
+        return [n for n in names if ".db" in n or n in ("secret", "sessions")]
 
     shutil.copytree(src, dst, ignore=skip)
 
@@ -127,6 +134,9 @@ class Cdp:
         args = [chromium, "--headless=new", "--disable-gpu", "--no-first-run",
                 "--no-default-browser-check", "--remote-debugging-pipe",
                 f"--user-data-dir={profile}", "--hide-scrollbars", "--mute-audio",
+                # The open-redirect checks' foreign host: should a redirect reach it,
+                # it fails at once instead of waiting on DNS.
+                f"--host-resolver-rules=MAP {EVIL_HOST} ~NOTFOUND",
                 "about:blank"]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")
@@ -350,6 +360,57 @@ def wait_until_up(server, base, log_path, seconds=20):
     raise Timeout(f"quire serve did not answer on {base} within {seconds} s")
 
 
+def sign_in_with_next(cdp, base, nxt):
+    """Opens /login?next=`nxt` (`nxt` already URL-encoded), signs in through the form as
+    the reader; returns (the form's next value, Location of the sign-in's redirect,
+    where the page ended: origin, path and query)."""
+    cdp.navigate(base + "/login?next=" + nxt)
+    form_next = cdp.eval("(document.querySelector('form.login input[name=next]') || {}).value ?? null")
+    cdp.eval(f"(() => {{ const f = document.querySelector('form.login');"
+             f" f.elements.name.value = {json.dumps(READER)};"
+             f" f.elements.password.value = {json.dumps(READER_PASSWORD)}; return 1; }})()")
+    cdp.events = [e for e in cdp.events if e.get("method") != "Network.requestWillBeSent"]
+    try:
+        cdp.navigate(js="document.querySelector('form.login').submit(); 1", timeout=8)
+    except Timeout:
+        pass  # a redirect off the site may never load (blocked, or no such host): see below
+    location = None
+    for e in cdp.events:
+        r = e.get("params", {}).get("redirectResponse") if e.get("method") == "Network.requestWillBeSent" else None
+        if r and urllib.parse.urlsplit(r.get("url", "")).path == "/login":
+            location = {k.lower(): v for k, v in r.get("headers", {}).items()}.get("location")
+    landed = cdp.eval("[location.origin, location.pathname + location.search]")
+    if landed[0] in (None, "null"):  # an error page: say where it was going
+        landed = [cdp.eval("location.href"), ""]
+    return form_next, location, landed
+
+
+def sign_out(cdp):
+    """Signs out with the header's Sign out button, if there is one."""
+    if cdp.eval("!!document.querySelector('header form[action=\"/logout\"]')"):
+        cdp.navigate(js="document.querySelector('header form[action=\"/logout\"]').submit(); 1")
+
+
+def check_sign_in_targets(cdp, base, check):
+    """Signs in through the real form with hostile `next` values: the browser must end
+    on this origin at `/`, never on another host; then with a good one, which it must
+    reach."""
+    origin = urllib.parse.urlsplit(base)
+    origin = f"{origin.scheme}://{origin.netloc}"
+    for nxt in HOSTILE_NEXTS:
+        form_next, location, (at, path) = sign_in_with_next(cdp, base, nxt)
+        check(f"signing in with next={nxt} stays on the site, at /",
+              at == origin and path == "/" and form_next == "/" and location in (None, "/"),
+              f"form next {form_next!r}, Location {location!r}, ended at {at}{path}")
+        sign_out(cdp)
+    good = "/search?q=cache"
+    form_next, location, (at, path) = sign_in_with_next(cdp, base, urllib.parse.quote(good, safe=""))
+    check(f"signing in with next={good} lands on that page",
+          at == origin and path == good and form_next == good,
+          f"form next {form_next!r}, Location {location!r}, ended at {at}{path}")
+    sign_out(cdp)
+
+
 def run_checks(cdp, base, vault, out, check, shots):
     def shot(name):
         path = os.path.join(out, name)
@@ -428,7 +489,10 @@ def run_checks(cdp, base, vault, out, check, shots):
     check("search for '\"unbalanced' is answered without an error", status == 200 and not error,
           f"status {status}; page says {said!r}")
 
-    # 4. Signing in to read a private note, and signing out again.
+    # 4. Sign-in targets: hostile ones land on the site's root, a good one on its page.
+    check_sign_in_targets(cdp, base, check)
+
+    # 5. Signing in to read a private note, and signing out again.
     found = private_note(vault)
     if not found:
         check("the vault has a private note", False, "every note is free or a draft")
@@ -531,7 +595,7 @@ def main():
         cdp.open_page()
         expected_404 = run_checks(cdp, base, vault, out, check, shots)
 
-        # 5. Nothing went wrong in the console over the whole run: no script errors, no
+        # 6. Nothing went wrong in the console over the whole run: no script errors, no
         # CSP violations, no failed loads but the 404s asked for above (and favicons).
         cdp.pump(0.5)
 

@@ -11,10 +11,26 @@
 //!   render is well under a millisecond. The anonymous cache is filled only by
 //!   requests that carry no cookie at all, so it can never hold a reader's view.
 //! - Sessions are signed cookies (`quire_vault::readers::Sessions`), checked against
-//!   the users file on every request, so removing or demoting a user takes effect at
-//!   once. Failed sign-ins are throttled per name and per address.
-//! - The address is the last `X-Forwarded-For` entry, the one quire itself appended
-//!   for the connection's peer; earlier entries come from the client and are ignored.
+//!   the users file and the sign-out table (in memory) on every request, so removing
+//!   or demoting a user takes effect at once.
+//! - **Signing out ends the session server side**: `POST /logout` with the session
+//!   cookie bumps that reader's session generation, so the cookie (and any copy, and
+//!   the reader's sessions on other devices) is refused from then on, across restarts.
+//! - **Failed sign-ins are throttled per (account, client), per client and, loosely,
+//!   per account** (`quire_vault::readers::LoginLimiter`): one client cannot lock
+//!   another out, and a refusal is a 429 with `Retry-After`.
+//! - **After signing in, only a path on this site is a target** (`routes::local_target`):
+//!   `next` arrives both in `GET /login?next=` (put into the form) and in the form's
+//!   field, and is checked on both ways in.
+//! - **Both forms refuse cross-site posts** ([`from_this_site`]): with the session
+//!   cookie `SameSite=Lax` a cross-site post carries no session anyway, but a sibling
+//!   subdomain is "same-site" and login CSRF needs no cookie. The browser's
+//!   `Sec-Fetch-Site` decides (or `Origin` against `Host` when it sends none); tools
+//!   that send neither are let through, since only a browser can be tricked into
+//!   posting. No form token, so templates a vault overrides keep working unchanged.
+//! - The address is the last `X-Forwarded-For` entry: quire-server guarantees the last
+//!   entry it forwards is the client address it resolved (the peer, or the client a
+//!   trusted proxy named); earlier entries come from the client and are ignored.
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
@@ -31,15 +47,19 @@ use crate::reply::{Policy, Reply, HTML};
 use crate::routes::{local_target, percent_decode};
 use crate::snapshot::Snapshot;
 
-/// The reader a request's session cookie names, if it is valid now.
-pub fn viewer(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Option<Viewer> {
-    let now = SystemTime::now();
+/// The session cookie's value in a request, if it has one.
+fn cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .find_map(session_cookie)
-        .and_then(|c| sessions.verify(c, users, now))
+}
+
+/// The reader a request's session cookie names, if it is valid now.
+pub fn viewer(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Option<Viewer> {
+    cookie(headers)
+        .and_then(|c| sessions.verify(c, users, SystemTime::now()))
         .map(|r| Viewer {
             name: r.name.clone(),
             role: r.role.as_str(),
@@ -84,7 +104,7 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let name = field(&form, "name").unwrap_or_default();
     let password = field(&form, "password").unwrap_or_default();
     let next = field(&form, "next").unwrap_or_else(|| "/".into());
-    let next = local_target(&next).to_owned();
+    let next = local_target(&next);
     let ip = peer(headers);
     let now = SystemTime::now();
     let again = |status: StatusCode, error: &str| {
@@ -104,14 +124,16 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
             ),
         }
     };
-    if !l.limiter.allow(&name, ip, now) {
-        return again(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many failed attempts. Wait a few minutes and try again.",
-        );
+    if let Err(wait) = l.limiter.check(&name, ip, now) {
+        tracing::info!(%ip, wait_secs = wait.as_secs(), "sign-in throttled");
+        let message = format!("Too many failed attempts. Try again in {}.", spoken(wait));
+        // RFC 9110 §10.2.3: seconds until this client may try this account again.
+        return again(StatusCode::TOO_MANY_REQUESTS, &message)
+            .with(header::RETRY_AFTER, wait.as_secs().max(1).to_string());
     }
     match l.users.verify(&name, &password) {
         Some(reader) => {
+            l.limiter.succeeded(&name, ip);
             let cookie = l.sessions.issue(&reader, now);
             tracing::info!(reader = %reader.name, "signed in");
             Reply::redirect(&next).with(
@@ -126,9 +148,62 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     }
 }
 
-/// `POST /logout`: clears the session cookie.
-pub fn logout() -> Reply {
+/// A wait as a reader would say it: "30 seconds", "1 minute", "15 minutes".
+fn spoken(wait: Duration) -> String {
+    match wait.as_secs() {
+        s @ 0..=59 => format!("{} second{}", s.max(1), if s > 1 { "s" } else { "" }),
+        s => {
+            let m = s.div_ceil(60);
+            format!("{m} minute{}", if m > 1 { "s" } else { "" })
+        }
+    }
+}
+
+/// `POST /logout`: ends the session server side (every session of its reader, see
+/// `Sessions::sign_out`) and clears the cookie.
+pub fn logout(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Reply {
+    if let Some(c) = cookie(headers) {
+        match sessions.sign_out(c, users, SystemTime::now()) {
+            Ok(Some(reader)) => tracing::info!(reader = %reader.name, "signed out"),
+            Ok(None) => {}
+            Err(e) => tracing::error!(
+                error = %e,
+                "sign-out not written: the session stays refused until quire restarts"
+            ),
+        }
+    }
     Reply::redirect("/").with(header::SET_COOKIE, clear_cookie_header())
+}
+
+/// Whether a form post comes from this site's own pages, as far as the browser says:
+/// `Sec-Fetch-Site` when it is sent (every current browser does), else `Origin`
+/// against `Host` (or the configured `base_url`). A post with neither is let through:
+/// only a browser can be made to post for someone, and one that sends neither field
+/// still keeps the `SameSite=Lax` session cookie off cross-site posts.
+pub fn from_this_site(headers: &HeaderMap, snap: &Snapshot) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site") {
+        // `none`: the user's own action (typed, bookmarked); never another page's.
+        return matches!(site.as_bytes(), b"same-origin" | b"none");
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return true;
+    };
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let base = &snap.config.base_url;
+    (authority.is_some() && authority == host) || (!base.is_empty() && origin == base)
+}
+
+/// The answer to a form posted from another site.
+pub fn cross_site() -> Reply {
+    Reply::new(
+        StatusCode::FORBIDDEN,
+        "text/plain; charset=utf-8",
+        "This form can only be sent from this site's own pages.\n",
+        Policy::NoStore,
+    )
 }
 
 /// How long a session lasts for `snap`'s settings.

@@ -1,4 +1,5 @@
-//! The site's URL space: which page a path names. Pure: no I/O, no vault.
+//! The site's URL space: which page a path names, and which paths may be a target
+//! after signing in ([`local_target`]). Pure: no I/O, no vault.
 //!
 //! | path | page |
 //! |---|---|
@@ -123,19 +124,77 @@ fn hex(c: u8) -> Option<u8> {
     }
 }
 
-/// `next` as a safe local redirect target: an absolute path on this site, never
-/// `//host` or a scheme (no open redirect through the login form).
-pub fn local_target(next: &str) -> &str {
-    let ok = next.starts_with('/')
-        && !next.starts_with("//")
-        && !next.starts_with("/\\")
-        && !next.contains(['\r', '\n'])
-        && next.len() <= 2048;
-    if ok {
-        next
+/// Longest sign-in target kept; a longer `next` becomes `/`.
+pub const TARGET_LEN_MAX: usize = 2048;
+
+/// Percent-decodings of a target checked before it is given up on as deliberately
+/// nested (`%25252f...`): real paths need one, or none.
+const TARGET_DECODE_ROUNDS: usize = 3;
+
+/// `next` as a safe redirect target after signing in: `next` itself when it is a path
+/// on this site, else `/`. Non-ASCII characters come back percent-encoded, so the
+/// `Location` field is plain ASCII.
+///
+/// The rule, applied to `next` and to every percent-decoding of it (a target is
+/// decoded again when it is followed, by quire or by whatever sits in front of it):
+/// - it starts with exactly one `/`: not `//host` (scheme-relative) and not `/\host`
+///   (browsers read `\` as `/` in http URLs), and never with a scheme;
+/// - it holds no control character (C0, DEL, C1): browsers delete tabs and newlines
+///   anywhere in a URL before parsing it, so `/\t/evil.example` is `//evil.example`
+///   to them; other controls have no place in a path either;
+/// - no whitespace, ASCII or Unicode (leading and trailing spaces are stripped by
+///   URL parsers too, and no URL quire makes holds a bare space);
+/// - no backslash anywhere.
+pub fn local_target(next: &str) -> String {
+    if is_local_target(next) {
+        ascii_only(next)
     } else {
-        "/"
+        "/".to_owned()
     }
+}
+
+fn is_local_target(next: &str) -> bool {
+    if next.len() > TARGET_LEN_MAX {
+        return false;
+    }
+    let mut s = next.to_owned();
+    for _ in 0..=TARGET_DECODE_ROUNDS {
+        if !is_plain_local_path(&s) {
+            return false;
+        }
+        let decoded = percent_decode(&s);
+        if decoded == s {
+            return true;
+        }
+        s = decoded;
+    }
+    false
+}
+
+/// The rule of [`local_target`] on one form of the target.
+fn is_plain_local_path(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next() == Some('/')
+        && !matches!(chars.next(), Some('/' | '\\'))
+        && !s
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+}
+
+/// `s` with every byte of a non-ASCII character percent-encoded.
+fn ascii_only(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -168,17 +227,71 @@ mod tests {
         assert_eq!(percent_decode("%FF"), "\u{fffd}");
     }
 
+    /// Sign-in targets that leave the site in some browser, or that a proxy or a second
+    /// decoding could turn into one: every one becomes `/`.
+    const HOSTILE_TARGETS: &[&str] = &[
+        "//evil.example",
+        "///evil.example",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "/\t/evil.example",
+        "/%09/evil.example",
+        "/%0909/evil.example",
+        "/%2509/evil.example",
+        "/\x0b/evil.example",
+        "/%0b/evil.example",
+        "/\r\n/evil.example",
+        "/%0d%0a/evil.example",
+        "/a\r\nSet-Cookie: x=y",
+        "/\x00/evil.example",
+        "/\x7f/evil.example",
+        "/\u{85}/evil.example",
+        "/%C2%85/evil.example",
+        "/%2f/evil.example",
+        "/%2F%2Fevil.example",
+        "/%252f/evil.example",
+        "/%5c/evil.example",
+        "/%5C%5Cevil.example",
+        "/a\\b",
+        "/ /evil.example",
+        " //evil.example",
+        "/\u{a0}/evil.example",
+        "/\u{3000}/evil.example",
+        "/%E3%80%80/evil.example",
+        "/\u{2028}/evil.example",
+        "https://evil.example",
+        "javascript:alert(1)",
+        "evil.example",
+        "",
+        "%2Fevil.example",
+        "/%25252525252f/evil.example",
+    ];
+
     #[test]
-    fn redirects_stay_on_the_site() {
-        for bad in [
-            "//evil.org",
-            "https://evil.org",
-            "/\\evil.org",
-            "evil",
-            "/a\r\nx: y",
-        ] {
-            assert_eq!(local_target(bad), "/", "{bad}");
+    fn open_redirect_via_tab_is_refused() {
+        for bad in HOSTILE_TARGETS {
+            assert_eq!(local_target(bad), "/", "{bad:?}");
         }
-        assert_eq!(local_target("/caching/lru?x=1"), "/caching/lru?x=1");
+        let long = format!("/{}", "a".repeat(TARGET_LEN_MAX));
+        assert_eq!(local_target(&long), "/", "over-long");
+    }
+
+    #[test]
+    fn local_targets_survive_as_written() {
+        for good in [
+            "/",
+            "/notes/a?x=1#y",
+            "/caching/lru?x=1",
+            "/tags/",
+            "/a/b/c/",
+            "/search?q=a+b&x=%2F",
+            "/notes/caf%C3%A9",
+        ] {
+            assert_eq!(local_target(good), good, "{good:?}");
+        }
+        assert_eq!(local_target("/café?q=ü"), "/caf%C3%A9?q=%C3%BC");
+        // The price of checking every decoding: an escaped space goes too. No URL
+        // quire links to holds one (note, folder and tag URLs are slugs).
+        assert_eq!(local_target("/a%20b"), "/");
     }
 }

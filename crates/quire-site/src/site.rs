@@ -82,7 +82,7 @@ struct Inner {
     renders: AtomicU64,
     /// `.quire/users.toml`, reloaded with the vault.
     users: ArcSwap<Users>,
-    /// Session cookie signing (`.quire/secret`).
+    /// Session cookie signing (`.quire/secret`) and sign-outs (`.quire/sessions`).
     sessions: Sessions,
     /// Failed sign-in throttle.
     limiter: LoginLimiter,
@@ -115,7 +115,8 @@ impl Site {
             source,
         })?;
         let users = Users::load(&dir.join("users.toml"))?;
-        let sessions = Sessions::load_or_create(&dir.join("secret"), auth::ttl(&snap))?;
+        let sessions =
+            Sessions::load_or_create(&dir.join("secret"), &dir.join("sessions"), auth::ttl(&snap))?;
         let views = Views::open(&dir.join("views.db"), VIEWS_QUEUE)?;
         let (search, rebuilt) = SearchIndex::open_or_rebuild(&dir.join("search.db"))?;
         if rebuilt {
@@ -430,6 +431,9 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
                 search: &inner.search,
             },
         ),
+        (&Method::POST, "/login" | "/logout") if !auth::from_this_site(&parts.headers, &snap) => {
+            auth::cross_site()
+        }
         (&Method::POST, "/login") => auth::login(
             &auth::Login {
                 snap: &snap,
@@ -440,7 +444,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
             &parts.headers,
             form.as_deref().unwrap_or_default(),
         ),
-        (&Method::POST, "/logout") => auth::logout(),
+        (&Method::POST, "/logout") => auth::logout(&parts.headers, &inner.sessions, &users),
         _ => respond::error(
             &snap,
             req.viewer,

@@ -52,6 +52,9 @@ fn ours(p: &Path) -> bool {
     let in_quire_dir = p.components().any(|c| c.as_os_str() == crate::config::DIR);
     in_quire_dir
         && (name == "secret"
+            // The sign-out table and its temporary file: a sign-out reloads nothing.
+            || name == "sessions"
+            || name.starts_with("sessions.tmp")
             || name.ends_with(".db")
             || name.ends_with(".db-wal")
             || name.ends_with(".db-shm")
@@ -116,6 +119,8 @@ mod tests {
     fn quire_files_do_not_trigger_reloads() {
         assert!(ours(Path::new("/v/.quire/search.db-wal")));
         assert!(ours(Path::new("/v/.quire/secret")));
+        assert!(ours(Path::new("/v/.quire/sessions")));
+        assert!(ours(Path::new("/v/.quire/sessions.tmp4242")));
         assert!(!ours(Path::new("/v/.quire/site.toml")));
         assert!(!ours(Path::new("/v/.quire/templates/note.html")));
         assert!(!ours(Path::new("/v/Notes/a.db")));

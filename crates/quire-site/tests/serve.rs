@@ -26,7 +26,7 @@ fn copy_dir(from: &Path, to: &Path) {
         let e = e.unwrap();
         let name = e.file_name();
         let n = name.to_string_lossy();
-        if n.ends_with(".db") || n.contains(".db-") || n == "secret" {
+        if n.ends_with(".db") || n.contains(".db-") || n == "secret" || n == "sessions" {
             continue;
         }
         let dst = to.join(&name);
@@ -45,6 +45,25 @@ fn example_vault() -> PathBuf {
 fn start(watch: bool) -> Running {
     let vault = tempfile::tempdir().unwrap();
     copy_dir(&example_vault(), vault.path());
+    start_on(vault, watch)
+}
+
+/// Stops `r` (server, site, cache) and serves its vault again, as after a restart.
+fn restart(r: Running) -> Running {
+    let Running {
+        vault,
+        site,
+        ctx,
+        _rt,
+        _watcher,
+        ..
+    } = r;
+    drop((_watcher, ctx, site));
+    _rt.shutdown_timeout(Duration::from_secs(10));
+    start_on(vault, false)
+}
+
+fn start_on(vault: tempfile::TempDir, watch: bool) -> Running {
     let site = Site::open(vault.path()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -485,6 +504,140 @@ fn readers_sign_in_see_private_notes_and_bypass_the_cache() {
     let out = get_with(r.addr, "POST", "/logout", &with, "");
     assert_eq!(out.status, 303);
     assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+}
+
+/// Signing out used to clear the cookie in the browser only: a copy kept working until
+/// it expired. Now the copy is refused at once, and after a restart; readers who did
+/// not sign out stay signed in across it.
+#[test]
+fn signed_out_cookie_is_refused() {
+    let r = start(false);
+    let snap = r.site.snapshot();
+    let private = snap
+        .vault
+        .notes()
+        .iter()
+        .find(|n| n.visibility() == quire_vault::Visibility::Private)
+        .unwrap()
+        .url
+        .clone();
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let sign_in = |r: &Running, who: &str| {
+        let ok = get_with(r.addr, "POST", "/login", form, who);
+        format!("Cookie: {}\r\n", session(&ok).expect("a session cookie"))
+    };
+    let copy = sign_in(&r, "name=reader&password=reader-demo-password");
+    let admin = sign_in(&r, "name=admin&password=admin-demo-password");
+    assert_eq!(get_with(r.addr, "GET", &private, &copy, "").status, 200);
+    let out = get_with(r.addr, "POST", "/logout", &copy, "");
+    assert_eq!(out.status, 303);
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &copy, "").status,
+        404,
+        "the copied cookie no longer signs in"
+    );
+    assert_eq!(get_with(r.addr, "GET", &private, &admin, "").status, 200);
+
+    let r = restart(r);
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &copy, "").status,
+        404,
+        "nor after a restart"
+    );
+    assert_eq!(
+        get_with(r.addr, "GET", &private, &admin, "").status,
+        200,
+        "others stay signed in across a restart"
+    );
+    // A page on another site cannot sign a reader out (nor in).
+    let cross = format!("{admin}Sec-Fetch-Site: cross-site\r\n");
+    assert_eq!(get_with(r.addr, "POST", "/logout", &cross, "").status, 403);
+    assert_eq!(get_with(r.addr, "GET", &private, &admin, "").status, 200);
+}
+
+/// A throttled sign-in is a 429 that says when to try again, through quire-server.
+#[test]
+fn lockout_answers_retry_after() {
+    let r = start(false);
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    let attempt = || get_with(r.addr, "POST", "/login", form, "name=admin&password=guess");
+    for _ in 0..5 {
+        assert_eq!(attempt().status, 200);
+    }
+    let refused = attempt();
+    assert_eq!(refused.status, 429);
+    let secs: u64 = refused
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .expect("delay-seconds");
+    assert!((1..=30).contains(&secs), "{secs}");
+    assert!(refused
+        .header("cache-control")
+        .unwrap()
+        .contains("no-store"));
+}
+
+/// The sign-in form's hidden `next` value, HTML escapes of `/` undone.
+fn form_next(html: &str) -> String {
+    let (_, rest) = html
+        .split_once(r#"name="next" value=""#)
+        .expect("a next field");
+    rest.split('"').next().unwrap_or("").replace("&#x2f;", "/")
+}
+
+/// `next` reaches the redirect after signing in two ways: the query of `GET /login`
+/// (put into the form's hidden field) and the form field of `POST /login`. A tab in
+/// it (`/\t/evil.example`, which browsers read as `//evil.example`) must leave the
+/// site by neither.
+#[test]
+fn open_redirect_via_tab_is_refused() {
+    let r = start(false);
+    let form = "Content-Type: application/x-www-form-urlencoded\r\n";
+    for hostile in [
+        "%2F%09%2Fevil.example",
+        "%2F%2509%2Fevil.example",
+        "%2F%5Cevil.example",
+    ] {
+        let page = get(r.addr, &format!("/login?next={hostile}"));
+        assert_eq!(page.status, 200);
+        assert_eq!(form_next(&page.body), "/", "{hostile}: the form's next");
+    }
+    for hostile in [
+        "%2F%09%2Fevil.example",
+        "%2F%2F%09evil.example",
+        "%2F%5Cevil.example",
+    ] {
+        let wrong = get_with(
+            r.addr,
+            "POST",
+            "/login",
+            form,
+            &format!("name=reader&password=wrong&next={hostile}"),
+        );
+        assert_eq!(
+            form_next(&wrong.body),
+            "/",
+            "{hostile}: the form shown again"
+        );
+    }
+    let ok = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=reader-demo-password&next=%2F%09%2Fevil.example",
+    );
+    assert_eq!(ok.status, 303);
+    assert_eq!(ok.header("location"), Some("/"));
+    let good = get_with(
+        r.addr,
+        "POST",
+        "/login",
+        form,
+        "name=reader&password=reader-demo-password&next=%2Fnotes%2Fa%3Fx%3D1%23y",
+    );
+    assert_eq!(good.header("location"), Some("/notes/a?x=1#y"));
 }
 
 /// Pages that bypass the cache are compressed per request into a coding the client

@@ -8,13 +8,17 @@
 //! call these pieces.
 //!
 //! Key decisions:
-//! - **Sessions are stateless and signed**: the cookie is `hex(payload).hex(tag)` with
-//!   payload `v1|name|role|expires_unix|nonce` and an HMAC-SHA256 tag under a key
-//!   derived from `VAULT/.quire/secret`. Nothing is stored server side, so a restart
-//!   keeps everyone signed in. Revocation is by the users file: a cookie is honoured only
-//!   while its user is still in the file *with the same role*; deleting or demoting a
-//!   user ends their sessions on the next reload. Rotating (deleting) the secret ends
-//!   every session. A password change does not end sessions already issued.
+//! - **Sessions are signed cookies, checked against memory**: the cookie is
+//!   `hex(payload).hex(tag)` with payload `v2|name|role|expires_unix|epoch|generation|nonce`
+//!   and an HMAC-SHA256 tag under a key derived from `VAULT/.quire/secret`. The only
+//!   state server side is a generation per user who signed out ([`SignOuts`],
+//!   `VAULT/.quire/sessions`, loaded at start and written on sign-out), so a restart
+//!   keeps everyone signed in and a request never touches the disk. Revocation:
+//!   signing out ends every session of that user, everywhere (a copied cookie too); a
+//!   cookie is honoured only while its user is still in the users file *with the same
+//!   role*, so deleting or demoting a user ends their sessions on the next reload;
+//!   deleting the secret or the sessions file ends every session. A password change
+//!   does not end sessions already issued (signing out does).
 //! - **Timing says nothing about which names exist**: verifying an unknown name still
 //!   runs an argon2 verification with the same cost as a real one.
 //! - **Every input is bounded** before any work: names, passwords, cookie values.
@@ -24,10 +28,12 @@
 //! Lifecycle of a session: `Users::verify` (login form) → [`Reader`] →
 //! `Sessions::issue` → `Set-Cookie` ([`set_cookie_header`]) → each request:
 //! [`session_cookie`] on the `Cookie` header → `Sessions::verify` → [`Reader`] or
-//! anonymous → logout: [`clear_cookie_header`].
+//! anonymous → logout: `Sessions::sign_out` (bumps the generation) and
+//! [`clear_cookie_header`].
 
 mod limiter;
 mod session;
+mod signouts;
 mod users;
 
 use std::path::PathBuf;
@@ -38,6 +44,7 @@ pub use limiter::{LoginLimiter, LoginLimits};
 pub use session::{
     clear_cookie_header, session_cookie, set_cookie_header, Sessions, COOKIE, COOKIE_LEN_MAX,
 };
+pub use signouts::{SignOuts, GENERATIONS_MAX};
 pub use users::{
     check_name, hash_password, write_user, UserWrite, Users, NAME_LEN_MAX, PASSWORD_LEN_MAX,
 };

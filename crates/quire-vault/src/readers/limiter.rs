@@ -1,15 +1,53 @@
-//! Throttling failed sign-ins, per client address and per name, in fixed memory.
+//! Throttling failed sign-ins so that guessing stays slow while no client can lock
+//! another one out, in fixed memory.
 //!
-//! Counters live in a fixed table of slots indexed by a keyed hash (a random seed per
-//! process, so no one can aim collisions): memory never grows with the number of
-//! addresses or names tried. A collision can only make two keys share a counter, that
-//! is throttle a little early, never late. Windows are fixed (`unix_secs / window`).
-//! IPv6 clients are counted per /64, since one host commonly holds a whole /64.
+//! The attack this answers: failures used to be counted per name and per address in
+//! fixed windows, so ten wrong passwords from one address (behind a TLS terminator,
+//! *the* address of every reader) locked every account, the admin's included, out for
+//! everyone for up to ten minutes. Now three counts are kept, and only the third is
+//! shared between clients (a client is an address; an IPv6 client is its /64):
 //!
-//! Only failures are counted ([`LoginLimiter::failed`]), so readers who type their
-//! password right are never throttled by their own sign-ins. A per-name limit lets a
-//! stranger lock a name out for one window by failing on purpose; it is set higher than
-//! the per-address limit for that reason.
+//! | count | free failures (default) | past them |
+//! |---|---|---|
+//! | (account, client) | 5 | this client waits before trying this account again: 30 s, doubling with every further failure, at most 15 min |
+//! | client, any account | 20 | this client waits before trying any account, with the same back-off |
+//! | account, any client | 50, draining one per 5 min | *slow mode*: only clients with no failure on this account may try it |
+//!
+//! Why this shape:
+//! - **One address guesses slowly.** Past its free failures a client gets one guess
+//!   per back-off; at the 15-minute ceiling that is under 100 a day, per account and
+//!   in all. The back-off is exponential, so a burst costs more than a steady trickle,
+//!   and failures are forgotten only after a day without one.
+//! - **One address cannot stop another.** The first two counts stop only the client
+//!   that failed. The account count is the only one a stranger's failures reach, and
+//!   one client alone can never fill it: past its burst (10 failures in the first 16
+//!   minutes) it fails at most once per 15 minutes while the count drains once per 5
+//!   (a test drives one client as fast as it is let through for three days and checks
+//!   that another, with a typo already made, is never held back).
+//! - **A distributed guess is bounded without locking the owner out.** Filling the
+//!   account count takes several addresses at once. In slow mode an address may try the
+//!   account only while it has no failure on it, and those tries keep the account in
+//!   slow mode; so N addresses get about one guess each per day, plus the drain (one
+//!   per 5 minutes), instead of N times a client's budget. The owner, from any address
+//!   where they have not failed, is still let in; after a typo in slow mode they wait
+//!   until it ends, at most [`LoginLimits::slow_max`] (1 h) after the last failure.
+//!   Locking an account out for good would hand every botnet a switch to turn its
+//!   owner off; slowing it is the trade.
+//! - **A success forgets the (account, client) failures** (an owner's typos), never
+//!   the client's: an attacker with an account of their own could otherwise reset
+//!   their budget by signing in to it.
+//! - Every refusal says when to come back ([`LoginLimiter::check`] returns the wait,
+//!   for `Retry-After`).
+//!
+//! Memory is fixed: each count is a count-min sketch of 2 rows × 4096 cells indexed by
+//! keyed hashes (a random seed per process, so no one can aim collisions). A key's
+//! value is the least of its two cells; a collision can only overstate a count (throttle
+//! early, never late), and only when both cells of a key are shared. One client's
+//! failures are bounded by its own back-off, so they cannot fill the tables either.
+//! Three sketches of 8192 16-byte cells: 384 KiB, whatever is tried.
+//!
+//! Time is the caller's (`SystemTime`, injected by tests), in whole seconds. A clock
+//! stepping back never makes a wait longer than the longest back-off or slow mode.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -17,105 +55,248 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-/// Slots per table (addresses, names).
-const SLOTS: usize = 4096;
+/// Rows per sketch: a key is overcounted only when all its cells are shared.
+const ROWS: usize = 2;
+/// Cells per row.
+const COLS: usize = 4096;
+/// Doublings of the back-off counted; the ceiling comes long before.
+const DOUBLINGS_MAX: u32 = 20;
 
-/// How many failed sign-ins are allowed per window.
+/// How many failed sign-ins are free, and what happens past them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoginLimits {
-    /// Failures allowed from one address (IPv6: one /64) per window.
-    pub per_ip: u32,
-    /// Failures allowed for one name per window, from anywhere.
-    pub per_name: u32,
-    /// The window.
-    pub window: Duration,
+    /// Failures one client may make on one account before it backs off.
+    pub per_pair: u32,
+    /// Failures one client may make over all accounts before it backs off.
+    pub per_client: u32,
+    /// The first back-off; each further failure doubles it.
+    pub backoff_first: Duration,
+    /// The longest back-off.
+    pub backoff_max: Duration,
+    /// A client's failures are forgotten after this long without one.
+    pub forget_after: Duration,
+    /// Failures on one account from all clients, net of draining, before the account
+    /// goes into slow mode.
+    pub per_account: u32,
+    /// The account count drains by one every this long. Keep it shorter than
+    /// `backoff_max`, so that one client's failures drain faster than they come.
+    pub account_drain: Duration,
+    /// Slow mode ends at most this long after the account's last failure.
+    pub slow_max: Duration,
 }
 
 impl Default for LoginLimits {
-    /// 10 failures per address and 30 per name every 10 minutes.
+    /// 5 failures per (account, client) and 20 per client, then back-off from 30 s to
+    /// 15 min; 50 per account draining one per 5 min; forgotten after a day.
     fn default() -> LoginLimits {
         LoginLimits {
-            per_ip: 10,
-            per_name: 30,
-            window: Duration::from_secs(600),
+            per_pair: 5,
+            per_client: 20,
+            backoff_first: Duration::from_secs(30),
+            backoff_max: Duration::from_secs(15 * 60),
+            forget_after: Duration::from_secs(24 * 3600),
+            per_account: 50,
+            account_drain: Duration::from_secs(5 * 60),
+            slow_max: Duration::from_secs(3600),
         }
     }
 }
 
+/// Failures of one key and when the last one was; forgotten after `forget_after`.
 #[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    window: u64,
+struct Backoff {
     failures: u32,
+    last: u64,
 }
 
-/// Counts failed sign-ins; check [`LoginLimiter::allow`] before verifying a password
-/// and call [`LoginLimiter::failed`] when it was wrong.
-#[derive(Debug)]
+impl Backoff {
+    /// The failures still remembered at `now`.
+    fn failures(self, now: u64, l: &LoginLimits) -> u32 {
+        if now >= self.last.saturating_add(secs(l.forget_after)) {
+            0
+        } else {
+            self.failures
+        }
+    }
+
+    /// When the key may try again: past `limit` failures, the last one plus the
+    /// back-off (0: now).
+    fn free_at(self, limit: u32, now: u64, l: &LoginLimits) -> u64 {
+        let n = self.failures(now, l);
+        if n < limit {
+            return 0;
+        }
+        let doublings = (n - limit).min(DOUBLINGS_MAX);
+        let wait = secs(l.backoff_first)
+            .saturating_mul(1 << doublings)
+            .min(secs(l.backoff_max));
+        self.last.min(now).saturating_add(wait)
+    }
+
+    fn fail(&mut self, now: u64, l: &LoginLimits) {
+        self.failures = self.failures(now, l).saturating_add(1);
+        self.last = now;
+    }
+}
+
+/// The account count as a leaky bucket in one number (GCRA): the time at which it
+/// will have drained to zero. Each failure adds one drain period.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    empty_at: u64,
+}
+
+impl Bucket {
+    /// When slow mode ends (≤ now: it is not on): when the count drops below the
+    /// limit, that is `per_account - 1` drain periods before it is empty.
+    fn slow_until(self, l: &LoginLimits) -> u64 {
+        let below = u64::from(l.per_account.saturating_sub(1)) * secs(l.account_drain);
+        self.empty_at.saturating_sub(below)
+    }
+
+    fn fail(&mut self, now: u64, l: &LoginLimits) {
+        let drain = secs(l.account_drain);
+        let ceiling = now
+            .saturating_add(u64::from(l.per_account.saturating_sub(1)) * drain)
+            .saturating_add(secs(l.slow_max));
+        self.empty_at = self.empty_at.max(now).saturating_add(drain).min(ceiling);
+    }
+}
+
+/// The cells one sign-in attempt touches, one per row of each sketch.
+struct Cells {
+    pair: [usize; ROWS],
+    client: [usize; ROWS],
+    account: [usize; ROWS],
+}
+
+struct Tables {
+    pairs: Vec<Backoff>,
+    clients: Vec<Backoff>,
+    accounts: Vec<Bucket>,
+}
+
+/// Counts failed sign-ins: call [`LoginLimiter::check`] before verifying a password,
+/// then [`LoginLimiter::failed`] or [`LoginLimiter::succeeded`].
 pub struct LoginLimiter {
     limits: LoginLimits,
     seed: RandomState,
-    /// `SLOTS` address slots, then `SLOTS` name slots. Held only to bump counters.
-    slots: Mutex<Vec<Slot>>,
+    /// Held only to read or bump a few cells.
+    tables: Mutex<Tables>,
+}
+
+impl std::fmt::Debug for LoginLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginLimiter")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LoginLimiter {
-    /// A limiter with `limits`, about 100 KiB.
+    /// A limiter with `limits`, 384 KiB.
     pub fn new(limits: LoginLimits) -> LoginLimiter {
         LoginLimiter {
             limits,
             seed: RandomState::new(),
-            slots: Mutex::new(vec![Slot::default(); 2 * SLOTS]),
+            tables: Mutex::new(Tables {
+                pairs: vec![Backoff::default(); ROWS * COLS],
+                clients: vec![Backoff::default(); ROWS * COLS],
+                accounts: vec![Bucket::default(); ROWS * COLS],
+            }),
         }
     }
 
-    /// Whether a sign-in as `name` from `ip` may be tried now.
-    pub fn allow(&self, name: &str, ip: IpAddr, now: SystemTime) -> bool {
-        let (i, n, w) = self.index(name, ip, now);
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        let count = |s: Slot| if s.window == w { s.failures } else { 0 };
-        count(slots[i]) < self.limits.per_ip && count(slots[n]) < self.limits.per_name
+    /// Whether a sign-in as `name` from `ip` may be tried now; if not, how long until
+    /// this client may try this account again (at least a second), for `Retry-After`.
+    pub fn check(&self, name: &str, ip: IpAddr, now: SystemTime) -> Result<(), Duration> {
+        let c = self.cells(name, ip);
+        let (now, l) = (unix_secs(now), &self.limits);
+        let t = self.lock();
+        let least = |cells: &[usize; ROWS], f: &dyn Fn(usize) -> u64| {
+            cells.iter().map(|&i| f(i)).min().unwrap_or(0)
+        };
+        let pair_free = least(&c.pair, &|i| t.pairs[i].free_at(l.per_pair, now, l));
+        let client_free = least(&c.client, &|i| t.clients[i].free_at(l.per_client, now, l));
+        let pair_failures = least(&c.pair, &|i| u64::from(t.pairs[i].failures(now, l)));
+        // Capped for a clock that stepped back since the account's last failure.
+        let slow_until = least(&c.account, &|i| t.accounts[i].slow_until(l))
+            .min(now.saturating_add(secs(l.slow_max)));
+        let mut free = pair_free.max(client_free);
+        if pair_failures > 0 {
+            free = free.max(slow_until);
+        }
+        if free > now {
+            Err(Duration::from_secs(free - now))
+        } else {
+            Ok(())
+        }
     }
 
     /// Records a failed sign-in as `name` from `ip`.
     pub fn failed(&self, name: &str, ip: IpAddr, now: SystemTime) {
-        let (i, n, w) = self.index(name, ip, now);
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        for k in [i, n] {
-            let s = &mut slots[k];
-            if s.window != w {
-                *s = Slot {
-                    window: w,
-                    failures: 0,
-                };
-            }
-            s.failures = s.failures.saturating_add(1);
+        let c = self.cells(name, ip);
+        let (now, l) = (unix_secs(now), &self.limits);
+        let mut t = self.lock();
+        for r in 0..ROWS {
+            t.pairs[c.pair[r]].fail(now, l);
+            t.clients[c.client[r]].fail(now, l);
+            t.accounts[c.account[r]].fail(now, l);
         }
     }
 
-    /// The address slot, the name slot and the window number.
-    fn index(&self, name: &str, ip: IpAddr, now: SystemTime) -> (usize, usize, u64) {
-        let secs = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let window = secs / self.limits.window.as_secs().max(1);
-        let ip = match ip.to_canonical() {
-            IpAddr::V4(v4) => u128::from(v4.to_bits()),
-            // The /64, tagged so it cannot equal an IPv4 address.
-            IpAddr::V6(v6) => v6.to_bits() >> 64 | 1 << 127,
-        };
-        // Names are compared as the users file does: ignoring case, bounded.
-        let name: String = name
-            .chars()
-            .take(super::NAME_LEN_MAX)
-            .flat_map(char::to_lowercase)
-            .collect();
-        let slot = |h: u64| (h % SLOTS as u64) as usize;
-        (
-            slot(self.seed.hash_one(ip)),
-            SLOTS + slot(self.seed.hash_one(name)),
-            window,
-        )
+    /// Records a sign-in as `name` from `ip` that succeeded: this client's failures on
+    /// this account are forgotten (not its failures elsewhere).
+    pub fn succeeded(&self, name: &str, ip: IpAddr) {
+        let c = self.cells(name, ip);
+        let mut t = self.lock();
+        for i in c.pair {
+            t.pairs[i] = Backoff::default();
+        }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
+        // Counters stay consistent cell by cell: a panic elsewhere loses nothing here.
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cells(&self, name: &str, ip: IpAddr) -> Cells {
+        let (client, account) = (client_key(ip), account_key(name));
+        // Rows and sketches hash differently: a key's cells are independent.
+        let at = |row: usize, h: u64| row * COLS + (h % COLS as u64) as usize;
+        Cells {
+            pair: std::array::from_fn(|r| at(r, self.seed.hash_one((r, 0u8, &account, client)))),
+            client: std::array::from_fn(|r| at(r, self.seed.hash_one((r, 1u8, client)))),
+            account: std::array::from_fn(|r| at(r, self.seed.hash_one((r, 2u8, &account)))),
+        }
+    }
+}
+
+/// The client an address stands for: an IPv4 address (IPv4-mapped IPv6 included), or
+/// an IPv6 /64, since one host commonly holds a whole /64.
+fn client_key(ip: IpAddr) -> u128 {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => u128::from(v4.to_bits()),
+        // The /64, tagged so it cannot equal an IPv4 address.
+        IpAddr::V6(v6) => v6.to_bits() >> 64 | 1 << 127,
+    }
+}
+
+/// An account as the users file compares names: ignoring case, bounded.
+fn account_key(name: &str) -> String {
+    name.chars()
+        .take(super::NAME_LEN_MAX)
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn secs(d: Duration) -> u64 {
+    d.as_secs().max(1)
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -126,42 +307,146 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     }
 
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    const START: u64 = 1_700_000_000;
+
+    /// Client A fails on `admin` as fast as it is let through, for three days; client B,
+    /// which has already mistyped once, may try at every moment of it.
     #[test]
-    fn failures_throttle_per_address_and_per_name_for_one_window() {
-        let l = LoginLimiter::new(LoginLimits {
-            per_ip: 3,
-            per_name: 5,
-            window: Duration::from_secs(60),
-        });
-        let a: IpAddr = "192.0.2.1".parse().unwrap();
-        let b: IpAddr = "192.0.2.2".parse().unwrap();
-        for _ in 0..3 {
-            assert!(l.allow("ada", a, t(600)));
-            l.failed("ada", a, t(600));
+    fn one_client_cannot_lock_out_another() {
+        let l = LoginLimiter::new(LoginLimits::default());
+        let (a, b) = (ip("192.0.2.1"), ip("198.51.100.7"));
+        l.failed("admin", b, t(START));
+        let (mut now, mut failures) = (START, 0);
+        while now < START + 3 * 24 * 3600 {
+            match l.check("admin", a, t(now)) {
+                Ok(()) => {
+                    l.failed("admin", a, t(now));
+                    failures += 1;
+                }
+                Err(wait) => now += wait.as_secs(),
+            }
+            assert_eq!(l.check("admin", b, t(now)), Ok(()), "B held back at {now}");
+            assert_eq!(l.check("reader", b, t(now)), Ok(()));
         }
-        assert!(!l.allow("ada", a, t(600)), "address limit");
-        assert!(!l.allow("bob", a, t(601)), "the address, whatever the name");
-        assert!(l.allow("ada", b, t(601)), "another address");
-        l.failed("ADA", b, t(601));
-        l.failed("ada", b, t(602));
+        // ... while A's own guesses stayed slow: under 100 a day past its burst.
+        assert!(failures <= 3 * 96 + 20, "{failures} guesses in three days");
+        l.failed("admin", a, t(now));
+        assert_eq!(l.check("admin", a, t(now)), Err(Duration::from_secs(900)));
+    }
+
+    #[test]
+    fn per_client_throttle_still_stops_the_guesser() {
+        let l = LoginLimiter::new(LoginLimits::default());
+        let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        for _ in 0..5 {
+            assert_eq!(l.check("admin", a, t(START)), Ok(()));
+            l.failed("admin", a, t(START));
+        }
         assert!(
-            !l.allow("ada", "192.0.2.3".parse().unwrap(), t(603)),
-            "name limit"
+            l.check("admin", a, t(START)).is_err(),
+            "per (account, client)"
         );
-        assert!(l.allow("ada", a, t(660)), "a new window");
+        assert!(l.check("ADMIN", a, t(START)).is_err(), "names ignore case");
+        assert_eq!(l.check("admin", b, t(START)), Ok(()), "not another client");
+        // Spraying names: 20 failures over all accounts stop A on every name.
+        for i in 0..15 {
+            let name = format!("user{i}");
+            assert_eq!(l.check(&name, a, t(START)), Ok(()));
+            l.failed(&name, a, t(START));
+        }
+        assert!(l.check("someone-new", a, t(START)).is_err(), "per client");
+        assert_eq!(l.check("someone-new", b, t(START)), Ok(()));
+    }
+
+    #[test]
+    fn lockout_answers_retry_after() {
+        let l = LoginLimiter::new(LoginLimits::default());
+        let a = ip("192.0.2.1");
+        for _ in 0..5 {
+            l.failed("ada", a, t(START));
+        }
+        assert_eq!(l.check("ada", a, t(START)), Err(Duration::from_secs(30)));
+        assert_eq!(
+            l.check("ada", a, t(START + 10)),
+            Err(Duration::from_secs(20))
+        );
+        assert_eq!(l.check("ada", a, t(START + 30)), Ok(()));
+        // Each further failure doubles the wait, up to 15 minutes.
+        let mut now = START + 30;
+        for expect in [60, 120, 240, 480, 900, 900] {
+            l.failed("ada", a, t(now));
+            assert_eq!(l.check("ada", a, t(now)), Err(Duration::from_secs(expect)));
+            now += expect;
+        }
+        // A day without failures forgets them; a success forgets them at once.
+        let later = now + 24 * 3600;
+        assert_eq!(l.check("ada", a, t(later)), Ok(()));
+        for _ in 0..5 {
+            l.failed("bob", a, t(later));
+        }
+        assert!(l.check("bob", a, t(later)).is_err());
+        l.succeeded("bob", a);
+        assert_eq!(l.check("bob", a, t(later)), Ok(()));
+    }
+
+    /// Many addresses guessing one account: slowed to about one guess per address per
+    /// day plus the drain, and the owner still signs in from an address of their own.
+    #[test]
+    fn distributed_guessing_is_bounded_and_the_owner_still_gets_in() {
+        let l = LoginLimiter::new(LoginLimits::default());
+        let bots: Vec<IpAddr> = (0..200u32)
+            .map(|i| IpAddr::from((0x0a00_0000 + i).to_be_bytes()))
+            .collect();
+        let owner = ip("203.0.113.5");
+        let mut failures = 0;
+        for minute in 0..24 * 60 {
+            let now = START + minute * 60;
+            for &bot in &bots {
+                if l.check("admin", bot, t(now)).is_ok() {
+                    l.failed("admin", bot, t(now));
+                    failures += 1;
+                }
+            }
+            assert_eq!(l.check("admin", owner, t(now)), Ok(()), "minute {minute}");
+        }
+        // Unthrottled per account, 200 clients would get about 200 x 100 a day.
+        assert!(
+            failures < 200 * 2 + 24 * 12 + 50,
+            "{failures} guesses in a day"
+        );
+        // After a typo in slow mode the owner waits, but no longer than slow mode lasts.
+        let now = START + 24 * 3600;
+        l.failed("admin", owner, t(now));
+        let wait = l.check("admin", owner, t(now)).unwrap_err();
+        assert!(wait <= Duration::from_secs(3600), "{wait:?}");
+        assert_eq!(l.check("admin", ip("203.0.113.99"), t(now)), Ok(()));
     }
 
     #[test]
     fn ipv6_counts_per_64_and_mapped_ipv4_as_ipv4() {
         let l = LoginLimiter::new(LoginLimits {
-            per_ip: 1,
-            per_name: 100,
-            window: Duration::from_secs(60),
+            per_pair: 1,
+            ..LoginLimits::default()
         });
-        l.failed("x", "2001:db8::1".parse().unwrap(), t(0));
-        assert!(!l.allow("y", "2001:db8::ffff:1".parse().unwrap(), t(0)));
-        assert!(l.allow("y", "2001:db8:0:1::1".parse().unwrap(), t(0)));
-        l.failed("x", "::ffff:192.0.2.9".parse().unwrap(), t(0));
-        assert!(!l.allow("y", "192.0.2.9".parse().unwrap(), t(0)));
+        l.failed("x", ip("2001:db8::1"), t(START));
+        assert!(l.check("x", ip("2001:db8::ffff:1"), t(START)).is_err());
+        assert_eq!(l.check("x", ip("2001:db8:0:1::1"), t(START)), Ok(()));
+        l.failed("x", ip("::ffff:192.0.2.9"), t(START));
+        assert!(l.check("x", ip("192.0.2.9"), t(START)).is_err());
+    }
+
+    #[test]
+    fn a_clock_stepping_back_never_lengthens_a_wait_past_the_ceiling() {
+        let l = LoginLimiter::new(LoginLimits::default());
+        let a = ip("192.0.2.1");
+        for _ in 0..30 {
+            l.failed("ada", a, t(START));
+        }
+        let wait = l.check("ada", a, t(START - 3600)).unwrap_err();
+        assert!(wait <= Duration::from_secs(900), "{wait:?}");
     }
 }

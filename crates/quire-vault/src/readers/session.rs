@@ -1,9 +1,13 @@
 //! Signed session cookies and the `Cookie`/`Set-Cookie` header text around them.
 //!
-//! Cookie value: `hex(payload) "." hex(tag)`, payload `v1|name|role|expires_unix|nonce`,
-//! tag HMAC-SHA256 over the payload bytes. Hex is lowercase only, so each payload has
-//! one encoding. Checking order, cheapest first: length, shape, MAC (constant time),
-//! expiry, then the user still being in the users file with the same role.
+//! Cookie value: `hex(payload) "." hex(tag)`, payload
+//! `v2|name|role|expires_unix|epoch|generation|nonce`, tag HMAC-SHA256 over the payload
+//! bytes. Hex is lowercase only, so each payload has one encoding. `epoch` and
+//! `generation` tie the cookie to the sign-out table ([`SignOuts`]): signing out bumps
+//! the user's generation and every cookie issued before is refused. Checking order,
+//! cheapest first: length, shape, MAC (constant time), expiry, the sign-out table,
+//! then the user still being in the users file with the same role. `v1` cookies (from
+//! before sign-outs were kept) are refused: their holders sign in once more.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -12,17 +16,18 @@ use hmac::{Hmac, Mac};
 use rand::{RngCore, TryRngCore};
 use sha2::{Digest, Sha256};
 
+use super::signouts::SignOuts;
 use super::{hex, unhex, Reader, ReadersError, Role, Users};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "quire_session";
 /// Longest cookie value looked at; anything longer is refused before decoding. Real
-/// values are under 350 bytes (names are at most 64).
+/// values are under 400 bytes (names are at most 64).
 pub const COOKIE_LEN_MAX: usize = 512;
 /// Shortest secret file accepted, bytes.
 const SECRET_LEN_MIN: usize = 32;
 const NONCE_LEN: usize = 16;
-const VERSION: &str = "v1";
+const VERSION: &str = "v2";
 /// Domain separation: the secret file may one day key other things.
 const KEY_CONTEXT: &[u8] = b"quire session cookie v1\0";
 
@@ -32,6 +37,7 @@ type HmacSha256 = Hmac<Sha256>;
 pub struct Sessions {
     key: [u8; 32],
     ttl: Duration,
+    signouts: SignOuts,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -44,8 +50,13 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// Sessions keyed by `secret` (32 bytes or more, random), lasting `ttl`.
+    /// Sessions keyed by `secret` (32 bytes or more, random), lasting `ttl`, with
+    /// sign-outs kept in memory only (lost on restart).
     pub fn new(secret: &[u8], ttl: Duration) -> Option<Sessions> {
+        Sessions::with_signouts(secret, ttl, SignOuts::in_memory())
+    }
+
+    fn with_signouts(secret: &[u8], ttl: Duration, signouts: SignOuts) -> Option<Sessions> {
         if secret.trim_ascii().len() < SECRET_LEN_MIN {
             return None;
         }
@@ -55,13 +66,19 @@ impl Sessions {
         Some(Sessions {
             key: h.finalize().into(),
             ttl,
+            signouts,
         })
     }
 
     /// Sessions keyed by the secret file at `path` (`VAULT/.quire/secret`), made with 32
-    /// random bytes (as hex) and mode 0600 if missing. A file shorter than 32 bytes is an
-    /// error; deleting the file signs everyone out.
-    pub fn load_or_create(path: &Path, ttl: Duration) -> Result<Sessions, ReadersError> {
+    /// random bytes (as hex) and mode 0600 if missing, with sign-outs kept in the file
+    /// at `signouts` (`VAULT/.quire/sessions`, see [`SignOuts`]). A secret shorter than
+    /// 32 bytes is an error; deleting either file signs everyone out.
+    pub fn load_or_create(
+        path: &Path,
+        signouts: &Path,
+        ttl: Duration,
+    ) -> Result<Sessions, ReadersError> {
         let io = |source| ReadersError::Io {
             path: path.to_owned(),
             source,
@@ -72,13 +89,20 @@ impl Sessions {
             Err(e) => return Err(io(e)),
         };
         warn_if_readable_by_others(path);
-        Sessions::new(&secret, ttl).ok_or_else(|| ReadersError::Secret {
+        if secret.trim_ascii().len() < SECRET_LEN_MIN {
+            return Err(ReadersError::Secret {
+                path: path.to_owned(),
+                message: format!(
+                    "it holds {} bytes; it needs {SECRET_LEN_MIN} or more random bytes \
+                     (delete it and quire makes one; everyone then signs in again)",
+                    secret.trim_ascii().len()
+                ),
+            });
+        }
+        let signouts = SignOuts::load_or_create(signouts)?;
+        Sessions::with_signouts(&secret, ttl, signouts).ok_or_else(|| ReadersError::Secret {
             path: path.to_owned(),
-            message: format!(
-                "it holds {} bytes; it needs {SECRET_LEN_MIN} or more random bytes \
-                 (delete it and quire makes one; everyone then signs in again)",
-                secret.trim_ascii().len()
-            ),
+            message: "unusable".into(),
         })
     }
 
@@ -94,10 +118,11 @@ impl Sessions {
             "names come from the users file"
         );
         let expires = unix_secs(now).saturating_add(self.ttl.as_secs());
+        let (epoch, generation) = self.signouts.current(&reader.name);
         let mut nonce = [0u8; NONCE_LEN];
         rand::rng().fill_bytes(&mut nonce);
         let payload = format!(
-            "{VERSION}|{}|{}|{expires}|{}",
+            "{VERSION}|{}|{}|{expires}|{epoch:016x}|{generation}|{}",
             reader.name,
             reader.role,
             hex(&nonce)
@@ -107,8 +132,9 @@ impl Sessions {
     }
 
     /// The reader a cookie value signs in, if its tag is right, it has not expired, it
-    /// does not outlive this `ttl` (shortening the ttl shortens old sessions too), and
-    /// its user is still in `users` with the same role.
+    /// does not outlive this `ttl` (shortening the ttl shortens old sessions too), its
+    /// user has not signed out since it was issued, and its user is still in `users`
+    /// with the same role. Reads memory only.
     pub fn verify(&self, cookie_value: &str, users: &Users, now: SystemTime) -> Option<Reader> {
         if cookie_value.len() > COOKIE_LEN_MAX {
             return None;
@@ -119,17 +145,41 @@ impl Sessions {
         // Authentic from here on: we wrote it.
         let payload = std::str::from_utf8(&payload).ok()?;
         let mut fields = payload.split('|');
-        let [version, name, role, expires, _nonce] = std::array::from_fn(|_| fields.next());
+        let [version, name, role, expires, epoch, generation, _nonce] =
+            std::array::from_fn(|_| fields.next());
         if fields.next().is_some() || version? != VERSION {
             return None;
         }
-        let role = Role::parse(role?)?;
+        let (name, role) = (name?, Role::parse(role?)?);
         let expires: u64 = expires?.parse().ok()?;
         let now = unix_secs(now);
         if now >= expires || expires > now.saturating_add(self.ttl.as_secs()) {
             return None;
         }
-        users.get(name?).filter(|r| r.role == role)
+        let epoch = u64::from_str_radix(epoch?, 16).ok()?;
+        let generation: u64 = generation?.parse().ok()?;
+        if !self.signouts.is_current(name, epoch, generation) {
+            return None;
+        }
+        users.get(name).filter(|r| r.role == role)
+    }
+
+    /// Signs out the reader `cookie_value` names, if it is valid now: every session of
+    /// that reader issued so far ends, on every browser (see [`SignOuts`]). `Ok(None)`:
+    /// the cookie signed no one in, nothing changed. On an error the sessions are
+    /// ended in this process but the sign-out was not written, so a restart would
+    /// honour them again.
+    pub fn sign_out(
+        &self,
+        cookie_value: &str,
+        users: &Users,
+        now: SystemTime,
+    ) -> Result<Option<Reader>, ReadersError> {
+        let Some(reader) = self.verify(cookie_value, users, now) else {
+            return Ok(None);
+        };
+        self.signouts.sign_out(&reader.name)?;
+        Ok(Some(reader))
     }
 
     fn mac(&self, payload: &[u8]) -> HmacSha256 {
@@ -347,7 +397,8 @@ mod tests {
     fn the_secret_is_made_private_reused_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".quire/secret");
-        let a = Sessions::load_or_create(&path, HOUR).unwrap();
+        let signouts = dir.path().join(".quire/sessions");
+        let a = Sessions::load_or_create(&path, &signouts, HOUR).unwrap();
         let first = std::fs::read(&path).unwrap();
         assert_eq!(first.len(), 65, "32 random bytes as hex, newline");
         #[cfg(unix)]
@@ -356,7 +407,7 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        let b = Sessions::load_or_create(&path, HOUR).unwrap();
+        let b = Sessions::load_or_create(&path, &signouts, HOUR).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), first, "reused, not remade");
         assert_eq!(a.key, b.key);
         let u = users(&[("ada", "reader")]);
@@ -366,15 +417,65 @@ mod tests {
             std::fs::read_dir(dir.path().join(".quire"))
                 .unwrap()
                 .count(),
-            1
+            2,
+            "the secret and the sign-out table, no temporary files"
         );
 
         std::fs::write(&path, "too short\n").unwrap();
-        let e = Sessions::load_or_create(&path, HOUR)
+        let e = Sessions::load_or_create(&path, &signouts, HOUR)
             .unwrap_err()
             .to_string();
         assert!(e.contains("secret") && e.contains("32"), "{e}");
         assert!(!format!("{a:?}").contains("key"), "no key in Debug");
+    }
+
+    /// Sign in, copy the cookie, sign out: the copy no longer signs anyone in, in this
+    /// process or after a restart. Other users and later sign-ins are untouched.
+    #[test]
+    fn signed_out_cookie_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (secret, table) = (dir.path().join("secret"), dir.path().join("sessions"));
+        let s = Sessions::load_or_create(&secret, &table, HOUR).unwrap();
+        let u = users(&[("ada", "reader"), ("bob", "reader")]);
+        let ada = reader("ada", Role::Reader);
+        let copy = s.issue(&ada, t(1000));
+        let other_device = s.issue(&ada, t(1001));
+        let bob = s.issue(&reader("bob", Role::Reader), t(1000));
+        assert_eq!(s.sign_out(&copy, &u, t(1002)).unwrap(), Some(ada.clone()));
+        assert_eq!(s.verify(&copy, &u, t(1003)), None, "the copied cookie");
+        assert_eq!(s.verify(&other_device, &u, t(1003)), None, "everywhere");
+        assert!(s.verify(&bob, &u, t(1003)).is_some(), "other users stay");
+        let fresh = s.issue(&ada, t(1004));
+        assert_eq!(s.verify(&fresh, &u, t(1004)), Some(ada.clone()));
+        // Signing out with a dead cookie changes nothing.
+        assert_eq!(s.sign_out(&copy, &u, t(1005)).unwrap(), None);
+        assert_eq!(s.verify(&fresh, &u, t(1005)), Some(ada.clone()));
+
+        let restarted = Sessions::load_or_create(&secret, &table, HOUR).unwrap();
+        assert_eq!(
+            restarted.verify(&copy, &u, t(1006)),
+            None,
+            "after a restart"
+        );
+        assert_eq!(restarted.verify(&other_device, &u, t(1006)), None);
+        assert_eq!(restarted.verify(&fresh, &u, t(1006)), Some(ada));
+        assert!(restarted.verify(&bob, &u, t(1006)).is_some());
+
+        // Losing the table signs everyone out; it never brings the copy back.
+        std::fs::remove_file(&table).unwrap();
+        let lost = Sessions::load_or_create(&secret, &table, HOUR).unwrap();
+        assert_eq!(lost.verify(&copy, &u, t(1007)), None);
+        assert_eq!(lost.verify(&bob, &u, t(1007)), None);
+    }
+
+    #[test]
+    fn a_cookie_of_the_old_format_is_refused() {
+        let s = sessions(HOUR);
+        let u = users(&[("ada", "reader")]);
+        let payload = format!("v1|ada|reader|{}|{}", 2000, "00".repeat(16));
+        let tag = s.mac(payload.as_bytes()).finalize().into_bytes();
+        let v1 = format!("{}.{}", hex(payload.as_bytes()), hex(&tag));
+        assert_eq!(s.verify(&v1, &u, t(1000)), None);
     }
 
     #[test]

@@ -281,7 +281,9 @@ pub fn write_user(
     Ok(outcome)
 }
 
-fn replace_file(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+/// Replaces `path` with `bytes` atomically (a synced temporary file renamed into place);
+/// a `private` file is made mode 0600, another keeps the old file's permissions.
+pub(super) fn replace_file(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
     use std::io::Write;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
