@@ -281,9 +281,8 @@ pub(crate) mod tests {
     fn yaml_alias_bomb_is_bounded_and_private() {
         let bomb = alias_bomb();
         assert!(bomb.len() < 400, "{}", bomb.len());
-        let start = std::time::Instant::now();
+        // (Expanded in full it would be 9^9 nodes: the node bound is what stops it.)
         let e = parse(&bomb).unwrap_err();
-        assert!(start.elapsed() < std::time::Duration::from_secs(2));
         assert_eq!(e, FrontError::Limit(Limit::Nodes));
         assert_eq!(
             e.to_string(),
