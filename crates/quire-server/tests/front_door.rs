@@ -10,15 +10,6 @@ use std::time::Duration;
 use common::*;
 use quire_store::Engine;
 
-/// Sends `request` on a fresh connection, half-closes, and reads until the end.
-fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(request).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 async fn raw_async(addr: std::net::SocketAddr, request: &'static [u8]) -> String {
     tokio::task::spawn_blocking(move || raw(addr, request))

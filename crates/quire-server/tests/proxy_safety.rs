@@ -79,14 +79,6 @@ async fn a_path_that_normalises_elsewhere_reaches_the_origin_normalised() {
     assert_eq!(o.hits("/b"), 1);
 }
 
-fn raw(addr: std::net::SocketAddr, request: &[u8]) -> String {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(request).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smuggling_shapes_and_oversized_heads_are_refused() {

@@ -462,3 +462,14 @@ pub fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// Sends `request` on a fresh connection and reads until the end (5 s at most).
+pub fn raw(addr: SocketAddr, request: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
