@@ -212,21 +212,36 @@ pub struct RssFigures {
     pub total_flat: bool,
     /// `RssAnon` stayed within 5 % of its smallest value.
     pub anon_flat: bool,
+    /// The trend, apart from the noise: the median `RssAnon` of the last quarter
+    /// after the warm-up against that of the first, in percent.
+    pub anon_trend_pct: f64,
     /// The last sample.
     pub last: Rss,
+    /// Every sample after the warm-up: seconds from the start, `VmRSS` and `RssAnon`
+    /// in KiB (to see a trend, not just the range).
+    pub series: Vec<(u32, u64, u64)>,
 }
 
 /// The figures of `samples` (ms from the start, memory) taken after `warmup_ms`.
 pub fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures> {
-    let kept: Vec<Rss> = samples
+    let after: Vec<&(u32, Rss)> = samples.iter().filter(|(ms, _)| *ms >= warmup_ms).collect();
+    let kept: Vec<Rss> = after.iter().map(|&&(_, r)| r).collect();
+    let series = after
         .iter()
-        .filter(|(ms, _)| *ms >= warmup_ms)
-        .map(|&(_, r)| r)
+        .map(|&&(ms, r)| (ms / 1000, r.total_kib, r.anon_kib))
         .collect();
     let last = *kept.last()?;
     let (tmin, tmax) = min_max(kept.iter().map(|r| r.total_kib));
     let (amin, amax) = min_max(kept.iter().map(|r| r.anon_kib));
     let flat = |min: u64, max: u64| (max as f64) <= (min as f64) * 1.05;
+    let quarter = (kept.len() / 4).max(1);
+    let median = |part: &[Rss]| {
+        let mut v: Vec<u64> = part.iter().map(|r| r.anon_kib).collect();
+        v.sort_unstable();
+        v[v.len() / 2] as f64
+    };
+    let first = median(&kept[..quarter]);
+    let last_q = median(&kept[kept.len() - quarter..]);
     Some(RssFigures {
         samples: kept.len(),
         total_min_kib: tmin,
@@ -235,7 +250,9 @@ pub fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures>
         anon_max_kib: amax,
         total_flat: flat(tmin, tmax),
         anon_flat: flat(amin, amax),
+        anon_trend_pct: (last_q / first.max(1.0) - 1.0) * 100.0,
         last,
+        series,
     })
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::schedule::FaultKind;
 use crate::tally::Counts;
 use crate::{disk_full, proxy_run, serve_run};
 
@@ -155,20 +156,7 @@ fn print_proxy(p: &proxy_run::Report) {
         w.warm_urls_asked_again,
         w.warm_urls_hit_again
     );
-    if !p.faults.is_empty() {
-        println!("faults (window + 3 s grace; 'after' = the next 5 s):");
-        for f in &p.faults {
-            println!(
-                "  {:<9} {:>6.1}-{:<6.1} origin requests met it: {}",
-                f.kind.name(),
-                f.start_s,
-                f.end_s,
-                f.origin_requests
-            );
-            println!("  {:<23} during: {}", "", counts_line(&f.during));
-            println!("  {:<23} after:  {}", "", counts_line(&f.after));
-        }
-    }
+    print_faults(&p.faults);
     if let Some(r) = &p.rss {
         println!(
             "RSS after warm-up ({} samples): VmRSS {}-{} MiB (flat within 5 %: {}), RssAnon {}-{} MiB (flat: {})",
@@ -180,9 +168,49 @@ fn print_proxy(p: &proxy_run::Report) {
             r.anon_max_kib / 1024,
             r.anon_flat
         );
+        let quarters: Vec<String> = (1..=4)
+            .filter_map(|q| r.series.get((r.series.len() * q / 4).saturating_sub(1)))
+            .map(|&(s, total, anon)| format!("{s} s: {} / {} MiB", total / 1024, anon / 1024))
+            .collect();
+        println!(
+            "RSS (VmRSS / RssAnon) at each quarter after warm-up: {}",
+            quarters.join(", ")
+        );
+        println!(
+            "RssAnon trend: last quarter's median {:+.1} % against the first quarter's",
+            r.anon_trend_pct
+        );
     }
     println!("origin requests {}", p.origin_requests);
     print_examples(&p.wrong_examples, &p.lost_examples, &p.panics);
+}
+
+/// Each fault kind's windows added up (the JSON has every window).
+fn print_faults(faults: &[proxy_run::FaultOutcome]) {
+    if faults.is_empty() {
+        return;
+    }
+    println!("faults, each kind's windows added up (window + 3 s grace; 'after' = the next 5 s):");
+    for kind in FaultKind::ALL {
+        let mine: Vec<&proxy_run::FaultOutcome> =
+            faults.iter().filter(|f| f.kind == kind).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let (mut during, mut after) = (Counts::default(), Counts::default());
+        for f in &mine {
+            during.merge(&f.during);
+            after.merge(&f.after);
+        }
+        let met: u64 = mine.iter().map(|f| f.origin_requests).sum();
+        println!(
+            "  {:<9} {} windows, {met} origin requests met the fault",
+            kind.name(),
+            mine.len()
+        );
+        println!("            during: {}", counts_line(&during));
+        println!("            after:  {}", counts_line(&after));
+    }
 }
 
 fn print_serve(s: &serve_run::Report) {

@@ -224,6 +224,24 @@ impl Counts {
         }
     }
 
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &Counts) {
+        self.requests += other.requests;
+        self.checked += other.checked;
+        self.current += other.current;
+        self.previous += other.previous;
+        self.wrong += other.wrong;
+        self.lost_invalidations += other.lost_invalidations;
+        self.hits += other.hits;
+        self.stale_if_error += other.stale_if_error;
+        for (k, v) in &other.statuses {
+            *self.statuses.entry(*k).or_default() += v;
+        }
+        for (k, v) in &other.failures {
+            *self.failures.entry(k).or_default() += v;
+        }
+    }
+
     /// Requests that got no right answer (a status, a failure, wrong or lost).
     pub fn errors(&self) -> u64 {
         self.requests - self.current - self.previous
@@ -345,6 +363,9 @@ mod tests {
         ];
         let c = Counts::of(&samples);
         assert_eq!((c.requests, c.checked, c.hits), (5, 3, 2));
+        let mut twice = c.clone();
+        twice.merge(&c);
+        assert_eq!((twice.requests, twice.statuses[&502]), (10, 2));
         assert_eq!(c.errors(), 3);
         assert_eq!(c.statuses[&502], 1);
         assert_eq!(c.failures["body-cut"], 1);
