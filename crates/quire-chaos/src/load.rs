@@ -72,6 +72,8 @@ pub struct World {
     /// Sabotage: record edits as acknowledged without purging, to prove the judge
     /// sees the old versions quire then keeps serving.
     skip_purge: AtomicBool,
+    /// While set, clients send nothing (the warm probe around a kill runs alone).
+    held: AtomicBool,
     /// Signalled after every acknowledged purge.
     acked: tokio::sync::Notify,
     /// The URLs of the last acknowledged edit (at most [`LAST_ACKED_MAX`]).
@@ -110,6 +112,7 @@ impl World {
             stop: AtomicBool::new(false),
             edits: Mutex::new(Edits::default()),
             skip_purge: AtomicBool::new(false),
+            held: AtomicBool::new(false),
             acked: tokio::sync::Notify::new(),
             last_acked: Mutex::new(Vec::new()),
         }
@@ -131,6 +134,11 @@ impl World {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Holds (or releases) every client before its next request.
+    pub fn hold(&self, held: bool) {
+        self.held.store(held, Ordering::Release);
     }
 
     /// Tells every client and the editor to finish.
@@ -207,6 +215,10 @@ pub async fn client(world: Arc<World>, kind: ClientKind, seed: u64) {
     let pause = (kind == ClientKind::Slow).then_some(SLOW_PAUSE);
     let mut conn: Option<Conn> = None;
     while !world.stopped() {
+        if world.held.load(Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        }
         if !conn.as_ref().is_some_and(Conn::is_open) {
             match Conn::connect(world.addr, proto, recv).await {
                 Ok(c) => conn = Some(c),

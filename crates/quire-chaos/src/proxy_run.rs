@@ -129,6 +129,11 @@ pub struct Report {
     /// Requests for the last purged URLs right after each restart (judged with the
     /// rest; a purge lost to the kill shows there first).
     pub checked_after_restart: u64,
+    /// URLs that were hits right before a kill (clients held), unchanged, asked again
+    /// first thing after the restart.
+    pub warm_probe_asked: u64,
+    /// Of those, hits: a warm restart keeps every entry.
+    pub warm_probe_hit: u64,
     /// Requests of the slow readers (large bodies read slowly while reclaim runs).
     pub slow_readers: Counts,
     /// Entries reclaim evicted and carried forward, summed over quire's lives (read
@@ -339,6 +344,9 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         world: world.clone(),
         kills: 0,
         checked_after_restart: 0,
+        warm: Vec::new(),
+        warm_asked: 0,
+        warm_hit: 0,
         evicted: 0,
         carried: 0,
     };
@@ -379,6 +387,7 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         chaos,
         sweep,
         checked_after_restart: hooks.checked_after_restart,
+        warm_probe: (hooks.warm_asked, hooks.warm_hit),
         reclaim: (hooks.evicted, hooks.carried),
         origin_requests: origin.requests(),
         panics: q.panics(),
@@ -397,12 +406,54 @@ struct KillAfterAck {
     world: Arc<World>,
     kills: usize,
     checked_after_restart: u64,
+    /// URLs (and their versions) that were hits just before the kill.
+    warm: Vec<(usize, u32)>,
+    /// Warm URLs asked again first thing after restarts, unchanged since.
+    warm_asked: u64,
+    /// Of those, hits.
+    warm_hit: u64,
     /// Reclaim's counters over the lives of quire so far.
     evicted: u64,
     carried: u64,
 }
 
+/// URLs probed for warmth around each kill.
+const WARM_PROBE_URLS: usize = 20;
+
 impl KillAfterAck {
+    /// With the clients held, asks for recently hit long-lived URLs and keeps those
+    /// that are hits now: they must still be hits right after the restart.
+    async fn probe_warm(&mut self) {
+        self.warm.clear();
+        let cat = &self.world.catalog;
+        let candidates = self.world.tally.recent_hits(400);
+        let long_lived = candidates
+            .into_iter()
+            .map(|u| u as usize)
+            .filter(|&i| cat.spec(i).max_age_secs > crate::content::SHORT_MAX_AGE_SECS)
+            .take(WARM_PROBE_URLS);
+        for i in long_lived.collect::<Vec<_>>() {
+            let v = cat.version(i);
+            let (o, hit) = load::check_now(&self.world, i, Vec::new()).await;
+            if hit && o.right() {
+                self.warm.push((i, v));
+            }
+        }
+    }
+
+    /// Right after the restart, before the clients are released: how many warm URLs
+    /// are hits again (those an edit moved meanwhile are not counted).
+    async fn recheck_warm(&mut self) {
+        for (i, v) in std::mem::take(&mut self.warm) {
+            let (o, hit) = load::check_now(&self.world, i, Vec::new()).await;
+            if self.world.catalog.version(i) != v {
+                continue;
+            }
+            self.warm_asked += 1;
+            self.warm_hit += u64::from(hit && o.right());
+        }
+    }
+
     /// Adds the running quire's reclaim counters (before it dies).
     async fn add_reclaim(&mut self) {
         if let Some(m) = quire::metrics(self.world.addr).await {
@@ -419,16 +470,23 @@ impl kills::Hooks for KillAfterAck {
             self.add_reclaim().await;
             if self.kills % 2 == 0 {
                 self.world.next_ack(Duration::from_secs(3)).await;
+                // Right after the ack: no probe in between.
+                self.world.hold(true);
+            } else {
+                self.world.hold(true);
+                self.probe_warm().await;
             }
         })
     }
 
     fn after_restart(&mut self) -> kills::HookFuture<'_> {
         Box::pin(async move {
+            self.recheck_warm().await;
             for i in self.world.last_acked() {
                 load::check_recorded(&self.world, i).await;
                 self.checked_after_restart += 1;
             }
+            self.world.hold(false);
         })
     }
 }
@@ -548,6 +606,7 @@ struct ReportParts<'a> {
     chaos: Chaos,
     sweep: Counts,
     checked_after_restart: u64,
+    warm_probe: (u64, u64),
     reclaim: (u64, u64),
     origin_requests: u64,
     panics: Vec<String>,
@@ -583,6 +642,8 @@ fn report(p: ReportParts<'_>) -> Report {
         edits: p.world.edits(),
         sweep: p.sweep,
         checked_after_restart: p.checked_after_restart,
+        warm_probe_asked: p.warm_probe.0,
+        warm_probe_hit: p.warm_probe.1,
         slow_readers: Counts::of(p.samples.iter().filter(|s| s.slow_reader)),
         reclaim_evicted: p.reclaim.0,
         reclaim_carried: p.reclaim.1,

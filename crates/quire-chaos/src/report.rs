@@ -148,6 +148,10 @@ fn print_proxy(p: &proxy_run::Report) {
         "edits acked {:?}, urls bumped {}, purge retries {}, unacked {}, slowest ack {} ms",
         e.acked, e.urls_bumped, e.purge_retries, e.unacked, e.ack_ms_max
     );
+    println!(
+        "warm probe: {} URLs hit right before a kill, {} hits again first thing after the restart",
+        p.warm_probe_asked, p.warm_probe_hit
+    );
     let w = &p.warmth;
     println!(
         "hit ratio 5 s before kills {}, 5 s after restarts {}; warm URLs asked again {}, hit again {}",

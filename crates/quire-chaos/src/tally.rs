@@ -136,6 +136,18 @@ impl Tally {
         (w, l)
     }
 
+    /// The distinct URLs of the hits among the last `n` samples, newest first.
+    pub fn recent_hits(&self, n: usize) -> Vec<u32> {
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let mut urls = Vec::new();
+        for s in samples.iter().rev().take(n) {
+            if s.hit && s.outcome.right() && !urls.contains(&s.url) {
+                urls.push(s.url);
+            }
+        }
+        urls
+    }
+
     /// A copy of the samples so far.
     pub fn samples(&self) -> Vec<Sample> {
         self.samples
