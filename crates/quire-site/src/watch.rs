@@ -5,9 +5,14 @@
 //!
 //! Files quire itself writes under `.quire/` (databases, the session secret) are
 //! ignored, so writing a view count never triggers a reload.
+//!
+//! A change made after the site was loaded but before watching began raises no event,
+//! so [`start`] reloads once more as soon as events are caught (a reload re-reads only
+//! files whose size or mtime changed). Reloads run one at a time, so the last to
+//! publish has read the newest files.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use notify::RecursiveMode;
@@ -86,9 +91,13 @@ pub fn republish(site: &Site, ctx: &Ctx) {
     }
 }
 
-/// Starts watching `site`'s vault.
+/// Starts watching `site`'s vault, then republishes it once: an edit made while quire
+/// was starting (after the vault was read, before this call) raised no event, and would
+/// otherwise stay unpublished until some other file changed.
 pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
     let root = site.root().to_owned();
+    let serial = Arc::new(Mutex::new(()));
+    let (first_site, first_ctx, first_serial) = (site.clone(), ctx.clone(), serial.clone());
     let mut debouncer = new_debouncer(DEBOUNCE, None, move |res: DebounceEventResult| {
         let relevant = match &res {
             Ok(events) => events
@@ -102,10 +111,15 @@ pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
             }
         };
         if relevant {
+            let _one_at_a_time = serial.lock().unwrap_or_else(|e| e.into_inner());
             republish(&site, &ctx);
         }
     })?;
     debouncer.watch(&root, RecursiveMode::Recursive)?;
+    {
+        let _one_at_a_time = first_serial.lock().unwrap_or_else(|e| e.into_inner());
+        republish(&first_site, &first_ctx);
+    }
     Ok(Watcher {
         _debouncer: Box::new(debouncer),
     })
@@ -114,6 +128,33 @@ pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// quire-chaos's serve run found this: an edit written while `quire serve` was
+    /// starting (between `Site::open` and the watcher) was never published; its page
+    /// stayed old until another file changed or quire restarted.
+    #[test]
+    fn an_edit_made_before_watching_began_is_published_when_it_begins() {
+        let vault = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let note = vault.path().join("a.md");
+        std::fs::write(&note, "---\ntitle: A\nfree: true\n---\nmarker-old\n").unwrap();
+        let site = Site::open(vault.path()).unwrap();
+        let mut cfg = quire_server::Config::default();
+        cfg.cache.path = cache.path().join("test.vol");
+        cfg.cache.size = quire_server::config::ByteSize(16 << 20);
+        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone())).unwrap();
+        // Longer, so the file's stamp (size and mtime) differs whatever the mtime
+        // granularity.
+        std::fs::write(
+            &note,
+            "---\ntitle: A\nfree: true\n---\nmarker-new, longer\n",
+        )
+        .unwrap();
+        let _watcher = start(site.clone(), ctx).unwrap();
+        let snap = site.snapshot();
+        let body = &snap.vault.notes()[0].body;
+        assert!(body.contains("marker-new"), "still {body:?}");
+    }
 
     #[test]
     fn quire_files_do_not_trigger_reloads() {
