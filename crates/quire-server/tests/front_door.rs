@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::*;
 use quire_store::Engine;
 
-
 async fn raw_async(addr: std::net::SocketAddr, request: &'static [u8]) -> String {
     tokio::task::spawn_blocking(move || raw(addr, request))
         .await

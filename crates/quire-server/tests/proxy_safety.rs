@@ -79,7 +79,6 @@ async fn a_path_that_normalises_elsewhere_reaches_the_origin_normalised() {
     assert_eq!(o.hits("/b"), 1);
 }
 
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smuggling_shapes_and_oversized_heads_are_refused() {
     // RFC 9112 §6.1, §6.3 (CL + TE, several CL), RFC 6585 §5 (431).
