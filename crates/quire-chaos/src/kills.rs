@@ -16,6 +16,8 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::quire::Quire;
 use crate::tally::Restart;
 
@@ -55,11 +57,63 @@ pub struct Chaos {
 }
 
 impl Chaos {
-    /// The median and largest restart times, ms.
-    pub fn restart_ms_figures(&self) -> (Option<u32>, Option<u32>) {
+    /// The figures of the kills, `planned` of them.
+    pub fn figures(&self, planned: usize) -> KillFigures {
         let mut ms = self.restart_ms.clone();
         ms.sort_unstable();
-        (ms.get(ms.len() / 2).copied(), ms.last().copied())
+        KillFigures {
+            kills_planned: planned,
+            kills_survived: self.kills_survived,
+            restart_failed: self.restart_failed.clone(),
+            crashes: self.crashes.clone(),
+            restart_ms_median: ms.get(ms.len() / 2).copied(),
+            restart_ms_max: ms.last().copied(),
+        }
+    }
+}
+
+/// What both runs (proxy and serve) report of their kills.
+#[derive(Debug, Clone, Serialize)]
+pub struct KillFigures {
+    /// SIGKILLs planned.
+    pub kills_planned: usize,
+    /// SIGKILLs after which quire came back healthy.
+    pub kills_survived: usize,
+    /// Why quire failed to come back, if it did.
+    pub restart_failed: Option<String>,
+    /// Times quire exited on its own.
+    pub crashes: Vec<String>,
+    /// Restart times (kill to healthy), ms: median.
+    pub restart_ms_median: Option<u32>,
+    /// Largest restart time.
+    pub restart_ms_max: Option<u32>,
+}
+
+impl KillFigures {
+    /// The failures among them, each line starting with `prefix`.
+    pub fn failures(&self, prefix: &str, f: &mut Vec<String>) {
+        if let Some(why) = &self.restart_failed {
+            f.push(format!("{prefix}quire failed to restart: {why}"));
+        }
+        if !self.crashes.is_empty() {
+            f.push(format!(
+                "{prefix}quire exited on its own {} times",
+                self.crashes.len()
+            ));
+        }
+    }
+
+    /// The report's line, with whether quire stopped cleanly at the end.
+    pub fn line(&self, stopped_cleanly: bool) -> String {
+        format!(
+            "kills survived {}/{}; restart ms median {:?}, max {:?}; crashes {}; stopped cleanly {}",
+            self.kills_survived,
+            self.kills_planned,
+            self.restart_ms_median,
+            self.restart_ms_max,
+            self.crashes.len(),
+            stopped_cleanly
+        )
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::content::Catalog;
-use crate::kills::{self, Chaos};
+use crate::kills::{self, Chaos, KillFigures};
 use crate::load::{self, ClientKind, Edits, World};
 use crate::origin::Origin;
 use crate::quire::{self, Quire, Rss};
@@ -102,18 +102,9 @@ pub struct FaultOutcome {
 pub struct Report {
     /// Seconds of load.
     pub duration_s: f64,
-    /// SIGKILLs planned.
-    pub kills_planned: usize,
-    /// SIGKILLs after which quire came back healthy.
-    pub kills_survived: usize,
-    /// Why quire failed to come back, if it did.
-    pub restart_failed: Option<String>,
-    /// Times quire exited on its own.
-    pub crashes: Vec<String>,
-    /// Restart times (kill to healthy), ms: median and largest.
-    pub restart_ms_median: Option<u32>,
-    /// Largest restart time.
-    pub restart_ms_max: Option<u32>,
+    /// The kills and restarts.
+    #[serde(flatten)]
+    pub kills: KillFigures,
     /// Every request of the load.
     pub totals: Counts,
     /// Requests outside every fault window and restart: errors here are unexplained.
@@ -167,15 +158,7 @@ impl Report {
         if lost > 0 {
             f.push(format!("{lost} lost invalidations"));
         }
-        if let Some(why) = &self.restart_failed {
-            f.push(format!("quire failed to restart: {why}"));
-        }
-        if !self.crashes.is_empty() {
-            f.push(format!(
-                "quire exited on its own {} times",
-                self.crashes.len()
-            ));
-        }
+        self.kills.failures("", &mut f);
         if !self.panics.is_empty() {
             f.push(format!("{} panics in quire's log", self.panics.len()));
         }
@@ -625,16 +608,10 @@ fn report(p: ReportParts<'_>) -> Report {
             ..fault_outcome(w, p.windows, p.samples, restarts)
         })
         .collect();
-    let (restart_ms_median, restart_ms_max) = p.chaos.restart_ms_figures();
     let (wrong_examples, lost_examples) = p.world.tally.examples();
     Report {
         duration_s: p.plan.duration.as_secs_f64(),
-        kills_planned: p.plan.kills,
-        kills_survived: p.chaos.kills_survived,
-        restart_failed: p.chaos.restart_failed,
-        crashes: p.chaos.crashes,
-        restart_ms_median,
-        restart_ms_max,
+        kills: p.chaos.figures(p.plan.kills),
         totals: Counts::of(p.samples),
         outside_windows: Counts::of(tally::outside(p.samples, p.windows, FAULT_GRACE, restarts)),
         faults,

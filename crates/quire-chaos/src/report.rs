@@ -122,15 +122,7 @@ pub fn print(out: &RunOutput) {
 
 fn print_proxy(p: &proxy_run::Report) {
     println!("\n== proxy mode ({:.0} s)", p.duration_s);
-    println!(
-        "kills survived {}/{}; restart ms median {:?}, max {:?}; crashes {}; stopped cleanly {}",
-        p.kills_survived,
-        p.kills_planned,
-        p.restart_ms_median,
-        p.restart_ms_max,
-        p.crashes.len(),
-        p.stopped_cleanly
-    );
+    println!("{}", p.kills.line(p.stopped_cleanly));
     println!("all:             {}", counts_line(&p.totals));
     println!("outside windows: {}", counts_line(&p.outside_windows));
     println!("final sweep:     {}", counts_line(&p.sweep));
@@ -219,15 +211,7 @@ fn print_faults(faults: &[proxy_run::FaultOutcome]) {
 
 fn print_serve(s: &serve_run::Report) {
     println!("\n== serve mode ({:.0} s)", s.duration_s);
-    println!(
-        "kills survived {}/{}; restart ms median {:?}, max {:?}; crashes {}; stopped cleanly {}",
-        s.kills_survived,
-        s.kills_planned,
-        s.restart_ms_median,
-        s.restart_ms_max,
-        s.crashes.len(),
-        s.stopped_cleanly
-    );
+    println!("{}", s.kills.line(s.stopped_cleanly));
     println!("all:              {}", counts_line(&s.totals));
     println!("outside restarts: {}", counts_line(&s.outside_restarts));
     println!("final sweep:      {}", counts_line(&s.sweep));

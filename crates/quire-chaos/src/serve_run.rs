@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::client::{Conn, Failure, Proto, Response};
 use crate::content::SplitMix;
-use crate::kills::{self, Chaos};
+use crate::kills::{self, Chaos, KillFigures};
 use crate::quire::{self, Quire};
 use crate::schedule;
 use crate::tally::{self, Counts, Outcome, Sample, Tally, Warmth};
@@ -72,18 +72,9 @@ pub struct Plan {
 pub struct Report {
     /// Seconds of load.
     pub duration_s: f64,
-    /// SIGKILLs planned.
-    pub kills_planned: usize,
-    /// SIGKILLs after which quire came back healthy.
-    pub kills_survived: usize,
-    /// Why quire failed to come back, if it did.
-    pub restart_failed: Option<String>,
-    /// Times quire exited on its own.
-    pub crashes: Vec<String>,
-    /// Restart times (kill to healthy), ms: median.
-    pub restart_ms_median: Option<u32>,
-    /// Largest restart time.
-    pub restart_ms_max: Option<u32>,
+    /// The kills and restarts.
+    #[serde(flatten)]
+    pub kills: KillFigures,
     /// Every request.
     pub totals: Counts,
     /// Requests outside every restart: errors here are unexplained.
@@ -122,15 +113,7 @@ impl Report {
         if lost > 0 {
             f.push(format!("serve: {lost} lost invalidations"));
         }
-        if let Some(why) = &self.restart_failed {
-            f.push(format!("serve: quire failed to restart: {why}"));
-        }
-        if !self.crashes.is_empty() {
-            f.push(format!(
-                "serve: quire exited on its own {} times",
-                self.crashes.len()
-            ));
-        }
+        self.kills.failures("serve: ", &mut f);
         if !self.panics.is_empty() {
             f.push(format!(
                 "serve: {} panics in quire's log",
@@ -418,17 +401,11 @@ fn report(
     stopped_cleanly: bool,
 ) -> Report {
     let samples = site.tally.samples();
-    let (restart_ms_median, restart_ms_max) = chaos.restart_ms_figures();
     let (wrong_examples, lost_examples) = site.tally.examples();
     let edits = site.edits.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Report {
         duration_s: plan.duration.as_secs_f64(),
-        kills_planned: plan.kills,
-        kills_survived: chaos.kills_survived,
-        restart_failed: chaos.restart_failed.clone(),
-        crashes: chaos.crashes.clone(),
-        restart_ms_median,
-        restart_ms_max,
+        kills: chaos.figures(plan.kills),
         totals: Counts::of(&samples),
         outside_restarts: Counts::of(tally::outside(
             &samples,
