@@ -113,7 +113,8 @@ pub async fn check(exe: &Path, scratch: &Path) -> anyhow::Result<Report> {
     Ok(report)
 }
 
-fn proxy_args(
+/// `quire proxy` in front of `origin` on `addr`, with a `size` volume at `vol`.
+pub(crate) fn proxy_args(
     origin: &Origin,
     addr: std::net::SocketAddr,
     vol: &Path,

@@ -260,19 +260,10 @@ fn quire_args(
         &config,
         "[limits]\norigin_read_timeout = \"2s\"\norigin_connect_timeout = \"1s\"\n",
     )?;
-    Ok(vec![
-        "proxy".into(),
-        "--origin".into(),
-        format!("http://{}", origin.addr()).into(),
-        "--listen".into(),
-        addr.to_string().into(),
-        "--cache".into(),
-        dir.join("proxy.vol").into(),
-        "--cache-size".into(),
-        plan.cache_size.clone().into(),
-        "--config".into(),
-        config.into(),
-    ])
+    let mut args =
+        crate::disk_full::proxy_args(origin, addr, &dir.join("proxy.vol"), &plan.cache_size);
+    args.extend(["--config".into(), config.into_os_string()]);
+    Ok(args)
 }
 
 /// Runs `plan` in `dir` (its volume, config and quire's log go there).
