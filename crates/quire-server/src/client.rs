@@ -40,7 +40,7 @@ pub struct Cidr {
 impl Cidr {
     /// Whether `ip` lies in the block (an IPv4-mapped IPv6 address counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
+        let ip = ip.to_canonical();
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
                 prefix_eq(&net.octets(), &ip.octets(), self.prefix)
@@ -65,7 +65,7 @@ impl FromStr for Cidr {
             .trim()
             .parse()
             .map_err(|_| format!("{s:?} is not an address or address/prefix"))?;
-        let addr = canonical(addr);
+        let addr = addr.to_canonical();
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match p {
             None => max,
@@ -78,11 +78,6 @@ impl FromStr for Cidr {
         };
         Ok(Cidr { addr, prefix })
     }
-}
-
-/// An IPv4-mapped IPv6 address as IPv4 (a dual-stack listener reports them).
-fn canonical(ip: IpAddr) -> IpAddr {
-    ip.to_canonical()
 }
 
 fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
@@ -126,8 +121,6 @@ impl TrustedProxies {
 /// Who a request is from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Client {
-    /// The connection's peer.
-    pub peer: SocketAddr,
     /// The client: the peer, or the address a trusted peer named.
     pub ip: IpAddr,
     /// The `X-Forwarded-For` value to forward; its last entry is `ip`.
@@ -138,14 +131,13 @@ impl Client {
     /// The client of a request from `peer` with `headers`.
     pub fn resolve(peer: SocketAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> Client {
         let incoming = forwarded_for(headers);
-        let peer_ip = canonical(peer.ip());
+        let peer_ip = peer.ip().to_canonical();
         if trusted.is_empty() || !trusted.contains(peer_ip) {
             let forwarded_for = match incoming {
                 Some(prev) if !prev.trim().is_empty() => format!("{prev}, {peer_ip}"),
                 _ => peer_ip.to_string(),
             };
             return Client {
-                peer,
                 ip: peer_ip,
                 forwarded_for,
             };
@@ -156,7 +148,7 @@ impl Client {
             .unwrap_or_default();
         let mut chosen: Option<(usize, IpAddr)> = None;
         for (i, e) in entries.iter().enumerate().rev() {
-            let Ok(ip) = e.parse::<IpAddr>().map(canonical) else {
+            let Ok(ip) = e.parse::<IpAddr>().map(|ip| ip.to_canonical()) else {
                 break;
             };
             chosen = Some((i, ip));
@@ -166,12 +158,10 @@ impl Client {
         }
         match chosen {
             Some((i, ip)) => Client {
-                peer,
                 ip,
                 forwarded_for: entries[..=i].join(", "),
             },
             None => Client {
-                peer,
                 ip: peer_ip,
                 forwarded_for: peer_ip.to_string(),
             },

@@ -132,7 +132,8 @@ impl Conns {
     }
 
     /// Clients with an open connection (the map's size).
-    pub fn clients(&self) -> usize {
+    #[cfg(test)]
+    fn clients(&self) -> usize {
         self.lock().len()
     }
 
