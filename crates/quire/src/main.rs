@@ -51,6 +51,26 @@ fn error_chain(e: &anyhow::Error) -> String {
     out
 }
 
+fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Bench(BenchCommand::Http(args)) => {
+            bench_http::run(args).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Load(args)) => {
+            bench_http::load::main(args).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Serve(args)) => {
+            bench_serve::run(args).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Search(args)) => bench_search::run(args),
+        Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
+        Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
+    }
+}
+
 #[cfg(test)]
 mod error_tests {
     use super::*;
@@ -71,25 +91,5 @@ mod error_tests {
         // A cause the message does not say is kept.
         let e = anyhow::anyhow!("outer").context("top");
         assert_eq!(error_chain(&e), "top: outer");
-    }
-}
-
-fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
-    match &cli.command {
-        Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
-        Command::Bench(BenchCommand::Http(args)) => {
-            bench_http::run(args).map(|()| ExitCode::SUCCESS)
-        }
-        Command::Bench(BenchCommand::Load(args)) => {
-            bench_http::load::main(args).map(|()| ExitCode::SUCCESS)
-        }
-        Command::Bench(BenchCommand::Serve(args)) => {
-            bench_serve::run(args).map(|()| ExitCode::SUCCESS)
-        }
-        Command::Bench(BenchCommand::Search(args)) => bench_search::run(args),
-        Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
-        Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
     }
 }
