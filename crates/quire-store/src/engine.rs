@@ -1,6 +1,7 @@
 //! The contract every storage engine implements: the memory-mapped [`Store`](crate::Store)
-//! and the file-per-entry [`FileStore`](crate::FileStore) baseline sit behind it, so
-//! `quire bench store` and the tests drive both with the same code.
+//! and the file-per-entry baseline (in the `quire-bench` crate) sit behind it, so
+//! `quire bench store` and the tests drive both with the same code, and the server
+//! is written against it rather than against the store.
 //!
 //! Contract:
 //! - Keys, tags and metadata are opaque bytes; an engine knows nothing of HTTP.
@@ -48,7 +49,6 @@ pub trait EntryRef: Send + Sync + 'static {
 
 /// Counters and gauges every engine reports. Counters only grow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "bench", derive(serde::Serialize))]
 pub struct Stats {
     pub hits: u64,
     pub misses: u64,

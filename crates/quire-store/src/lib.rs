@@ -1,28 +1,24 @@
 //! `quire-store`: the storage engine under quire's page cache.
 //!
-//! Two engines implement one contract ([`Engine`]):
+//! [`Store`] implements the storage contract ([`Engine`]): one file per volume,
+//! preallocated to its cap and memory-mapped. The file is cut into fixed-size regions
+//! written append-only. A put reserves bytes in the active region (a short lock), copies
+//! its entry with no lock held and publishes it under its key's index shard lock. Space
+//! is reclaimed inline by the writers that need it (no janitor): the region that frees
+//! most for least is claimed, its live entries with the most hits per byte are carried
+//! forward within a bounded share of the region and the rest are evicted, so the cap
+//! holds by construction. An in-RAM index maps key hashes to packed locations; a hit is
+//! a pinned slice of the mapping (and the volume's fd + offset for `sendfile`).
+//! Admission keeps one-hit wonders out; a RAM tier can hold the hot set. Restart is
+//! warm: the regions are scanned and every entry is checked (magic, version,
+//! generation, checksum).
 //!
-//! - [`Store`]: one file per volume, preallocated to its cap and memory-mapped. The file
-//!   is cut into fixed-size regions written append-only. A put reserves bytes in the
-//!   active region (a short lock), copies its entry with no lock held and publishes it
-//!   under its key's index shard lock. Space is reclaimed inline by the writers that
-//!   need it (no janitor): the region that frees most for least is claimed, its live
-//!   entries with the most hits per byte are carried forward within a bounded share of
-//!   the region and the rest are evicted, so the cap holds by construction. An in-RAM index maps key hashes to
-//!   packed locations; a hit is a pinned slice of the mapping (and the volume's fd +
-//!   offset for `sendfile`). Admission keeps one-hit wonders out; a RAM tier can hold
-//!   the hot set. Restart is warm: the regions are scanned and every entry is checked
-//!   (magic, version, generation, checksum).
-//! - [`FileStore`]: the file-per-entry design seed 002 replaced (open/read/close plus a
-//!   copy per read, temp file + rename per write, a periodic janitor that walks the
-//!   directory), kept as the baseline the benchmark compares against.
+//! The file-per-entry design the store replaced implements the same contract in the
+//! `quire-bench` crate, as the baseline `quire bench store` compares against.
 //!
 //! The store knows nothing of HTTP: keys, tags and metadata are opaque bytes.
 
 mod admission;
-pub mod baseline;
-#[cfg(feature = "bench")]
-pub mod bench;
 mod counters;
 mod engine;
 mod error;
@@ -37,10 +33,7 @@ mod store;
 mod tags;
 mod volume;
 
-pub use baseline::{FileOptions, FileStore};
 pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
 pub use error::{Result, StoreError};
 pub use handle::Handle;
-#[cfg(feature = "bench")]
-pub use store::SpaceBreakdown;
-pub use store::{Options, Store};
+pub use store::{Options, SpaceBreakdown, Store};

@@ -606,10 +606,10 @@ struct Carry {
     stride: u64,
 }
 
-/// Where the bytes of a volume's cap are now: what `quire bench`'s replay reports to
-/// show how much of the cap holds entries the index reaches, against the exact-LRU
-/// model, which counts only key + meta + body and holds its whole cap in them.
-#[cfg(feature = "bench")]
+/// Where the bytes of a volume's cap are now: how much of the cap holds entries the
+/// index reaches, and where the rest goes. The store benchmark's replay reads it
+/// against the exact-LRU model, which counts only key + meta + body and holds its
+/// whole cap in them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpaceBreakdown {
     pub cap_bytes: u64,
@@ -635,7 +635,6 @@ pub struct SpaceBreakdown {
     pub open_regions: u32,
 }
 
-#[cfg(feature = "bench")]
 impl Shared {
     /// See [`SpaceBreakdown`]. Racy against concurrent puts (each figure is read at a
     /// slightly different instant), exact when nothing runs meanwhile.

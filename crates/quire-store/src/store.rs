@@ -28,7 +28,6 @@ use crate::ram_tier::{self, RamTier};
 use crate::recovery::{self, Probe};
 use crate::region::RegionTable;
 use crate::space::Space;
-#[cfg(feature = "bench")]
 pub use crate::space::SpaceBreakdown;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
@@ -284,8 +283,8 @@ impl Store {
         self.shared.volume.fd()
     }
 
-    /// Where the bytes of the cap are now (see [`SpaceBreakdown`]).
-    #[cfg(feature = "bench")]
+    /// Where the bytes of the cap are now (see [`SpaceBreakdown`]): a diagnostic that
+    /// walks every sealed region's entries, so not for a hot path.
     pub fn space_breakdown(&self) -> SpaceBreakdown {
         self.shared.space_breakdown()
     }

@@ -109,7 +109,7 @@ fn judge(vault: &Vault, e: &dyn Embedder, pairs: &[Pair]) -> (eval::Score, f64, 
 fn synthetic(notes: usize) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let t = Instant::now();
-    quire_vault::synth::generate(dir.path(), notes, 1).expect("the synthetic vault writes");
+    quire_bench::synth::generate(dir.path(), notes, 1).expect("the synthetic vault writes");
     let vault = Vault::load(dir.path()).expect("the synthetic vault loads");
     println!(
         "\ngenerated vault: {} notes (synth::generate seed 1, written and loaded in {:.0} ms)",

@@ -15,7 +15,6 @@
 //! - [`views`]: view counts through a bounded queue into SQLite.
 //! - [`search`]: full-text search (SQLite FTS5), filtered by audience in SQL.
 //! - [`related`]: related notes per audience, computed when notes change.
-//! - [`synth`]: a deterministic synthetic vault for benchmarks.
 
 #![forbid(unsafe_code)]
 
@@ -28,7 +27,6 @@ pub mod readers;
 pub mod related;
 pub mod render;
 pub mod search;
-pub mod synth;
 pub mod vault;
 pub mod views;
 

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use quire_bench::synth;
 use quire_vault::search::{IndexOptions, Results, SearchIndex, LIMIT_MAX};
-use quire_vault::{synth, Vault, Visibility};
+use quire_vault::{Vault, Visibility};
 
 fn write_vault(dir: &Path, files: &[(&str, &str)]) -> Vault {
     for (p, text) in files {

@@ -3,8 +3,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use quire_store::bench::Scenario;
+use clap::{Args, Parser, Subcommand};
+use quire_bench::http::load::BenchLoadArgs;
+use quire_bench::http::BenchHttpArgs;
+use quire_bench::search::BenchSearchArgs;
+use quire_bench::serve::BenchServeArgs;
+use quire_bench::store::BenchStoreArgs;
 
 /// quire: a page cache for content sites, with a publishing server built in.
 #[derive(Debug, Parser)]
@@ -135,241 +139,12 @@ pub enum BenchCommand {
     Load(BenchLoadArgs),
 }
 
-/// Arguments of `quire bench load` (hidden: the harness runs it).
-#[derive(Debug, Clone, Args)]
-pub struct BenchLoadArgs {
-    /// The server, host:port (or http://host:port).
-    #[arg(long, value_name = "ADDR")]
-    pub host: String,
-    /// Paths to request, one per line, in this order (cycled).
-    #[arg(long, value_name = "FILE")]
-    pub paths: PathBuf,
-    /// Keep-alive connections.
-    #[arg(long, default_value_t = 32)]
-    pub connections: usize,
-    /// Seconds to send requests.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    pub duration: f64,
-    /// Open loop: this many requests per second in total, latency counted from when
-    /// each was due (default: closed loop).
-    #[arg(long, value_name = "R")]
-    pub rate: Option<f64>,
-    /// The Accept-Encoding field.
-    #[arg(long, default_value = "gzip, br")]
-    pub accept_encoding: String,
-    /// A Cookie field for every request.
-    #[arg(long, value_name = "STR")]
-    pub cookie: Option<String>,
-    /// Seconds before an unanswered request is an error.
-    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
-    pub timeout: f64,
-}
-
-/// Arguments of `quire bench search`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchSearchArgs {
-    /// Notes in the generated vault.
-    #[arg(long, default_value_t = 10_000)]
-    pub notes: usize,
-    /// Seed of the generated vault and of the queries.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Queries per scenario.
-    #[arg(long, default_value_t = 5_000)]
-    pub queries: usize,
-    /// Search this vault instead of generating one.
-    #[arg(long, value_name = "DIR", conflicts_with = "keep")]
-    pub vault: Option<PathBuf>,
-    /// Generate the vault into DIR (new or empty) and leave it there.
-    #[arg(long, value_name = "DIR")]
-    pub keep: Option<PathBuf>,
-    /// Put the scratch vault and index under DIR (default: the system temp
-    /// directory); they are removed afterwards.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-/// Arguments of `quire bench http`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchHttpArgs {
-    /// A running server, http://host:port.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["serve", "proxy"])]
-    pub target: Option<String>,
-    /// Start `quire serve VAULT` (this binary) pinned to --server-cpus and measure it.
-    #[arg(long, value_name = "VAULT", conflicts_with = "proxy")]
-    pub serve: Option<PathBuf>,
-    /// Start `quire proxy --origin ORIGIN` (this binary) pinned to --server-cpus and
-    /// measure it.
-    #[arg(long, value_name = "ORIGIN")]
-    pub proxy: Option<String>,
-    /// Also measure this peer (repeatable), started with an equivalent cache in front
-    /// of the same origin (with --serve: a second quire serve of the vault), pinned to
-    /// the same CPUs, in the same rounds.
-    #[arg(long, value_enum)]
-    pub peer: Vec<Peer>,
-    /// A TOML config for the quire that --serve/--proxy starts (its flags still set
-    /// listen, cache and workers).
-    #[arg(long, value_name = "FILE")]
-    pub quire_config: Option<PathBuf>,
-    /// CPUs for the server that --serve/--proxy starts, and for the peers (a taskset
-    /// list).
-    #[arg(long, default_value = "0")]
-    pub server_cpus: String,
-    /// CPUs for the peers' origin that --serve starts (default: not pinned).
-    #[arg(long, default_value = "")]
-    pub origin_cpus: String,
-    /// Also measure every request bypassing the cache (a cookie on each request: quire
-    /// renders or fetches every time), interleaved, and report cached/uncached.
-    #[arg(long)]
-    pub uncached: bool,
-    /// Paths to request, one per line (default: the server's /sitemap.xml).
-    #[arg(long, value_name = "FILE")]
-    pub urls: Option<PathBuf>,
-    /// Which URLs requests pick.
-    #[arg(long, value_enum, default_value = "uniform")]
-    pub order: crate::bench_http::urls::Order,
-    /// The load generator.
-    #[arg(long, value_enum, default_value = "builtin")]
-    pub loadgen: Loadgen,
-    /// Open loop: this many requests per second in total, latency counted from when
-    /// each was due (default: closed loop; built-in generator only).
-    #[arg(long, value_name = "R")]
-    pub rate: Option<f64>,
-    /// Keep-alive connections.
-    #[arg(long, default_value_t = 64)]
-    pub connections: usize,
-    /// Length of each run: seconds, or with a unit (`15s`, `10m`), at least 1 s.
-    #[arg(long, default_value = "10s")]
-    pub duration: quire_server::config::Secs,
-    /// Rounds (each runs every server once, in rotating order).
-    #[arg(long, default_value_t = 3)]
-    pub reps: usize,
-    /// The Accept-Encoding of every request.
-    #[arg(long, default_value = "gzip")]
-    pub accept_encoding: String,
-    /// CPUs for the load generator (a taskset list); keep the server off them.
-    #[arg(long, default_value = "1")]
-    pub loadgen_cpus: String,
-    /// The --target server's process id, for its CPU use.
-    #[arg(long, value_name = "PID")]
-    pub server_pid: Option<u32>,
-    /// Skip the warm-up pass (and its check that every URL is a hit).
-    #[arg(long)]
-    pub no_warmup: bool,
-    /// Seed of the request order.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also draw latency distributions and throughput over time to FILE.svg.
-    #[arg(long, value_name = "FILE")]
-    pub plot: Option<PathBuf>,
-}
-
-/// A peer cache `quire bench http` can start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Peer {
-    /// nginx `proxy_cache` (Debian's nginx).
-    Nginx,
-    /// Varnish (Debian's varnish).
-    Varnish,
-}
-
-/// The load generator of `quire bench http`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Loadgen {
-    /// quire's own (`quire bench load`): epoll, no per-request scripting, open loop.
-    Builtin,
-    /// Debian's wrk, with a Lua script.
-    Wrk,
-}
-
-/// Arguments of `quire bench serve`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchServeArgs {
-    /// Vault sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 10_000])]
-    pub notes: Vec<usize>,
-    /// Note pages timed per size.
-    #[arg(long, default_value_t = 300)]
-    pub pages: usize,
-    /// Seed of the synthetic vaults.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-/// Arguments of `quire bench store`.
-#[derive(Debug, Clone, Args)]
-pub struct BenchStoreArgs {
-    /// Small and short: the CI smoke run (under a minute on 2 cores).
-    #[arg(long)]
-    pub quick: bool,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Put the scratch volumes and directories under DIR (default: the system temp
-    /// directory); they are removed afterwards.
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Run only this scenario.
-    #[arg(long, value_name = "SCENARIO", value_enum)]
-    pub only: Option<ScenarioArg>,
-    /// Seed of the op streams.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-/// `--only` values: the scenarios' keys in the JSON report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ScenarioArg {
-    /// Warm reads across object sizes and thread counts.
-    #[value(name = "warm_reads", alias = "warm-reads", alias = "warm")]
-    WarmReads,
-    /// Zipf mix of gets (cache-aside), puts and deletes, working set 2x the cap.
-    #[value(name = "mixed")]
-    Mixed,
-    /// The mix with 10 % one-hit scan gets.
-    #[value(name = "mixed_scan", alias = "mixed-scan")]
-    MixedScan,
-    /// Stream new objects into a small cache, one thread.
-    #[value(name = "eviction")]
-    Eviction,
-    /// Write ten times a 16 MiB cap and watch the disk.
-    #[value(name = "overflow")]
-    Overflow,
-    /// Hit ratio before and after close + reopen (quire only).
-    #[value(name = "restart")]
-    Restart,
-    /// Warm reads with quire's RAM tier off vs on (quire only).
-    #[value(name = "ram_tier", alias = "ram-tier")]
-    RamTier,
-}
-
-impl From<ScenarioArg> for Scenario {
-    fn from(s: ScenarioArg) -> Scenario {
-        match s {
-            ScenarioArg::WarmReads => Scenario::WarmReads,
-            ScenarioArg::Mixed => Scenario::Mixed,
-            ScenarioArg::MixedScan => Scenario::MixedScan,
-            ScenarioArg::Eviction => Scenario::Eviction,
-            ScenarioArg::Overflow => Scenario::Overflow,
-            ScenarioArg::Restart => Scenario::Restart,
-            ScenarioArg::RamTier => Scenario::RamTier,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use quire_bench::http::Peer;
+    use quire_bench::store::Scenario;
 
     #[test]
     fn the_cli_is_well_formed() {

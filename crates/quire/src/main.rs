@@ -1,12 +1,16 @@
 //! The `quire` binary: parses the command line ([`cli`]) and dispatches to the command:
-//! `quire serve` ([`serve`]), `quire proxy` ([`proxy`]), `quire purge` ([`purge`]),
-//! `quire bench store` ([`bench_store`]), `quire bench search` ([`bench_search`]).
+//!
+//! - `quire serve` ([`serve`]): publish a vault as a website, cached;
+//! - `quire proxy` ([`proxy`]): a caching reverse proxy in front of an origin;
+//! - `quire purge` ([`purge`]): purge through a running quire's admin API;
+//! - `quire user` ([`user`]): manage a vault's readers;
+//! - `quire bench store`, `bench search`, `bench serve`, `bench http` and the hidden
+//!   `bench load` (the load generator `bench http` starts as a process of its own):
+//!   the benchmarks, which live in the `quire-bench` crate; this binary only parses
+//!   their arguments and calls their `run`.
+//!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
-mod bench_http;
-mod bench_search;
-mod bench_serve;
-mod bench_store;
 mod cli;
 mod proxy;
 mod purge;
@@ -53,17 +57,17 @@ fn error_chain(e: &anyhow::Error) -> String {
 
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Bench(BenchCommand::Store(args)) => bench_store::run(args),
+        Command::Bench(BenchCommand::Store(args)) => quire_bench::store::run(args),
+        Command::Bench(BenchCommand::Search(args)) => quire_bench::search::run(args),
+        Command::Bench(BenchCommand::Serve(args)) => {
+            quire_bench::serve::run(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Http(args)) => {
-            bench_http::run(args).map(|()| ExitCode::SUCCESS)
+            quire_bench::http::run(args).map(|()| ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::Load(args)) => {
-            bench_http::load::main(args).map(|()| ExitCode::SUCCESS)
+            quire_bench::http::load::main(args).map(|()| ExitCode::SUCCESS)
         }
-        Command::Bench(BenchCommand::Serve(args)) => {
-            bench_serve::run(args).map(|()| ExitCode::SUCCESS)
-        }
-        Command::Bench(BenchCommand::Search(args)) => bench_search::run(args),
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),

@@ -29,8 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-use crate::engine::{Engine, EntryRef, FileExtent, Put, Stats};
-use crate::{Result, StoreError};
+use quire_store::{Engine, EntryRef, FileExtent, Put, Result, Stats, StoreError};
 
 /// First bytes of every entry file.
 const MAGIC: [u8; 4] = *b"QFC\x01";
@@ -355,9 +354,8 @@ impl FileStore {
             )));
         }
         let root = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&root).map_err(|e| {
-            StoreError::io(format!("creating cache directory {}", root.display()), e)
-        })?;
+        fs::create_dir_all(&root)
+            .map_err(|e| io_error(format!("creating cache directory {}", root.display()), e))?;
         let interval_nanos = u64::try_from(options.janitor_interval.as_nanos()).unwrap_or(u64::MAX);
         let store = FileStore {
             root,
@@ -468,7 +466,7 @@ impl FileStore {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => {
                         first_error.get_or_insert_with(|| {
-                            StoreError::io(format!("evicting {}", file.path.display()), e)
+                            io_error(format!("evicting {}", file.path.display()), e)
                         });
                         continue;
                     }
@@ -519,14 +517,14 @@ impl FileStore {
     /// Calls `visit` for every entry and temp file in the two-level tree.
     fn walk(&self, mut visit: impl FnMut(PathBuf, Kind, &fs::DirEntry)) -> Result<()> {
         let top = fs::read_dir(&self.root).map_err(|e| {
-            StoreError::io(
+            io_error(
                 format!("reading cache directory {}", self.root.display()),
                 e,
             )
         })?;
         for sub in top {
             let sub = sub.map_err(|e| {
-                StoreError::io(
+                io_error(
                     format!("reading cache directory {}", self.root.display()),
                     e,
                 )
@@ -539,7 +537,7 @@ impl FileStore {
                 Ok(files) => files,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => {
-                    return Err(StoreError::io(
+                    return Err(io_error(
                         format!("reading cache directory {}", dir.display()),
                         e,
                     ))
@@ -547,7 +545,7 @@ impl FileStore {
             };
             for file in files {
                 let file = file.map_err(|e| {
-                    StoreError::io(format!("reading cache directory {}", dir.display()), e)
+                    io_error(format!("reading cache directory {}", dir.display()), e)
                 })?;
                 if let Some(kind) = classify(&file.file_name()) {
                     visit(file.path(), kind, &file);
@@ -577,11 +575,11 @@ impl FileStore {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::io(format!("creating cache directory {}", dir.display()), e)
+                    io_error(format!("creating cache directory {}", dir.display()), e)
                 })?;
-                create().map_err(|e| StoreError::io(format!("creating {}", tmp.display()), e))?
+                create().map_err(|e| io_error(format!("creating {}", tmp.display()), e))?
             }
-            Err(e) => return Err(StoreError::io(format!("creating {}", tmp.display()), e)),
+            Err(e) => return Err(io_error(format!("creating {}", tmp.display()), e)),
         };
         let mut written = write_all_vectored(&mut file, parts);
         if written.is_ok() && self.options.fsync {
@@ -590,7 +588,7 @@ impl FileStore {
         drop(file);
         if let Err(e) = written {
             let _ = fs::remove_file(tmp);
-            return Err(StoreError::io(format!("writing {}", tmp.display()), e));
+            return Err(io_error(format!("writing {}", tmp.display()), e));
         }
         Ok(())
     }
@@ -691,7 +689,7 @@ impl Engine for FileStore {
             .map(|m| m.len());
         if let Err(e) = fs::rename(&tmp, &path) {
             let _ = fs::remove_file(&tmp);
-            return Err(StoreError::io(
+            return Err(io_error(
                 format!("renaming {} to {}", tmp.display(), path.display()),
                 e,
             ));
@@ -730,7 +728,7 @@ impl Engine for FileStore {
         let bytes = match fs::symlink_metadata(&path) {
             Ok(meta) => meta.len(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(StoreError::io(format!("stat {}", path.display()), e)),
+            Err(e) => return Err(io_error(format!("stat {}", path.display()), e)),
         };
         match fs::remove_file(&path) {
             Ok(()) => {
@@ -738,7 +736,7 @@ impl Engine for FileStore {
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(StoreError::io(format!("removing {}", path.display()), e)),
+            Err(e) => Err(io_error(format!("removing {}", path.display()), e)),
         }
     }
 
@@ -763,7 +761,7 @@ impl Engine for FileStore {
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(StoreError::io(format!("removing {}", path.display()), e));
+                    return Err(io_error(format!("removing {}", path.display()), e));
                 }
             }
         }
@@ -791,6 +789,15 @@ impl Engine for FileStore {
 
     fn name(&self) -> &'static str {
         "file"
+    }
+}
+
+/// An I/O error with what was being done, in the store's error type (the baseline
+/// reports through the same [`Engine`] contract as the store).
+fn io_error(context: impl Into<String>, source: io::Error) -> StoreError {
+    StoreError::Io {
+        context: context.into(),
+        source,
     }
 }
 

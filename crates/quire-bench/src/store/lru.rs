@@ -218,8 +218,8 @@ pub fn simulate(cap_bytes: u64, streams: &Streams, sizes: &SizeModel) -> LruOutc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::content::{KEY_LEN, META_LEN};
-    use crate::bench::workload::Op;
+    use crate::store::content::{KEY_LEN, META_LEN};
+    use crate::store::workload::Op;
 
     #[test]
     fn hand_worked_sequence() {

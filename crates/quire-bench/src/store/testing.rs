@@ -14,7 +14,7 @@ use super::mixed::{self, Versions};
 use super::tally::Tally;
 use super::workload::{self, Mix, StreamSpec};
 use super::{eviction, restart, warm};
-use crate::{Engine, EntryRef, FileExtent, Put, Result, Stats};
+use quire_store::{Engine, EntryRef, FileExtent, Put, Result, Stats};
 
 #[derive(Debug)]
 struct Obj {

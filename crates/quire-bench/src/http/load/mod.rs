@@ -24,15 +24,44 @@ pub mod stats;
 mod tests;
 
 use std::net::ToSocketAddrs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::Args;
 
 pub use report::LoadResult;
 
-use crate::cli::BenchLoadArgs;
+/// Arguments of `quire bench load` (hidden: the harness runs it).
+#[derive(Debug, Clone, Args)]
+pub struct BenchLoadArgs {
+    /// The server, host:port (or http://host:port).
+    #[arg(long, value_name = "ADDR")]
+    pub host: String,
+    /// Paths to request, one per line, in this order (cycled).
+    #[arg(long, value_name = "FILE")]
+    pub paths: PathBuf,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 32)]
+    pub connections: usize,
+    /// Seconds to send requests.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Open loop: this many requests per second in total, latency counted from when
+    /// each was due (default: closed loop).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// The Accept-Encoding field.
+    #[arg(long, default_value = "gzip, br")]
+    pub accept_encoding: String,
+    /// A Cookie field for every request.
+    #[arg(long, value_name = "STR")]
+    pub cookie: Option<String>,
+    /// Seconds before an unanswered request is an error.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    pub timeout: f64,
+}
 
 /// One run of the generator as a separate process.
 #[derive(Debug, Clone)]

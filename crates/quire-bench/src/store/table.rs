@@ -1,51 +1,10 @@
-//! `quire bench store`: runs the store benchmark (quire_store::bench), prints its table,
-//! writes the JSON report when asked, and fails when a hit returned wrong bytes or an
-//! engine call failed.
+//! The human-readable table of a `quire bench store` report: one section per scenario
+//! that ran, the machine's state over the run, and the checks (mismatched hits, engine
+//! errors) last.
 
 use std::fmt::Write as _;
-use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::Context as _;
-use quire_store::bench::report::{MixedEngine, MixedReport, RamTierRow, Report};
-use quire_store::bench::{self, BenchConfig};
-
-use crate::cli::BenchStoreArgs;
-
-/// Runs the benchmark as `args` say.
-pub fn run(args: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
-    let config = BenchConfig {
-        quick: args.quick,
-        dir: args.dir.clone(),
-        only: args.only.map(Into::into),
-        seed: args.seed,
-    };
-    let t0 = Instant::now();
-    let mut progress = |line: &str| {
-        eprintln!("[{:6.1}s] {line}", t0.elapsed().as_secs_f64());
-    };
-    let report = bench::run(&config, &mut progress)
-        .map_err(anyhow::Error::from_boxed)
-        .context("quire bench store")?;
-    print!("{}", render(&report));
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report).context("encoding the report")?;
-        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
-    if report.ok() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        eprintln!(
-            "quire bench store: FAILED: {} mismatched hits, {} engine errors",
-            report.mismatches, report.errors
-        );
-        for p in &report.problems {
-            eprintln!("  {p}");
-        }
-        Ok(ExitCode::FAILURE)
-    }
-}
+use super::report::{MixedEngine, MixedReport, RamTierRow, Report};
 
 /// Operations per second, short: 2.72M, 601k, 84.7k, 950.
 pub fn rate(v: f64) -> String {
@@ -432,7 +391,7 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quire_store::bench::report::{RestartReport, WarmRow};
+    use crate::store::report::{RestartReport, WarmRow};
 
     #[test]
     fn short_numbers() {

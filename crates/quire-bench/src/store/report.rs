@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::histogram::Histogram;
-use super::machine::Machine;
 use super::mixed::{MixedOutcome, OpStats};
-use crate::Stats;
+use crate::machine::Machine;
+use quire_store::Stats;
 
 /// Everything one run measured.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -121,8 +121,63 @@ impl From<&Histogram> for Latency {
     }
 }
 
-/// An engine's counters, as they serialise into the report.
-pub type StatsReport = Stats;
+/// An engine's counters ([`Stats`]), as they serialise into the report: the same
+/// fields under the same names (the store itself does not depend on serde).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StatsReport {
+    pub hits: u64,
+    pub misses: u64,
+    pub admitted: u64,
+    pub rejected: u64,
+    pub evicted: u64,
+    pub carried: u64,
+    pub ram_hits: u64,
+    pub bytes_used: u64,
+    pub bytes_live: u64,
+    pub cap_bytes: u64,
+    pub entries: u64,
+    pub index_bytes: u64,
+    pub tag_index_bytes: u64,
+    pub ram_bytes: u64,
+}
+
+impl From<&Stats> for StatsReport {
+    fn from(s: &Stats) -> Self {
+        // Destructured in full, so a counter added to `Stats` cannot be left out.
+        let Stats {
+            hits,
+            misses,
+            admitted,
+            rejected,
+            evicted,
+            carried,
+            ram_hits,
+            bytes_used,
+            bytes_live,
+            cap_bytes,
+            entries,
+            index_bytes,
+            tag_index_bytes,
+            ram_bytes,
+        } = *s;
+        StatsReport {
+            hits,
+            misses,
+            admitted,
+            rejected,
+            evicted,
+            carried,
+            ram_hits,
+            bytes_used,
+            bytes_live,
+            cap_bytes,
+            entries,
+            index_bytes,
+            tag_index_bytes,
+            ram_bytes,
+        }
+    }
+}
 
 /// One engine's side of a mixed run.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -169,7 +224,7 @@ impl From<&MixedOutcome> for MixedEngine {
             puts_rejected: o.puts_rejected,
             elapsed_secs: m.elapsed.as_secs_f64(),
             by_op,
-            stats: m.stats.clone(),
+            stats: StatsReport::from(&m.stats),
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::StoreError;
+use quire_store::StoreError;
 
 /// How many problems of each kind keep their description.
 const KEEP: usize = 8;

@@ -1,5 +1,5 @@
 //! `quire bench serve`: what publishing costs as a vault grows. For each vault size
-//! it generates a synthetic vault (`quire_vault::synth`), starts `quire serve` on it
+//! it generates a synthetic vault ([`synth`](crate::synth)), starts `quire serve` on it
 //! in this process (loopback, one worker), and times, over one keep-alive
 //! connection, the first request to a sample of note pages (a miss: render,
 //! compress, store) and the second (a hit). The figure of merit is how the miss time
@@ -9,16 +9,33 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use clap::Args;
 use quire_server::config::ByteSize;
 use quire_server::{Config, Ctx, Server};
 use quire_site::Site;
 use quire_vault::Visibility;
 
-use crate::cli::BenchServeArgs;
+/// Arguments of `quire bench serve`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchServeArgs {
+    /// Vault sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [100usize, 10_000])]
+    pub notes: Vec<usize>,
+    /// Note pages timed per size.
+    #[arg(long, default_value_t = 300)]
+    pub pages: usize,
+    /// Seed of the synthetic vaults.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
 /// Pages requested before timing starts.
 const WARMUP: usize = 30;
@@ -107,7 +124,7 @@ fn request(conn: &mut TcpStream, buf: &mut Vec<u8>, path: &str) -> anyhow::Resul
 fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> {
     let dir = tempfile::tempdir()?;
     let vault = dir.path().join("vault");
-    quire_vault::synth::generate(&vault, notes, seed).context("generating the vault")?;
+    crate::synth::generate(&vault, notes, seed).context("generating the vault")?;
     let t0 = Instant::now();
     let site = Site::open(&vault)?;
     let load_ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -10,19 +10,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::content::SizeModel;
 use super::eviction;
 use super::lru;
-use super::machine::{CpuTimes, Machine};
 use super::mixed::{self, Versions};
 use super::ram_tier;
 use super::report::{
     EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, RamTierRow, Report,
-    RestartReport, WarmRow,
+    RestartReport, StatsReport, WarmRow,
 };
 use super::restart;
 use super::tally::Tally;
 use super::warm;
 use super::workload::{self, Mix, StreamSpec};
 use super::Scenario;
-use crate::{Engine, FileOptions, FileStore, Options, Store};
+use crate::baseline::{FileOptions, FileStore};
+use crate::machine::{CpuTimes, Machine};
+use quire_store::{Engine, Options, Store};
 
 /// Errors that stop the benchmark (an engine that cannot be opened, a scratch directory
 /// that cannot be made).
@@ -311,7 +312,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Runs the configured scenarios, reporting progress lines to `progress`.
-pub fn run(config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report, BenchError> {
+pub fn measure(config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report, BenchError> {
     let params = Params::new(config.quick);
     let scratch = Scratch::new(config.dir.as_deref())
         .map_err(|e| format!("making a scratch directory: {e}"))?;
@@ -586,8 +587,8 @@ impl Bench<'_> {
             quire_readback_hit_ratio: ratio(q.readback_hits, q.readback_gets),
             baseline_readback_hit_ratio: ratio(b.readback_hits, b.readback_gets),
             quire_admission: admission,
-            quire_stats: q_stats,
-            baseline_stats: b_stats,
+            quire_stats: StatsReport::from(&q_stats),
+            baseline_stats: StatsReport::from(&b_stats),
         };
         let series = EngineSeries {
             quire: q.batches,

@@ -468,8 +468,7 @@ impl Writer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::note::Visibility;
-    use crate::vault::Vault;
+    use quire_vault::{Vault, Visibility};
 
     #[test]
     fn the_same_seed_writes_the_same_vault() {

@@ -3,7 +3,7 @@
 //! interleaved round-robin, as the exact-LRU reference replays them, so the figures do
 //! not depend on scheduling. The bench's own multi-threaded figures stay the reference.
 //!
-//! `cargo run --release -p quire-store --features bench --example replay [-- DIR [SEED]]`
+//! `cargo run --release -p quire-bench --example replay [-- DIR [SEED]]`
 //! (DIR defaults to the temp directory; `/dev/shm` keeps the volume in RAM).
 //! `QUIRE_REPLAY_CARRY=0.6` sets `carry_share`; `QUIRE_REPLAY_ORACLE=1` never stores a
 //! scan key (its get still misses and is counted), the most any admission rule could
@@ -17,11 +17,11 @@
 
 use std::path::PathBuf;
 
-use quire_store::bench::lru;
-use quire_store::bench::mixed::{Versions, Worker};
-use quire_store::bench::tally::Tally;
-use quire_store::bench::workload::{self, Streams};
-use quire_store::bench::Params;
+use quire_bench::store::lru;
+use quire_bench::store::mixed::{Versions, Worker};
+use quire_bench::store::tally::Tally;
+use quire_bench::store::workload::{self, Streams};
+use quire_bench::store::Params;
 use quire_store::{Engine, Options, SpaceBreakdown, Store};
 
 /// What one replay gave.
@@ -86,7 +86,7 @@ fn replay(store: &Store, streams: &Streams, p: &Params, keys: usize, tally: &Tal
                 if oracle && op.id >= workload::SCAN_BASE {
                     // What the mix would score if scan keys were never stored.
                     w.stats.gets += 1;
-                    let _ = store.get(&quire_store::bench::content::key(op.id));
+                    let _ = store.get(&quire_bench::store::content::key(op.id));
                     continue;
                 }
                 if counted && op.id >= workload::SCAN_BASE {

@@ -65,7 +65,7 @@ impl Histogram {
 
     /// Values recorded.
     #[cfg(test)]
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.total
     }
 

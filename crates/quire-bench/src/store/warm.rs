@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::content::{self, XorShift};
 use super::tally::Tally;
-use crate::{Engine, Put};
+use quire_store::{Engine, Put};
 
 /// How a fill went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! `quire bench search`: query latency of the full-text index (issue 4: p99 under
 //! 5 ms on a 10,000-note vault while a full re-index runs).
 //!
-//! It generates a synthetic vault ([`quire_vault::synth`]) or takes `--vault`, builds
+//! It generates a synthetic vault ([`synth`](crate::synth)) or takes `--vault`, builds
 //! the index, then runs one fixed list of queries of mixed kinds (one word, two words,
 //! prefix, phrase, as-you-type, malformed) three times on one thread: with nothing
 //! else running, while another thread re-indexes the whole vault in a loop as one
@@ -18,12 +18,39 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use clap::Args;
 use quire_vault::search::{self, IndexOptions, SearchIndex};
-use quire_vault::synth::{self, Rng};
 use quire_vault::{Vault, Visibility};
 use serde::Serialize;
 
-use crate::cli::BenchSearchArgs;
+use crate::synth::{self, Rng};
+
+/// Arguments of `quire bench search`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchSearchArgs {
+    /// Notes in the generated vault.
+    #[arg(long, default_value_t = 10_000)]
+    pub notes: usize,
+    /// Seed of the generated vault and of the queries.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Queries per scenario.
+    #[arg(long, default_value_t = 5_000)]
+    pub queries: usize,
+    /// Search this vault instead of generating one.
+    #[arg(long, value_name = "DIR", conflicts_with = "keep")]
+    pub vault: Option<PathBuf>,
+    /// Generate the vault into DIR (new or empty) and leave it there.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Put the scratch vault and index under DIR (default: the system temp
+    /// directory); they are removed afterwards.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
 
 /// Hits asked for per query: a results page.
 const LIMIT: usize = 20;

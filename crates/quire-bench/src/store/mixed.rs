@@ -12,7 +12,7 @@ use super::content::{self, SizeModel};
 use super::histogram::Histogram;
 use super::tally::Tally;
 use super::workload::{Op, OpKind, Streams};
-use crate::{Engine, Put, Stats};
+use quire_store::{Engine, Put, Stats};
 
 /// The latest version handed out per key id (ids past the table, i.e. scan keys, are
 /// written once, as version 1).

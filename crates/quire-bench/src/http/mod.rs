@@ -33,15 +33,111 @@ pub mod urls;
 pub mod warm;
 pub mod wrk;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::{Args, ValueEnum};
 
-use crate::cli::{BenchHttpArgs, Loadgen, Peer};
 use load::LoadResult;
 use servers::Server;
 use summary::Run;
+
+/// Arguments of `quire bench http`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchHttpArgs {
+    /// A running server, http://host:port.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["serve", "proxy"])]
+    pub target: Option<String>,
+    /// Start `quire serve VAULT` (this binary) pinned to --server-cpus and measure it.
+    #[arg(long, value_name = "VAULT", conflicts_with = "proxy")]
+    pub serve: Option<PathBuf>,
+    /// Start `quire proxy --origin ORIGIN` (this binary) pinned to --server-cpus and
+    /// measure it.
+    #[arg(long, value_name = "ORIGIN")]
+    pub proxy: Option<String>,
+    /// Also measure this peer (repeatable), started with an equivalent cache in front
+    /// of the same origin (with --serve: a second quire serve of the vault), pinned to
+    /// the same CPUs, in the same rounds.
+    #[arg(long, value_enum)]
+    pub peer: Vec<Peer>,
+    /// A TOML config for the quire that --serve/--proxy starts (its flags still set
+    /// listen, cache and workers).
+    #[arg(long, value_name = "FILE")]
+    pub quire_config: Option<PathBuf>,
+    /// CPUs for the server that --serve/--proxy starts, and for the peers (a taskset
+    /// list).
+    #[arg(long, default_value = "0")]
+    pub server_cpus: String,
+    /// CPUs for the peers' origin that --serve starts (default: not pinned).
+    #[arg(long, default_value = "")]
+    pub origin_cpus: String,
+    /// Also measure every request bypassing the cache (a cookie on each request: quire
+    /// renders or fetches every time), interleaved, and report cached/uncached.
+    #[arg(long)]
+    pub uncached: bool,
+    /// Paths to request, one per line (default: the server's /sitemap.xml).
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<PathBuf>,
+    /// Which URLs requests pick.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub order: urls::Order,
+    /// The load generator.
+    #[arg(long, value_enum, default_value = "builtin")]
+    pub loadgen: Loadgen,
+    /// Open loop: this many requests per second in total, latency counted from when
+    /// each was due (default: closed loop; built-in generator only).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Length of each run: seconds, or with a unit (`15s`, `10m`), at least 1 s.
+    #[arg(long, default_value = "10s")]
+    pub duration: quire_server::config::Secs,
+    /// Rounds (each runs every server once, in rotating order).
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// The Accept-Encoding of every request.
+    #[arg(long, default_value = "gzip")]
+    pub accept_encoding: String,
+    /// CPUs for the load generator (a taskset list); keep the server off them.
+    #[arg(long, default_value = "1")]
+    pub loadgen_cpus: String,
+    /// The --target server's process id, for its CPU use.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// Skip the warm-up pass (and its check that every URL is a hit).
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// Seed of the request order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also draw latency distributions and throughput over time to FILE.svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+/// A peer cache `quire bench http` can start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Peer {
+    /// nginx `proxy_cache` (Debian's nginx).
+    Nginx,
+    /// Varnish (Debian's varnish).
+    Varnish,
+}
+
+/// The load generator of `quire bench http`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Loadgen {
+    /// quire's own (`quire bench load`): epoll, no per-request scripting, open loop.
+    Builtin,
+    /// Debian's wrk, with a Lua script.
+    Wrk,
+}
 
 /// The cookie of `--uncached` runs: any cookie makes quire bypass its cache.
 const BYPASS_COOKIE: &str = "quire_bench=1";
@@ -351,7 +447,7 @@ fn measure(
             "loadgen_cpus": args.loadgen_cpus,
             "server_cpus": args.server_cpus,
             "accept_encoding": args.accept_encoding,
-            "machine": quire_store::bench::machine::Machine::probe(),
+            "machine": crate::machine::Machine::probe(),
             "runs": runs,
             "ratios": ratios,
         });

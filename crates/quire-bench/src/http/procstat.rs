@@ -3,7 +3,7 @@
 //! and the verdict on whether the machine was quiet during a run (seed 000's third
 //! trap: a throttled or busy machine measures something else).
 
-pub use quire_store::bench::machine::CpuTimes;
+pub use crate::machine::CpuTimes;
 
 /// The machine's CPU times now (the store benchmark's reader of `/proc/stat`).
 pub fn machine() -> Option<CpuTimes> {

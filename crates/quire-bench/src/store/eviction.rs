@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::content::{self, SizeModel};
 use super::tally::Tally;
-use crate::{Engine, Put};
+use quire_store::{Engine, Put};
 
 /// Puts of new objects `0..objects`, one thread, timed one by one.
 #[derive(Debug, Clone, Default, PartialEq)]

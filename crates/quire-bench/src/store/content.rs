@@ -8,7 +8,7 @@
 //! and the rest must be that pair's stream. The metadata repeats id and version, so a hit
 //! whose meta and body come from different writes is caught too.
 
-use crate::EntryRef;
+use quire_store::EntryRef;
 
 /// Bytes of the body header: id (8), version (4), length (4).
 pub const HEADER_LEN: usize = 16;

@@ -9,7 +9,7 @@ use super::content::SizeModel;
 use super::mixed::{OpStats, Versions, Worker};
 use super::tally::Tally;
 use super::workload::Op;
-use crate::{Engine, Result, Stats};
+use quire_store::{Engine, Result, Stats};
 
 /// What the restart scenario saw.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::content;
 use super::tally::Tally;
 use super::warm::{self, Reads};
-use crate::{Engine, Stats};
+use quire_store::{Engine, Stats};
 
 /// One thread count of the comparison.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +155,7 @@ pub fn compare<E: Engine>(
 mod tests {
     use super::super::testing::MapEngine;
     use super::*;
-    use crate::{Options, Store};
+    use quire_store::{Options, Store};
 
     #[test]
     fn ratio_and_share_arithmetic() {
