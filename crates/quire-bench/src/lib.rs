@@ -16,6 +16,7 @@
 //! - [`search`]: `quire bench search`, full-text query latency while the index is
 //!   rebuilt.
 //! - [`synth`]: the deterministic synthetic vault `serve` and `search` run on.
+//! - [`histogram`]: the latency histogram the store and HTTP benchmarks share.
 //! - [`machine`]: the machine and its state (cores, CPU model, busy and steal time),
 //!   reported beside every figure.
 //!
@@ -26,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod baseline;
+pub mod histogram;
 pub mod http;
 pub mod machine;
 pub mod search;

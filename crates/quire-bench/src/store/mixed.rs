@@ -9,9 +9,9 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use super::content::{self, SizeModel};
-use super::histogram::Histogram;
 use super::tally::Tally;
 use super::workload::{Op, OpKind, Streams};
+use crate::histogram::Histogram;
 use quire_store::{Engine, Put, Stats};
 
 /// The latest version handed out per key id (ids past the table, i.e. scan keys, are
@@ -53,7 +53,7 @@ pub struct OpStats {
     pub hits: u64,
     pub puts_stored: u64,
     pub puts_rejected: u64,
-    /// Every op's latency (a get that misses includes its fill).
+    /// Every op's latency in nanoseconds (a get that misses includes its fill).
     pub all: Histogram,
     pub get_hit: Histogram,
     pub get_miss: Histogram,
@@ -181,19 +181,19 @@ impl<'a, E: Engine> Worker<'a, E> {
                                 self.tally.mismatch(self.engine.name(), self.scenario, what)
                             }
                         }
-                        self.stats.get_hit.record_duration(d);
+                        self.stats.get_hit.record_nanos(d);
                         d
                     }
                     None => {
                         let d = t0.elapsed() + self.write(op.id);
-                        self.stats.get_miss.record_duration(d);
+                        self.stats.get_miss.record_nanos(d);
                         d
                     }
                 }
             }
             OpKind::Put => {
                 let d = self.write(op.id);
-                self.stats.put.record_duration(d);
+                self.stats.put.record_nanos(d);
                 d
             }
             OpKind::Delete => {
@@ -204,12 +204,12 @@ impl<'a, E: Engine> Worker<'a, E> {
                     self.tally
                         .error(self.engine.name(), self.scenario, "remove", &e);
                 }
-                self.stats.delete.record_duration(d);
+                self.stats.delete.record_nanos(d);
                 d
             }
         };
         self.stats.ops += 1;
-        self.stats.all.record_duration(latency);
+        self.stats.all.record_nanos(latency);
     }
 }
 

@@ -16,7 +16,6 @@
 //! - [`zipf`]: the Zipf sampler and the rank → key permutation.
 //! - [`workload`]: pre-generated per-thread op streams.
 //! - [`lru`]: the exact-LRU reference.
-//! - [`histogram`]: latency histogram and percentiles.
 //! - [`tally`]: mismatches and errors seen.
 //! - [`warm`], [`mixed`], [`eviction`], [`restart`], [`ram_tier`]: the scenarios.
 //! - [`report`]: the results as serialisable data; [`table`]: as the printed table.
@@ -28,7 +27,6 @@
 pub mod content;
 pub mod driver;
 pub mod eviction;
-pub mod histogram;
 pub mod lru;
 pub mod mixed;
 pub mod ram_tier;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::histogram::Histogram;
 use super::mixed::{MixedOutcome, OpStats};
+use crate::histogram::Histogram;
 use crate::machine::Machine;
 use quire_store::Stats;
 
@@ -109,12 +109,13 @@ pub struct Latency {
 }
 
 impl From<&Histogram> for Latency {
+    /// From a histogram of nanoseconds.
     fn from(h: &Histogram) -> Self {
         Latency {
             count: h.count(),
-            p50_us: h.percentile_us(0.5),
-            p99_us: h.percentile_us(0.99),
-            p999_us: h.percentile_us(0.999),
+            p50_us: h.percentile(50.0) / 1000.0,
+            p99_us: h.percentile(99.0) / 1000.0,
+            p999_us: h.percentile(99.9) / 1000.0,
             max_us: h.max() as f64 / 1000.0,
             mean_us: h.mean() / 1000.0,
         }

@@ -14,7 +14,6 @@
 
 pub mod conn;
 pub mod engine;
-pub mod histogram;
 pub mod parse;
 pub mod report;
 pub mod request;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::histogram::Histogram;
+use crate::histogram::Histogram;
 
 /// Width of a timeline slot.
 pub const SLOT: Duration = Duration::from_millis(100);

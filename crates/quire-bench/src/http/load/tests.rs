@@ -120,7 +120,7 @@ fn assert_matches(s: &Stats, counts: &Counts) {
     assert_eq!(s.requests, counts.requests.load(Ordering::SeqCst));
     assert_eq!(s.non_2xx, counts.not_found.load(Ordering::SeqCst));
     assert_eq!(s.bytes, counts.bytes.load(Ordering::SeqCst));
-    assert_eq!(s.latency.len(), s.requests);
+    assert_eq!(s.latency.count(), s.requests);
     assert_eq!(s.timeline.iter().sum::<u64>(), s.requests);
 }
 
