@@ -1,164 +1,18 @@
-//! A one-thread replay of `quire bench store`'s mixed streams (with and without scans)
-//! through a real [`Store`], for iterating on the hit ratio quickly: the threads' ops are
-//! interleaved round-robin, as the exact-LRU reference replays them, so the figures do
-//! not depend on scheduling. The bench's own multi-threaded figures stay the reference.
+//! A one-thread replay of `quire bench store`'s mixed streams through a real store, for
+//! iterating on the hit ratio quickly (see `quire_bench::store::replay`).
 //!
 //! `cargo run --release -p quire-bench --example replay [-- DIR [SEED]]`
-//! (DIR defaults to the temp directory; `/dev/shm` keeps the volume in RAM).
-//! `QUIRE_REPLAY_CARRY=0.6` sets `carry_share`; `QUIRE_REPLAY_ORACLE=1` never stores a
-//! scan key (its get still misses and is counted), the most any admission rule could
-//! save on the scan mix.
-//!
-//! Each line also says where the cap's bytes were, averaged over 16 samples of the
-//! measured part ([`SpaceBreakdown`]), and what exact LRU scores with a cap of only the
-//! live payload bytes (`lru@live`): the gap between that and `lru` is what the store
-//! loses to space it does not fill with entries, the gap between `hit` and `lru@live`
-//! what its policy wins back.
 
 use std::path::PathBuf;
 
-use quire_bench::store::lru;
-use quire_bench::store::mixed::{Versions, Worker};
-use quire_bench::store::tally::Tally;
-use quire_bench::store::workload::{self, Streams};
-use quire_bench::store::Params;
-use quire_store::{Engine, Options, SpaceBreakdown, Store};
+use anyhow::Context as _;
 
-/// What one replay gave.
-struct Replayed {
-    hit: f64,
-    /// [`PARTS`] of the cap summed over the samples, their cap, and the sample count.
-    space: [f64; PARTS.len()],
-    cap: f64,
-    samples: u32,
-    /// Scan keys stored (admitted), and asked for.
-    scan_stored: u64,
-    scan_gets: u64,
-}
-
-const SAMPLES: usize = 16;
-
-/// Reads one part of the cap out of a breakdown.
-type Part = fn(&SpaceBreakdown) -> u64;
-
-/// The parts of the cap [`SpaceBreakdown`] tells apart, as printed. The first is the
-/// live payload.
-const PARTS: [(&str, Part); 8] = [
-    ("live payload", |b| b.live_payload_bytes),
-    ("entry headers", |b| b.live_overhead_bytes),
-    ("sealed dead", |b| b.sealed_dead_bytes),
-    ("sealed tail", |b| b.sealed_tail_bytes),
-    ("open dead", |b| b.open_dead_bytes),
-    ("open room", |b| b.open_room_bytes),
-    ("region headers", |b| b.region_header_bytes),
-    ("unregioned", |b| b.unregioned_bytes),
-];
-
-fn replay(store: &Store, streams: &Streams, p: &Params, keys: usize, tally: &Tally) -> Replayed {
-    let oracle = std::env::var_os("QUIRE_REPLAY_ORACLE").is_some();
-    let versions = Versions::new(keys);
-    let mut w = Worker::new(store, &p.mixed_sizes, &versions, tally, "replay", 64);
-    let mut out = Replayed {
-        hit: 0.0,
-        space: [0.0; PARTS.len()],
-        cap: 0.0,
-        samples: 0,
-        scan_stored: 0,
-        scan_gets: 0,
-    };
-    for (phase, counted) in [(&streams.warmup, false), (&streams.measured, true)] {
-        if counted {
-            w.stats = Default::default();
-        }
-        let longest = phase.iter().map(Vec::len).max().unwrap_or(0);
-        let every = (longest / SAMPLES).max(1);
-        for i in 0..longest {
-            if counted && i % every == every - 1 {
-                let b = store.space_breakdown();
-                for (sum, (_, part)) in out.space.iter_mut().zip(PARTS) {
-                    *sum += part(&b) as f64;
-                }
-                out.cap += b.cap_bytes as f64;
-                out.samples += 1;
-            }
-            for thread in phase {
-                let Some(&op) = thread.get(i) else { continue };
-                if oracle && op.id >= workload::SCAN_BASE {
-                    // What the mix would score if scan keys were never stored.
-                    w.stats.gets += 1;
-                    let _ = store.get(&quire_bench::store::content::key(op.id));
-                    continue;
-                }
-                if counted && op.id >= workload::SCAN_BASE {
-                    let before = store.stats().admitted;
-                    w.run(op);
-                    out.scan_gets += 1;
-                    out.scan_stored += store.stats().admitted - before;
-                    continue;
-                }
-                w.run(op);
-            }
-        }
-    }
-    out.hit = w.stats.hit_ratio();
-    out
-}
-
-fn main() {
+fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let dir = args.next().map_or_else(std::env::temp_dir, PathBuf::from);
-    let seed: u64 = args.next().map_or(1, |s| s.parse().expect("seed"));
-    let mut options = Options::default();
-    if let Ok(c) = std::env::var("QUIRE_REPLAY_CARRY") {
-        options.carry_share = c.parse().expect("QUIRE_REPLAY_CARRY");
-    }
-    if let Ok(r) = std::env::var("QUIRE_REPLAY_REGION_KIB") {
-        options.region_bytes = Some(r.parse::<u64>().expect("QUIRE_REPLAY_REGION_KIB") << 10);
-    }
-    let p = Params::new(false);
-    for scan in [false, true] {
-        let spec = p.mixed_spec(scan, seed);
-        let streams = workload::generate(&spec);
-        let lru = lru::simulate(p.mixed_cap, &streams, &p.mixed_sizes);
-        let path = dir.join(format!("quire-replay-{}.vol", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let store = Store::open(&path, p.mixed_cap, options.clone()).expect("open");
-        let tally = Tally::new();
-        let r = replay(&store, &streams, &p, spec.keys, &tally);
-        let hit = r.hit;
-        let st = store.stats();
-        drop(store);
-        let _ = std::fs::remove_file(&path);
-        assert_eq!(tally.mismatches(), 0, "wrong bytes served");
-        if tally.errors() > 0 {
-            println!("errors: {}", tally.errors());
-        }
-        println!(
-            "{:<10} hit {:.4}  lru {:.4}  live/cap {:.3}  used/cap {:.3}  admitted {}  \
-             rejected {}  evicted {}  carried {}",
-            if scan { "mixed_scan" } else { "mixed" },
-            hit,
-            lru.hit_ratio(),
-            st.bytes_live as f64 / st.cap_bytes as f64,
-            st.bytes_used as f64 / st.cap_bytes as f64,
-            st.admitted,
-            st.rejected,
-            st.evicted,
-            st.carried,
-        );
-        let live_cap = (r.space[0] / f64::from(r.samples.max(1))) as u64;
-        let lru_live = lru::simulate(live_cap, &streams, &p.mixed_sizes);
-        let shares: Vec<String> = PARTS
-            .iter()
-            .zip(r.space)
-            .map(|((name, _), sum)| format!("{name} {:.4}", sum / r.cap.max(1.0)))
-            .collect();
-        println!(
-            "           of cap: {}  | lru@live {:.4}  scan keys stored {}/{}",
-            shares.join("  "),
-            lru_live.hit_ratio(),
-            r.scan_stored,
-            r.scan_gets,
-        );
-    }
+    let seed: u64 = match args.next() {
+        Some(s) => s.parse().with_context(|| format!("SEED {s:?}"))?,
+        None => 1,
+    };
+    quire_bench::store::replay::run(&dir, seed)
 }

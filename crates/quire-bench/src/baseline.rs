@@ -24,7 +24,7 @@ use std::io::{self, IoSlice, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant, SystemTime};
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
@@ -51,7 +51,7 @@ const NAME_LEN: usize = 16;
 
 /// Options of the baseline. `FileOptions::default()` is what the benchmark uses.
 #[derive(Debug, Clone)]
-pub struct FileOptions {
+pub(crate) struct FileOptions {
     /// How long after the janitor's last run a `put` runs it again (synchronously).
     pub janitor_interval: Duration,
     /// When the janitor finds the directory over the cap, it deletes the oldest files
@@ -77,7 +77,7 @@ impl Default for FileOptions {
 
 /// The file-per-entry baseline engine; see the module doc.
 #[derive(Debug)]
-pub struct FileStore {
+pub(crate) struct FileStore {
     root: PathBuf,
     cap_bytes: u64,
     options: FileOptions,
@@ -104,7 +104,7 @@ pub struct FileStore {
 }
 
 /// A hit: the whole entry file read into one buffer owned by the handle.
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     buf: Vec<u8>,
     meta: Range<usize>,
     body: Range<usize>,
@@ -335,7 +335,11 @@ fn saturating_sub(counter: &AtomicU64, by: u64) {
 impl FileStore {
     /// Opens (creating it if needed) the cache directory `dir` with a cap of `cap_bytes`.
     /// Entry files already there are the cache; one walk learns how much they take.
-    pub fn open(dir: impl AsRef<Path>, cap_bytes: u64, options: FileOptions) -> Result<FileStore> {
+    pub(crate) fn open(
+        dir: impl AsRef<Path>,
+        cap_bytes: u64,
+        options: FileOptions,
+    ) -> Result<FileStore> {
         if cap_bytes == 0 {
             return Err(StoreError::InvalidOptions(
                 "the file cache needs a cap above 0 bytes".into(),
@@ -381,14 +385,9 @@ impl FileStore {
         Ok(store)
     }
 
-    /// The cache directory.
-    pub fn dir(&self) -> &Path {
-        &self.root
-    }
-
     /// Walks the directory and returns the real sum of the sizes of the files this
     /// engine keeps there (entries and temp files). Unreadable parts count as empty.
-    pub fn disk_bytes(&self) -> u64 {
+    pub(crate) fn disk_bytes(&self) -> u64 {
         let mut total = 0u64;
         let _ = self.walk(|_, _, dirent| {
             if let Ok(meta) = dirent.metadata() {
@@ -401,8 +400,12 @@ impl FileStore {
     }
 
     /// Runs the janitor now, waiting for a run in progress on another thread first.
-    pub fn run_janitor(&self) -> Result<()> {
-        let guard = self.janitor.lock().unwrap_or_else(PoisonError::into_inner);
+    #[cfg(test)]
+    pub(crate) fn run_janitor(&self) -> Result<()> {
+        let guard = self
+            .janitor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.janitor_locked(&guard)
     }
 

@@ -6,7 +6,7 @@
 //! Organised by what is measured:
 //!
 //! - [`store`]: `quire bench store`, quire's memory-mapped store against the
-//!   file-per-entry [`baseline`] behind the store's `Engine` trait, scenario by scenario
+//!   file-per-entry `baseline` behind the store's `Engine` trait, scenario by scenario
 //!   (warm reads, a Zipf mix scored against an exact LRU, eviction, overflow, restart,
 //!   the RAM tier).
 //! - [`http`]: `quire bench http`, an HTTP server under load from pinned cores beside
@@ -16,8 +16,8 @@
 //! - [`search`]: `quire bench search`, full-text query latency while the index is
 //!   rebuilt.
 //! - [`synth`]: the deterministic synthetic vault `serve` and `search` run on.
-//! - [`histogram`]: the latency histogram the store and HTTP benchmarks share.
-//! - [`machine`]: the machine and its state (cores, CPU model, busy and steal time),
+//! - `histogram`: the latency histogram the store and HTTP benchmarks share.
+//! - `machine`: the machine and its state (cores, CPU model, busy and steal time),
 //!   reported beside every figure.
 //!
 //! Key decision: a benchmark that starts quire as a server (`bench http`) re-runs the
@@ -26,10 +26,10 @@
 
 #![forbid(unsafe_code)]
 
-pub mod baseline;
-pub mod histogram;
+mod baseline;
+mod histogram;
 pub mod http;
-pub mod machine;
+mod machine;
 pub mod search;
 pub mod serve;
 pub mod store;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// CPU time counters from the first line of /proc/stat, in clock ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     pub busy: u64,
     pub idle: u64,
     pub steal: u64,
@@ -14,7 +14,7 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     /// Reads /proc/stat; `None` where it is not available.
-    pub fn now() -> Option<CpuTimes> {
+    pub(crate) fn now() -> Option<CpuTimes> {
         let text = std::fs::read_to_string("/proc/stat").ok()?;
         parse_proc_stat(&text)
     }
@@ -25,7 +25,7 @@ impl CpuTimes {
 }
 
 /// Parses the aggregate `cpu` line: user nice system idle iowait irq softirq steal ...
-pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
+pub(crate) fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -42,7 +42,7 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTimes> {
 
 /// The machine, and its state over the run.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Machine {
+pub(crate) struct Machine {
     pub cores: usize,
     pub cpu_model: String,
     /// Share of CPU time stolen by the hypervisor during the run (0..1), if known.
@@ -54,7 +54,7 @@ pub struct Machine {
 
 impl Machine {
     /// Cores and model now; the run's shares are filled in by [`Machine::finish`].
-    pub fn probe() -> Machine {
+    pub(crate) fn probe() -> Machine {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
@@ -75,7 +75,7 @@ impl Machine {
     }
 
     /// Fills in the shares from counters taken at the start and at the end of the run.
-    pub fn finish(&mut self, start: Option<CpuTimes>, end: Option<CpuTimes>) {
+    pub(crate) fn finish(&mut self, start: Option<CpuTimes>, end: Option<CpuTimes>) {
         if let (Some(a), Some(b)) = (start, end) {
             let total = b.total().saturating_sub(a.total());
             if total > 0 {

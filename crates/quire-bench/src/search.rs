@@ -1,7 +1,7 @@
 //! `quire bench search`: query latency of the full-text index (issue 4: p99 under
 //! 5 ms on a 10,000-note vault while a full re-index runs).
 //!
-//! It generates a synthetic vault ([`synth`](crate::synth)) or takes `--vault`, builds
+//! It generates a synthetic vault ([`crate::synth`]) or takes `--vault`, builds
 //! the index, then runs one fixed list of queries of mixed kinds (one word, two words,
 //! prefix, phrase, as-you-type, malformed) three times on one thread: with nothing
 //! else running, while another thread re-indexes the whole vault in a loop as one

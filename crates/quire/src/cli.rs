@@ -13,14 +13,14 @@ use quire_bench::store::BenchStoreArgs;
 /// quire: a page cache for content sites, with a publishing server built in.
 #[derive(Debug, Parser)]
 #[command(name = "quire", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 /// What to do.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Publish a folder of markdown notes (a vault) as a website, cached.
     Serve(ServeArgs),
     /// Run a caching reverse proxy in front of an origin.
@@ -37,7 +37,7 @@ pub enum Command {
 
 /// Arguments of `quire proxy`. Flags override the config file.
 #[derive(Debug, Clone, Args)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// The origin, http://host[:port].
     #[arg(long, value_name = "URL")]
     pub origin: Option<String>,
@@ -60,7 +60,7 @@ pub struct ProxyArgs {
 
 /// Arguments of `quire serve`. Flags override the config file.
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The vault: a folder of markdown notes (site settings, templates and users in
     /// its `.quire/` folder).
     #[arg(value_name = "VAULT", default_value = "examples/vault")]
@@ -88,7 +88,7 @@ pub struct ServeArgs {
 
 /// Arguments of `quire purge`.
 #[derive(Debug, Clone, Args)]
-pub struct PurgeArgs {
+pub(crate) struct PurgeArgs {
     /// The quire server, http://host:port.
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
     pub server: String,
@@ -116,7 +116,7 @@ pub struct PurgeArgs {
 
 /// What to benchmark.
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Compare quire's memory-mapped store with the file-per-entry baseline (seed 002's
     /// tests: warm reads, realistic mix with and without scans, eviction sweep,
     /// overflow, warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit

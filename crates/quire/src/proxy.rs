@@ -11,19 +11,19 @@ use crate::cli::ProxyArgs;
 
 /// Reads a TOML configuration file; unknown keys and bad values are errors that
 /// name the file and the key.
-pub fn load_config(path: &Path) -> anyhow::Result<Config> {
+pub(crate) fn load_config(path: &Path) -> anyhow::Result<Config> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading config {}", path.display()))?;
     parse_config(&text).with_context(|| format!("config {}", path.display()))
 }
 
 /// Parses configuration text.
-pub fn parse_config(text: &str) -> anyhow::Result<Config> {
+pub(crate) fn parse_config(text: &str) -> anyhow::Result<Config> {
     Ok(toml::from_str(text)?)
 }
 
 /// The configuration `args` describe: the file if given, then each flag over it.
-pub fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
+pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
         Some(p) => load_config(p)?,
         None => Config::default(),
@@ -42,7 +42,7 @@ pub fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
 }
 
 /// Sets the flags shared by `quire proxy` and `quire serve` over `cfg`.
-pub fn apply_flags(
+pub(crate) fn apply_flags(
     cfg: &mut Config,
     listen: Option<std::net::SocketAddr>,
     cache: Option<&std::path::PathBuf>,
@@ -67,7 +67,7 @@ pub fn apply_flags(
 }
 
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
-pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
     let (rt, workers) = runtime(cfg.workers)?;
     rt.block_on(async move {
@@ -87,7 +87,7 @@ pub fn run(args: &ProxyArgs) -> anyhow::Result<()> {
 }
 
 /// The runtime for `workers` (0: one per core), and the worker count.
-pub fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime, usize)> {
+pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime, usize)> {
     let workers = if workers == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -111,7 +111,7 @@ pub fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime, usize
 }
 
 /// Resolves on the first SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

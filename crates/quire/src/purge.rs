@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use crate::cli::PurgeArgs;
 
 /// Runs `quire purge`.
-pub fn run(args: &PurgeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &PurgeArgs) -> anyhow::Result<()> {
     if args.urls.is_empty() && args.prefixes.is_empty() && args.tags.is_empty() {
         bail!("nothing to purge: give --url, --prefix or --tag");
     }

@@ -18,7 +18,7 @@ use crate::proxy::{apply_flags, load_config, runtime, shutdown_signal};
 const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 
 /// The configuration `args` describe: the file if given, then each flag over it.
-pub fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
+pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
         Some(p) => load_config(p)?,
         None => {
@@ -40,7 +40,7 @@ pub fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
 }
 
 /// Serves the vault until SIGTERM/SIGINT, then drains.
-pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
     let site = Site::open(&args.vault)
         .with_context(|| format!("opening the vault {}", args.vault.display()))?;

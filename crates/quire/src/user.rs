@@ -15,7 +15,7 @@ use quire_vault::readers::{self, Role, UserWrite};
 
 /// What to do with the readers of a vault.
 #[derive(Debug, Subcommand)]
-pub enum UserCommand {
+pub(crate) enum UserCommand {
     /// Add a reader to VAULT/.quire/users.toml, or reset their password and role. The
     /// password is read from stdin, one line.
     Add(UserAddArgs),
@@ -23,7 +23,7 @@ pub enum UserCommand {
 
 /// Arguments of `quire user add`.
 #[derive(Debug, Clone, Args)]
-pub struct UserAddArgs {
+pub(crate) struct UserAddArgs {
     /// The user's name: letters, digits, `.`, `_`, `-` or `@`.
     #[arg(value_parser = parse_name)]
     pub name: String,
@@ -43,7 +43,7 @@ fn parse_name(s: &str) -> Result<String, String> {
 }
 
 /// Runs `quire user ...`.
-pub fn run(cmd: &UserCommand) -> anyhow::Result<()> {
+pub(crate) fn run(cmd: &UserCommand) -> anyhow::Result<()> {
     match cmd {
         UserCommand::Add(args) => {
             let stdin = std::io::stdin();

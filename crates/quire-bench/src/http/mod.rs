@@ -6,7 +6,7 @@
 //! What it measures ([`run`]):
 //! - `--target URL`: a server already running;
 //! - `--serve VAULT` / `--proxy ORIGIN`: a `quire serve` / `quire proxy` it starts
-//!   itself ([`servers`]), release build, one worker, pinned to `--server-cpus`;
+//!   itself (`servers`), release build, one worker, pinned to `--server-cpus`;
 //! - `--uncached`: the same server with a cookie on every request (quire then renders
 //!   or fetches each time), for the cached/uncached ratio;
 //! - `--peer nginx|varnish`: the peer with an equivalent cache configuration in front
@@ -14,24 +14,24 @@
 //!   mode their origin is a second `quire serve` of the vault, idle once they are
 //!   warm).
 //!
-//! How ([`measure`]): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
-//! order ([`urls`]); every server warmed and checked to answer every URL as a hit
-//! ([`warm`]); then `--reps` rounds, each running every server in turn (the order
+//! How (`measure`): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
+//! order (`urls`); every server warmed and checked to answer every URL as a hit
+//! (`warm`); then `--reps` rounds, each running every server in turn (the order
 //! rotates each round, so none always runs first), with the load from the built-in
 //! generator ([`load`], closed loop, or open loop at `--rate`) or `wrk`, pinned to
 //! `--loadgen-cpus`; server, generator and other CPU and steal from `/proc`
-//! ([`procstat`]), with warnings when the machine was not quiet or the generator
+//! (`procstat`), with warnings when the machine was not quiet or the generator
 //! saturated its core. Output: a table, `--json FILE` (`runs`, `ratios`), and
-//! `--plot FILE.svg` ([`plot`]).
+//! `--plot FILE.svg` (`plot`).
 
 pub mod load;
-pub mod plot;
-pub mod procstat;
-pub mod servers;
-pub mod summary;
-pub mod urls;
-pub mod warm;
-pub mod wrk;
+mod plot;
+mod procstat;
+mod servers;
+mod summary;
+mod urls;
+mod warm;
+mod wrk;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,6 +42,7 @@ use clap::{Args, ValueEnum};
 use load::LoadResult;
 use servers::Server;
 use summary::Run;
+pub use urls::Order;
 
 /// Arguments of `quire bench http`.
 #[derive(Debug, Clone, Args)]
@@ -81,7 +82,7 @@ pub struct BenchHttpArgs {
     pub urls: Option<PathBuf>,
     /// Which URLs requests pick.
     #[arg(long, value_enum, default_value = "uniform")]
-    pub order: urls::Order,
+    pub order: Order,
     /// The load generator.
     #[arg(long, value_enum, default_value = "builtin")]
     pub loadgen: Loadgen,

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 /// One run to draw.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     /// Server name; runs of one server share a colour.
     pub server: String,
     /// `(percentile, latency in microseconds)`, percentiles ascending.
@@ -31,13 +31,13 @@ const COLOURS: [&str; 6] = [
 ];
 
 /// The "nines" of a percentile: 50 → 0.30, 90 → 1, 99 → 2, 99.9 → 3.
-pub fn nines(pct: f64) -> f64 {
+pub(crate) fn nines(pct: f64) -> f64 {
     -(1.0 - (pct / 100.0).min(0.999_999)).log10()
 }
 
 /// Requests per second in 1 s steps from a timeline of `step_ms` intervals (a last
 /// partial second is dropped).
-pub fn per_second(timeline: &[u64], step_ms: u64) -> Vec<f64> {
+pub(crate) fn per_second(timeline: &[u64], step_ms: u64) -> Vec<f64> {
     let per = (1000 / step_ms.clamp(1, 1000)) as usize;
     timeline
         .chunks_exact(per)
@@ -66,7 +66,7 @@ fn escape(s: &str) -> String {
 }
 
 /// The SVG text for `series`, titled `title`.
-pub fn svg(title: &str, series: &[Series]) -> String {
+pub(crate) fn svg(title: &str, series: &[Series]) -> String {
     let mut names: Vec<&str> = Vec::new();
     for s in series {
         if !names.contains(&s.server.as_str()) {

@@ -3,15 +3,15 @@
 //! and the verdict on whether the machine was quiet during a run (seed 000's third
 //! trap: a throttled or busy machine measures something else).
 
-pub use crate::machine::CpuTimes;
+pub(crate) use crate::machine::CpuTimes;
 
 /// The machine's CPU times now (the store benchmark's reader of `/proc/stat`).
-pub fn machine() -> Option<CpuTimes> {
+pub(crate) fn machine() -> Option<CpuTimes> {
     CpuTimes::now()
 }
 
 /// utime + stime of a process, in jiffies, from `/proc/PID/stat` text.
-pub fn parse_pid_stat(text: &str) -> Option<u64> {
+pub(crate) fn parse_pid_stat(text: &str) -> Option<u64> {
     // The command name is in parentheses and may hold spaces: fields start after ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -22,14 +22,14 @@ pub fn parse_pid_stat(text: &str) -> Option<u64> {
 }
 
 /// A process's CPU time in jiffies.
-pub fn process(pid: u32) -> Option<u64> {
+pub(crate) fn process(pid: u32) -> Option<u64> {
     parse_pid_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Waits for a load generator `child` that should finish after `duration`, sampling
 /// its CPU jiffies every 50 ms (the last sample before it exits), and returns its
 /// output and those jiffies. It is killed 30 s past `duration`.
-pub fn wait_sampled(
+pub(crate) fn wait_sampled(
     mut child: std::process::Child,
     duration: std::time::Duration,
     name: &str,
@@ -59,7 +59,7 @@ fn parent(text: &str) -> Option<u32> {
 
 /// CPU time in jiffies of a process and all its descendants (nginx's workers,
 /// Varnish's child), from one pass over `/proc`.
-pub fn tree(pid: u32) -> Option<u64> {
+pub(crate) fn tree(pid: u32) -> Option<u64> {
     let mut procs: Vec<(u32, u32, u64)> = Vec::new();
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -92,11 +92,11 @@ fn sum_tree(procs: &[(u32, u32, u64)], root: u32) -> Option<u64> {
 
 /// Clock ticks per second of `/proc` times (USER_HZ: 100 on every Linux port
 /// quire runs on).
-pub const HZ: f64 = 100.0;
+pub(crate) const HZ: f64 = 100.0;
 
 /// What the machine did during a run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Quiet {
+pub(crate) struct Quiet {
     /// CPU the server used, percent of one core.
     pub server_cpu_pct: f64,
     /// CPU the load generator used, percent of one core.
@@ -112,7 +112,7 @@ pub struct Quiet {
 /// Judges a run from machine times before and after, the server's and the load
 /// generator's CPU jiffies over the run, the run's length, and the cores the load
 /// generator had.
-pub fn judge(
+pub(crate) fn judge(
     before: CpuTimes,
     after: CpuTimes,
     server_jiffies: Option<u64>,

@@ -30,7 +30,7 @@ use super::urls;
 
 /// What a started server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `quire serve VAULT`.
     QuireServe,
     /// `quire proxy --origin URL`.
@@ -43,7 +43,7 @@ pub enum Kind {
 
 impl Kind {
     /// The server's name in tables and JSON.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::QuireServe | Kind::QuireProxy => "quire",
             Kind::Nginx => "nginx",
@@ -54,7 +54,7 @@ impl Kind {
 
 /// A server this benchmark started; stopped, and its directory removed, when dropped.
 #[derive(Debug)]
-pub struct Server {
+pub(crate) struct Server {
     /// What it is.
     pub kind: Kind,
     /// `host:port` it listens on.
@@ -67,12 +67,12 @@ pub struct Server {
 
 impl Server {
     /// The process id of its main process.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
     /// CPU jiffies of its whole process tree so far.
-    pub fn cpu_jiffies(&self) -> Option<u64> {
+    pub(crate) fn cpu_jiffies(&self) -> Option<u64> {
         self.pid().and_then(procstat::tree)
     }
 
@@ -165,7 +165,7 @@ fn spawn(
 
 /// Starts `quire serve VAULT` (when `origin` is `None`) or `quire proxy --origin`,
 /// one worker, a fresh cache volume, pinned to `cpus`, with `config` when given.
-pub fn quire(
+pub(crate) fn quire(
     vault: Option<&Path>,
     origin: Option<&str>,
     config: Option<&Path>,
@@ -206,7 +206,7 @@ pub fn quire(
 /// Starts `quire serve` on a copy of `vault` (its search and view databases left
 /// behind, so two servers of one vault never share a SQLite file): the peers'
 /// origin in serve mode.
-pub fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
+pub(crate) fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
     let copy = tempfile::Builder::new()
         .prefix("quire-bench-vault-")
         .tempdir()?;
@@ -245,7 +245,7 @@ fn root() -> bool {
 
 /// The nginx configuration: `proxy_cache` in front of `origin` (`host:port`), one
 /// worker on `cpu` (the first of the server CPUs).
-pub fn nginx_conf(dir: &Path, listen: &str, origin: &str, cpu: usize) -> String {
+pub(crate) fn nginx_conf(dir: &Path, listen: &str, origin: &str, cpu: usize) -> String {
     let d = dir.display();
     let user = if root() { "user root;\n" } else { "" };
     let affinity = format!("1{}", "0".repeat(cpu));
@@ -298,7 +298,7 @@ http {{
 }
 
 /// Starts nginx `proxy_cache` in front of `origin` (`host:port`), pinned to `cpus`.
-pub fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
+pub(crate) fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let listen = format!("127.0.0.1:{}", free_port()?);
     let cpu = first_cpu(cpus);
@@ -317,7 +317,7 @@ pub fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
 }
 
 /// The Varnish VCL: cache a 200 for an hour in front of `origin` (`host:port`).
-pub fn varnish_vcl(origin: &str) -> String {
+pub(crate) fn varnish_vcl(origin: &str) -> String {
     let (host, port) = origin.rsplit_once(':').unwrap_or((origin, "80"));
     format!(
         r#"vcl 4.1;
@@ -346,7 +346,7 @@ sub vcl_deliver {{
 }
 
 /// Starts Varnish in front of `origin` (`host:port`), pinned to `cpus`.
-pub fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
+pub(crate) fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let listen = format!("127.0.0.1:{}", free_port()?);
     let vcl = dir.path().join("bench.vcl");
@@ -378,7 +378,7 @@ pub fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
 }
 
 /// The first CPU of a taskset list (`"0"`, `"0-1"`, `"2,3"`).
-pub fn first_cpu(cpus: &str) -> usize {
+pub(crate) fn first_cpu(cpus: &str) -> usize {
     cpus.split([',', '-'])
         .next()
         .and_then(|c| c.trim().parse().ok())

@@ -8,7 +8,7 @@ use super::procstat::Quiet;
 
 /// One run of one server.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Run {
+pub(crate) struct Run {
     /// `quire`, `uncached`, `nginx`, `varnish`, `target`.
     pub server: String,
     /// Which round (1-based).
@@ -61,7 +61,7 @@ const STEP_MS: u64 = 100;
 
 impl Run {
     /// The run of `server` in `round` from the generator's result and the machine's.
-    pub fn new(
+    pub(crate) fn new(
         server: &str,
         round: usize,
         r: &LoadResult,
@@ -113,7 +113,7 @@ impl Run {
     }
 
     /// The run as a line on the plot.
-    pub fn series(&self) -> plot::Series {
+    pub(crate) fn series(&self) -> plot::Series {
         plot::Series {
             server: self.server.clone(),
             latency: self.latency.clone(),
@@ -124,7 +124,7 @@ impl Run {
 }
 
 /// The median of `server`'s values of `f`.
-pub fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Option<f64> {
+pub(crate) fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Option<f64> {
     let mut v: Vec<f64> = runs.iter().filter(|r| r.server == server).map(f).collect();
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -136,7 +136,7 @@ pub fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Option<f64
 
 /// The first server's median requests/s over each other's (`uncached`: cached over
 /// uncached), keyed by the other's name.
-pub fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_json::Value> {
+pub(crate) fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_json::Value> {
     let mut out = serde_json::Map::new();
     let Some(first) = names
         .first()
@@ -154,7 +154,7 @@ pub fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_jso
 
 /// How a sustained run's rate moved, from its requests per second in each second.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
+pub(crate) struct Spread {
     /// Slowest second.
     pub min: f64,
     /// Median second.
@@ -169,7 +169,7 @@ pub struct Spread {
 
 impl Spread {
     /// The spread of a run of a minute or more; `None` for a shorter one.
-    pub fn of(per_second: &[f64]) -> Option<Spread> {
+    pub(crate) fn of(per_second: &[f64]) -> Option<Spread> {
         if per_second.len() < 60 {
             return None;
         }
@@ -188,7 +188,7 @@ impl Spread {
 
 /// Prints the table: one line per run, medians per server, and each run's
 /// warnings; a sustained run (a minute or more) also gets its per-second spread.
-pub fn print(runs: &[Run], names: &[&str]) {
+pub(crate) fn print(runs: &[Run], names: &[&str]) {
     println!(
         "{:>12} {:>11} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
         "run",

@@ -18,7 +18,7 @@ pub enum Order {
 }
 
 /// `host:port` and path of an `http://` URL.
-pub fn split_url(url: &str) -> anyhow::Result<(String, String)> {
+pub(crate) fn split_url(url: &str) -> anyhow::Result<(String, String)> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| anyhow::anyhow!("{url}: only http:// targets are supported"))?;
@@ -34,7 +34,7 @@ pub fn split_url(url: &str) -> anyhow::Result<(String, String)> {
 
 /// One GET over a fresh connection asking for `accept_encoding` (`identity` to read
 /// the body): status, head (lower-cased), body (still encoded).
-pub fn get_encoded(
+pub(crate) fn get_encoded(
     host: &str,
     path: &str,
     accept_encoding: &str,
@@ -81,7 +81,7 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
 }
 
 /// The paths of the `<loc>` entries of a sitemap.
-pub fn sitemap_paths(xml: &str) -> Vec<String> {
+pub(crate) fn sitemap_paths(xml: &str) -> Vec<String> {
     xml.split("<loc>")
         .skip(1)
         .filter_map(|s| s.split("</loc>").next())
@@ -115,7 +115,7 @@ impl Rng {
 }
 
 /// `len` requests over `urls` in `order` (seeded, so runs are comparable).
-pub fn sequence(urls: &[String], order: Order, len: usize, seed: u64) -> Vec<String> {
+pub(crate) fn sequence(urls: &[String], order: Order, len: usize, seed: u64) -> Vec<String> {
     let mut rng = Rng(seed | 1);
     let mut shuffled: Vec<String> = urls.to_vec();
     for i in (1..shuffled.len()).rev() {

@@ -9,7 +9,7 @@ use super::urls;
 
 /// What the check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Warmth {
+pub(crate) struct Warmth {
     /// URLs whose second request was a hit.
     pub hits: usize,
     /// URLs whose answers say nothing about the cache.
@@ -22,7 +22,7 @@ pub struct Warmth {
 
 impl Warmth {
     /// Warnings for the report: URLs that were not hits, URLs that failed.
-    pub fn warnings(&self, server: &str) -> Vec<String> {
+    pub(crate) fn warnings(&self, server: &str) -> Vec<String> {
         let mut w = Vec::new();
         if self.hits + self.unknown < self.urls {
             w.push(format!(
@@ -48,7 +48,7 @@ impl Warmth {
 
 /// What a response head (lower-cased) says about the cache: `Some(true)` for a hit,
 /// `Some(false)` for anything else it names, `None` when it names nothing.
-pub fn hit_in(head: &str) -> Option<bool> {
+pub(crate) fn hit_in(head: &str) -> Option<bool> {
     let field = |name: &str| {
         head.lines()
             .find_map(|l| l.strip_prefix(name))
@@ -65,7 +65,7 @@ pub fn hit_in(head: &str) -> Option<bool> {
 /// Requests every path on `host` (asking for `accept_encoding`, as the run will),
 /// then checks each is a hit, retrying a while: stores land just after the answers
 /// stream.
-pub fn warm(host: &str, paths: &[String], accept_encoding: &str) -> anyhow::Result<Warmth> {
+pub(crate) fn warm(host: &str, paths: &[String], accept_encoding: &str) -> anyhow::Result<Warmth> {
     let mut w = Warmth {
         urls: paths.len(),
         ..Warmth::default()

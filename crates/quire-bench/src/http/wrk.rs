@@ -16,7 +16,7 @@ use super::load::LoadResult;
 /// The Lua script: requests cycle through `paths` (one per line in `list`), asking
 /// for `accept_encoding`, with a `Cookie` field when `cookie` is given (a cookie makes
 /// quire bypass its cache).
-pub fn script(list: &Path, cookie: Option<&str>, accept_encoding: &str) -> String {
+pub(crate) fn script(list: &Path, cookie: Option<&str>, accept_encoding: &str) -> String {
     let clean = |s: &str| s.replace(['"', '\\', '\r', '\n'], "");
     let cookie = cookie.map_or(String::new(), |c| {
         format!(", [\"Cookie\"] = \"{}\"", clean(c))
@@ -47,7 +47,7 @@ end
 /// Parses the JSON line the script prints, for a run on `connections` connections:
 /// the latency distribution is the four percentiles wrk reports, and there is no
 /// timeline.
-pub fn parse(stdout: &str, connections: usize) -> Option<LoadResult> {
+pub(crate) fn parse(stdout: &str, connections: usize) -> Option<LoadResult> {
     let line = stdout.lines().find_map(|l| l.strip_prefix("QUIRE-WRK "))?;
     let mut r: LoadResult = serde_json::from_str(line).ok()?;
     r.latency = vec![
@@ -63,7 +63,7 @@ pub fn parse(stdout: &str, connections: usize) -> Option<LoadResult> {
 
 /// Runs wrk against `base` with `script_path`, pinned to `cpus` (a taskset list),
 /// and returns its result and its CPU jiffies (sampled while it ran).
-pub fn run(
+pub(crate) fn run(
     base: &str,
     script_path: &Path,
     connections: usize,

@@ -11,18 +11,18 @@
 use quire_store::EntryRef;
 
 /// Bytes of the body header: id (8), version (4), length (4).
-pub const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 16;
 /// Bytes of metadata stored with every object (about a small response head).
-pub const META_LEN: usize = 64;
+pub(crate) const META_LEN: usize = 64;
 const META_MAGIC: &[u8; 4] = b"qbm1";
 const KEY_PREFIX: &[u8] = b"https://bench.quire.test/o/";
 /// Bytes of every key the benchmark uses.
-pub const KEY_LEN: usize = KEY_PREFIX.len() + 16;
+pub(crate) const KEY_LEN: usize = KEY_PREFIX.len() + 16;
 /// The smallest body: the header alone.
-pub const MIN_BODY: usize = HEADER_LEN;
+pub(crate) const MIN_BODY: usize = HEADER_LEN;
 
 /// SplitMix64: a cheap, well-mixed hash of a `u64`.
-pub fn splitmix64(mut x: u64) -> u64 {
+pub(crate) fn splitmix64(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -31,14 +31,14 @@ pub fn splitmix64(mut x: u64) -> u64 {
 
 /// xorshift64*: the pattern generator behind bodies, and the threads' cheap RNG.
 #[derive(Debug, Clone)]
-pub struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         XorShift(splitmix64(seed) | 1)
     }
     #[inline]
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -48,7 +48,7 @@ impl XorShift {
     }
     /// Uniform in `0..n` (n > 0); the modulo bias is irrelevant here.
     #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n
     }
 }
@@ -58,7 +58,7 @@ fn pattern_seed(id: u64, version: u32) -> u64 {
 }
 
 /// Writes the key of object `id` into `buf` (cleared first).
-pub fn write_key(buf: &mut Vec<u8>, id: u64) {
+pub(crate) fn write_key(buf: &mut Vec<u8>, id: u64) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     buf.clear();
     buf.extend_from_slice(KEY_PREFIX);
@@ -68,14 +68,14 @@ pub fn write_key(buf: &mut Vec<u8>, id: u64) {
 }
 
 /// The key of object `id`.
-pub fn key(id: u64) -> Vec<u8> {
+pub(crate) fn key(id: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(KEY_LEN);
     write_key(&mut k, id);
     k
 }
 
 /// The metadata stored with version `version` of object `id`.
-pub fn meta(id: u64, version: u32) -> [u8; META_LEN] {
+pub(crate) fn meta(id: u64, version: u32) -> [u8; META_LEN] {
     let mut m = [0u8; META_LEN];
     m[..4].copy_from_slice(META_MAGIC);
     m[4..12].copy_from_slice(&id.to_le_bytes());
@@ -90,7 +90,7 @@ pub fn meta(id: u64, version: u32) -> [u8; META_LEN] {
 
 /// Fills `buf` with the `len`-byte body of version `version` of object `id`.
 /// `len` is raised to [`MIN_BODY`] if smaller.
-pub fn fill_body(buf: &mut Vec<u8>, id: u64, version: u32, len: usize) {
+pub(crate) fn fill_body(buf: &mut Vec<u8>, id: u64, version: u32, len: usize) {
     let len = len.max(MIN_BODY);
     buf.clear();
     buf.resize(len, 0);
@@ -105,7 +105,8 @@ pub fn fill_body(buf: &mut Vec<u8>, id: u64, version: u32, len: usize) {
 }
 
 /// The body of version `version` of object `id`, `len` bytes long.
-pub fn body(id: u64, version: u32, len: usize) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn body(id: u64, version: u32, len: usize) -> Vec<u8> {
     let mut b = Vec::new();
     fill_body(&mut b, id, version, len);
     b
@@ -127,7 +128,7 @@ fn le_u32(b: &[u8]) -> u32 {
 /// `full` every byte against the regenerated pattern. `expected_len` pins the body
 /// length when the object's size is known. Returns the version the bytes carry, or what
 /// is wrong with them.
-pub fn verify(
+pub(crate) fn verify(
     meta_bytes: &[u8],
     body_bytes: &[u8],
     id: u64,
@@ -187,7 +188,7 @@ pub fn verify(
 }
 
 /// [`verify`] applied to an engine's hit.
-pub fn verify_entry<H: EntryRef>(
+pub(crate) fn verify_entry<H: EntryRef>(
     entry: &H,
     id: u64,
     expected_len: Option<usize>,
@@ -199,8 +200,9 @@ pub fn verify_entry<H: EntryRef>(
 /// How big each object is, as a pure function of its id (so every engine and the LRU
 /// model see the same sizes without a table).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SizeModel {
-    /// Every body is this long.
+pub(crate) enum SizeModel {
+    /// Every body is this long (the tests' model).
+    #[cfg(test)]
     Fixed(usize),
     /// Uniform in `lo..=hi`.
     Uniform { lo: usize, hi: usize },
@@ -215,8 +217,9 @@ pub enum SizeModel {
 
 impl SizeModel {
     /// Body bytes of object `id`.
-    pub fn body_len(&self, id: u64) -> usize {
+    pub(crate) fn body_len(&self, id: u64) -> usize {
         let len = match *self {
+            #[cfg(test)]
             SizeModel::Fixed(n) => n,
             SizeModel::Uniform { lo, hi } => {
                 lo + (splitmix64(id ^ 0x5eed_0001) % ((hi - lo) as u64 + 1)) as usize
@@ -242,12 +245,12 @@ impl SizeModel {
 
     /// Bytes object `id` takes in a byte-capped cache as the LRU model counts it:
     /// key + meta + body.
-    pub fn object_bytes(&self, id: u64) -> u64 {
+    pub(crate) fn object_bytes(&self, id: u64) -> u64 {
         (KEY_LEN + META_LEN + self.body_len(id)) as u64
     }
 
     /// The number of ids `0..n` whose objects add up to at least `bytes`.
-    pub fn keys_for_bytes(&self, bytes: u64) -> usize {
+    pub(crate) fn keys_for_bytes(&self, bytes: u64) -> usize {
         let mut total = 0u64;
         let mut n = 0usize;
         while total < bytes {

@@ -27,13 +27,13 @@ use quire_store::{Engine, Options, Store};
 
 /// Errors that stop the benchmark (an engine that cannot be opened, a scratch directory
 /// that cannot be made).
-pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type BenchError = Box<dyn std::error::Error + Send + Sync>;
 
 const MIB: u64 = 1 << 20;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
-pub struct BenchConfig {
+pub(crate) struct BenchConfig {
     /// The CI smoke run: smaller and shorter everywhere.
     pub quick: bool,
     /// Where scratch directories go (a fresh subdirectory is made and removed);
@@ -47,7 +47,7 @@ pub struct BenchConfig {
 
 /// One object size of the warm-read scenario.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WarmCase {
+pub(crate) struct WarmCase {
     pub size: usize,
     pub objects: usize,
     pub cap: u64,
@@ -57,7 +57,7 @@ pub struct WarmCase {
 
 /// Sizes and durations of every scenario.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Params {
+pub(crate) struct Params {
     pub warm: Vec<WarmCase>,
     pub warm_threads: Vec<usize>,
     pub warm_duration: Duration,
@@ -99,7 +99,7 @@ pub struct Params {
 impl Params {
     /// The op streams of the realistic mix (with the one-hit scan keys if `scan`):
     /// Zipf 0.99 over a working set twice the cap.
-    pub fn mixed_spec(&self, scan: bool, seed: u64) -> StreamSpec {
+    pub(crate) fn mixed_spec(&self, scan: bool, seed: u64) -> StreamSpec {
         StreamSpec {
             threads: self.mixed_threads,
             warmup_ops: self.mixed_warmup_ops,
@@ -111,7 +111,7 @@ impl Params {
         }
     }
 
-    pub fn new(quick: bool) -> Params {
+    pub(crate) fn new(quick: bool) -> Params {
         let mixed_sizes = SizeModel::LogNormal {
             median: 8192.0,
             sigma: 1.3,
@@ -207,13 +207,13 @@ impl Params {
 
 /// A directory of scratch directories, removed with everything in it when dropped.
 #[derive(Debug)]
-pub struct Scratch {
+pub(crate) struct Scratch {
     root: PathBuf,
 }
 
 impl Scratch {
     /// Makes `base/quire-bench-<pid>-<nanos>` (`base` defaults to the temp directory).
-    pub fn new(base: Option<&Path>) -> std::io::Result<Scratch> {
+    pub(crate) fn new(base: Option<&Path>) -> std::io::Result<Scratch> {
         let base = base.map_or_else(std::env::temp_dir, Path::to_path_buf);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -223,12 +223,12 @@ impl Scratch {
         Ok(Scratch { root })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
     /// A fresh, empty directory `name` inside, removed when the guard drops.
-    pub fn fresh(&self, name: &str) -> std::io::Result<ScratchDir> {
+    pub(crate) fn fresh(&self, name: &str) -> std::io::Result<ScratchDir> {
         let path = self.root.join(name);
         if path.exists() {
             std::fs::remove_dir_all(&path)?;
@@ -246,20 +246,21 @@ impl Drop for Scratch {
 
 /// One engine's scratch directory; removed when dropped.
 #[derive(Debug)]
-pub struct ScratchDir {
+pub(crate) struct ScratchDir {
     path: PathBuf,
 }
 
 impl ScratchDir {
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
     /// Where quire's volume file goes.
-    pub fn volume(&self) -> PathBuf {
+    pub(crate) fn volume(&self) -> PathBuf {
         self.path.join("volume.quire")
     }
     /// Where the baseline's directory goes.
-    pub fn files(&self) -> PathBuf {
+    pub(crate) fn files(&self) -> PathBuf {
         self.path.join("files")
     }
 }
@@ -299,7 +300,7 @@ fn open_baseline(dir: &ScratchDir, cap: u64) -> Result<FileStore, BenchError> {
 }
 
 /// Bytes the file at `path` occupies on disk (allocated blocks, not its length).
-pub fn allocated_bytes(path: &Path) -> u64 {
+pub(crate) fn allocated_bytes(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
 }
 
@@ -312,7 +313,10 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Runs the configured scenarios, reporting progress lines to `progress`.
-pub fn measure(config: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Report, BenchError> {
+pub(crate) fn measure(
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Report, BenchError> {
     let params = Params::new(config.quick);
     let scratch = Scratch::new(config.dir.as_deref())
         .map_err(|e| format!("making a scratch directory: {e}"))?;

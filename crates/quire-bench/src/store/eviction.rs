@@ -11,7 +11,7 @@ use quire_store::{Engine, Put};
 
 /// Puts of new objects `0..objects`, one thread, timed one by one.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     pub puts: u64,
     pub stored: u64,
     pub rejected: u64,
@@ -27,7 +27,7 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         self.puts as f64 / self.put_time.as_secs_f64().max(1e-9)
     }
 }
@@ -35,8 +35,11 @@ impl Sweep {
 /// Streams `objects` new objects with sizes from `sizes` into `engine` in batches of
 /// `batch`, calling `after_batch` after each (for sampling disk use). Then reads back the
 /// last `readback` objects, checking one hit in `check_every` byte for byte.
-#[allow(clippy::too_many_arguments)]
-pub fn sweep<E: Engine>(
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a scenario's knobs, each named by the driver that sets it; a struct would be built only to be taken apart here"
+)]
+pub(crate) fn sweep<E: Engine>(
     engine: &E,
     objects: u64,
     batch: u64,
@@ -98,7 +101,7 @@ pub fn sweep<E: Engine>(
 
 /// Disk use sampled during an overflow run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Overflow {
+pub(crate) struct Overflow {
     pub sweep: Sweep,
     /// The largest sample of bytes on disk.
     pub peak_disk_bytes: u64,
@@ -111,8 +114,7 @@ pub struct Overflow {
 
 /// Writes objects until `total_bytes` of bodies have been put, sampling `disk_bytes` and
 /// `stats().bytes_used` before the first put and after every batch of `batch` puts.
-#[allow(clippy::too_many_arguments)]
-pub fn overflow<E: Engine>(
+pub(crate) fn overflow<E: Engine>(
     engine: &E,
     total_bytes: u64,
     batch: u64,

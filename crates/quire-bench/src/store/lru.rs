@@ -20,7 +20,7 @@ struct Node {
 /// A byte-capped exact LRU over `u64` keys: the most recently used at the head, the
 /// eviction victim at the tail.
 #[derive(Debug, Clone)]
-pub struct Lru {
+pub(crate) struct Lru {
     cap: u64,
     used: u64,
     map: HashMap<u64, usize>,
@@ -31,7 +31,7 @@ pub struct Lru {
 }
 
 impl Lru {
-    pub fn new(cap_bytes: u64) -> Self {
+    pub(crate) fn new(cap_bytes: u64) -> Self {
         Lru {
             cap: cap_bytes,
             used: 0,
@@ -44,26 +44,26 @@ impl Lru {
     }
 
     /// Bytes held.
-    pub fn used(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> u64 {
         self.used
     }
 
     /// Entries held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// Whether `key` is held.
-    pub fn contains(&self, key: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, key: u64) -> bool {
         self.map.contains_key(&key)
     }
 
     /// Keys from most to least recently used.
-    pub fn keys_mru(&self) -> Vec<u64> {
+    #[cfg(test)]
+    pub(crate) fn keys_mru(&self) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.len());
         let mut i = self.head;
         while i != NIL {
@@ -98,7 +98,7 @@ impl Lru {
     }
 
     /// A lookup: true on a hit, which makes `key` the most recently used.
-    pub fn get(&mut self, key: u64) -> bool {
+    pub(crate) fn get(&mut self, key: u64) -> bool {
         match self.map.get(&key) {
             Some(&i) => {
                 if self.head != i {
@@ -114,7 +114,7 @@ impl Lru {
     /// Inserts or replaces `key` as the most recently used, then evicts from the tail
     /// until the bytes fit; returns the evicted keys. An object larger than the whole
     /// cap is not held (and any older value of it is dropped).
-    pub fn insert(&mut self, key: u64, bytes: u64) -> Vec<u64> {
+    pub(crate) fn insert(&mut self, key: u64, bytes: u64) -> Vec<u64> {
         let mut evicted = Vec::new();
         self.remove(key);
         if bytes > self.cap {
@@ -149,7 +149,7 @@ impl Lru {
     }
 
     /// Removes `key`; true if it was held.
-    pub fn remove(&mut self, key: u64) -> bool {
+    pub(crate) fn remove(&mut self, key: u64) -> bool {
         match self.map.remove(&key) {
             Some(i) => {
                 self.unlink(i);
@@ -164,13 +164,13 @@ impl Lru {
 
 /// Hits and gets the LRU model saw over the measured part of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LruOutcome {
+pub(crate) struct LruOutcome {
     pub gets: u64,
     pub hits: u64,
 }
 
 impl LruOutcome {
-    pub fn hit_ratio(&self) -> f64 {
+    pub(crate) fn hit_ratio(&self) -> f64 {
         if self.gets == 0 {
             0.0
         } else {
@@ -183,7 +183,7 @@ impl LruOutcome {
 /// interleaved round-robin (warm-up parts first, uncounted; then the measured parts),
 /// with the engines' cache-aside semantics: a get that misses inserts the object, a put
 /// inserts or replaces, a delete removes.
-pub fn simulate(cap_bytes: u64, streams: &Streams, sizes: &SizeModel) -> LruOutcome {
+pub(crate) fn simulate(cap_bytes: u64, streams: &Streams, sizes: &SizeModel) -> LruOutcome {
     let mut lru = Lru::new(cap_bytes);
     let mut out = LruOutcome::default();
     for (phase, counted) in [(&streams.warmup, false), (&streams.measured, true)] {

@@ -17,19 +17,19 @@ use quire_store::{Engine, Put, Stats};
 /// The latest version handed out per key id (ids past the table, i.e. scan keys, are
 /// written once, as version 1).
 #[derive(Debug)]
-pub struct Versions {
+pub(crate) struct Versions {
     v: Vec<AtomicU32>,
 }
 
 impl Versions {
-    pub fn new(keys: usize) -> Self {
+    pub(crate) fn new(keys: usize) -> Self {
         Versions {
             v: (0..keys).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
     /// Claims a new version of `id` for a write about to happen.
-    pub fn next(&self, id: u64) -> u32 {
+    pub(crate) fn next(&self, id: u64) -> u32 {
         match self.v.get(id as usize) {
             Some(a) => a.fetch_add(1, Ordering::AcqRel) + 1,
             None => 1,
@@ -37,7 +37,7 @@ impl Versions {
     }
 
     /// The newest version of `id` any writer has claimed so far.
-    pub fn latest(&self, id: u64) -> u32 {
+    pub(crate) fn latest(&self, id: u64) -> u32 {
         match self.v.get(id as usize) {
             Some(a) => a.load(Ordering::Acquire),
             None => 1,
@@ -47,7 +47,7 @@ impl Versions {
 
 /// Counts and latencies one worker (or a merge of workers) saw.
 #[derive(Debug, Clone, Default)]
-pub struct OpStats {
+pub(crate) struct OpStats {
     pub ops: u64,
     pub gets: u64,
     pub hits: u64,
@@ -62,7 +62,7 @@ pub struct OpStats {
 }
 
 impl OpStats {
-    pub fn merge(&mut self, o: &OpStats) {
+    pub(crate) fn merge(&mut self, o: &OpStats) {
         self.ops += o.ops;
         self.gets += o.gets;
         self.hits += o.hits;
@@ -75,7 +75,7 @@ impl OpStats {
         self.delete.merge(&o.delete);
     }
 
-    pub fn hit_ratio(&self) -> f64 {
+    pub(crate) fn hit_ratio(&self) -> f64 {
         if self.gets == 0 {
             0.0
         } else {
@@ -87,7 +87,7 @@ impl OpStats {
 /// Runs ops against one engine on one thread. Body generation and the byte-for-byte
 /// checks are kept out of the recorded latencies.
 #[derive(Debug)]
-pub struct Worker<'a, E: Engine> {
+pub(crate) struct Worker<'a, E: Engine> {
     pub engine: &'a E,
     pub sizes: &'a SizeModel,
     pub versions: &'a Versions,
@@ -101,7 +101,7 @@ pub struct Worker<'a, E: Engine> {
 }
 
 impl<'a, E: Engine> Worker<'a, E> {
-    pub fn new(
+    pub(crate) fn new(
         engine: &'a E,
         sizes: &'a SizeModel,
         versions: &'a Versions,
@@ -143,7 +143,7 @@ impl<'a, E: Engine> Worker<'a, E> {
     }
 
     /// Runs one op and records it.
-    pub fn run(&mut self, op: Op) {
+    pub(crate) fn run(&mut self, op: Op) {
         content::write_key(&mut self.key, op.id);
         let latency = match op.kind {
             OpKind::Get => {
@@ -215,14 +215,14 @@ impl<'a, E: Engine> Worker<'a, E> {
 
 /// A mixed run's result for one engine.
 #[derive(Debug, Clone)]
-pub struct MixedOutcome {
+pub(crate) struct MixedOutcome {
     pub ops: OpStats,
     pub elapsed: Duration,
     pub stats: Stats,
 }
 
 impl MixedOutcome {
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         self.ops.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
@@ -230,7 +230,7 @@ impl MixedOutcome {
 /// Every thread runs its warm-up ops, waits for the others, then runs its measured ops;
 /// the clock runs from the first thread's start of its measured ops to the last one's
 /// end (each taken by the worker itself).
-pub fn run<E: Engine>(
+pub(crate) fn run<E: Engine>(
     engine: &E,
     streams: &Streams,
     sizes: &SizeModel,

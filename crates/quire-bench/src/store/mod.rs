@@ -1,6 +1,6 @@
 //! `quire bench store`: seed 002's storage-engine comparison, reproduced with quire's
 //! [`Store`](quire_store::Store) and the file-per-entry
-//! [`FileStore`](crate::baseline::FileStore) run scenario by scenario in one process.
+//! `FileStore` run scenario by scenario in one process.
 //!
 //! The scenarios ([`Scenario`]): warm reads across object sizes and thread counts; a
 //! realistic Zipf mix of gets (cache-aside), puts and deletes over heavy-tailed sizes with
@@ -9,34 +9,37 @@
 //! the cap while watching the disk; a warm restart; and quire alone with its RAM tier
 //! off and on.
 //!
-//! Everything but the [`driver`] is generic over [`Engine`](quire_store::Engine):
+//! Everything but the `driver` is generic over [`Engine`](quire_store::Engine):
 //!
-//! - [`content`]: keys, metadata, bodies and sizes as functions of (id, version); the
+//! - `content`: keys, metadata, bodies and sizes as functions of (id, version); the
 //!   byte checker.
-//! - [`zipf`]: the Zipf sampler and the rank → key permutation.
-//! - [`workload`]: pre-generated per-thread op streams.
-//! - [`lru`]: the exact-LRU reference.
-//! - [`tally`]: mismatches and errors seen.
-//! - [`warm`], [`mixed`], [`eviction`], [`restart`], [`ram_tier`]: the scenarios.
-//! - [`report`]: the results as serialisable data; [`table`]: as the printed table.
-//! - [`driver`]: parameters, scratch directories, and the run of both engines.
+//! - `zipf`: the Zipf sampler and the rank → key permutation.
+//! - `workload`: pre-generated per-thread op streams.
+//! - `lru`: the exact-LRU reference.
+//! - `tally`: mismatches and errors seen.
+//! - `warm`, `mixed`, `eviction`, `restart`, `ram_tier`: the scenarios.
+//! - `report`: the results as serialisable data; `table`: as the printed table.
+//! - `driver`: parameters, scratch directories, and the run of both engines.
+//! - [`replay`]: a one-thread replay of the mix through the store alone, with where
+//!   the cap's bytes go (the `replay` example).
 //!
 //! [`run`] is the command: it runs the driver, prints the table, writes `--json`, and
 //! fails when a hit returned wrong bytes or an engine call failed.
 
-pub mod content;
-pub mod driver;
-pub mod eviction;
-pub mod lru;
-pub mod mixed;
-pub mod ram_tier;
-pub mod report;
-pub mod restart;
-pub mod table;
-pub mod tally;
-pub mod warm;
-pub mod workload;
-pub mod zipf;
+mod content;
+mod driver;
+mod eviction;
+mod lru;
+mod mixed;
+mod ram_tier;
+pub mod replay;
+mod report;
+mod restart;
+mod table;
+mod tally;
+mod warm;
+mod workload;
+mod zipf;
 
 #[cfg(test)]
 mod testing;
@@ -48,8 +51,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-pub use driver::{measure, BenchConfig, BenchError, Params};
-pub use report::Report;
+use driver::{measure, BenchConfig, Params};
 
 /// Arguments of `quire bench store`.
 #[derive(Debug, Clone, Args)]
@@ -150,16 +152,24 @@ pub fn run(args: &BenchStoreArgs) -> anyhow::Result<ExitCode> {
 /// The scenarios of `quire bench store`, named as in the JSON report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scenario {
+    /// Warm reads across object sizes and thread counts, both engines.
     WarmReads,
+    /// The Zipf mix of gets, puts and deletes, both engines and the exact LRU.
     Mixed,
+    /// The mix with one-hit scan gets.
     MixedScan,
+    /// New objects streamed into a small cache.
     Eviction,
+    /// Ten times the cap written while the disk is watched.
     Overflow,
+    /// Hit ratio before and after close + reopen (quire only).
     Restart,
+    /// Warm reads with the RAM tier off and on (quire only).
     RamTier,
 }
 
 impl Scenario {
+    /// Every scenario, in the order a full run runs them.
     pub const ALL: [Scenario; 7] = [
         Scenario::WarmReads,
         Scenario::Mixed,

@@ -17,7 +17,7 @@ use quire_store::{Engine, Stats};
 
 /// One thread count of the comparison.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Compared {
+pub(crate) struct Compared {
     /// All rounds of each engine added up.
     pub off: Reads,
     pub on: Reads,
@@ -30,12 +30,12 @@ pub struct Compared {
 
 impl Compared {
     /// Gets per second with the tier on over with it off (0 when off did nothing).
-    pub fn on_over_off(&self) -> f64 {
+    pub(crate) fn on_over_off(&self) -> f64 {
         on_over_off(self.on.ops_per_sec(), self.off.ops_per_sec())
     }
 
     /// The lowest and highest on/off of the rounds ((0, 0) without rounds).
-    pub fn round_range(&self) -> (f64, f64) {
+    pub(crate) fn round_range(&self) -> (f64, f64) {
         let r = &self.round_ratios;
         if r.is_empty() {
             return (0.0, 0.0);
@@ -47,7 +47,7 @@ impl Compared {
 }
 
 /// `on / off`, or 0 when `off` is not positive.
-pub fn on_over_off(on: f64, off: f64) -> f64 {
+pub(crate) fn on_over_off(on: f64, off: f64) -> f64 {
     if off > 0.0 && on.is_finite() {
         on / off
     } else {
@@ -57,7 +57,7 @@ pub fn on_over_off(on: f64, off: f64) -> f64 {
 
 /// The share of the hits between two snapshots of an engine's counters that were served
 /// from RAM (0 when there were no hits).
-pub fn ram_hit_share(before: &Stats, after: &Stats) -> f64 {
+pub(crate) fn ram_hit_share(before: &Stats, after: &Stats) -> f64 {
     let hits = after.hits.saturating_sub(before.hits);
     let ram = after.ram_hits.saturating_sub(before.ram_hits);
     if hits == 0 {
@@ -69,7 +69,7 @@ pub fn ram_hit_share(before: &Stats, after: &Stats) -> f64 {
 
 /// Gets every object `0..objects` twice, in order (a second hit is what promotes an
 /// entry into the RAM tier), checking every hit byte for byte. Returns the hits.
-pub fn warm_up<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally) -> u64 {
+pub(crate) fn warm_up<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally) -> u64 {
     let mut hits = 0;
     let mut key = Vec::new();
     for _ in 0..2 {
@@ -87,7 +87,7 @@ pub fn warm_up<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally
 }
 
 /// Two read phases of the same engine and threads added up: their ops, hits and time.
-pub fn add(a: &Reads, b: &Reads) -> Reads {
+pub(crate) fn add(a: &Reads, b: &Reads) -> Reads {
     Reads {
         threads: a.threads.max(b.threads),
         ops: a.ops + b.ops,
@@ -98,15 +98,18 @@ pub fn add(a: &Reads, b: &Reads) -> Reads {
 
 /// Whether round `round` reads the tier-on engine first: off-on, on-off, off-on, ...
 /// (an off-on-on-off pattern, which cancels a steady drift between pairs of rounds).
-pub fn on_first(round: usize) -> bool {
+pub(crate) fn on_first(round: usize) -> bool {
     round % 2 == 1
 }
 
 /// Timed warm reads with `threads` threads of `off` and of `on` (both filled with
 /// objects `0..objects` of `size` bytes and warmed up), each for `duration` in all, cut
 /// into `rounds` alternating rounds (see [`on_first`]).
-#[allow(clippy::too_many_arguments)]
-pub fn compare<E: Engine>(
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a scenario's knobs, each named by the driver that sets it; a struct would be built only to be taken apart here"
+)]
+pub(crate) fn compare<E: Engine>(
     off: &E,
     on: &E,
     objects: usize,

@@ -14,7 +14,7 @@ use quire_store::Stats;
 
 /// Everything one run measured.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub warm_reads: Option<Vec<WarmRow>>,
     pub mixed: Option<MixedReport>,
     pub mixed_scan: Option<MixedReport>,
@@ -47,14 +47,14 @@ pub struct Report {
 
 impl Report {
     /// True when no hit returned wrong bytes and no engine call failed.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.mismatches == 0 && self.errors == 0
     }
 }
 
 /// One (size, threads) point of the warm-read scenario.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct WarmRow {
+pub(crate) struct WarmRow {
     pub threads: usize,
     pub size_bytes: usize,
     pub quire_ops_per_sec: f64,
@@ -69,7 +69,7 @@ pub struct WarmRow {
 
 /// One (case, size, threads) point of the RAM-tier comparison (quire only).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RamTierRow {
+pub(crate) struct RamTierRow {
     pub size_bytes: usize,
     pub objects: usize,
     pub threads: usize,
@@ -99,7 +99,7 @@ pub struct RamTierRow {
 
 /// Latency percentiles of one kind of op, in microseconds.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Latency {
+pub(crate) struct Latency {
     pub count: u64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -125,7 +125,7 @@ impl From<&Histogram> for Latency {
 /// An engine's counters ([`Stats`]), as they serialise into the report: the same
 /// fields under the same names (the store itself does not depend on serde).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct StatsReport {
+pub(crate) struct StatsReport {
     pub hits: u64,
     pub misses: u64,
     pub admitted: u64,
@@ -182,7 +182,7 @@ impl From<&Stats> for StatsReport {
 
 /// One engine's side of a mixed run.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct MixedEngine {
+pub(crate) struct MixedEngine {
     pub ops_per_sec: f64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -232,7 +232,7 @@ impl From<&MixedOutcome> for MixedEngine {
 
 /// A mixed (or mixed-with-scans) run of both engines and the LRU model.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct MixedReport {
+pub(crate) struct MixedReport {
     pub quire: MixedEngine,
     pub baseline: MixedEngine,
     pub lru_hit_ratio: f64,
@@ -248,7 +248,7 @@ pub struct MixedReport {
 
 /// The eviction sweep of both engines.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct EvictionReport {
+pub(crate) struct EvictionReport {
     pub quire_ops_per_sec: f64,
     pub baseline_ops_per_sec: f64,
     pub quire_max_stall_ms: f64,
@@ -268,14 +268,14 @@ pub struct EvictionReport {
 
 /// Puts per second of each batch, per engine.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct EngineSeries {
+pub(crate) struct EngineSeries {
     pub quire: Vec<f64>,
     pub baseline: Vec<f64>,
 }
 
 /// Disk use while writing far past the cap.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct OverflowReport {
+pub(crate) struct OverflowReport {
     pub cap_bytes: u64,
     /// quire: the volume file's allocated bytes; baseline: the directory's file sizes.
     pub quire_peak_bytes: u64,
@@ -291,7 +291,7 @@ pub struct OverflowReport {
 
 /// quire's hit ratio over the same stream segment before and after close + reopen.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RestartReport {
+pub(crate) struct RestartReport {
     pub hit_ratio_before: f64,
     pub hit_ratio_after: f64,
     pub after_over_before: f64,

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::report::{MixedEngine, MixedReport, RamTierRow, Report};
 
 /// Operations per second, short: 2.72M, 601k, 84.7k, 950.
-pub fn rate(v: f64) -> String {
+pub(crate) fn rate(v: f64) -> String {
     if v >= 9.995e5 {
         format!("{:.2}M", v / 1e6)
     } else if v >= 9.995e4 {
@@ -20,7 +20,7 @@ pub fn rate(v: f64) -> String {
 }
 
 /// Bytes, binary units: 100 B, 9.8 KiB, 16.0 MiB.
-pub fn bytes(v: u64) -> String {
+pub(crate) fn bytes(v: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if v < 1024 {
         return format!("{v} B");
@@ -35,7 +35,7 @@ pub fn bytes(v: u64) -> String {
 }
 
 /// `a / b` as "4.50x", or "-" when `b` is 0.
-pub fn times(a: f64, b: f64) -> String {
+pub(crate) fn times(a: f64, b: f64) -> String {
     if b > 0.0 && a.is_finite() {
         format!("{:.2}x", a / b)
     } else {
@@ -109,7 +109,7 @@ fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
 /// and worst were; in how many rows the tier was faster (or slower) in every round,
 /// which is what sets a real difference apart from noise; and how much of the timed
 /// hits the tier served. `None` without rows.
-pub fn ram_tier_summary(rows: &[RamTierRow]) -> Option<String> {
+pub(crate) fn ram_tier_summary(rows: &[RamTierRow]) -> Option<String> {
     let by_ratio = |a: &&RamTierRow, b: &&RamTierRow| a.ratio.total_cmp(&b.ratio);
     let lo = rows.iter().min_by(by_ratio)?;
     let hi = rows.iter().max_by(by_ratio)?;
@@ -200,7 +200,7 @@ fn ram_tier_section(out: &mut String, rows: &[RamTierRow]) {
 }
 
 /// The human-readable table of a report.
-pub fn render(r: &Report) -> String {
+pub(crate) fn render(r: &Report) -> String {
     let mut out = String::new();
     let m = &r.machine;
     let _ = writeln!(

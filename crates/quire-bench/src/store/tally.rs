@@ -12,7 +12,7 @@ const KEEP: usize = 8;
 
 /// Thread-safe problem counters.
 #[derive(Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     mismatches: AtomicU64,
     errors: AtomicU64,
     too_large: AtomicU64,
@@ -21,7 +21,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -34,7 +34,7 @@ impl Tally {
     }
 
     /// A hit whose bytes are wrong.
-    pub fn mismatch(&self, engine: &str, scenario: &str, what: String) {
+    pub(crate) fn mismatch(&self, engine: &str, scenario: &str, what: String) {
         if self.mismatches.fetch_add(1, Ordering::Relaxed) < KEEP as u64 {
             self.note(format!("mismatch [{engine} {scenario}] {what}"));
         }
@@ -42,7 +42,7 @@ impl Tally {
 
     /// Classifies a failed put or remove. `TooLarge` and `NoSpace` are a cache declining
     /// to store (counted apart); anything else is an engine error.
-    pub fn error(&self, engine: &str, scenario: &str, op: &str, err: &StoreError) {
+    pub(crate) fn error(&self, engine: &str, scenario: &str, op: &str, err: &StoreError) {
         match err {
             StoreError::TooLarge { .. } => {
                 self.too_large.fetch_add(1, Ordering::Relaxed);
@@ -58,26 +58,26 @@ impl Tally {
         }
     }
 
-    pub fn mismatches(&self) -> u64 {
+    pub(crate) fn mismatches(&self) -> u64 {
         self.mismatches.load(Ordering::Relaxed)
     }
 
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)
     }
 
     /// Puts declined with `TooLarge`.
-    pub fn too_large(&self) -> u64 {
+    pub(crate) fn too_large(&self) -> u64 {
         self.too_large.load(Ordering::Relaxed)
     }
 
     /// Puts declined with `NoSpace`.
-    pub fn no_space(&self) -> u64 {
+    pub(crate) fn no_space(&self) -> u64 {
         self.no_space.load(Ordering::Relaxed)
     }
 
     /// The first few problems, described.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         self.notes.lock().map(|n| n.clone()).unwrap_or_default()
     }
 }

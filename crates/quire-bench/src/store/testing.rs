@@ -24,7 +24,7 @@ struct Obj {
 
 /// A hit of the test engines: owned bytes.
 #[derive(Debug, Clone)]
-pub struct MapEntry(Arc<Obj>);
+pub(crate) struct MapEntry(Arc<Obj>);
 
 impl EntryRef for MapEntry {
     fn meta(&self) -> &[u8] {
@@ -46,7 +46,7 @@ struct Inner {
 
 /// An exact LRU over key + meta + body bytes, capped at `cap` bytes.
 #[derive(Debug)]
-pub struct MapEngine {
+pub(crate) struct MapEngine {
     inner: Mutex<Inner>,
     cap: u64,
     hits: AtomicU64,
@@ -58,7 +58,7 @@ fn key_hash(key: &[u8]) -> u64 {
 }
 
 impl MapEngine {
-    pub fn new(cap: u64) -> Self {
+    pub(crate) fn new(cap: u64) -> Self {
         MapEngine {
             inner: Mutex::new(Inner {
                 map: HashMap::new(),
@@ -144,14 +144,14 @@ impl Engine for MapEngine {
 /// Wraps an engine (shared, so a "reopen" can see the same contents) and damages one
 /// byte past the body header of every `every`-th hit.
 #[derive(Debug)]
-pub struct Damaging {
+pub(crate) struct Damaging {
     inner: Arc<MapEngine>,
     every: u64,
     gets: AtomicU64,
 }
 
 impl Damaging {
-    pub fn new(inner: Arc<MapEngine>, every: u64) -> Self {
+    pub(crate) fn new(inner: Arc<MapEngine>, every: u64) -> Self {
         Damaging {
             inner,
             every,

@@ -11,14 +11,14 @@ use quire_store::{Engine, Put};
 
 /// How a fill went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Fill {
+pub(crate) struct Fill {
     pub stored: u64,
     pub rejected: u64,
 }
 
 /// One read phase's result.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reads {
+pub(crate) struct Reads {
     pub threads: usize,
     pub ops: u64,
     pub hits: u64,
@@ -26,10 +26,10 @@ pub struct Reads {
 }
 
 impl Reads {
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
-    pub fn hit_ratio(&self) -> f64 {
+    pub(crate) fn hit_ratio(&self) -> f64 {
         if self.ops == 0 {
             0.0
         } else {
@@ -39,7 +39,7 @@ impl Reads {
 }
 
 /// Puts objects `0..objects` of `size` bytes (version 1).
-pub fn fill<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally) -> Fill {
+pub(crate) fn fill<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally) -> Fill {
     let mut out = Fill::default();
     let mut key = Vec::new();
     let mut body = Vec::new();
@@ -62,7 +62,7 @@ pub fn fill<E: Engine>(engine: &E, objects: usize, size: usize, tally: &Tally) -
 /// header is checked, and one hit in `check_every` byte for byte. The rate is over the
 /// window from the first worker's start to the last one's end, each taken by the worker
 /// itself (on an oversubscribed machine the coordinating thread may run late).
-pub fn reads<E: Engine>(
+pub(crate) fn reads<E: Engine>(
     engine: &E,
     objects: usize,
     size: usize,

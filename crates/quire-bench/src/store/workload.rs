@@ -8,11 +8,11 @@ use rand::{Rng, SeedableRng};
 use super::zipf::{permutation, Zipf};
 
 /// Scan keys (one-hit wonders) live above this id, far from the key space.
-pub const SCAN_BASE: u64 = 1 << 40;
+pub(crate) const SCAN_BASE: u64 = 1 << 40;
 
 /// What an op does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
+pub(crate) enum OpKind {
     /// Look up; on a miss, put the object (cache-aside).
     Get,
     /// Write or update the object.
@@ -23,23 +23,23 @@ pub enum OpKind {
 
 /// One op on one key id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Op {
+pub(crate) struct Op {
     pub kind: OpKind,
     pub id: u64,
 }
 
 /// Each thread's ops: a warm-up part (run, not counted) and a measured part.
 #[derive(Debug, Clone, Default)]
-pub struct Streams {
+pub(crate) struct Streams {
     pub warmup: Vec<Vec<Op>>,
     pub measured: Vec<Vec<Op>>,
 }
 
 impl Streams {
-    pub fn threads(&self) -> usize {
+    pub(crate) fn threads(&self) -> usize {
         self.measured.len()
     }
-    pub fn measured_ops(&self) -> usize {
+    pub(crate) fn measured_ops(&self) -> usize {
         self.measured.iter().map(Vec::len).sum()
     }
 }
@@ -47,7 +47,7 @@ impl Streams {
 /// Shares of the op kinds. `get + put + delete` is the mix of key-space ops; `scan` is
 /// the share of all ops replaced by gets of one-hit scan keys.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Mix {
+pub(crate) struct Mix {
     pub get: f64,
     pub put: f64,
     pub delete: f64,
@@ -56,14 +56,14 @@ pub struct Mix {
 
 impl Mix {
     /// 80 % get (cache-aside), 15 % put, 5 % delete.
-    pub const REALISTIC: Mix = Mix {
+    pub(crate) const REALISTIC: Mix = Mix {
         get: 0.80,
         put: 0.15,
         delete: 0.05,
         scan: 0.0,
     };
     /// 95 % get, 5 % put.
-    pub const READ_MOSTLY: Mix = Mix {
+    pub(crate) const READ_MOSTLY: Mix = Mix {
         get: 0.95,
         put: 0.05,
         delete: 0.0,
@@ -71,7 +71,7 @@ impl Mix {
     };
 
     /// The same mix with `share` of all ops replaced by scan gets.
-    pub fn with_scan(self, share: f64) -> Mix {
+    pub(crate) fn with_scan(self, share: f64) -> Mix {
         Mix {
             scan: share,
             ..self
@@ -81,7 +81,7 @@ impl Mix {
 
 /// What to generate.
 #[derive(Debug, Clone)]
-pub struct StreamSpec {
+pub(crate) struct StreamSpec {
     pub threads: usize,
     pub warmup_ops: usize,
     pub measured_ops: usize,
@@ -95,7 +95,7 @@ pub struct StreamSpec {
 impl StreamSpec {
     /// The restart scenario's stream: one thread, Zipf 0.99, read-mostly, a warm-up of
     /// four passes' worth of ops over `keys` and a measured segment of two.
-    pub fn restart(keys: usize, seed: u64) -> StreamSpec {
+    pub(crate) fn restart(keys: usize, seed: u64) -> StreamSpec {
         StreamSpec {
             threads: 1,
             warmup_ops: 4 * keys,
@@ -111,7 +111,7 @@ impl StreamSpec {
 /// Generates every thread's stream. Thread `t` draws from its own RNG seeded by
 /// `(seed, t)`; the rank → key-id permutation is fixed by `seed` alone, so the same key
 /// space and popularity order hold for a spec with or without scans.
-pub fn generate(spec: &StreamSpec) -> Streams {
+pub(crate) fn generate(spec: &StreamSpec) -> Streams {
     let zipf = Zipf::new(spec.keys, spec.zipf_s);
     let perm = permutation(spec.keys, spec.seed ^ 0x7065_726d);
     let total_share = spec.mix.get + spec.mix.put + spec.mix.delete;

@@ -7,14 +7,14 @@ use rand::{Rng, SeedableRng};
 
 /// Samples ranks `0..n` with probability proportional to `1 / (rank + 1)^s`.
 #[derive(Debug, Clone)]
-pub struct Zipf {
+pub(crate) struct Zipf {
     /// `cdf[k]` = P(rank <= k); the last entry is 1.
     cdf: Vec<f64>,
 }
 
 impl Zipf {
     /// A sampler over `n` ranks (n >= 1) with exponent `s` (>= 0; 0 is uniform).
-    pub fn new(n: usize, s: f64) -> Self {
+    pub(crate) fn new(n: usize, s: f64) -> Self {
         assert!(n >= 1, "Zipf over no ranks");
         assert!(s >= 0.0 && s.is_finite(), "Zipf exponent {s}");
         let mut cdf = Vec::with_capacity(n);
@@ -32,18 +32,9 @@ impl Zipf {
         Zipf { cdf }
     }
 
-    /// Number of ranks.
-    pub fn len(&self) -> usize {
-        self.cdf.len()
-    }
-
-    /// Never true: a sampler has at least one rank.
-    pub fn is_empty(&self) -> bool {
-        self.cdf.is_empty()
-    }
-
     /// P(rank == k).
-    pub fn probability(&self, k: usize) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn probability(&self, k: usize) -> f64 {
         match k {
             0 => self.cdf[0],
             _ => self.cdf[k] - self.cdf[k - 1],
@@ -51,7 +42,7 @@ impl Zipf {
     }
 
     /// Draws one rank.
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
+    pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
         let u: f64 = rng.random();
         self.cdf
             .partition_point(|&c| c <= u)
@@ -60,7 +51,7 @@ impl Zipf {
 }
 
 /// A fixed random permutation of `0..n` from `seed`: `perm[rank]` is the key id.
-pub fn permutation(n: usize, seed: u64) -> Vec<u32> {
+pub(crate) fn permutation(n: usize, seed: u64) -> Vec<u32> {
     let mut ids: Vec<u32> = (0..n as u32).collect();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     ids.shuffle(&mut rng);

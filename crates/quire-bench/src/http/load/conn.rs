@@ -11,11 +11,11 @@ use rustix::net::{self, AddressFamily, SocketFlags, SocketType};
 use super::parse::Parser;
 
 /// Read buffer size: a response head (or chunk line) must fit in it.
-pub const BUF: usize = 64 * 1024;
+pub(crate) const BUF: usize = 64 * 1024;
 
 /// Where a connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// No socket (before the first connect, after an error, or after the run).
     Down,
     /// A connect in progress.
@@ -28,7 +28,7 @@ pub enum Phase {
 
 /// One connection.
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     /// The socket, when there is one.
     pub sock: Option<TcpStream>,
     /// Where it is.
@@ -57,7 +57,7 @@ pub struct Conn {
 
 impl Conn {
     /// A connection with no socket yet.
-    pub fn new(now: Instant) -> Conn {
+    pub(crate) fn new(now: Instant) -> Conn {
         Conn {
             sock: None,
             phase: Phase::Down,
@@ -75,7 +75,7 @@ impl Conn {
     }
 
     /// Drops the socket and whatever was in flight.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.sock = None;
         self.phase = Phase::Down;
         self.start = 0;
@@ -87,7 +87,7 @@ impl Conn {
 
     /// Moves unparsed bytes to the front of the buffer; false when it is full of them
     /// (a head larger than the buffer).
-    pub fn make_room(&mut self) -> bool {
+    pub(crate) fn make_room(&mut self) -> bool {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -106,7 +106,7 @@ impl Conn {
 }
 
 /// Starts a non-blocking connect to `addr` with `TCP_NODELAY` set.
-pub fn open(addr: SocketAddr) -> io::Result<TcpStream> {
+pub(crate) fn open(addr: SocketAddr) -> io::Result<TcpStream> {
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
@@ -125,6 +125,6 @@ pub fn open(addr: SocketAddr) -> io::Result<TcpStream> {
 }
 
 /// Whether a connect in progress succeeded.
-pub fn connected(sock: &TcpStream) -> io::Result<()> {
+pub(crate) fn connected(sock: &TcpStream) -> io::Result<()> {
     net::sockopt::socket_error(sock)?.map_err(io::Error::from)
 }

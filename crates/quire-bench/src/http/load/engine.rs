@@ -28,7 +28,7 @@ use super::stats::Stats;
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// The server.
     pub addr: SocketAddr,
     /// Keep-alive connections.
@@ -64,7 +64,7 @@ struct Engine<'a> {
 }
 
 /// Runs the load and returns what it counted.
-pub fn run(cfg: &Config, reqs: &Requests) -> io::Result<Stats> {
+pub(crate) fn run(cfg: &Config, reqs: &Requests) -> io::Result<Stats> {
     let schedule = match cfg.rate {
         Some(r) => Some(
             Schedule::new(r)

@@ -9,16 +9,16 @@
 //! not packaged. This generator does the least per request: one write, one read, an
 //! incremental parse without copies, an increment in a fixed histogram.
 //!
-//! [`run`] starts it as a separate process pinned with `taskset` (as [`super::wrk::run`]
-//! does for wrk) and returns its [`LoadResult`] and CPU time; [`main`] is the process.
+//! [`run`] starts it as a separate process pinned with `taskset` (as `wrk::run`
+//! does for wrk) and returns its `LoadResult` and CPU time; [`main`] is the process.
 
-pub mod conn;
-pub mod engine;
-pub mod parse;
-pub mod report;
-pub mod request;
-pub mod schedule;
-pub mod stats;
+mod conn;
+mod engine;
+mod parse;
+mod report;
+mod request;
+mod schedule;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -30,7 +30,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-pub use report::LoadResult;
+pub(crate) use report::LoadResult;
 
 /// Arguments of `quire bench load` (hidden: the harness runs it).
 #[derive(Debug, Clone, Args)]

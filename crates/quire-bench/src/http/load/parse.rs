@@ -6,7 +6,7 @@
 
 /// Why a response could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseError {
+pub(crate) enum ParseError {
     /// Not `HTTP/1.x NNN ...`.
     StatusLine,
     /// A header line without a colon, or a bad `Content-Length`.
@@ -19,7 +19,7 @@ pub enum ParseError {
 
 /// A complete response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Done {
+pub(crate) struct Done {
     /// Status code.
     pub status: u16,
     /// The server closes the connection after it (`Connection: close`, HTTP/1.0, or a
@@ -42,7 +42,7 @@ enum State {
 
 /// One connection's parser; reused response after response.
 #[derive(Debug, Clone)]
-pub struct Parser {
+pub(crate) struct Parser {
     state: State,
     status: u16,
     close: bool,
@@ -122,7 +122,7 @@ fn parse_hex(s: &[u8]) -> Option<u64> {
 
 impl Parser {
     /// A parser waiting for a status line.
-    pub fn new() -> Parser {
+    pub(crate) fn new() -> Parser {
         Parser {
             state: State::Head,
             status: 0,
@@ -132,7 +132,7 @@ impl Parser {
     }
 
     /// Whether no byte of a response has been seen yet.
-    pub fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         self.state == State::Head && self.bytes == 0
     }
 
@@ -140,7 +140,7 @@ impl Parser {
     /// input is needed. Returns how many bytes it consumed (the rest, an incomplete
     /// head or chunk line, must be offered again with more bytes after it) and the
     /// response if one completed.
-    pub fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Done>), ParseError> {
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<(usize, Option<Done>), ParseError> {
         let mut pos = 0;
         loop {
             let rest = &input[pos..];
@@ -217,7 +217,7 @@ impl Parser {
     /// The stream ended: a body delimited by the end of the stream completes; the end
     /// inside any other response is an error. Call only when a response was expected
     /// or begun.
-    pub fn eof(&mut self) -> Result<Done, ParseError> {
+    pub(crate) fn eof(&mut self) -> Result<Done, ParseError> {
         match self.state {
             State::UntilClose => Ok(self.finish()),
             _ => Err(ParseError::Truncated),
@@ -225,7 +225,7 @@ impl Parser {
     }
 
     /// Forgets a response in progress (after an error or a reconnect).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = Parser::new();
     }
 

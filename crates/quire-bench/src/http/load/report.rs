@@ -7,10 +7,10 @@
 use super::stats::{Errors, Stats};
 
 /// The prefix of the result line.
-pub const PREFIX: &str = "QUIRE-LOAD ";
+pub(crate) const PREFIX: &str = "QUIRE-LOAD ";
 
 /// Percentiles of the latency distribution reported for plots.
-pub const POINTS: &[f64] = &[
+pub(crate) const POINTS: &[f64] = &[
     0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0, 97.5, 99.0, 99.5,
     99.75, 99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 100.0,
 ];
@@ -94,7 +94,7 @@ impl LoadResult {
 }
 
 /// Reads the result line from a `quire bench load` process's output.
-pub fn parse(stdout: &str) -> Option<LoadResult> {
+pub(crate) fn parse(stdout: &str) -> Option<LoadResult> {
     let line = stdout.lines().find_map(|l| l.strip_prefix(PREFIX))?;
     serde_json::from_str(line).ok()
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 /// Pre-formatted requests and their order.
 #[derive(Debug, Clone)]
-pub struct Requests {
+pub(crate) struct Requests {
     bytes: Vec<u8>,
     spans: Vec<(usize, usize)>,
     order: Vec<u32>,
@@ -20,7 +20,7 @@ impl Requests {
     /// Requests for `paths` in that order (repeats share one formatted request), to
     /// `host` (the `Host` field), asking for `accept_encoding`, with a `Cookie` when
     /// given. Control characters are dropped from every value.
-    pub fn new(
+    pub(crate) fn new(
         paths: &[String],
         host: &str,
         accept_encoding: &str,
@@ -58,21 +58,21 @@ impl Requests {
     }
 
     /// The `n`-th request sent (the sequence cycles).
-    pub fn nth(&self, n: u64) -> &[u8] {
+    pub(crate) fn nth(&self, n: u64) -> &[u8] {
         let (a, b) = self.spans[self.order[(n % self.order.len() as u64) as usize] as usize];
         &self.bytes[a..b]
     }
 
     /// Distinct requests.
     #[cfg(test)]
-    pub fn distinct(&self) -> usize {
+    pub(crate) fn distinct(&self) -> usize {
         self.spans.len()
     }
 }
 
 /// Paths from a file's text: one per line, blank lines and lines not starting with
 /// `/` skipped.
-pub fn paths_from(text: &str) -> Vec<String> {
+pub(crate) fn paths_from(text: &str) -> Vec<String> {
     text.lines()
         .map(str::trim)
         .filter(|l| l.starts_with('/'))

@@ -7,26 +7,26 @@ use std::time::Duration;
 
 /// Due times at a fixed rate.
 #[derive(Debug, Clone, Copy)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// Nanoseconds between requests (fractional: exact over long runs).
     interval_ns: f64,
 }
 
 impl Schedule {
     /// `rate` requests per second in total; `None` unless it is positive and finite.
-    pub fn new(rate: f64) -> Option<Schedule> {
+    pub(crate) fn new(rate: f64) -> Option<Schedule> {
         (rate.is_finite() && rate > 0.0).then(|| Schedule {
             interval_ns: 1e9 / rate,
         })
     }
 
     /// When request `i` is due, after the start.
-    pub fn due(&self, i: u64) -> Duration {
+    pub(crate) fn due(&self, i: u64) -> Duration {
         Duration::from_nanos((i as f64 * self.interval_ns).round() as u64)
     }
 
     /// How many requests are due `elapsed` after the start (request 0 is due at once).
-    pub fn due_by(&self, elapsed: Duration) -> u64 {
+    pub(crate) fn due_by(&self, elapsed: Duration) -> u64 {
         let n = (elapsed.as_nanos() as f64 / self.interval_ns).floor() as u64 + 1;
         // Rounding in `due` may put request n-1 a nanosecond later or n earlier.
         if n > 0 && self.due(n - 1) > elapsed {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::histogram::Histogram;
 
 /// Width of a timeline slot.
-pub const SLOT: Duration = Duration::from_millis(100);
+pub(crate) const SLOT: Duration = Duration::from_millis(100);
 
 /// Errors by kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
