@@ -627,58 +627,7 @@ impl Engine for FileStore {
     type Entry = FileEntry;
 
     fn put(&self, key: &[u8], meta: &[u8], body: &[u8], tags: &[&[u8]]) -> Result<Put> {
-        let too_long = |what: &'static str, len: usize, limit: usize| StoreError::FieldTooLong {
-            what,
-            len,
-            limit,
-        };
-        let key_len =
-            u32::try_from(key.len()).map_err(|_| too_long("key", key.len(), u32::MAX as usize))?;
-        let tag_count = u16::try_from(tags.len())
-            .map_err(|_| too_long("tag list", tags.len(), usize::from(u16::MAX)))?;
-        let mut tags_bytes = 0usize;
-        for tag in tags {
-            if tag.len() > usize::from(u16::MAX) {
-                return Err(too_long("tag", tag.len(), usize::from(u16::MAX)));
-            }
-            tags_bytes += 2 + tag.len();
-        }
-        let tags_len = u32::try_from(tags_bytes)
-            .map_err(|_| too_long("tags", tags_bytes, u32::MAX as usize))?;
-        let meta_len = u32::try_from(meta.len())
-            .map_err(|_| too_long("meta", meta.len(), u32::MAX as usize))?;
-        let body_len = body.len() as u64;
-        let header = Header {
-            tag_count,
-            key_len,
-            tags_len,
-            meta_len,
-            body_len,
-            checksum: 0,
-        };
-        let size = header.file_len().unwrap_or(u64::MAX);
-        if size > self.options.max_object_bytes {
-            return Err(StoreError::TooLarge {
-                size_bytes: size,
-                limit_bytes: self.options.max_object_bytes,
-            });
-        }
-
-        // Header, key and tags in one small buffer; meta and body are written from the
-        // caller's slices by the same writev.
-        let mut head = Vec::with_capacity(HEADER_LEN + key.len() + tags_bytes);
-        head.extend_from_slice(&[0u8; HEADER_LEN]);
-        head.extend_from_slice(key);
-        for tag in tags {
-            // Checked above: every tag fits a u16 length.
-            head.extend_from_slice(&(tag.len() as u16).to_le_bytes());
-            head.extend_from_slice(tag);
-        }
-        let mut encoded = header.encode();
-        let sum = checksum(&encoded[..CHECKSUM_AT], &[&head[HEADER_LEN..], meta, body]);
-        encoded[CHECKSUM_AT..].copy_from_slice(&sum.to_le_bytes());
-        head[..HEADER_LEN].copy_from_slice(&encoded);
-
+        let (head, size) = encode_head(key, meta, body, tags, self.options.max_object_bytes)?;
         let (dir, name) = self.entry_location(xxh3_64(key));
         let seq = self.temp_seq.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!("{TEMP_PREFIX}{name}-{}-{seq}", std::process::id()));
@@ -793,6 +742,71 @@ impl Engine for FileStore {
     fn name(&self) -> &'static str {
         "file"
     }
+}
+
+/// An entry file's first part, checked against the format's field limits and
+/// `max_object_bytes`: header (with the checksum over everything), key and tags. Meta
+/// and body follow it in the file, written from the caller's slices. Returns it and
+/// the whole file's length.
+fn encode_head(
+    key: &[u8],
+    meta: &[u8],
+    body: &[u8],
+    tags: &[&[u8]],
+    max_object_bytes: u64,
+) -> Result<(Vec<u8>, u64)> {
+    let too_long = |what: &'static str, len: usize, limit: usize| StoreError::FieldTooLong {
+        what,
+        len,
+        limit,
+    };
+    let key_len =
+        u32::try_from(key.len()).map_err(|_| too_long("key", key.len(), u32::MAX as usize))?;
+    let tag_count = u16::try_from(tags.len())
+        .map_err(|_| too_long("tag list", tags.len(), usize::from(u16::MAX)))?;
+    let mut tags_bytes = 0usize;
+    for tag in tags {
+        if tag.len() > usize::from(u16::MAX) {
+            return Err(too_long("tag", tag.len(), usize::from(u16::MAX)));
+        }
+        tags_bytes += 2 + tag.len();
+    }
+    let tags_len =
+        u32::try_from(tags_bytes).map_err(|_| too_long("tags", tags_bytes, u32::MAX as usize))?;
+    let meta_len =
+        u32::try_from(meta.len()).map_err(|_| too_long("meta", meta.len(), u32::MAX as usize))?;
+    let body_len = body.len() as u64;
+    let header = Header {
+        tag_count,
+        key_len,
+        tags_len,
+        meta_len,
+        body_len,
+        checksum: 0,
+    };
+    let size = header.file_len().unwrap_or(u64::MAX);
+    if size > max_object_bytes {
+        return Err(StoreError::TooLarge {
+            size_bytes: size,
+            limit_bytes: max_object_bytes,
+        });
+    }
+
+    // Header, key and tags in one small buffer; meta and body are written from the
+    // caller's slices by the same writev.
+    let mut head = Vec::with_capacity(HEADER_LEN + key.len() + tags_bytes);
+    head.extend_from_slice(&[0u8; HEADER_LEN]);
+    head.extend_from_slice(key);
+    for tag in tags {
+        // Checked above: every tag fits a u16 length.
+        head.extend_from_slice(&(tag.len() as u16).to_le_bytes());
+        head.extend_from_slice(tag);
+    }
+    let mut encoded = header.encode();
+    let sum = checksum(&encoded[..CHECKSUM_AT], &[&head[HEADER_LEN..], meta, body]);
+    encoded[CHECKSUM_AT..].copy_from_slice(&sum.to_le_bytes());
+    head[..HEADER_LEN].copy_from_slice(&encoded);
+    Ok((head, size))
 }
 
 /// An I/O error with what was being done, in the store's error type (the baseline

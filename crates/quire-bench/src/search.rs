@@ -228,48 +228,7 @@ fn measure(
     ));
     let queries = queries(&vault, args.queries, args.seed);
     let mut leaks = 0;
-    // Warm the readers' caches: the server runs warm.
-    run_queries(
-        &index,
-        &vault,
-        &queries[..queries.len().min(500)],
-        &mut leaks,
-    );
-
-    let mut scenarios = Vec::new();
-    let (lat, hits) = run_queries(&index, &vault, &queries, &mut leaks);
-    scenarios.push(scenario("idle", 0, None, &queries, &lat, &hits));
-    progress("idle: done");
-    scenarios.push(under_reindex(
-        "re-index, one transaction",
-        &index,
-        &vault,
-        &queries,
-        &mut leaks,
-    ));
-    progress("under a one-transaction re-index: done");
-    drop(index);
-    let batched = SearchIndex::open_with(
-        &db,
-        IndexOptions {
-            reindex_batch_notes: BATCH_NOTES,
-            ..IndexOptions::default()
-        },
-    )?;
-    run_queries(
-        &batched,
-        &vault,
-        &queries[..queries.len().min(500)],
-        &mut leaks,
-    );
-    scenarios.push(under_reindex(
-        "re-index, 500-note batches",
-        &batched,
-        &vault,
-        &queries,
-        &mut leaks,
-    ));
-    progress("under a batched re-index: done");
+    let scenarios = scenarios(index, &db, &vault, &queries, &mut leaks, progress)?;
     Ok(Report {
         notes: vault.notes().len(),
         public_notes,
@@ -287,6 +246,51 @@ fn measure(
         scenarios,
         leaks,
     })
+}
+
+/// The three scenarios on the index at `db`, in order: idle, under a one-transaction
+/// re-index, and under a re-index in batches (the index reopened with that option).
+/// Each starts with warm readers: the server runs warm.
+fn scenarios(
+    index: SearchIndex,
+    db: &Path,
+    vault: &Vault,
+    queries: &[Query],
+    leaks: &mut usize,
+    progress: &dyn Fn(&str),
+) -> anyhow::Result<Vec<Scenario>> {
+    let warm = &queries[..queries.len().min(500)];
+    run_queries(&index, vault, warm, leaks);
+    let mut scenarios = Vec::new();
+    let (lat, hits) = run_queries(&index, vault, queries, leaks);
+    scenarios.push(scenario("idle", 0, None, queries, &lat, &hits));
+    progress("idle: done");
+    scenarios.push(under_reindex(
+        "re-index, one transaction",
+        &index,
+        vault,
+        queries,
+        leaks,
+    ));
+    progress("under a one-transaction re-index: done");
+    drop(index);
+    let batched = SearchIndex::open_with(
+        db,
+        IndexOptions {
+            reindex_batch_notes: BATCH_NOTES,
+            ..IndexOptions::default()
+        },
+    )?;
+    run_queries(&batched, vault, warm, leaks);
+    scenarios.push(under_reindex(
+        "re-index, 500-note batches",
+        &batched,
+        vault,
+        queries,
+        leaks,
+    ));
+    progress("under a batched re-index: done");
+    Ok(scenarios)
 }
 
 /// The one-minute load average, where the system tells it.

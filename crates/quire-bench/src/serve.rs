@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -121,6 +121,8 @@ fn request(conn: &mut TcpStream, buf: &mut Vec<u8>, path: &str) -> anyhow::Resul
     }
 }
 
+/// One vault size: generates the vault, opens it as a site, serves it in-process and
+/// times the note pages (miss, then hit), the index page, and a reload after an edit.
 fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> {
     let dir = tempfile::tempdir()?;
     let vault = dir.path().join("vault");
@@ -128,49 +130,8 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
     let t0 = Instant::now();
     let site = Site::open(&vault)?;
     let load_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let urls: Vec<String> = {
-        let snap = site.snapshot();
-        let public: Vec<String> = snap
-            .vault
-            .notes()
-            .iter()
-            .filter(|n| n.visibility() == Visibility::Public)
-            .map(|n| n.url.clone())
-            .collect();
-        let step = (public.len() / (pages + WARMUP).max(1)).max(1);
-        public
-            .into_iter()
-            .step_by(step)
-            .take(pages + WARMUP)
-            .collect()
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let mut cfg = Config {
-        listen: "127.0.0.1:0".parse()?,
-        ..Config::default()
-    };
-    cfg.cache.path = dir.path().join("cache.vol");
-    cfg.cache.size = ByteSize(256 << 20);
-    let (addr, stop): (SocketAddr, tokio::sync::oneshot::Sender<()>) = {
-        let site = site.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let (atx, arx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            rt.block_on(async move {
-                let ctx = Ctx::with_upstream(cfg, Arc::new(site)).expect("server state");
-                let server = Server::bind(ctx).await.expect("bind");
-                atx.send(server.local_addr().expect("addr")).ok();
-                server
-                    .run(async {
-                        rx.await.ok();
-                    })
-                    .await;
-            });
-        });
-        (arx.recv()?, tx)
-    };
+    let urls = sample_urls(&site, pages + WARMUP);
+    let (addr, stop) = start_server(&site, dir.path().join("cache.vol"))?;
     let mut conn = TcpStream::connect(addr)?;
     conn.set_nodelay(true)?;
     let mut buf = Vec::new();
@@ -198,16 +159,7 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
     drop(conn);
     stop.send(()).ok();
     site.flush();
-    let edited = {
-        let snap = site.snapshot();
-        let n = &snap.vault.notes()[snap.vault.notes().len() / 2];
-        vault.join(&n.path)
-    };
-    let text = std::fs::read_to_string(&edited)?;
-    std::fs::write(&edited, format!("{text}\nEdited for the reload timing.\n"))?;
-    let t = Instant::now();
-    site.reload()?;
-    let reload_ms = t.elapsed().as_secs_f64() * 1e3;
+    let reload_ms = time_reload(&site, &vault)?;
     Ok(SizeResult {
         notes,
         load_ms,
@@ -217,6 +169,80 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
         index_miss_us,
         reload_ms,
     })
+}
+
+/// Up to `count` public note URLs spread evenly over the vault.
+fn sample_urls(site: &Site, count: usize) -> Vec<String> {
+    let snap = site.snapshot();
+    let public: Vec<String> = snap
+        .vault
+        .notes()
+        .iter()
+        .filter(|n| n.visibility() == Visibility::Public)
+        .map(|n| n.url.clone())
+        .collect();
+    let step = (public.len() / count.max(1)).max(1);
+    public.into_iter().step_by(step).take(count).collect()
+}
+
+/// Starts quire's server for `site` on a loopback port, on a thread of its own with a
+/// one-thread runtime and a 256 MiB cache at `cache`; returns its address and the
+/// sender that stops it.
+fn start_server(
+    site: &Site,
+    cache: PathBuf,
+) -> anyhow::Result<(SocketAddr, tokio::sync::oneshot::Sender<()>)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut cfg = Config {
+        listen: "127.0.0.1:0".parse()?,
+        ..Config::default()
+    };
+    cfg.cache.path = cache;
+    cfg.cache.size = ByteSize(256 << 20);
+    let site = site.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (atx, arx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            let ctx = match Ctx::with_upstream(cfg, Arc::new(site)) {
+                Ok(ctx) => ctx,
+                Err(e) => return atx.send(Err(format!("server state: {e}"))).unwrap_or(()),
+            };
+            let server = match Server::bind(ctx).await {
+                Ok(server) => server,
+                Err(e) => return atx.send(Err(format!("binding: {e}"))).unwrap_or(()),
+            };
+            atx.send(server.local_addr().map_err(|e| format!("address: {e}")))
+                .ok();
+            server
+                .run(async {
+                    rx.await.ok();
+                })
+                .await;
+        });
+    });
+    let addr = arx
+        .recv()
+        .context("the server thread ended")?
+        .map_err(anyhow::Error::msg)
+        .context("starting the server")?;
+    Ok((addr, tx))
+}
+
+/// Milliseconds to republish after one note (the middle one) is edited.
+fn time_reload(site: &Site, vault: &Path) -> anyhow::Result<f64> {
+    let edited = {
+        let snap = site.snapshot();
+        let n = &snap.vault.notes()[snap.vault.notes().len() / 2];
+        vault.join(&n.path)
+    };
+    let text = std::fs::read_to_string(&edited)?;
+    std::fs::write(&edited, format!("{text}\nEdited for the reload timing.\n"))?;
+    let t = Instant::now();
+    site.reload()?;
+    Ok(t.elapsed().as_secs_f64() * 1e3)
 }
 
 /// Runs the benchmark and prints a table (and JSON if asked).

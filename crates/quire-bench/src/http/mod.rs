@@ -168,25 +168,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     }
     let mut started: Vec<Server> = Vec::new();
     let mut subjects = Vec::new();
-    let quire = match (&args.serve, &args.proxy, &args.target) {
-        (Some(vault), _, _) => Some(servers::quire(
-            Some(vault),
-            None,
-            args.quire_config.as_deref(),
-            &args.server_cpus,
-        )?),
-        (None, Some(origin), _) => {
-            let (o, _) = urls::split_url(origin)?;
-            Some(servers::quire(
-                None,
-                Some(&format!("http://{o}")),
-                args.quire_config.as_deref(),
-                &args.server_cpus,
-            )?)
-        }
-        (None, None, Some(_)) => None,
-        (None, None, None) => anyhow::bail!("give --target URL, --serve VAULT or --proxy ORIGIN"),
-    };
+    let quire = start_quire(args)?;
     let name = if args.target.is_some() {
         "target"
     } else {
@@ -195,7 +177,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     let host = match (&quire, &args.target) {
         (Some(q), _) => q.host.clone(),
         (None, Some(t)) => urls::split_url(t)?.0,
-        (None, None) => unreachable!("checked above"),
+        (None, None) => unreachable!("start_quire checked"),
     };
     let quire_index = quire.map(|q| {
         started.push(q);
@@ -216,31 +198,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         });
     }
     if !args.peer.is_empty() {
-        let origin = match (&args.serve, &args.proxy) {
-            (Some(vault), _) => {
-                // The peers' origin: a second quire serve of the same vault, not
-                // pinned (it is idle once the peers are warm).
-                let o = servers::quire_origin(vault, &args.origin_cpus)?;
-                let host = o.host.clone();
-                started.push(o);
-                host
-            }
-            (None, Some(origin)) => urls::split_url(origin)?.0,
-            (None, None) => anyhow::bail!("--peer needs --serve VAULT or --proxy ORIGIN"),
-        };
-        for peer in &args.peer {
-            let s = match peer {
-                Peer::Nginx => servers::nginx(&origin, &args.server_cpus)?,
-                Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
-            };
-            subjects.push(Subject {
-                name: s.kind.name().into(),
-                host: s.host.clone(),
-                server: Some(started.len()),
-                cookie: None,
-            });
-            started.push(s);
-        }
+        start_peers(args, &mut started, &mut subjects)?;
     }
     let server_pid = if args.target.is_some() {
         args.server_pid
@@ -248,7 +206,72 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         None
     };
     // The servers stop when `started` is dropped (SIGTERM, then SIGKILL).
-    measure(args, duration, &subjects, &started, server_pid)
+    Bench {
+        args,
+        duration,
+        subjects: &subjects,
+        started: &started,
+        target_pid: server_pid,
+    }
+    .measure()
+}
+
+/// The quire that `--serve` or `--proxy` asks for, started; `None` with `--target`.
+fn start_quire(args: &BenchHttpArgs) -> anyhow::Result<Option<Server>> {
+    Ok(match (&args.serve, &args.proxy, &args.target) {
+        (Some(vault), _, _) => Some(servers::quire(
+            Some(vault),
+            None,
+            args.quire_config.as_deref(),
+            &args.server_cpus,
+        )?),
+        (None, Some(origin), _) => {
+            let (o, _) = urls::split_url(origin)?;
+            Some(servers::quire(
+                None,
+                Some(&format!("http://{o}")),
+                args.quire_config.as_deref(),
+                &args.server_cpus,
+            )?)
+        }
+        (None, None, Some(_)) => None,
+        (None, None, None) => anyhow::bail!("give --target URL, --serve VAULT or --proxy ORIGIN"),
+    })
+}
+
+/// Starts the `--peer` caches in front of the origin (with `--serve`, a second quire
+/// serve of the vault, started here too) and adds them to `started` and `subjects`.
+fn start_peers(
+    args: &BenchHttpArgs,
+    started: &mut Vec<Server>,
+    subjects: &mut Vec<Subject>,
+) -> anyhow::Result<()> {
+    let origin = match (&args.serve, &args.proxy) {
+        (Some(vault), _) => {
+            // The peers' origin: a second quire serve of the same vault, not
+            // pinned (it is idle once the peers are warm).
+            let o = servers::quire_origin(vault, &args.origin_cpus)?;
+            let host = o.host.clone();
+            started.push(o);
+            host
+        }
+        (None, Some(origin)) => urls::split_url(origin)?.0,
+        (None, None) => anyhow::bail!("--peer needs --serve VAULT or --proxy ORIGIN"),
+    };
+    for peer in &args.peer {
+        let s = match peer {
+            Peer::Nginx => servers::nginx(&origin, &args.server_cpus)?,
+            Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
+        };
+        subjects.push(Subject {
+            name: s.kind.name().into(),
+            host: s.host.clone(),
+            server: Some(started.len()),
+            cookie: None,
+        });
+        started.push(s);
+    }
+    Ok(())
 }
 
 /// The paths to request: from `--urls`, else the server's sitemap.
@@ -307,38 +330,103 @@ fn load_run(
     }
 }
 
-fn measure(
-    args: &BenchHttpArgs,
-    duration: Duration,
-    subjects: &[Subject],
-    started: &[Server],
-    target_pid: Option<u32>,
-) -> anyhow::Result<()> {
-    let paths = paths(args, &subjects[0].host)?;
-    eprintln!(
-        "bench http: {} URLs from {}",
-        paths.len(),
-        args.urls
-            .as_ref()
-            .map_or("the sitemap".into(), |p| p.display().to_string())
-    );
-    let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
-    if cfg!(debug_assertions) && subjects.iter().any(|s| s.server.is_some()) {
-        // Seed 003's first trap (a development build): the quire this started is
-        // this very binary.
-        let w = "this is a debug build of quire: the quire it started measures the debug \
-                 build (run with cargo run --release)";
-        eprintln!("bench http: warning: {w}");
-        for list in &mut warnings {
-            list.push(w.into());
+/// The request order, written once for every run: the path list the built-in
+/// generator reads, and wrk's scripts (one per cookie).
+struct RequestFiles {
+    /// Holds the files; removed on drop.
+    _dir: tempfile::TempDir,
+    list: PathBuf,
+    cached: PathBuf,
+    bypass: PathBuf,
+}
+
+impl RequestFiles {
+    fn write(args: &BenchHttpArgs, paths: &[String]) -> anyhow::Result<RequestFiles> {
+        let dir = tempfile::tempdir()?;
+        let list = dir.path().join("paths.txt");
+        let seq = urls::sequence(paths, args.order, (paths.len() * 20).max(20_000), args.seed);
+        std::fs::write(&list, seq.join("\n") + "\n")?;
+        let cached = dir.path().join("cached.lua");
+        let bypass = dir.path().join("uncached.lua");
+        if args.loadgen == Loadgen::Wrk {
+            std::fs::write(&cached, wrk::script(&list, None, &args.accept_encoding))?;
+            std::fs::write(
+                &bypass,
+                wrk::script(&list, Some(BYPASS_COOKIE), &args.accept_encoding),
+            )?;
         }
+        Ok(RequestFiles {
+            _dir: dir,
+            list,
+            cached,
+            bypass,
+        })
     }
-    if !args.no_warmup {
+}
+
+/// One benchmark: what to measure and the servers started for it.
+struct Bench<'a> {
+    args: &'a BenchHttpArgs,
+    duration: Duration,
+    subjects: &'a [Subject],
+    started: &'a [Server],
+    /// The `--target` server's pid, for its CPU use.
+    target_pid: Option<u32>,
+}
+
+impl Bench<'_> {
+    /// Warms every server, runs the rounds, prints the table and writes `--json` and
+    /// `--plot`.
+    fn measure(&self) -> anyhow::Result<()> {
+        let args = self.args;
+        let paths = paths(args, &self.subjects[0].host)?;
+        eprintln!(
+            "bench http: {} URLs from {}",
+            paths.len(),
+            args.urls
+                .as_ref()
+                .map_or("the sitemap".into(), |p| p.display().to_string())
+        );
+        let warnings = self.warm_up(&paths)?;
+        let files = RequestFiles::write(args, &paths)?;
+        let mut runs: Vec<Run> = Vec::new();
+        for rep in 0..args.reps {
+            for k in 0..self.subjects.len() {
+                // The order rotates each round, so no server always runs first.
+                let i = (k + rep) % self.subjects.len();
+                runs.push(self.one_run(rep, i, &files, &warnings[i])?);
+            }
+        }
+        runs.sort_by_key(|r| {
+            let position = self.subjects.iter().position(|s| s.name == r.server);
+            (position, r.round)
+        });
+        self.report(&paths, &runs)
+    }
+
+    /// Each subject's warnings before any run: a debug build, and what its warm-up
+    /// found (servers are warmed and checked unless `--no-warmup`).
+    fn warm_up(&self, paths: &[String]) -> anyhow::Result<Vec<Vec<String>>> {
+        let subjects = self.subjects;
+        let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
+        if cfg!(debug_assertions) && subjects.iter().any(|s| s.server.is_some()) {
+            // The first trap of a load test: a development build. The quire this
+            // started is this very binary.
+            let w = "this is a debug build of quire: the quire it started measures the debug \
+                     build (run with cargo run --release)";
+            eprintln!("bench http: warning: {w}");
+            for list in &mut warnings {
+                list.push(w.into());
+            }
+        }
+        if self.args.no_warmup {
+            return Ok(warnings);
+        }
         for (i, s) in subjects.iter().enumerate() {
             if s.cookie.is_some() {
                 continue;
             }
-            let w = warm::warm(&s.host, &paths, &args.accept_encoding)?;
+            let w = warm::warm(&s.host, paths, &self.args.accept_encoding)?;
             eprintln!(
                 "bench http: warm-up: {}: {}/{} URLs were cache hits on their second request{}",
                 s.name,
@@ -352,120 +440,114 @@ fn measure(
             );
             warnings[i].extend(w.warnings(&s.name));
         }
+        Ok(warnings)
     }
 
-    let dir = tempfile::tempdir()?;
-    let list = dir.path().join("paths.txt");
-    let seq = urls::sequence(
-        &paths,
-        args.order,
-        (paths.len() * 20).max(20_000),
-        args.seed,
-    );
-    std::fs::write(&list, seq.join("\n") + "\n")?;
-    // wrk's scripts, one per cookie.
-    let cached = dir.path().join("cached.lua");
-    let bypass = dir.path().join("uncached.lua");
-    if args.loadgen == Loadgen::Wrk {
-        std::fs::write(&cached, wrk::script(&list, None, &args.accept_encoding))?;
-        std::fs::write(
-            &bypass,
-            wrk::script(&list, Some(BYPASS_COOKIE), &args.accept_encoding),
-        )?;
+    /// Round `rep` (from 0) of subject `i`: one load run, with the CPU time of the
+    /// server, the generator and the machine around it.
+    fn one_run(
+        &self,
+        rep: usize,
+        i: usize,
+        files: &RequestFiles,
+        warnings: &[String],
+    ) -> anyhow::Result<Run> {
+        let args = self.args;
+        let s = &self.subjects[i];
+        let cpu = || match s.server {
+            Some(i) => self.started[i].cpu_jiffies(),
+            None => self.target_pid.and_then(procstat::process),
+        };
+        let before = procstat::machine().unwrap_or_default();
+        let server_before = cpu();
+        let script = if s.cookie.is_some() {
+            &files.bypass
+        } else {
+            &files.cached
+        };
+        let (r, loadgen) = load_run(args, self.duration, &s.host, &files.list, script, s.cookie)?;
+        let after = procstat::machine().unwrap_or_default();
+        let server = match (server_before, cpu()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        let secs = r.duration_us as f64 / 1e6;
+        let loadgen_cores = args.loadgen_cpus.split(',').count().max(1);
+        let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
+        let mut w = warnings.to_vec();
+        w.extend(q.warnings.iter().cloned());
+        let run = Run::new(&s.name, rep + 1, &r, &q, w);
+        eprintln!(
+            "bench http: round {} of {}: {}: {:.0} requests/s, p99 {:.2} ms",
+            rep + 1,
+            args.reps,
+            s.name,
+            run.requests_per_sec,
+            run.p99_ms
+        );
+        Ok(run)
     }
-    let loadgen_cores = args.loadgen_cpus.split(',').count().max(1);
 
-    let mut runs: Vec<Run> = Vec::new();
-    for rep in 0..args.reps {
-        for k in 0..subjects.len() {
-            // The order rotates each round, so no server always runs first.
-            let i = (k + rep) % subjects.len();
-            let s = &subjects[i];
-            let cpu = || match s.server {
-                Some(i) => started[i].cpu_jiffies(),
-                None => target_pid.and_then(procstat::process),
-            };
-            let before = procstat::machine().unwrap_or_default();
-            let server_before = cpu();
-            let script = if s.cookie.is_some() { &bypass } else { &cached };
-            let (r, loadgen) = load_run(args, duration, &s.host, &list, script, s.cookie)?;
-            let after = procstat::machine().unwrap_or_default();
-            let server = match (server_before, cpu()) {
-                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-                _ => None,
-            };
-            let secs = r.duration_us as f64 / 1e6;
-            let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
-            let mut w = warnings[i].clone();
-            w.extend(q.warnings.iter().cloned());
-            let run = Run::new(&s.name, rep + 1, &r, &q, w);
-            eprintln!(
-                "bench http: round {} of {}: {}: {:.0} requests/s, p99 {:.2} ms",
-                rep + 1,
-                args.reps,
-                s.name,
-                run.requests_per_sec,
-                run.p99_ms
-            );
-            runs.push(run);
-        }
-    }
-    runs.sort_by_key(|r| (subjects.iter().position(|s| s.name == r.server), r.round));
-    let names: Vec<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
-    summary::print(&runs, &names);
-    println!(
-        "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
-        match args.loadgen {
-            Loadgen::Builtin => "quire bench load (1 thread, epoll)",
-            Loadgen::Wrk => "wrk (1 thread)",
-        },
-        args.connections,
-        args.rate
-            .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
-        args.loadgen_cpus,
-        args.server_cpus,
-        args.order,
-        paths.len(),
-        args.accept_encoding
-    );
-    let ratios = summary::ratios(&runs, &names);
-    for (peer, x) in &ratios {
-        let x = x.as_f64().unwrap_or(0.0);
-        match peer.as_str() {
-            "uncached" => println!("cached/uncached: {x:.1}x (medians of requests/s)"),
-            p => println!("{}/{p}: {x:.2}x (medians of requests/s)", names[0]),
-        }
-    }
-    if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            "servers": names,
-            "urls": paths.len(),
-            "order": args.order,
-            "connections": args.connections,
-            "rate": args.rate,
-            "duration_s": duration.as_secs(),
-            "loadgen": format!("{:?}", args.loadgen).to_lowercase(),
-            "loadgen_cpus": args.loadgen_cpus,
-            "server_cpus": args.server_cpus,
-            "accept_encoding": args.accept_encoding,
-            "machine": crate::machine::Machine::probe(),
-            "runs": runs,
-            "ratios": ratios,
-        });
-        std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &args.plot {
-        let series: Vec<plot::Series> = runs.iter().map(Run::series).collect();
-        let title = format!(
-            "quire bench http: {} URLs, {} connections, {}",
-            paths.len(),
+    /// The table, the load generator's line and the ratios on stdout; `--json` and
+    /// `--plot` written.
+    fn report(&self, paths: &[String], runs: &[Run]) -> anyhow::Result<()> {
+        let args = self.args;
+        let names: Vec<&str> = self.subjects.iter().map(|s| s.name.as_str()).collect();
+        summary::print(runs, &names);
+        println!(
+            "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
+            match args.loadgen {
+                Loadgen::Builtin => "quire bench load (1 thread, epoll)",
+                Loadgen::Wrk => "wrk (1 thread)",
+            },
             args.connections,
             args.rate
-                .map_or("closed loop".into(), |r| format!("open loop at {r:.0}/s"))
+                .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
+            args.loadgen_cpus,
+            args.server_cpus,
+            args.order,
+            paths.len(),
+            args.accept_encoding
         );
-        std::fs::write(path, plot::svg(&title, &series))
-            .with_context(|| format!("writing {}", path.display()))?;
+        let ratios = summary::ratios(runs, &names);
+        for (peer, x) in &ratios {
+            let x = x.as_f64().unwrap_or(0.0);
+            match peer.as_str() {
+                "uncached" => println!("cached/uncached: {x:.1}x (medians of requests/s)"),
+                p => println!("{}/{p}: {x:.2}x (medians of requests/s)", names[0]),
+            }
+        }
+        if let Some(path) = &args.json {
+            let doc = serde_json::json!({
+                "servers": names,
+                "urls": paths.len(),
+                "order": args.order,
+                "connections": args.connections,
+                "rate": args.rate,
+                "duration_s": self.duration.as_secs(),
+                "loadgen": format!("{:?}", args.loadgen).to_lowercase(),
+                "loadgen_cpus": args.loadgen_cpus,
+                "server_cpus": args.server_cpus,
+                "accept_encoding": args.accept_encoding,
+                "machine": crate::machine::Machine::probe(),
+                "runs": runs,
+                "ratios": ratios,
+            });
+            std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if let Some(path) = &args.plot {
+            let series: Vec<plot::Series> = runs.iter().map(Run::series).collect();
+            let title = format!(
+                "quire bench http: {} URLs, {} connections, {}",
+                paths.len(),
+                args.connections,
+                args.rate
+                    .map_or("closed loop".into(), |r| format!("open loop at {r:.0}/s"))
+            );
+            std::fs::write(path, plot::svg(&title, &series))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
     }
-    Ok(())
 }

@@ -65,6 +65,54 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// The latency points of a run that are drawn: all but p100. The largest latency is
+/// one request: it would set the scale for the whole distribution, so the panel stops
+/// at the last percentile below it.
+fn shown(s: &Series) -> Vec<(f64, f64)> {
+    s.latency.iter().copied().filter(|p| p.0 < 100.0).collect()
+}
+
+/// The axes of both panels, from all the runs drawn.
+struct Scales {
+    /// Top of the latency axis, milliseconds.
+    y_lat: f64,
+    /// Right end of the percentile axis, in nines.
+    x_nines: f64,
+    /// Requests per second of each run, in 1 s steps.
+    rates: Vec<Vec<f64>>,
+    /// Top of the throughput axis.
+    y_rate: f64,
+    /// Right end of the time axis, seconds.
+    x_secs: f64,
+}
+
+impl Scales {
+    fn of(series: &[Series]) -> Scales {
+        let max_ms = series
+            .iter()
+            .flat_map(|s| shown(s).into_iter().map(|p| p.1 / 1000.0))
+            .fold(0.0, f64::max);
+        let x_nines = series
+            .iter()
+            .flat_map(|s| s.latency.iter().filter(|p| p.0 < 100.0).map(|p| nines(p.0)))
+            .fold(3.0, f64::max)
+            .ceil();
+        let rates: Vec<Vec<f64>> = series
+            .iter()
+            .map(|s| per_second(&s.timeline, s.step_ms))
+            .collect();
+        let y_rate = nice_ceil(rates.iter().flatten().copied().fold(0.0, f64::max));
+        let x_secs = rates.iter().map(Vec::len).max().unwrap_or(0).max(1) as f64;
+        Scales {
+            y_lat: nice_ceil(max_ms),
+            x_nines,
+            rates,
+            y_rate,
+            x_secs,
+        }
+    }
+}
+
 /// The SVG text for `series`, titled `title`.
 pub(crate) fn svg(title: &str, series: &[Series]) -> String {
     let mut names: Vec<&str> = Vec::new();
@@ -77,28 +125,7 @@ pub(crate) fn svg(title: &str, series: &[Series]) -> String {
         let i = names.iter().position(|n| *n == name).unwrap_or(0);
         COLOURS[i % COLOURS.len()]
     };
-    // The largest latency (p100) is one request: it would set the scale for the
-    // whole distribution, so the panel stops at the last percentile below it.
-    let shown = |s: &Series| -> Vec<(f64, f64)> {
-        s.latency.iter().copied().filter(|p| p.0 < 100.0).collect()
-    };
-    let max_ms = series
-        .iter()
-        .flat_map(|s| shown(s).into_iter().map(|p| p.1 / 1000.0))
-        .fold(0.0, f64::max);
-    let y_lat = nice_ceil(max_ms);
-    let x_nines = series
-        .iter()
-        .flat_map(|s| s.latency.iter().filter(|p| p.0 < 100.0).map(|p| nines(p.0)))
-        .fold(3.0, f64::max)
-        .ceil();
-    let rates: Vec<Vec<f64>> = series
-        .iter()
-        .map(|s| per_second(&s.timeline, s.step_ms))
-        .collect();
-    let y_rate = nice_ceil(rates.iter().flatten().copied().fold(0.0, f64::max));
-    let x_secs = rates.iter().map(Vec::len).max().unwrap_or(0).max(1) as f64;
-
+    let sc = Scales::of(series);
     let mut out = String::new();
     let _ = write!(
         out,
@@ -109,10 +136,44 @@ pub(crate) fn svg(title: &str, series: &[Series]) -> String {
         W / 2.0,
         escape(title)
     );
-    // Axes, ticks and labels.
+    panels(&mut out, &sc);
+    x_ticks(&mut out, &sc);
+    for (s, rate) in series.iter().zip(&sc.rates) {
+        lines(&mut out, s, rate, &sc, colour(&s.server));
+    }
+    // Legend.
+    for (i, n) in names.iter().enumerate() {
+        let x = LEFT[0] + 120.0 * i as f64;
+        let y = H - 14.0;
+        let _ = writeln!(
+            out,
+            r#"<rect x="{x}" y="{}" width="14" height="4" fill="{}"/><text x="{}" y="{y}">{}</text>"#,
+            y - 5.0,
+            colour(n),
+            x + 20.0,
+            escape(n)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// A y-axis tick's label: thousands as `k`, small values with two decimals.
+fn y_label(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else if v >= 10.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Both panels' frames, titles, x-axis names and y-axis ticks with grid lines.
+fn panels(out: &mut String, sc: &Scales) {
     let panels = [
-        ("latency (ms) by percentile", y_lat, "percentile"),
-        ("requests/s over time", y_rate, "seconds"),
+        ("latency (ms) by percentile", sc.y_lat, "percentile"),
+        ("requests/s over time", sc.y_rate, "seconds"),
     ];
     for (i, (label, ymax, xlabel)) in panels.iter().enumerate() {
         let x0 = LEFT[i];
@@ -136,18 +197,16 @@ pub(crate) fn svg(title: &str, series: &[Series]) -> String {
                 x0 + PANEL_W,
                 x0 - 6.0,
                 y + 4.0,
-                if v >= 1000.0 {
-                    format!("{:.0}k", v / 1000.0)
-                } else if v >= 10.0 || v == 0.0 {
-                    format!("{v:.0}")
-                } else {
-                    format!("{v:.2}")
-                }
+                y_label(v)
             );
         }
     }
-    for n in 0..=(x_nines as usize) {
-        let x = LEFT[0] + PANEL_W * n as f64 / x_nines;
+}
+
+/// The x-axis tick labels: percentiles by nines on the left, seconds on the right.
+fn x_ticks(out: &mut String, sc: &Scales) {
+    for n in 0..=(sc.x_nines as usize) {
+        let x = LEFT[0] + PANEL_W * n as f64 / sc.x_nines;
         let label = match n {
             0 => "0".to_owned(),
             n => format!("{}", 100.0 - 100.0 / 10f64.powi(n as i32)),
@@ -160,68 +219,53 @@ pub(crate) fn svg(title: &str, series: &[Series]) -> String {
     }
     for k in 0..=4 {
         let x = LEFT[1] + PANEL_W * k as f64 / 4.0;
-        let t = x_secs * k as f64 / 4.0;
+        let t = sc.x_secs * k as f64 / 4.0;
         let _ = writeln!(
             out,
             r#"<text x="{x}" y="{}" text-anchor="middle">{}</text>"#,
             TOP + PANEL_H + 16.0,
-            if x_secs < 20.0 {
+            if sc.x_secs < 20.0 {
                 format!("{t:.1}")
             } else {
                 format!("{t:.0}")
             }
         );
     }
-    // Lines.
-    for (s, rate) in series.iter().zip(&rates) {
-        let c = colour(&s.server);
-        let pts: Vec<String> = shown(s)
-            .into_iter()
-            .map(|(p, us)| {
-                format!(
-                    "{:.1},{:.1}",
-                    LEFT[0] + PANEL_W * nines(p).min(x_nines) / x_nines,
-                    TOP + PANEL_H - PANEL_H * (us / 1000.0 / y_lat).min(1.0)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
-            pts.join(" ")
-        );
-        let pts: Vec<String> = rate
-            .iter()
-            .enumerate()
-            .map(|(t, r)| {
-                format!(
-                    "{:.1},{:.1}",
-                    LEFT[1] + PANEL_W * (t as f64 + 0.5) / x_secs,
-                    TOP + PANEL_H - PANEL_H * (r / y_rate).min(1.0)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
-            pts.join(" ")
-        );
-    }
-    // Legend.
-    for (i, n) in names.iter().enumerate() {
-        let x = LEFT[0] + 120.0 * i as f64;
-        let y = H - 14.0;
-        let _ = writeln!(
-            out,
-            r#"<rect x="{x}" y="{}" width="14" height="4" fill="{}"/><text x="{}" y="{y}">{}</text>"#,
-            y - 5.0,
-            colour(n),
-            x + 20.0,
-            escape(n)
-        );
-    }
-    out.push_str("</svg>\n");
-    out
+}
+
+/// One run's two lines, in colour `c`: its latency distribution and its throughput.
+fn lines(out: &mut String, s: &Series, rate: &[f64], sc: &Scales, c: &str) {
+    let pts: Vec<String> = shown(s)
+        .into_iter()
+        .map(|(p, us)| {
+            format!(
+                "{:.1},{:.1}",
+                LEFT[0] + PANEL_W * nines(p).min(sc.x_nines) / sc.x_nines,
+                TOP + PANEL_H - PANEL_H * (us / 1000.0 / sc.y_lat).min(1.0)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+        pts.join(" ")
+    );
+    let pts: Vec<String> = rate
+        .iter()
+        .enumerate()
+        .map(|(t, r)| {
+            format!(
+                "{:.1},{:.1}",
+                LEFT[1] + PANEL_W * (t as f64 + 0.5) / sc.x_secs,
+                TOP + PANEL_H - PANEL_H * (r / sc.y_rate).min(1.0)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        r#"<polyline fill="none" stroke="{c}" stroke-width="1.5" points="{}"/>"#,
+        pts.join(" ")
+    );
 }
 
 #[cfg(test)]

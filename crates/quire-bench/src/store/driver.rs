@@ -55,6 +55,21 @@ pub(crate) struct WarmCase {
     pub region_bytes: Option<u64>,
 }
 
+impl WarmCase {
+    /// `objects` objects of `size` bytes in a cap that holds them comfortably: twice
+    /// the data, at least 64 MiB.
+    fn comfortable(size: usize, objects: usize, region_bytes: Option<u64>) -> WarmCase {
+        WarmCase {
+            size,
+            objects,
+            cap: (2 * (objects * size) as u64)
+                .next_power_of_two()
+                .max(64 * MIB),
+            region_bytes,
+        }
+    }
+}
+
 /// Sizes and durations of every scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Params {
@@ -111,23 +126,25 @@ impl Params {
         }
     }
 
+    /// The quick run's parameters (`quick`) or the full run's.
     pub(crate) fn new(quick: bool) -> Params {
+        if quick {
+            Params::quick()
+        } else {
+            Params::full()
+        }
+    }
+
+    /// The full run: sizes and durations of the figures worth recording.
+    fn full() -> Params {
         let mixed_sizes = SizeModel::LogNormal {
             median: 8192.0,
             sigma: 1.3,
             min: 1024,
             max: 1 << 20,
         };
-        let warm = |size: usize, objects: usize, region_bytes: Option<u64>| WarmCase {
-            size,
-            objects,
-            // Twice the data, at least 64 MiB: fits comfortably.
-            cap: (2 * (objects * size) as u64)
-                .next_power_of_two()
-                .max(64 * MIB),
-            region_bytes,
-        };
-        let common = Params {
+        let warm = WarmCase::comfortable;
+        Params {
             warm: vec![
                 warm(100, 10_000, None),
                 warm(10_000, 10_000, None),
@@ -169,10 +186,12 @@ impl Params {
             ram_hot_threads: vec![2, 8],
             ram_rounds: 4,
             check_every: 64,
-        };
-        if !quick {
-            return common;
         }
+    }
+
+    /// The quick run (the CI smoke run): the full run, smaller and shorter.
+    fn quick() -> Params {
+        let warm = WarmCase::comfortable;
         // The baseline creates a file per put, which costs ~0.3-1 ms on a virtualised
         // disk: quick sizes keep its share of the run to seconds, so the whole quick run
         // stays well under a minute on 2 cores even with other work on the machine.
@@ -200,7 +219,7 @@ impl Params {
             overflow_factor: 5,
             restart_cap: 32 * MIB,
             ram_threads: vec![1, 8],
-            ..common
+            ..Params::full()
         }
     }
 }

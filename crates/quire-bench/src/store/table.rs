@@ -4,7 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::report::{MixedEngine, MixedReport, RamTierRow, Report};
+use super::report::{
+    EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, RamTierRow, Report,
+    RestartReport, WarmRow,
+};
 
 /// Operations per second, short: 2.72M, 601k, 84.7k, 950.
 pub(crate) fn rate(v: f64) -> String {
@@ -199,9 +202,49 @@ fn ram_tier_section(out: &mut String, rows: &[RamTierRow]) {
     }
 }
 
-/// The human-readable table of a report.
+/// The human-readable table of a report: a header with the machine, one section per
+/// scenario that ran, and the checks.
 pub(crate) fn render(r: &Report) -> String {
     let mut out = String::new();
+    header(&mut out, r);
+    if let Some(rows) = &r.warm_reads {
+        warm_section(&mut out, rows);
+    }
+    if let Some(mx) = &r.mixed {
+        mixed_section(&mut out, "mixed", mx);
+    }
+    if let Some(mx) = &r.mixed_scan {
+        mixed_section(&mut out, "mixed_scan", mx);
+    }
+    if let Some(e) = &r.eviction {
+        eviction_section(&mut out, e, r.eviction_batches.as_ref());
+    }
+    if let Some(o) = &r.overflow {
+        overflow_section(&mut out, o);
+    }
+    if let Some(s) = &r.restart {
+        restart_section(&mut out, s);
+    }
+    if let Some(rows) = &r.ram_tier {
+        ram_tier_section(&mut out, rows);
+    }
+    if let Some(per) = r.index_bytes_per_entry {
+        let _ = writeln!(out, "\nquire index: {per:.1} bytes of RAM per entry");
+    }
+    let _ = writeln!(
+        out,
+        "\nchecks: {} mismatched hits, {} engine errors; puts declined with an error: {} \
+         too large, {} no space",
+        r.mismatches, r.errors, r.declined_too_large, r.declined_no_space
+    );
+    for p in &r.problems {
+        let _ = writeln!(out, "  {p}");
+    }
+    out
+}
+
+/// The run, and the machine with its state over the run.
+fn header(out: &mut String, r: &Report) {
     let m = &r.machine;
     let _ = writeln!(
         out,
@@ -223,175 +266,155 @@ pub(crate) fn render(r: &Report) -> String {
             _ => String::new(),
         }
     );
+}
 
-    if let Some(rows) = &r.warm_reads {
+fn warm_section(out: &mut String, rows: &[WarmRow]) {
+    let _ = writeln!(
+        out,
+        "\nwarm reads: aggregate gets/s, uniformly random keys, everything cached"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>15}",
+        "size", "threads", "quire", "baseline", "ratio", "hit ratio q/b"
+    );
+    for w in rows {
         let _ = writeln!(
             out,
-            "\nwarm reads: aggregate gets/s, uniformly random keys, everything cached"
+            "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>8.2}/{:.2}",
+            bytes(w.size_bytes as u64),
+            w.threads,
+            rate(w.quire_ops_per_sec),
+            rate(w.baseline_ops_per_sec),
+            times(w.quire_ops_per_sec, w.baseline_ops_per_sec),
+            w.quire_hit_ratio,
+            w.baseline_hit_ratio,
         );
-        let _ = writeln!(
-            out,
-            "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>15}",
-            "size", "threads", "quire", "baseline", "ratio", "hit ratio q/b"
-        );
-        for w in rows {
-            let _ = writeln!(
-                out,
-                "  {:<9} {:>7} {:>9} {:>10} {:>9} {:>8.2}/{:.2}",
-                bytes(w.size_bytes as u64),
-                w.threads,
-                rate(w.quire_ops_per_sec),
-                rate(w.baseline_ops_per_sec),
-                times(w.quire_ops_per_sec, w.baseline_ops_per_sec),
-                w.quire_hit_ratio,
-                w.baseline_hit_ratio,
-            );
+    }
+}
+
+fn eviction_section(out: &mut String, e: &EvictionReport, batches: Option<&EngineSeries>) {
+    let _ = writeln!(
+        out,
+        "\neviction sweep: {} new objects into a {} cap, one thread{}",
+        e.objects,
+        bytes(e.cap_bytes),
+        if e.quire_admission {
+            ""
+        } else {
+            " (quire admission off: every put is written)"
         }
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>16} {:>9} {:>18}",
+        "", "puts/s", "longest put ms", "stored", "read-back hits"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+        "quire",
+        rate(e.quire_ops_per_sec),
+        e.quire_max_stall_ms,
+        e.quire_stored,
+        e.quire_readback_hit_ratio
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+        "baseline",
+        rate(e.baseline_ops_per_sec),
+        e.baseline_max_stall_ms,
+        e.baseline_stored,
+        e.baseline_readback_hit_ratio
+    );
+    let _ = writeln!(
+        out,
+        "  throughput quire/baseline {}; longest put baseline/quire {}",
+        times(e.quire_ops_per_sec, e.baseline_ops_per_sec),
+        times(e.baseline_max_stall_ms, e.quire_max_stall_ms)
+    );
+    if let Some(s) = batches {
+        let line = |v: &[f64]| v.iter().map(|x| rate(*x)).collect::<Vec<_>>().join(" ");
+        let _ = writeln!(out, "  puts/s per batch of {}:", e.batch);
+        let _ = writeln!(out, "    quire    {}", line(&s.quire));
+        let _ = writeln!(out, "    baseline {}", line(&s.baseline));
     }
-    if let Some(mx) = &r.mixed {
-        mixed_section(&mut out, "mixed", mx);
-    }
-    if let Some(mx) = &r.mixed_scan {
-        mixed_section(&mut out, "mixed_scan", mx);
-    }
-    if let Some(e) = &r.eviction {
-        let _ = writeln!(
-            out,
-            "\neviction sweep: {} new objects into a {} cap, one thread{}",
-            e.objects,
-            bytes(e.cap_bytes),
-            if e.quire_admission {
-                ""
-            } else {
-                " (quire admission off: every put is written)"
-            }
-        );
-        let _ = writeln!(
-            out,
-            "  {:<10} {:>9} {:>16} {:>9} {:>18}",
-            "", "puts/s", "longest put ms", "stored", "read-back hits"
-        );
-        let _ = writeln!(
-            out,
-            "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+}
+
+fn overflow_section(out: &mut String, o: &OverflowReport) {
+    let _ = writeln!(
+        out,
+        "\noverflow: {} written into a {} cap, disk sampled after every batch",
+        bytes(o.bytes_written),
+        bytes(o.cap_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>14} {:>8} {:>16} {:>9}",
+        "", "peak on disk", "x cap", "peak bytes_used", "puts/s"
+    );
+    for (name, peak, used, ops) in [
+        (
             "quire",
-            rate(e.quire_ops_per_sec),
-            e.quire_max_stall_ms,
-            e.quire_stored,
-            e.quire_readback_hit_ratio
-        );
-        let _ = writeln!(
-            out,
-            "  {:<10} {:>9} {:>16.2} {:>9} {:>18.3}",
+            o.quire_peak_bytes,
+            o.quire_peak_bytes_used,
+            o.quire_ops_per_sec,
+        ),
+        (
             "baseline",
-            rate(e.baseline_ops_per_sec),
-            e.baseline_max_stall_ms,
-            e.baseline_stored,
-            e.baseline_readback_hit_ratio
-        );
-        let _ = writeln!(
-            out,
-            "  throughput quire/baseline {}; longest put baseline/quire {}",
-            times(e.quire_ops_per_sec, e.baseline_ops_per_sec),
-            times(e.baseline_max_stall_ms, e.quire_max_stall_ms)
-        );
-        if let Some(s) = &r.eviction_batches {
-            let line = |v: &[f64]| v.iter().map(|x| rate(*x)).collect::<Vec<_>>().join(" ");
-            let _ = writeln!(out, "  puts/s per batch of {}:", e.batch);
-            let _ = writeln!(out, "    quire    {}", line(&s.quire));
-            let _ = writeln!(out, "    baseline {}", line(&s.baseline));
-        }
-    }
-    if let Some(o) = &r.overflow {
-        let _ = writeln!(
-            out,
-            "\noverflow: {} written into a {} cap, disk sampled after every batch",
-            bytes(o.bytes_written),
-            bytes(o.cap_bytes)
-        );
+            o.baseline_peak_bytes,
+            o.baseline_peak_bytes_used,
+            o.baseline_ops_per_sec,
+        ),
+    ] {
         let _ = writeln!(
             out,
             "  {:<10} {:>14} {:>8} {:>16} {:>9}",
-            "", "peak on disk", "x cap", "peak bytes_used", "puts/s"
+            name,
+            bytes(peak),
+            times(peak as f64, o.cap_bytes as f64),
+            bytes(used),
+            rate(ops)
         );
-        for (name, peak, used, ops) in [
-            (
-                "quire",
-                o.quire_peak_bytes,
-                o.quire_peak_bytes_used,
-                o.quire_ops_per_sec,
-            ),
-            (
-                "baseline",
-                o.baseline_peak_bytes,
-                o.baseline_peak_bytes_used,
-                o.baseline_ops_per_sec,
-            ),
-        ] {
-            let _ = writeln!(
-                out,
-                "  {:<10} {:>14} {:>8} {:>16} {:>9}",
-                name,
-                bytes(peak),
-                times(peak as f64, o.cap_bytes as f64),
-                bytes(used),
-                rate(ops)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  (quire: the volume file's allocated blocks; baseline: the files' sizes)"
-        );
-    }
-    if let Some(s) = &r.restart {
-        let _ = writeln!(
-            out,
-            "\nrestart (quire): {} keys in a {} cap, a {}-op read-mostly segment replayed \
-             after close + reopen",
-            s.keys,
-            bytes(s.cap_bytes),
-            s.segment_ops
-        );
-        let _ = writeln!(
-            out,
-            "  hit ratio before {:.3}, after {:.3} (after/before {:.3}{}); entries {} -> {} \
-             on reopen; close {:.1} ms, reopen {:.1} ms",
-            s.hit_ratio_before,
-            s.hit_ratio_after,
-            s.after_over_before,
-            if s.after_over_before >= 0.95 {
-                ", warm"
-            } else {
-                ", COLD: below 0.95"
-            },
-            s.entries_before,
-            s.entries_after_open,
-            s.close_ms,
-            s.reopen_ms
-        );
-    }
-    if let Some(rows) = &r.ram_tier {
-        ram_tier_section(&mut out, rows);
-    }
-    if let Some(per) = r.index_bytes_per_entry {
-        let _ = writeln!(out, "\nquire index: {per:.1} bytes of RAM per entry");
     }
     let _ = writeln!(
         out,
-        "\nchecks: {} mismatched hits, {} engine errors; puts declined with an error: {} \
-         too large, {} no space",
-        r.mismatches, r.errors, r.declined_too_large, r.declined_no_space
+        "  (quire: the volume file's allocated blocks; baseline: the files' sizes)"
     );
-    for p in &r.problems {
-        let _ = writeln!(out, "  {p}");
-    }
-    out
+}
+
+fn restart_section(out: &mut String, s: &RestartReport) {
+    let _ = writeln!(
+        out,
+        "\nrestart (quire): {} keys in a {} cap, a {}-op read-mostly segment replayed \
+         after close + reopen",
+        s.keys,
+        bytes(s.cap_bytes),
+        s.segment_ops
+    );
+    let _ = writeln!(
+        out,
+        "  hit ratio before {:.3}, after {:.3} (after/before {:.3}{}); entries {} -> {} \
+         on reopen; close {:.1} ms, reopen {:.1} ms",
+        s.hit_ratio_before,
+        s.hit_ratio_after,
+        s.after_over_before,
+        if s.after_over_before >= 0.95 {
+            ", warm"
+        } else {
+            ", COLD: below 0.95"
+        },
+        s.entries_before,
+        s.entries_after_open,
+        s.close_ms,
+        s.reopen_ms
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::report::{RestartReport, WarmRow};
 
     #[test]
     fn short_numbers() {
