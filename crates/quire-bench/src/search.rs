@@ -1,4 +1,4 @@
-//! `quire bench search`: query latency of the full-text index (issue 4: p99 under
+//! `quire bench search`: query latency of the full-text index (the aim: p99 under
 //! 5 ms on a 10,000-note vault while a full re-index runs).
 //!
 //! It generates a synthetic vault ([`crate::synth`]) or takes `--vault`, builds

@@ -117,9 +117,9 @@ pub(crate) struct PurgeArgs {
 /// What to benchmark.
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
-    /// Compare quire's memory-mapped store with the file-per-entry baseline (seed 002's
-    /// tests: warm reads, realistic mix with and without scans, eviction sweep,
-    /// overflow, warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit
+    /// Compare quire's memory-mapped store with the file-per-entry baseline it replaced
+    /// (warm reads, realistic mix with and without scans, eviction sweep, overflow,
+    /// warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit
     /// returned wrong bytes.
     Store(BenchStoreArgs),
     /// Full-text search latency (p50/p99/p99.9 by query kind) on a synthetic vault,

@@ -1,5 +1,5 @@
-//! `quire bench http`: measures an HTTP server the way seeds 000 and 003 learned to —
-//! a load generator in a process of its own on cores of its own, many real URLs in
+//! `quire bench http`: measures an HTTP server the way earlier load tests of quire's
+//! predecessors learned to, each after a wrong figure — a load generator in a process of its own on cores of its own, many real URLs in
 //! a realistic order, a verified warm cache, repeated and interleaved runs, tail
 //! latency, and the machine's own state reported beside the figures.
 //!

@@ -1,5 +1,5 @@
-//! What a benchmark reports: one [`Run`] per server and round (the JSON shape issue 5
-//! fixes for other tools, plus the machine's state and the run's own figures over
+//! What a benchmark reports: one [`Run`] per server and round (the JSON shape other
+//! tools read, plus the machine's state and the run's own figures over
 //! time), the table on the terminal, and the ratios of medians.
 
 use super::load::LoadResult;

@@ -3,7 +3,7 @@
 //! path file, closed loop or open loop at a fixed rate with latency counted from each
 //! request's due time (coordinated omission corrected, as wrk2 does).
 //!
-//! Why written by hand (issue 5 asks to say): Debian's `wrk` runs Lua for every
+//! Why written by hand: Debian's `wrk` runs Lua for every
 //! request and saturates its core at about 100k requests/s on the benchmark machine,
 //! before quire does; and it has no fixed-rate mode. wrk2 and oha, which have one, are
 //! not packaged. This generator does the least per request: one write, one read, an
