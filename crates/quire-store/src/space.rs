@@ -612,6 +612,7 @@ struct Carry {
 /// whole cap in them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpaceBreakdown {
+    /// The volume's cap: the sum of every part below.
     pub cap_bytes: u64,
     /// The volume header and the tail of the cap too short for another region.
     pub unregioned_bytes: u64,
@@ -631,7 +632,9 @@ pub struct SpaceBreakdown {
     pub open_dead_bytes: u64,
     /// Room not yet written in open regions, and never-used regions.
     pub open_room_bytes: u64,
+    /// Sealed regions (full, no longer written).
     pub sealed_regions: u32,
+    /// Regions open or not yet used (active, ready, cold, being reclaimed, never used).
     pub open_regions: u32,
 }
 
