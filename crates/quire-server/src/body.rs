@@ -19,19 +19,10 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use quire_store::{EntryRef, Handle};
 
-use crate::fill::FillBody;
+use crate::fill::{Chunk, FillBody};
 
 /// A body error: the stream was cut (origin failure mid-body).
 pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
-
-/// One event of a fill, as each waiter receives it.
-#[derive(Debug, Clone)]
-pub enum Chunk {
-    /// The next bytes.
-    Data(Bytes),
-    /// The origin failed mid-body.
-    Failed(String),
-}
 
 /// A stored body range kept alive by its handle.
 #[derive(Debug)]

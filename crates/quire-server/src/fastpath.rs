@@ -29,7 +29,6 @@
 
 use std::io::{self, IoSlice};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -416,14 +415,14 @@ fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
     }
     let url = key::normalize("http", headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
     let class = MethodClass::of(method)?;
-    let now = SystemTime::now();
-    let look = crate::service::lookup(ctx, class, &url, headers);
+    let now = ctx.clock.now();
+    let look = crate::lookup::lookup(ctx, class, &url, headers);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
     if freshness::reuse(prepared.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
     }
-    let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
+    let status = crate::lookup::keyed(ctx, &url, CacheStatus::hit());
     let v = prepared.variant(headers, status, now).ok()?;
     match prepared.precondition(method, headers, &v) {
         Precondition::Forward => return None,

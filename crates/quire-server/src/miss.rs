@@ -23,19 +23,24 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
-use http::{Method, Request, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::meta::StoredMeta;
+use quire_http::status::CacheStatus;
 use quire_store::{Engine, EntryRef};
 
+use crate::body::Body;
 use crate::commit::{self, StorePlan};
-use crate::fill::{self, BodyEnd, Fill, Head, ReadLimits};
+use crate::compress;
+use crate::fill::{self, BodyEnd, Fill, FillBody, Head, ReadLimits};
+use crate::hit;
 use crate::invalidate::Verdict;
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
+use crate::put;
 use crate::state::Ctx;
 use crate::upstream::{self, Ahead, UpBody};
 
@@ -135,7 +140,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
             }
         };
         *req.headers_mut() = headers;
-        let request_time = SystemTime::now();
+        let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
         let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
             fill.publish_failed(OriginError::Failed("every client left".into()));
@@ -150,7 +155,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
                 return Err(FillResult::Failed);
             }
         };
-        let response_time = SystemTime::now();
+        let response_time = ctx.clock.now();
         let (mut parts, body) = resp.into_parts();
         origin::strip_hop_by_hop(&mut parts.headers);
         if parts.status == StatusCode::NOT_MODIFIED {
@@ -199,7 +204,7 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
     };
     let store = decide(ctx, spec, parts.status, &parts.headers);
     let keys = commit::surrogate_keys(&parts.headers);
-    let tags = commit::record_tags(spec.url.as_str(), &keys);
+    let tags = put::record_tags(spec.url.as_str(), &keys);
     let head = Head {
         status: parts.status,
         headers: parts.headers.clone(),
@@ -458,11 +463,11 @@ async fn store_refreshed(
     let key = spec.fill_key.clone();
     let start = fill.start();
     tokio::task::spawn_blocking(move || {
-        let tags = commit::record_tags(&rec.url, &rec.meta.tags);
+        let tags = put::record_tags(&rec.url, &rec.meta.tags);
         ctx.invalidations.commit(start, &tags, |v| {
             match v {
                 Verdict::Hard => return FillResult::Invalidated,
-                Verdict::Soft => commit::make_stale(&mut rec, SystemTime::now()),
+                Verdict::Soft => put::make_stale(&mut rec, ctx.clock.now()),
                 Verdict::Clean => {}
             }
             let Some(h) = ctx.store.get(&key) else {
@@ -472,7 +477,7 @@ async fn store_refreshed(
                 Some(object::Record::Object(old)) if old.id == rec.id => {
                     // The bodies as they are now (codings may have joined since).
                     rec.codings = old.codings.clone();
-                    commit::put_record(&ctx, &key, &rec, &[h.body()])
+                    put::put_record(&ctx, &key, &rec, &[h.body()])
                 }
                 _ => FillResult::Rejected,
             }
@@ -480,6 +485,54 @@ async fn store_refreshed(
     })
     .await
     .unwrap_or(FillResult::Failed)
+}
+
+/// The response a waiter gets while the fill streams: the origin's head (fields
+/// meant for quire removed) with `Age` and `Cache-Status` — which says `stored` only
+/// for what is committed, which a streaming response is not yet, and why a response
+/// is not stored (`not_stored`). `head_only` for a `HEAD` request.
+pub(crate) fn respond(
+    head: &Head,
+    not_stored: Option<&'static str>,
+    body: FillBody,
+    status: CacheStatus,
+    head_only: bool,
+    now: SystemTime,
+) -> Response<Body> {
+    let mut h = head.headers.clone();
+    for n in NOT_SENT {
+        h.remove(n);
+    }
+    let mut st = status;
+    if head.status.as_u16() != 200 {
+        st = st.with_fwd_status(head.status.as_u16());
+    }
+    if let Some(why) = not_stored {
+        st = st.with_detail(why);
+    }
+    let cs = st.append_to_lines(h.get_all("cache-status"));
+    h.insert("cache-status", cs);
+    let age = freshness::current_age(&head.headers, head.response_time, head.request_time, now);
+    h.insert(header::AGE, HeaderValue::from(age.as_secs()));
+    // Later hits choose among codings when the body will be compressed: a
+    // compressible type, and not known to be below the compression minimum.
+    let small = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n < compress::MIN_COMPRESS_BYTES);
+    if head.store.is_ok() && !small && compress::compressible(h.get(header::CONTENT_TYPE)) {
+        hit::add_vary_accept_encoding(&mut h);
+    }
+    let b = if head_only {
+        Body::Empty
+    } else {
+        Body::Fill(body)
+    };
+    let mut r = Response::new(b);
+    *r.status_mut() = head.status;
+    *r.headers_mut() = h;
+    r
 }
 
 #[cfg(test)]

@@ -27,18 +27,17 @@
 //!   codings' lengths too, see `object::identity`).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bytes::Bytes;
 use quire_http::encoding::Coding;
 use quire_store::{Engine, EntryRef};
 
-use crate::commit::{make_stale, put_record};
 use crate::compress;
 use crate::compress_pool::Priority;
 use crate::invalidate::{Tags, Verdict};
 use crate::metrics::FillResult;
 use crate::object::{self, Record};
+use crate::put::{make_stale, put_record};
 use crate::state::Ctx;
 
 /// Largest identity body brotli is made for at the upgrade level.
@@ -155,7 +154,7 @@ fn rewrite(
     }
     rec.codings = parts.iter().map(|(c, b)| (*c, b.len() as u64)).collect();
     if v == Verdict::Soft {
-        make_stale(&mut rec, SystemTime::now());
+        make_stale(&mut rec, ctx.clock.now());
     }
     let bodies: Vec<&[u8]> = parts.iter().map(|(_, b)| *b).collect();
     Some(put_record(ctx, &later.key, &rec, &bodies))

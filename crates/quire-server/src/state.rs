@@ -12,6 +12,7 @@ use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
 use crate::client::TrustedProxies;
+use crate::clock::Clock;
 use crate::compress::Levels;
 use crate::compress_pool::CompressPool;
 use crate::config::Config;
@@ -74,6 +75,8 @@ pub struct Ctx {
     pub admin_token: Option<String>,
     /// When the server started.
     pub started: Instant,
+    /// The wall clock freshness is decided by (tests move it forward).
+    pub clock: Clock,
 }
 
 /// Why the server could not start.
@@ -214,6 +217,7 @@ impl Ctx {
             admin_token,
             trusted_proxies,
             started: Instant::now(),
+            clock: Clock::default(),
             store,
             origin,
             cfg,
