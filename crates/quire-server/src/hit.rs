@@ -26,7 +26,7 @@ use quire_http::status::CacheStatus;
 use quire_store::Handle;
 
 use crate::body::{self, Body};
-
+use crate::h1;
 use crate::object::{self, ObjectRecord, Record};
 
 /// What serving a record needs from the request.
@@ -442,6 +442,44 @@ pub fn serve(
             Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
         }
     }
+}
+
+/// The head of a fresh hit as HTTP/1.1 bytes, appended to `out`: the status line,
+/// the stored fields ([`Prepared::head_block`]) and the per-response ones (`ETag`,
+/// `Age`, `Cache-Status`, `Content-Encoding`, `Content-Length`) — the fields
+/// [`serve`] puts in its response for a whole body, in wire form, so the fast path
+/// writes them straight to the socket.
+pub(crate) fn write_head(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
+    h1::status_line(out, p.status());
+    out.extend_from_slice(p.head_block());
+    write_per_response(out, v);
+    if v.coding != Coding::Identity {
+        h1::field(out, "content-encoding", v.coding.token().as_bytes());
+    } else if let Some(ce) = &p.rec.meta.content_encoding {
+        h1::field(out, "content-encoding", ce.as_bytes());
+    }
+    h1::number_field(out, "content-length", v.body_len);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The head of a 304 to a fresh hit, appended to `out` (the fields RFC 9110
+/// §15.4.5 lists, as [`serve`] answers a matching precondition).
+pub(crate) fn write_head_304(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
+    h1::status_line(out, StatusCode::NOT_MODIFIED);
+    out.extend_from_slice(p.head_block_304());
+    write_per_response(out, v);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `ETag`, `Age` and `Cache-Status` of `v` as field lines.
+fn write_per_response(out: &mut Vec<u8>, v: &Variant<'_>) {
+    if let Some(e) = v.etag {
+        h1::field(out, "etag", e.as_bytes());
+    }
+    h1::number_field(out, "age", v.age_secs);
+    out.extend_from_slice(b"cache-status: ");
+    v.write_cache_status(out);
+    out.extend_from_slice(b"\r\n");
 }
 
 fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body> {
