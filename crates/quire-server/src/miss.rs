@@ -181,52 +181,12 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
 
 async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> FillResult {
     let started = tokio::time::Instant::now();
-    let Fetched {
-        request_time,
-        response_time,
-        parts,
-        mut body,
-    } = match fetch(ctx, fill, spec).await {
+    let fetched = match fetch(ctx, fill, spec).await {
         Ok(f) => f,
         Err(result) => return result,
     };
-    let vary = key::vary_fields(&parts.headers);
-    let variant_key = if vary.is_empty() {
-        spec.primary_key.clone()
-    } else {
-        ctx.variant_key(
-            MethodClass::Get,
-            &spec.url,
-            &vary,
-            &spec.headers,
-            spec.key_version,
-        )
-    };
-    let store = decide(ctx, spec, parts.status, &parts.headers);
-    let keys = commit::surrogate_keys(&parts.headers);
-    let tags = put::record_tags(spec.url.as_str(), &keys);
-    let head = Head {
-        status: parts.status,
-        headers: parts.headers.clone(),
-        request_time,
-        response_time,
-        store,
-        vary: vary.clone(),
-        variant_key: variant_key.clone(),
-        tags: tags.clone(),
-    };
-    let plan = StorePlan {
-        url: spec.url.as_str().to_owned(),
-        primary_key: spec.primary_key.clone(),
-        record_key: variant_key,
-        vary,
-        status: parts.status,
-        headers: parts.headers,
-        request_time,
-        response_time,
-        start: fill.start(),
-        tags,
-    };
+    let (head, plan, mut body) = plan(ctx, fill, spec, fetched);
+    let store = head.store;
     let at_hand = match body_at_hand(&mut body, &plan.headers).await {
         Err(why) => {
             // Nothing has been sent yet: every waiter gets a 502, not a status line
@@ -237,31 +197,14 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         }
         Ok(a) => a,
     };
+    let run = Streaming {
+        ctx,
+        fill,
+        spec,
+        started,
+    };
     if let Err(why) = store {
-        // Not a fill any more: a pass-through for the waiters it has.
-        fill.publish_head(head);
-        ctx.fills.pass_through(&spec.fill_key, fill);
-        let end = match at_hand {
-            AtHand::Complete(chunks) => {
-                chunks.into_iter().for_each(|c| {
-                    fill.push(c);
-                });
-                fill.finish(Ok(()), false);
-                BodyEnd::Kept
-            }
-            AtHand::Partial(chunks) => {
-                chunks.into_iter().for_each(|c| {
-                    fill.push(c);
-                });
-                stream(ctx, fill, spec, body, started, false).await
-            }
-        };
-        return match (end, why) {
-            (BodyEnd::Abandoned, _) => FillResult::Abandoned,
-            (_, "too-large") => FillResult::TooLarge,
-            (_, "admission") => FillResult::Rejected,
-            _ => FillResult::NotStorable,
-        };
+        return run.pass_through(head, at_hand, body, why).await;
     }
     match at_hand {
         AtHand::Complete(chunks) => fill.hold_complete(head, chunks),
@@ -289,6 +232,100 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
     };
     fill.committed(id.ok_or(result.detail().unwrap_or("not-stored")));
     result
+}
+
+/// What the fetched head means: the head waiters see (with the storing decision)
+/// and the plan a commit follows, plus the body still to read.
+fn plan(ctx: &Ctx, fill: &Fill, spec: &FillSpec, fetched: Fetched) -> (Head, StorePlan, UpBody) {
+    let Fetched {
+        request_time,
+        response_time,
+        parts,
+        body,
+    } = fetched;
+    let vary = key::vary_fields(&parts.headers);
+    let variant_key = if vary.is_empty() {
+        spec.primary_key.clone()
+    } else {
+        let (url, version) = (&spec.url, spec.key_version);
+        ctx.variant_key(MethodClass::Get, url, &vary, &spec.headers, version)
+    };
+    let store = decide(ctx, spec, parts.status, &parts.headers);
+    let keys = commit::surrogate_keys(&parts.headers);
+    let tags = put::record_tags(spec.url.as_str(), &keys);
+    let head = Head {
+        status: parts.status,
+        headers: parts.headers.clone(),
+        request_time,
+        response_time,
+        store,
+        vary: vary.clone(),
+        variant_key: variant_key.clone(),
+        tags: tags.clone(),
+    };
+    let plan = StorePlan {
+        url: spec.url.as_str().to_owned(),
+        primary_key: spec.primary_key.clone(),
+        record_key: variant_key,
+        vary,
+        status: parts.status,
+        headers: parts.headers,
+        request_time,
+        response_time,
+        start: fill.start(),
+        tags,
+    };
+    (head, plan, body)
+}
+
+/// A fill whose body is being read.
+struct Streaming<'a> {
+    ctx: &'a Arc<Ctx>,
+    fill: &'a Arc<Fill>,
+    spec: &'a FillSpec,
+    started: tokio::time::Instant,
+}
+
+impl Streaming<'_> {
+    /// A response that will not be stored (`why`): not a fill any more, a
+    /// pass-through for the waiters it has.
+    async fn pass_through(
+        self,
+        head: Head,
+        at_hand: AtHand,
+        body: UpBody,
+        why: &'static str,
+    ) -> FillResult {
+        let Streaming {
+            ctx,
+            fill,
+            spec,
+            started,
+        } = self;
+        fill.publish_head(head);
+        ctx.fills.pass_through(&spec.fill_key, fill);
+        let end = match at_hand {
+            AtHand::Complete(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                fill.finish(Ok(()), false);
+                BodyEnd::Kept
+            }
+            AtHand::Partial(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                stream(ctx, fill, spec, body, started, false).await
+            }
+        };
+        match (end, why) {
+            (BodyEnd::Abandoned, _) => FillResult::Abandoned,
+            (_, "too-large") => FillResult::TooLarge,
+            (_, "admission") => FillResult::Rejected,
+            _ => FillResult::NotStorable,
+        }
+    }
 }
 
 /// Streams the rest of the body into `fill`, within the read limits (the deadline
