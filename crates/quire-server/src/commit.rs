@@ -59,7 +59,7 @@ const SURROGATE_KEY_BYTES_MAX: usize = 256;
 
 /// Everything needed to store a complete response.
 #[derive(Debug, Clone)]
-pub struct StorePlan {
+pub(crate) struct StorePlan {
     /// The normalised URL.
     pub url: String,
     /// Where the URL's primary record lives.
@@ -91,7 +91,11 @@ struct Coded {
 /// Stores a complete response: decodes and compresses it on the pool, then writes
 /// it through the invalidation gate. On success, schedules the other codings.
 /// Returns what became of it, and the stored record's id.
-pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> (FillResult, Option<u64>) {
+pub(crate) async fn commit(
+    ctx: &Arc<Ctx>,
+    plan: StorePlan,
+    body: Bytes,
+) -> (FillResult, Option<u64>) {
     let coded = match encode(ctx, &plan, body).await {
         Ok(c) => c,
         Err(r) => return (r, None),
@@ -266,7 +270,7 @@ pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
 
 /// The stored head: status, the fields kept (see [`NOT_STORED`]), timing,
 /// validators, tags.
-pub fn build_meta(
+pub(crate) fn build_meta(
     status: StatusCode,
     headers: &HeaderMap,
     timing: &StoredTiming,
@@ -311,7 +315,7 @@ pub fn build_meta(
 
 /// Surrogate keys from `Surrogate-Key` (space-separated) and `Cache-Tag`
 /// (comma-separated): visible ASCII only, de-duplicated, bounded.
-pub fn surrogate_keys(headers: &HeaderMap) -> Vec<String> {
+pub(crate) fn surrogate_keys(headers: &HeaderMap) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     let mut add = |k: &str| {
         if !k.is_empty()

@@ -228,7 +228,7 @@ impl Miss<'_> {
                 let st = self.status.clone().with_detail("uncacheable-size");
                 self.pass(st).await
             }
-            FillOutcome::Stored(head, id) => self.from_store(&head, id).await,
+            FillOutcome::Stored(head, id) => self.answer_from_store(&head, id).await,
             FillOutcome::Response {
                 head,
                 not_stored,
@@ -289,7 +289,7 @@ impl Miss<'_> {
 
     /// Answers a waiter of a committed fill from the store, as a hit is answered
     /// (conditionals, ranges, codings), with `Cache-Status: ...; stored`.
-    async fn from_store(self, head: &Head, id: u64) -> Answered {
+    async fn answer_from_store(self, head: &Head, id: u64) -> Answered {
         let x = &self.x;
         let class = MethodClass::of(x.req.method()).unwrap_or(MethodClass::Get);
         let look = lookup::lookup(x.ctx, class, &x.url, x.req.headers());

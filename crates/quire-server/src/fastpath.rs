@@ -57,7 +57,7 @@ const HEADERS_MAX: usize = 64;
 
 /// What ended the fast path on a connection.
 #[derive(Debug)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// The client closed, went idle, or the server is shutting down.
     Closed,
     /// Hand the connection to hyper with these unanswered bytes.
@@ -124,7 +124,7 @@ impl InFlight {
 /// Serves fresh hits on `stream` until something else arrives. Before it returns,
 /// the bodies it sent with sendfile are acknowledged (or the connection is set to
 /// reset on close, and reported closed).
-pub async fn run(
+pub(crate) async fn run(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
     peer: std::net::SocketAddr,
@@ -143,7 +143,7 @@ pub async fn run(
 
 /// What a fast-path connection listens for besides its socket.
 #[derive(Debug)]
-pub struct Signals<'a> {
+pub(crate) struct Signals<'a> {
     /// The server is shutting down: close once idle.
     pub shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
     /// The server is full: close if idle (see [`crate::conns`]).

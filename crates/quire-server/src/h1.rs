@@ -31,7 +31,7 @@ use crate::body::Body;
 
 /// Whether the connection stays open after a response.
 #[derive(Debug, PartialEq, Eq)]
-pub enum After {
+pub(crate) enum After {
     /// Keep-alive: read the next request.
     KeepAlive,
     /// Close it (the response said so, or its body was cut short).
@@ -234,7 +234,7 @@ pub(crate) fn number_field(out: &mut Vec<u8>, name: &str, n: u64) {
 }
 
 /// Appends the field line `name: value`.
-pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+pub(crate) fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
@@ -260,13 +260,17 @@ fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
 /// Writes every byte of `parts`, trying at once and waiting for room only when the
 /// socket is full, then for at most `idle`: a client that stopped reading for that
 /// long is an error of kind `TimedOut` (the write is unfinished).
-pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<()> {
+pub(crate) async fn write_all(
+    stream: &TcpStream,
+    parts: &[&[u8]],
+    idle: Duration,
+) -> io::Result<()> {
     write_all_with(stream, parts, idle, |s| Ok(rustix::io::writev(stream, s)?)).await
 }
 
 /// [`write_all`] with `write` doing each non-blocking write of the slices left (at
 /// most four): the fast path's hits pass one that may use sendfile.
-pub async fn write_all_with(
+pub(crate) async fn write_all_with(
     stream: &TcpStream,
     parts: &[&[u8]],
     idle: Duration,

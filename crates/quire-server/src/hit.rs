@@ -31,7 +31,7 @@ use crate::object::{self, ObjectRecord, Record};
 
 /// What serving a record needs from the request.
 #[derive(Debug)]
-pub struct HitRequest<'a> {
+pub(crate) struct HitRequest<'a> {
     /// GET or HEAD.
     pub method: &'a Method,
     /// The client's fields.
@@ -308,7 +308,7 @@ impl Records {
 }
 
 /// Serves `p` to `req` with `status` as quire's `Cache-Status` member.
-pub fn serve(
+pub(crate) fn serve(
     req: &HitRequest<'_>,
     p: &Prepared,
     entry: &Arc<Handle>,
@@ -511,7 +511,7 @@ fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body>
 
 /// The `ETag` of the `coding` representation: the origin's for the body it sent,
 /// weakened for a coding quire derived from it.
-pub fn variant_etag(
+pub(crate) fn variant_etag(
     origin: Option<&str>,
     coding: Coding,
     stored_as: Option<&str>,
@@ -530,7 +530,7 @@ pub fn variant_etag(
 
 /// Appends `Vary: Accept-Encoding` unless a `Vary` line already names it (or is
 /// `*`): the origin's own lines stay as they were sent.
-pub fn add_vary_accept_encoding(h: &mut HeaderMap) {
+pub(crate) fn add_vary_accept_encoding(h: &mut HeaderMap) {
     let named = h.get_all(header::VARY).iter().any(|v| {
         v.to_str().is_ok_and(|v| {
             v.split(',')
@@ -544,13 +544,13 @@ pub fn add_vary_accept_encoding(h: &mut HeaderMap) {
 }
 
 /// Remaining freshness in whole seconds, negative when stale (RFC 9211 §2.4).
-pub fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
+pub(crate) fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
     let lifetime = t.freshness_lifetime.unwrap_or(Duration::ZERO).as_secs() as i64;
     lifetime.saturating_sub(t.age(now).as_secs() as i64)
 }
 
 /// An HTTP-date header value.
-pub fn http_date(t: SystemTime) -> HeaderValue {
+pub(crate) fn http_date(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t))
         .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
 }

@@ -1046,6 +1046,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one scenario: every family recorded, rendered, then checked line by line"
+    )]
     fn render_is_well_formed() {
         let m = Metrics::new();
         m.record_request(Outcome::Hit, 200, 10);

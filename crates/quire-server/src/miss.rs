@@ -47,17 +47,17 @@ use crate::upstream::{self, Ahead, UpBody};
 /// Fields removed from origin responses before they reach a client (misses and
 /// passes; stored heads never hold them): tags and `Surrogate-Control` are for quire
 /// (a surrogate), not for clients (Edge Architecture 1.0 §3).
-pub const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
+pub(crate) const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
 
 /// Largest body committed before its waiters are answered.
-pub const HOLD_BYTES_MAX: u64 = 256 << 10;
+pub(crate) const HOLD_BYTES_MAX: u64 = 256 << 10;
 
 /// How long after the head a body may take to count as "at hand".
-pub const HOLD_WAIT: Duration = Duration::from_millis(5);
+pub(crate) const HOLD_WAIT: Duration = Duration::from_millis(5);
 
 /// What a fill fetches and where it stores it.
 #[derive(Debug)]
-pub struct FillSpec {
+pub(crate) struct FillSpec {
     /// The normalised URL.
     pub url: NormalizedUrl,
     /// Where the URL's primary record lives.
@@ -77,7 +77,7 @@ pub struct FillSpec {
 }
 
 /// Runs a fill to the end and unregisters it.
-pub async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
+pub(crate) async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
     ctx.metrics
         .fills_in_flight()
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

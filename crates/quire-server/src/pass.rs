@@ -144,7 +144,7 @@ fn outbound(req: Request<OutBody>, client: &Client) -> (Request<OutBody>, Arc<At
 
 /// Largest passed body compressed on the way out (bytes); larger ones stream as
 /// they come. Compressing needs the whole body in memory, and pages are far smaller.
-pub const PASS_COMPRESS_MAX: u64 = 1 << 20;
+pub(crate) const PASS_COMPRESS_MAX: u64 = 1 << 20;
 
 /// Per-request levels for passed answers: fast ones (libdeflate 6, brotli 4, zstd 3),
 /// since the cost is paid on every request, unlike the fill levels paid once.
@@ -255,7 +255,7 @@ fn invalidate(ctx: &Ctx, url: &NormalizedUrl, resp_headers: &http::HeaderMap) {
 
 /// Resolves a `Location`-style reference against the request URL (RFC 3986 §5.2,
 /// for the forms origins send: absolute, absolute-path, and relative-path).
-pub fn resolve(
+pub(crate) fn resolve(
     base: &NormalizedUrl,
     reference: &str,
     cfg: &key::KeyConfig,

@@ -55,7 +55,7 @@ const SIOCOUTQ_KNOWN: bool = cfg!(all(
 
 /// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
 /// or `None` where that cannot be read (then sendfile is not used at all).
-pub fn unacked(sock: impl AsFd) -> Option<usize> {
+pub(crate) fn unacked(sock: impl AsFd) -> Option<usize> {
     if !SIOCOUTQ_KNOWN {
         return None;
     }
@@ -77,14 +77,14 @@ pub fn unacked(sock: impl AsFd) -> Option<usize> {
 /// `AF_UNSPEC` disconnects a TCP socket without closing its descriptor, so the pins
 /// can be released at once, not after the caller gets round to closing. `SO_LINGER`
 /// of zero also makes the eventual close a reset, should the disconnect fail.
-pub fn abort(sock: impl AsFd) {
+pub(crate) fn abort(sock: impl AsFd) {
     let _ = rustix::net::sockopt::set_socket_linger(&sock, Some(std::time::Duration::ZERO));
     let _ = rustix::net::connect_unspec(&sock);
 }
 
 /// The volume mapping, for recognising mapped slices.
 #[derive(Debug, Clone)]
-pub struct Volume {
+pub(crate) struct Volume {
     base: usize,
     len: usize,
     min_bytes: usize,
@@ -94,7 +94,7 @@ pub struct Volume {
 
 impl Volume {
     /// The volume of `ctx`'s store; slices of `min_bytes` or more are sent from it.
-    pub fn new(ctx: Arc<Ctx>, min_bytes: usize) -> Volume {
+    pub(crate) fn new(ctx: Arc<Ctx>, min_bytes: usize) -> Volume {
         let (base, len) = ctx.store.mapping();
         Volume {
             base,
@@ -116,7 +116,7 @@ impl Volume {
     }
 
     /// Whether any of `bufs` would go by sendfile.
-    pub fn wants(&self, bufs: &[IoSlice<'_>]) -> bool {
+    pub(crate) fn wants(&self, bufs: &[IoSlice<'_>]) -> bool {
         bufs.iter().any(|b| self.offset_of(b).is_some())
     }
 
@@ -126,7 +126,7 @@ impl Volume {
 
     /// One non-blocking write of `bufs` to `sock`: the slices before the first mapped
     /// one with `MSG_MORE`, or that mapped one with sendfile. Returns bytes written.
-    pub fn write(&self, sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    pub(crate) fn write(&self, sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match bufs.iter().position(|b| self.offset_of(b).is_some()) {
             None => Ok(rustix::io::writev(sock, bufs)?),
             Some(0) => {
