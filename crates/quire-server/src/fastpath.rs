@@ -88,7 +88,7 @@ struct InFlight(Vec<Bytes>);
 impl InFlight {
     /// Lets go of the bodies if the peer has acknowledged everything sent.
     fn release_acked(&mut self, stream: &TcpStream) {
-        if !self.0.is_empty() && crate::sendfile::unacked(stream) == Some(0) {
+        if !self.0.is_empty() && crate::sys::unacked(stream) == Some(0) {
             self.0.clear();
         }
     }
@@ -365,14 +365,8 @@ async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> 
         stream.readable().await?;
         let mut got = 0;
         let r = stream.try_io(Interest::READABLE, || {
-            let spare = buf.spare_capacity_mut();
-            let room = spare.len();
-            let ((filled, _), _) =
-                rustix::net::recv(stream, spare, rustix::net::RecvFlags::empty())?;
-            got = filled.len();
-            // SAFETY: `recv` initialised the first `got` bytes of the spare capacity,
-            // which is within the allocation (`got <= room`).
-            unsafe { buf.set_len(buf.len() + got) };
+            let (n, room) = crate::sys::recv_into_spare(stream, buf)?;
+            got = n;
             if got > 0 && got < room {
                 // Drained: tokio clears readiness on `WouldBlock`.
                 Err(io::ErrorKind::WouldBlock.into())

@@ -25,6 +25,8 @@
 //!   from (the peer, or the client a trusted proxy names); [`refuse`] turns away
 //!   request heads the RFCs forbid before they are routed.
 
+#![deny(unsafe_code)]
+
 pub mod admin;
 mod body;
 pub mod client;
@@ -56,6 +58,11 @@ mod sendfile;
 pub mod server;
 mod service;
 pub mod state;
+#[expect(
+    unsafe_code,
+    reason = "the two socket calls with no safe form; see the module doc"
+)]
+mod sys;
 pub mod upstream;
 
 pub use clock::Clock;
