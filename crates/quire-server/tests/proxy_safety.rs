@@ -354,7 +354,10 @@ async fn shutdown_drains_in_flight_requests() {
         use http_body_util::BodyExt;
         resp.into_body().collect().await.unwrap().to_bytes()
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        wait_for(|| o.hits("/slow") == 1).await,
+        "the request is in flight"
+    );
     q.shutdown().await;
     assert_eq!(&inflight.await.unwrap()[..], b"done");
     // The listener is closed.
@@ -631,7 +634,10 @@ async fn a_miss_past_the_fill_limit_is_passed_through_not_refused() {
     let q = std::sync::Arc::new(Quire::start(&o, |c| c.limits.fills = 1).await);
     let q2 = q.clone();
     let slow = tokio::spawn(async move { get(&q2, "/slow", &[]).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 1).await,
+        "the slow fill holds the slot"
+    );
     let r = get(&q, "/other", &[]).await;
     assert_eq!(r.status, 200);
     assert_eq!(&r.body[..], b"o");
@@ -681,7 +687,14 @@ async fn connections_over_the_limit_wait_in_the_backlog() {
     let q = Quire::start(&o, |c| c.limits.connections = 1).await;
     let addr = q.addr;
     let first = std::net::TcpStream::connect(addr).unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let open = || {
+        q.ctx
+            .metrics
+            .connections()
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 1
+    };
+    assert!(wait_for(open).await, "the first connection is accepted");
     let got = tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(500)))

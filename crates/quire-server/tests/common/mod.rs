@@ -413,6 +413,18 @@ pub async fn send(
     }
 }
 
+/// Polls `cond` every 10 ms for up to 10 s; whether it came true. Tests wait on
+/// the state they need, never for a fixed time.
+pub async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
 /// Waits until no fill is in flight (the last miss is stored or dropped) and the
 /// compression pool is idle (the codings added after a commit are in).
 pub async fn settle(q: &Quire) {
