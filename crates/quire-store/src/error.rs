@@ -26,6 +26,10 @@ pub enum StoreError {
     /// The file at `path` is not a quire volume, or one this build cannot read.
     #[error("{path}: {reason}")]
     BadVolume { path: PathBuf, reason: String },
+    /// Bytes handed to [`format::entries`](crate::format::entries) that do not start
+    /// with a volume header this build reads.
+    #[error("not a quire volume this build reads: {reason}")]
+    NotAVolume { reason: String },
     /// Another process (or another open in this one) holds the volume: two stores
     /// on one file would truncate and overwrite each other's mappings (SIGBUS).
     #[error("{path} is in use by another quire process (it holds the volume's lock)")]

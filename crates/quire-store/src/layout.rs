@@ -73,17 +73,30 @@ pub struct VolumeHeader {
 // [24..32) region bytes, [32..36) region count, [36..40) zero, [40..48) xxh3 of [0..40),
 // [48..56) clean marker (not checksummed: flipped at open and close),
 // [56..64) next-generation hint (not checksummed: bumped as regions open).
+/// Offset of the volume header's format version (u32).
+pub const VOLUME_VERSION_AT: usize = 8;
+/// Offset of the volume header's cap in bytes (u64).
+pub const VOLUME_CAP_AT: usize = 16;
+const VOLUME_REGION_BYTES_AT: usize = 24;
+const VOLUME_REGION_COUNT_AT: usize = 32;
+/// Offset of the volume header's clean word (u64): [`CLEAN_MARKER`] after an orderly
+/// close, anything else while open or after a crash. Not checksummed.
 pub const VOLUME_CLEAN_AT: usize = 48;
+/// Offset of the volume header's next-generation hint (u64), bumped as regions open.
+/// Not checksummed.
 pub const VOLUME_NEXT_GEN_AT: usize = 56;
 
 impl VolumeHeader {
     pub fn encode(&self, out: &mut [u8]) {
         out[..64].fill(0);
         out[0..8].copy_from_slice(&VOLUME_MAGIC);
-        out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out[16..24].copy_from_slice(&self.cap_bytes.to_le_bytes());
-        out[24..32].copy_from_slice(&self.region_bytes.to_le_bytes());
-        out[32..36].copy_from_slice(&self.region_count.to_le_bytes());
+        out[VOLUME_VERSION_AT..VOLUME_VERSION_AT + 4]
+            .copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[VOLUME_CAP_AT..VOLUME_CAP_AT + 8].copy_from_slice(&self.cap_bytes.to_le_bytes());
+        out[VOLUME_REGION_BYTES_AT..VOLUME_REGION_BYTES_AT + 8]
+            .copy_from_slice(&self.region_bytes.to_le_bytes());
+        out[VOLUME_REGION_COUNT_AT..VOLUME_REGION_COUNT_AT + 4]
+            .copy_from_slice(&self.region_count.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&out[0..40]);
         out[40..48].copy_from_slice(&sum.to_le_bytes());
     }
@@ -99,7 +112,7 @@ impl VolumeHeader {
         if b[0..8] != VOLUME_MAGIC {
             return Err("not a quire volume (bad magic)".into());
         }
-        let version = u32_at(b, 8);
+        let version = u32_at(b, VOLUME_VERSION_AT);
         if version != FORMAT_VERSION {
             return Err(format!(
                 "volume format version {version}, this build reads version {FORMAT_VERSION}"
@@ -109,9 +122,9 @@ impl VolumeHeader {
             return Err("volume header checksum mismatch".into());
         }
         let h = VolumeHeader {
-            cap_bytes: u64_at(b, 16),
-            region_bytes: u64_at(b, 24),
-            region_count: u32_at(b, 32),
+            cap_bytes: u64_at(b, VOLUME_CAP_AT),
+            region_bytes: u64_at(b, VOLUME_REGION_BYTES_AT),
+            region_count: u32_at(b, VOLUME_REGION_COUNT_AT),
         };
         let fits = VOLUME_HEADER_BYTES + h.region_bytes * u64::from(h.region_count);
         if !h.region_bytes.is_power_of_two()
@@ -216,7 +229,7 @@ impl EntryHeader {
     pub fn encode(&self, out: &mut [u8]) {
         out[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
         out[4..6].copy_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
-        out[6..8].copy_from_slice(&self.flags.to_le_bytes());
+        out[ENTRY_FLAGS_AT..ENTRY_FLAGS_AT + 2].copy_from_slice(&self.flags.to_le_bytes());
         out[8..12].copy_from_slice(&self.gen.to_le_bytes());
         out[12..16].copy_from_slice(&self.key_len.to_le_bytes());
         out[16..20].copy_from_slice(&self.tags_len.to_le_bytes());
@@ -239,7 +252,7 @@ impl EntryHeader {
             return None;
         }
         let h = EntryHeader {
-            flags: u16::from_le_bytes([b[6], b[7]]),
+            flags: u16::from_le_bytes([b[ENTRY_FLAGS_AT], b[ENTRY_FLAGS_AT + 1]]),
             gen,
             key_len: u32_at(b, 12),
             tags_len: u32_at(b, 16),
@@ -268,6 +281,29 @@ impl EntryHeader {
 /// Bytes an entry with `payload_len` payload bytes takes, padding included.
 pub fn entry_stride(payload_len: u64) -> u64 {
     (ENTRY_HEADER_BYTES + payload_len).div_ceil(ENTRY_ALIGN) * ENTRY_ALIGN
+}
+
+/// Walks the log of one region: the entries written under generation `gen32`, as
+/// (offset in the region, header), in write order, stopping where the log ends (the
+/// first header that is not an entry of that generation with room for its payload).
+/// `header_at(off)` gives the [`ENTRY_HEADER_BYTES`] bytes at `off` within the region.
+/// Does not check checksums. The one walker: recovery and reclaim run it over the
+/// mapping, [`crate::format::entries`] over a file's bytes.
+pub(crate) fn region_log(
+    region_bytes: u64,
+    gen32: u32,
+    mut header_at: impl FnMut(u64) -> [u8; ENTRY_HEADER_BYTES as usize],
+) -> impl Iterator<Item = (u64, EntryHeader)> {
+    let mut off = REGION_HEADER_BYTES;
+    std::iter::from_fn(move || {
+        if off + ENTRY_HEADER_BYTES > region_bytes {
+            return None;
+        }
+        let h = EntryHeader::decode(&header_at(off), gen32, region_bytes - off)?;
+        let at = off;
+        off += h.stride();
+        Some((at, h))
+    })
 }
 
 /// Bytes the tag list takes encoded.

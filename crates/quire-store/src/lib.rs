@@ -26,6 +26,7 @@ pub mod bench;
 mod counters;
 mod engine;
 mod error;
+pub mod format;
 mod handle;
 mod index;
 mod layout;

@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::index::{Index, Loc};
-use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
+use crate::layout::{self, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::space::SpaceInit;
 use crate::store::OpenReport;
@@ -106,30 +106,6 @@ pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     })
 }
 
-/// Iterates the entries of region `r` written under generation `gen32`, as
-/// (offset in region, header), stopping where the log ends. Does not check checksums.
-pub fn entries<'v>(
-    volume: &'v Volume,
-    header: &'v VolumeHeader,
-    r: u32,
-    gen32: u32,
-) -> impl Iterator<Item = (u64, EntryHeader)> + 'v {
-    let start = header.region_start(r);
-    let mut off = REGION_HEADER_BYTES;
-    std::iter::from_fn(move || {
-        if off + ENTRY_HEADER_BYTES > header.region_bytes {
-            return None;
-        }
-        // SAFETY: callers are reclaim (region claimed) or recovery (no
-        // other thread); nobody writes these bytes but the atomic flags word.
-        let raw = unsafe { volume.read_entry_header(start + off) };
-        let h = EntryHeader::decode(&raw, gen32, header.region_bytes - off)?;
-        let at = off;
-        off += h.stride();
-        Some((at, h))
-    })
-}
-
 /// Rebuilds state from the regions, checking every entry's checksum.
 pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
     let mut space = SpaceInit::empty(header.region_count);
@@ -166,7 +142,7 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
         let start = header.region_start(r);
         let mut end = REGION_HEADER_BYTES;
         let mut torn = false;
-        for (off, h) in entries(volume, header, r, gen as u32) {
+        for (off, h) in volume.entries(header, r, gen as u32) {
             // SAFETY: no other thread has the volume yet.
             let payload =
                 unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
@@ -213,7 +189,10 @@ fn rebuild_live(
     for &(gen, r) in used {
         let start = header.region_start(r);
         let end = space.fill[r as usize];
-        for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
+        for (off, h) in volume
+            .entries(header, r, gen as u32)
+            .take_while(|(o, _)| *o < end)
+        {
             if h.is_dead() {
                 continue;
             }

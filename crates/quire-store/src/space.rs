@@ -56,7 +56,6 @@ use std::sync::{Mutex, MutexGuard};
 use crate::admission::value_density;
 use crate::index::Loc;
 use crate::layout::{self, EntryHeader, RegionHeader, ENTRY_HEADER_BYTES, REGION_HEADER_BYTES};
-use crate::recovery;
 use crate::region::loc_gen;
 use crate::store::Shared;
 use crate::{Result, StoreError};
@@ -462,7 +461,7 @@ impl Shared {
     fn stage(&self, r: u32, old_gen: u64, budget: u64, scratch: &mut Vec<u8>) -> Vec<Carry> {
         let start = self.header.region_start(r);
         let mut live: Vec<(u64, EntryHeader, u64, Loc)> = Vec::new();
-        for (off, h) in recovery::entries(&self.volume, &self.header, r, old_gen as u32) {
+        for (off, h) in self.volume.entries(&self.header, r, old_gen as u32) {
             if h.is_dead() {
                 continue;
             }
@@ -666,7 +665,7 @@ impl Shared {
                 continue;
             }
             let start = hdr.region_start(r);
-            for (off, h) in recovery::entries(&self.volume, hdr, r, gen as u32) {
+            for (off, h) in self.volume.entries(hdr, r, gen as u32) {
                 if h.is_dead() {
                     continue;
                 }

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::{Result, StoreError};
 
@@ -182,6 +183,24 @@ impl Volume {
         let flags = self.flags_atomic(off).load(Ordering::Relaxed);
         h[ENTRY_FLAGS_AT..ENTRY_FLAGS_AT + 2].copy_from_slice(&flags.to_le_bytes());
         h
+    }
+
+    /// The entries of region `r` written under generation `gen32`, as (offset in the
+    /// region, header), stopping where its log ends ([`layout::region_log`] over the
+    /// mapping). Does not check checksums. Callers are reclaim (region claimed), a pin
+    /// holder, or recovery (no other thread): nobody writes these bytes but the atomic
+    /// flags word, which `read_entry_header` reads as such.
+    pub(crate) fn entries(
+        &self,
+        header: &VolumeHeader,
+        r: u32,
+        gen32: u32,
+    ) -> impl Iterator<Item = (u64, EntryHeader)> + '_ {
+        let start = header.region_start(r);
+        layout::region_log(header.region_bytes, gen32, move |off| {
+            // SAFETY: see above: the region is claimed, pinned or not yet shared.
+            unsafe { self.read_entry_header(start + off) }
+        })
     }
 
     /// Sets an entry's flags word (marks it dead on disk).
