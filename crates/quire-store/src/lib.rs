@@ -36,6 +36,8 @@ mod region;
 mod space;
 mod store;
 mod tags;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod volume;
 
 pub use baseline::{FileOptions, FileStore};
