@@ -16,7 +16,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use crate::Result;
+use crate::error::Result;
 
 /// What `put` did with the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,8 +34,8 @@
 //! remove), u32 low bits of the region generation, u32 key/tags/meta/body lengths, a
 //! zero word, then a checksum of the header (flags zeroed) and payload.
 
-use crate::layout::{EntryHeader, RegionHeader, VolumeHeader};
-use crate::{Result, StoreError};
+use crate::error::{Result, StoreError};
+use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
 
 pub use crate::layout::{
     CLEAN_MARKER, ENTRY_ALIGN, ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, ENTRY_MAGIC, FLAGS_DEAD,
@@ -99,7 +99,7 @@ pub fn entries(file: &[u8]) -> Result<Vec<FileEntry<'_>>> {
         let Some(region) = file.get(start..start + region_bytes) else {
             continue; // a truncated file: the region is not there
         };
-        for (off, h) in crate::layout::region_log(header.region_bytes, gen as u32, |off| {
+        for (off, h) in layout::region_log(header.region_bytes, gen as u32, |off| {
             let mut raw = [0u8; ENTRY_HEADER_BYTES as usize];
             raw.copy_from_slice(&region[off as usize..][..ENTRY_HEADER_BYTES as usize]);
             raw

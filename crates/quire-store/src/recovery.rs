@@ -17,14 +17,25 @@
 use std::io::Read;
 use std::path::Path;
 
+use crate::error::{Result, StoreError};
 use crate::index::{Index, Loc};
 use crate::layout::{self, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::space::SpaceInit;
-use crate::store::OpenReport;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
-use crate::{Result, StoreError};
+
+/// What reopening found, for logs and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Why the volume was (re)initialised empty, if it was.
+    pub cold_start: Option<String>,
+    /// Whether the last close was orderly.
+    pub was_clean: bool,
+    pub entries: u64,
+    /// Regions whose log ended in a damaged entry (torn write, bad checksum).
+    pub torn_regions: u32,
+}
 
 /// What the file at a volume path is.
 #[derive(Debug)]

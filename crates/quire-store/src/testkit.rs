@@ -8,7 +8,7 @@
 //! written for its key, or wrong. Test data, not format: where things lie in a volume
 //! file is [`crate::format`]'s, which needs no feature.
 
-use crate::EntryRef;
+use crate::engine::EntryRef;
 
 /// SplitMix64: a small, well-mixed generator for test data.
 pub fn splitmix(state: &mut u64) -> u64 {

@@ -7,7 +7,7 @@
 //! - bytes of an entry, once published in the index, are never written again while its
 //!   region keeps its generation, except the entry's `flags` word, which is only
 //!   accessed atomically (`store_flags`/`read_entry_header`);
-//! - a writer writes only the bytes it reserved (`space`: disjoint ranges handed out
+//! - a writer writes only the bytes it reserved (`reclaim`: disjoint ranges handed out
 //!   under the allocation lock, past every published entry), holding a pin on the region
 //!   until its entry is published;
 //! - a region's generation changes only when a reclaimer claims it with no pin held
@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::error::{Result, StoreError};
 use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, VOLUME_HEADER_BYTES};
-use crate::{Result, StoreError};
 
 /// An open, mapped volume file of exactly `len` bytes.
 #[derive(Debug)]
