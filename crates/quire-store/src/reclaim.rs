@@ -69,12 +69,12 @@ const READY_TARGET: usize = 1;
 /// A reservation: `stride` bytes at `head` of `region`, pinned until dropped.
 #[derive(Debug)]
 pub(crate) struct Slot {
-    pub region: u32,
-    pub gen: u64,
-    pub head: u64,
+    pub(crate) region: u32,
+    pub(crate) gen: u64,
+    pub(crate) head: u64,
     /// Fewer regions than `READY_TARGET` are prepared and this writer is to prepare one:
     /// it must `refill` after its put.
-    pub refill: bool,
+    pub(crate) refill: bool,
 }
 
 impl Slot {

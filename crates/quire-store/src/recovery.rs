@@ -32,6 +32,7 @@ pub struct OpenReport {
     pub cold_start: Option<String>,
     /// Whether the last close was orderly.
     pub was_clean: bool,
+    /// Live entries found (0 after a cold start).
     pub entries: u64,
     /// Regions whose log ended in a damaged entry (torn write, bad checksum).
     pub torn_regions: u32,
@@ -39,7 +40,7 @@ pub struct OpenReport {
 
 /// What the file at a volume path is.
 #[derive(Debug)]
-pub enum Probe {
+pub(crate) enum Probe {
     Missing,
     /// A quire volume with the wanted layout; `clean` if it was closed in order.
     Usable {
@@ -50,7 +51,7 @@ pub enum Probe {
 }
 
 /// Looks at the file at `path` without changing it.
-pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
+pub(crate) fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Missing),
@@ -92,14 +93,14 @@ pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
 
 /// The index, tag index and space bookkeeping rebuilt from a volume.
 #[derive(Debug)]
-pub struct Recovered {
-    pub index: Index,
-    pub tags: TagIndex,
-    pub space: SpaceInit,
+pub(crate) struct Recovered {
+    pub(crate) index: Index,
+    pub(crate) tags: TagIndex,
+    pub(crate) space: SpaceInit,
 }
 
 /// Writes a fresh header and erases every region header: an empty volume.
-pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
+pub(crate) fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     let mut h = [0u8; 64];
     header.encode(&mut h);
     // SAFETY: the store is not built yet; this thread is the only one with the volume.
@@ -118,7 +119,7 @@ pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
 }
 
 /// Rebuilds state from the regions, checking every entry's checksum.
-pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
+pub(crate) fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
     let mut space = SpaceInit::empty(header.region_count);
     space.free.clear();
     let mut tags = TagIndex::default();

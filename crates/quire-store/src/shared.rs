@@ -37,7 +37,7 @@ pub(crate) struct Shared {
     pub(crate) options: Options,
     pub(crate) object_bytes_max: u64,
     pub(crate) space: Space,
-    pub(crate) tags: Mutex<TagIndex>,
+    tags: Mutex<TagIndex>,
     pub(crate) hits: Striped,
     pub(crate) misses: Striped,
     pub(crate) ram_hits: Striped,

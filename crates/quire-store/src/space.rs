@@ -14,9 +14,9 @@ use std::sync::{Mutex, MutexGuard};
 /// A region being appended to (or ready to be): its generation and write head.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Open {
-    pub region: u32,
-    pub gen: u64,
-    pub head: u64,
+    pub(crate) region: u32,
+    pub(crate) gen: u64,
+    pub(crate) head: u64,
 }
 
 /// What the allocation lock guards.
@@ -48,9 +48,9 @@ pub(crate) struct Space {
     live: Box<[AtomicU64]>,
     next_gen: AtomicU64,
     /// The volume has had to reclaim (or was full at open): admission applies.
-    pub full: AtomicBool,
-    pub bytes_used: AtomicU64,
-    pub bytes_live: AtomicU64,
+    pub(crate) full: AtomicBool,
+    pub(crate) bytes_used: AtomicU64,
+    pub(crate) bytes_live: AtomicU64,
     /// Reclaim's staging buffers, reused (one per concurrent reclaim).
     scratch: Mutex<Vec<Vec<u8>>>,
 }
@@ -58,18 +58,18 @@ pub(crate) struct Space {
 /// The state recovery (or formatting) hands to a new store.
 #[derive(Debug)]
 pub(crate) struct SpaceInit {
-    pub gens: Vec<u64>,
-    pub fill: Vec<u64>,
-    pub live: Vec<u64>,
+    pub(crate) gens: Vec<u64>,
+    pub(crate) fill: Vec<u64>,
+    pub(crate) live: Vec<u64>,
     /// Sealed regions, oldest first.
-    pub sealed: VecDeque<u32>,
-    pub free: Vec<u32>,
-    pub next_gen: u64,
+    pub(crate) sealed: VecDeque<u32>,
+    pub(crate) free: Vec<u32>,
+    pub(crate) next_gen: u64,
 }
 
 impl SpaceInit {
     /// An empty volume of `region_count` regions, all free.
-    pub fn empty(region_count: u32) -> SpaceInit {
+    pub(crate) fn empty(region_count: u32) -> SpaceInit {
         SpaceInit {
             gens: vec![0; region_count as usize],
             fill: vec![0; region_count as usize],
@@ -82,7 +82,7 @@ impl SpaceInit {
 }
 
 impl Space {
-    pub fn new(init: SpaceInit) -> Space {
+    pub(crate) fn new(init: SpaceInit) -> Space {
         let atomics = |v: &[u64]| v.iter().map(|&x| AtomicU64::new(x)).collect();
         Space {
             full: AtomicBool::new(init.free.is_empty()),
@@ -109,20 +109,20 @@ impl Space {
         self.alloc.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn add_live(&self, region: u32, bytes: u64) {
+    pub(crate) fn add_live(&self, region: u32, bytes: u64) {
         self.live[region as usize].fetch_add(bytes, Ordering::Relaxed);
         self.bytes_live.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Only while holding a pin on `region` (so reclaim cannot reset it meanwhile).
-    pub fn sub_live(&self, region: u32, bytes: u64) {
+    pub(crate) fn sub_live(&self, region: u32, bytes: u64) {
         let old = self.live[region as usize].fetch_sub(bytes, Ordering::Relaxed);
         debug_assert!(old >= bytes, "live bytes underflow in region {region}");
         self.bytes_live.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     /// The full generation of `region`.
-    pub fn region_gen(&self, region: u32) -> u64 {
+    pub(crate) fn region_gen(&self, region: u32) -> u64 {
         self.gens[region as usize].load(Ordering::Acquire)
     }
 
@@ -174,6 +174,7 @@ impl Space {
 #[cfg(feature = "bench")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpaceBreakdown {
+    /// The configured cap: the sum of every other byte count here.
     pub cap_bytes: u64,
     /// The volume header and the tail of the cap too short for another region.
     pub unregioned_bytes: u64,
@@ -193,6 +194,8 @@ pub struct SpaceBreakdown {
     pub open_dead_bytes: u64,
     /// Room not yet written in open regions, and never-used regions.
     pub open_room_bytes: u64,
+    /// Regions sealed (full, waiting to be reclaimed).
     pub sealed_regions: u32,
+    /// Regions open or in between: active, ready, cold, being reclaimed, never used.
     pub open_regions: u32,
 }

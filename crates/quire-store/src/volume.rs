@@ -28,7 +28,7 @@ use crate::layout::{ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, VOLUME_HEADER_BYTES};
 
 /// An open, mapped volume file of exactly `len` bytes.
 #[derive(Debug)]
-pub struct Volume {
+pub(crate) struct Volume {
     path: PathBuf,
     file: File,
     map: MmapRaw,
@@ -48,7 +48,7 @@ impl Volume {
     /// behind: a file this call created is removed, one it resized is emptied, so
     /// the next start begins afresh instead of meeting a file of zeros it will not
     /// overwrite.
-    pub fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
+    pub(crate) fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
         assert!(len >= VOLUME_HEADER_BYTES);
         let ctx = |what: &str| format!("{what} {}", path.display());
         let existed = path.exists();
@@ -116,13 +116,13 @@ impl Volume {
         ))
     }
 
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
 
     /// The mapping's address and length (bytes at `addr + off` are the file's bytes
     /// at `off`).
-    pub fn span(&self) -> (usize, u64) {
+    pub(crate) fn span(&self) -> (usize, u64) {
         (self.map.as_ptr() as usize, self.len)
     }
 
@@ -140,7 +140,7 @@ impl Volume {
     /// For as long as the slice lives, no one writes those bytes: the caller holds a
     /// pin on the region they lie in (or has claimed it, or runs before any other thread
     /// has the store), and the range excludes every entry `flags` word.
-    pub unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
+    pub(crate) unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
         self.check(off, len);
         // SAFETY: the range is inside the mapping (checked above), which lives as long
         // as `self`; the caller guarantees no writer touches it while borrowed.
@@ -152,7 +152,7 @@ impl Volume {
     /// # Safety
     /// The caller reserved these bytes (or claimed their region) and no reader can
     /// reach them: no published entry covers them.
-    pub unsafe fn write(&self, off: u64, bytes: &[u8]) {
+    pub(crate) unsafe fn write(&self, off: u64, bytes: &[u8]) {
         self.check(off, bytes.len() as u64);
         // SAFETY: in bounds (checked); exclusive by the caller's guarantee; `bytes` is
         // a distinct allocation or an earlier range of the mapping that the caller
@@ -171,7 +171,7 @@ impl Volume {
     ///
     /// # Safety
     /// As for [`Volume::slice`] on the header range, flags excepted.
-    pub unsafe fn read_entry_header(&self, off: u64) -> [u8; ENTRY_HEADER_BYTES as usize] {
+    pub(crate) unsafe fn read_entry_header(&self, off: u64) -> [u8; ENTRY_HEADER_BYTES as usize] {
         let mut h = [0u8; ENTRY_HEADER_BYTES as usize];
         // SAFETY: forwarded from the caller: nobody writes these bytes but the flags.
         let head = unsafe { self.slice(off, ENTRY_FLAGS_AT as u64) };
@@ -204,7 +204,7 @@ impl Volume {
     }
 
     /// Sets an entry's flags word (marks it dead on disk).
-    pub fn store_flags(&self, entry_off: u64, flags: u16) {
+    pub(crate) fn store_flags(&self, entry_off: u64, flags: u16) {
         self.flags_atomic(entry_off).store(flags, Ordering::Relaxed);
     }
 
@@ -219,7 +219,7 @@ impl Volume {
     }
 
     /// An atomic view of a u64 in the volume header (clean marker, next-gen hint).
-    pub fn header_word(&self, at: usize) -> &AtomicU64 {
+    pub(crate) fn header_word(&self, at: usize) -> &AtomicU64 {
         assert!(at % 8 == 0 && (at as u64) + 8 <= VOLUME_HEADER_BYTES);
         // SAFETY: in bounds and 8-aligned; these header words are only accessed through
         // this atomic view once the volume is open; lifetime tied to `&self`.
@@ -227,14 +227,14 @@ impl Volume {
     }
 
     /// Writes dirty pages of `[off, off+len)` back to the file and waits.
-    pub fn flush_range(&self, off: u64, len: u64) -> Result<()> {
+    pub(crate) fn flush_range(&self, off: u64, len: u64) -> Result<()> {
         self.check(off, len);
         self.map
             .flush_range(off as usize, len as usize)
             .map_err(|e| StoreError::io(format!("flushing {}", self.path.display()), e))
     }
 
-    pub fn flush(&self) -> Result<()> {
+    pub(crate) fn flush(&self) -> Result<()> {
         self.flush_range(0, self.len)
     }
 }
