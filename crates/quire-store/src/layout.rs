@@ -49,7 +49,7 @@ pub(crate) const TAG_BYTES_MAX: usize = u16::MAX as usize;
 pub(crate) const TAGS_MAX: usize = 1024;
 
 /// The flags word of a removed or overwritten entry: all 16 bits, so that it is read
-/// as dead while at least 8 bits are set ([`EntryHeader::is_dead`]). The word is
+/// as dead while at least 8 bits are set (`EntryHeader::is_dead`). The word is
 /// outside the checksum (it is flipped in place), so this redundancy is what keeps one
 /// flipped bit from resurrecting a removed entry or killing a live one.
 pub const FLAGS_DEAD: u16 = 0xffff;

@@ -2,14 +2,14 @@
 //! below everything that reads it; the store checks it against the cap when it opens
 //! a volume.
 
-/// How a [`Store`] is laid out and behaves. `Options::default()` is what quire uses.
+/// How a [`Store`](crate::Store) is laid out and behaves. `Options::default()` is what quire uses.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Region size; `None` derives it from the cap (1/128 of it rounded down to a power
     /// of two between 64 KiB and 16 MiB). It also bounds the largest object.
     pub region_bytes: Option<u64>,
     /// Largest object (key + tags + meta + body + entry header) accepted; `None` means
-    /// whatever fits in a region. Larger puts fail with [`StoreError::TooLarge`].
+    /// whatever fits in a region. Larger puts fail with [`StoreError::TooLarge`](crate::StoreError::TooLarge).
     pub max_object_bytes: Option<u64>,
     /// Admission policy on: once the volume is full, a new key is written only if it
     /// was asked for before recently (a count-min sketch of misses), or if it was asked
