@@ -461,16 +461,9 @@ async fn shutdown_closes_idle_keep_alive_connections_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(has_curl), ignore = "curl not found on PATH")]
 async fn curl_gets_compressed_pages_over_http1_and_h2c() {
     // A real client: curl, HTTP/1.1 with --compressed, and HTTP/2 with prior knowledge.
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("curl not installed; .ci/run installs it");
-        return;
-    }
     let o = Origin::start().await;
     let body = page(50_000);
     o.route(

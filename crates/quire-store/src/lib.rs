@@ -26,21 +26,29 @@ pub mod bench;
 mod counters;
 mod engine;
 mod error;
+pub mod format;
 mod handle;
 mod index;
 mod layout;
+mod options;
 mod ram_tier;
+mod reclaim;
 mod recovery;
 mod region;
+mod shared;
 mod space;
 mod store;
 mod tags;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod volume;
 
 pub use baseline::{FileOptions, FileStore};
 pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
 pub use error::{Result, StoreError};
 pub use handle::Handle;
+pub use options::Options;
+pub use recovery::OpenReport;
 #[cfg(feature = "bench")]
 pub use store::SpaceBreakdown;
-pub use store::{Options, Store};
+pub use store::Store;
