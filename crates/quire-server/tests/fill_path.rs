@@ -3,13 +3,11 @@
 //! can take the fill slots from the others, and no field outside the key changes what
 //! is stored.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use quire_testkit::*;
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 

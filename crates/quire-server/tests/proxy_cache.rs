@@ -1,11 +1,9 @@
 //! The cache through real sockets: storing, reuse, encodings, validation, ranges,
 //! coalescing, staleness. Each test names the RFC section it checks.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use quire_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_miss_is_stored_and_the_next_request_hits() {

@@ -1,12 +1,10 @@
 //! Who is served from cache, what hostile input gets, and the operator's controls
 //! (purge, admin API, shutdown), through real sockets.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::*;
+use quire_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_cookies_and_authorization_bypass_analytics_cookies_do_not() {
