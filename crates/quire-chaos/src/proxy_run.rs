@@ -44,34 +44,34 @@ const SWEEP_URLS_MAX: usize = 600;
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The quire binary.
-    pub quire: PathBuf,
+    pub(crate) quire: PathBuf,
     /// How long the load runs.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// SIGKILLs.
-    pub kills: usize,
+    pub(crate) kills: usize,
     /// Whether the origin shows faults.
-    pub faults: bool,
+    pub(crate) faults: bool,
     /// The run's seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// URLs in the catalogue.
-    pub urls: usize,
+    pub(crate) urls: usize,
     /// quire's `--cache-size`.
-    pub cache_size: String,
+    pub(crate) cache_size: String,
     /// Clients: HTTP/1.1, h2c, slow readers.
-    pub clients: (usize, usize, usize),
+    pub(crate) clients: (usize, usize, usize),
     /// Mean time between edits.
-    pub edit_every: Duration,
+    pub(crate) edit_every: Duration,
     /// Whether quire's memory is sampled every second.
-    pub sample_rss: bool,
+    pub(crate) sample_rss: bool,
     /// Break the run on purpose, to prove the checks can fail.
-    pub sabotage: Option<Sabotage>,
+    pub(crate) sabotage: Option<Sabotage>,
 }
 
 /// A deliberate break of the run's own rules: the run must then fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Sabotage {
+pub(crate) enum Sabotage {
     /// Edits are recorded as acknowledged without a purge: lost invalidations follow.
     SkipPurge,
     /// The origin flips a byte in one body of 50: wrong bytes follow.
@@ -80,75 +80,75 @@ pub enum Sabotage {
 
 /// One fault's outcome.
 #[derive(Debug, Clone, Serialize)]
-pub struct FaultOutcome {
+pub(crate) struct FaultOutcome {
     /// The fault.
-    pub kind: FaultKind,
+    pub(crate) kind: FaultKind,
     /// Its window, seconds from the run's start.
-    pub start_s: f64,
+    start_s: f64,
     /// Its end.
-    pub end_s: f64,
+    end_s: f64,
     /// Requests that reached the origin during the window (the fault met them).
-    pub origin_requests: u64,
+    pub(crate) origin_requests: u64,
     /// Requests overlapping the window and its grace (restarts and other faults
     /// excluded).
-    pub during: Counts,
+    pub(crate) during: Counts,
     /// Requests sent in the 5 s after the grace (restarts and other faults excluded):
     /// must all be right.
-    pub after: Counts,
+    pub(crate) after: Counts,
 }
 
 /// The figures of a proxy run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Seconds of load.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// The kills and restarts.
     #[serde(flatten)]
-    pub kills: KillFigures,
+    pub(crate) kills: KillFigures,
     /// Every request of the load.
-    pub totals: Counts,
+    pub(crate) totals: Counts,
     /// Requests outside every fault window and restart: errors here are unexplained.
-    pub outside_windows: Counts,
+    pub(crate) outside_windows: Counts,
     /// Each fault's outcome.
-    pub faults: Vec<FaultOutcome>,
+    pub(crate) faults: Vec<FaultOutcome>,
     /// Hit ratios around restarts.
-    pub warmth: Warmth,
+    pub(crate) warmth: Warmth,
     /// What the editor did.
-    pub edits: Edits,
+    pub(crate) edits: Edits,
     /// The final sweep.
-    pub sweep: Counts,
+    pub(crate) sweep: Counts,
     /// Requests for the last purged URLs right after each restart (judged with the
     /// rest; a purge lost to the kill shows there first).
-    pub checked_after_restart: u64,
+    pub(crate) checked_after_restart: u64,
     /// URLs that were hits right before a kill (clients held), unchanged, asked again
     /// first thing after the restart.
-    pub warm_probe_asked: u64,
+    pub(crate) warm_probe_asked: u64,
     /// Of those, hits: a warm restart keeps every entry.
-    pub warm_probe_hit: u64,
+    pub(crate) warm_probe_hit: u64,
     /// Requests of the slow readers (large bodies read slowly while reclaim runs).
-    pub slow_readers: Counts,
+    pub(crate) slow_readers: Counts,
     /// Entries reclaim evicted and carried forward, summed over quire's lives (read
     /// from its metrics before each kill and at the end).
-    pub reclaim_evicted: u64,
+    pub(crate) reclaim_evicted: u64,
     /// Entries carried forward.
-    pub reclaim_carried: u64,
+    pub(crate) reclaim_carried: u64,
     /// Requests the origin answered.
-    pub origin_requests: u64,
+    pub(crate) origin_requests: u64,
     /// The first wrong responses, described.
-    pub wrong_examples: Vec<String>,
+    pub(crate) wrong_examples: Vec<String>,
     /// The first lost invalidations, described.
-    pub lost_examples: Vec<String>,
+    pub(crate) lost_examples: Vec<String>,
     /// Panic lines in quire's log.
-    pub panics: Vec<String>,
+    pub(crate) panics: Vec<String>,
     /// Whether quire drained and exited 0 on SIGTERM at the end.
-    pub stopped_cleanly: bool,
+    pub(crate) stopped_cleanly: bool,
     /// quire's memory, sampled every second (soak).
-    pub rss: Option<RssFigures>,
+    pub(crate) rss: Option<RssFigures>,
 }
 
 impl Report {
     /// Why the run failed (empty: it passed). `strict` also fails unexplained errors.
-    pub fn failures(&self, strict: bool) -> Vec<String> {
+    pub(crate) fn failures(&self, strict: bool) -> Vec<String> {
         let mut f = Vec::new();
         let wrong = self.totals.wrong + self.sweep.wrong;
         let lost = self.totals.lost_invalidations + self.sweep.lost_invalidations;
@@ -185,33 +185,33 @@ impl Report {
 
 /// quire's memory over a run, after the warm-up (the first 10 %).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RssFigures {
+pub(crate) struct RssFigures {
     /// Samples taken after the warm-up.
-    pub samples: usize,
+    pub(crate) samples: usize,
     /// Smallest and largest `VmRSS`, KiB.
-    pub total_min_kib: u64,
+    pub(crate) total_min_kib: u64,
     /// Largest `VmRSS`.
-    pub total_max_kib: u64,
+    pub(crate) total_max_kib: u64,
     /// Smallest and largest `RssAnon`, KiB.
-    pub anon_min_kib: u64,
+    pub(crate) anon_min_kib: u64,
     /// Largest `RssAnon`.
-    pub anon_max_kib: u64,
+    pub(crate) anon_max_kib: u64,
     /// `VmRSS` stayed within 5 % of its smallest value.
-    pub total_flat: bool,
+    pub(crate) total_flat: bool,
     /// `RssAnon` stayed within 5 % of its smallest value.
-    pub anon_flat: bool,
+    pub(crate) anon_flat: bool,
     /// The trend, apart from the noise: the median `RssAnon` of the last quarter
     /// after the warm-up against that of the first, in percent.
-    pub anon_trend_pct: f64,
+    pub(crate) anon_trend_pct: f64,
     /// The last sample.
-    pub last: Rss,
+    pub(crate) last: Rss,
     /// Every sample after the warm-up: seconds from the start, `VmRSS` and `RssAnon`
     /// in KiB (to see a trend, not just the range).
-    pub series: Vec<(u32, u64, u64)>,
+    pub(crate) series: Vec<(u32, u64, u64)>,
 }
 
 /// The figures of `samples` (ms from the start, memory) taken after `warmup_ms`.
-pub fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures> {
+fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures> {
     let after: Vec<&(u32, Rss)> = samples.iter().filter(|(ms, _)| *ms >= warmup_ms).collect();
     let kept: Vec<Rss> = after.iter().map(|&&(_, r)| r).collect();
     let series = after
@@ -267,7 +267,7 @@ fn quire_args(
 }
 
 /// Runs `plan` in `dir` (its volume, config and quire's log go there).
-pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
     let catalog = Arc::new(Catalog::new(plan.seed, plan.urls));
     let origin = Arc::new(Origin::start(catalog.clone()).await?);
     let addr = quire::free_addr()?;
