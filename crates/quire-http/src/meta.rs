@@ -48,27 +48,27 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::freshness::StoredTiming;
 
 /// The first bytes of every encoded record.
-pub const MAGIC: [u8; 4] = *b"QMTA";
+const MAGIC: [u8; 4] = *b"QMTA";
 /// The format this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+const FORMAT_VERSION: u16 = 1;
 /// Upper bound of a whole encoded record.
-pub const META_BYTES_MAX: usize = 256 * 1024;
+const META_BYTES_MAX: usize = 256 * 1024;
 /// At most this many header lines are stored.
-pub const HEADERS_MAX: usize = 256;
+const HEADERS_MAX: usize = 256;
 /// Longest stored header name.
-pub const HEADER_NAME_BYTES_MAX: usize = 256;
+const HEADER_NAME_BYTES_MAX: usize = 256;
 /// Longest stored header value.
-pub const HEADER_VALUE_BYTES_MAX: usize = 16 * 1024;
+const HEADER_VALUE_BYTES_MAX: usize = 16 * 1024;
 /// Longest stored ETag.
 pub const ETAG_BYTES_MAX: usize = 1024;
 /// Longest stored content coding.
-pub const CONTENT_ENCODING_BYTES_MAX: usize = 64;
+const CONTENT_ENCODING_BYTES_MAX: usize = 64;
 /// At most this many `Vary` names.
-pub const VARY_MAX: usize = 32;
+const VARY_MAX: usize = 32;
 /// At most this many purge tags.
-pub const TAGS_MAX: usize = 256;
+const TAGS_MAX: usize = 256;
 /// Longest purge tag.
-pub const TAG_BYTES_MAX: usize = 1024;
+const TAG_BYTES_MAX: usize = 1024;
 
 const HEAD_LEN: usize = 12;
 const CHECKSUM_LEN: usize = 8;
@@ -135,7 +135,7 @@ pub enum MetaError {
         /// Bytes that were left.
         available: usize,
     },
-    /// The first four bytes are not [`MAGIC`].
+    /// The first four bytes are not `MAGIC`.
     #[error("stored meta has bad magic")]
     BadMagic,
     /// Written by another format version.
@@ -143,7 +143,7 @@ pub enum MetaError {
     UnsupportedVersion {
         /// The version in the buffer.
         found: u16,
-        /// [`FORMAT_VERSION`].
+        /// `FORMAT_VERSION`.
         expected: u16,
     },
     /// The checksum does not match the bytes.
@@ -170,20 +170,21 @@ pub enum MetaError {
     TrailingBytes(usize),
 }
 
+/// The bits of the payload's `flags` field.
 mod bit {
-    pub const NO_CACHE: u16 = 1 << 0;
-    pub const FORBIDS_STALE: u16 = 1 << 1;
-    pub const HAS_VALIDATOR: u16 = 1 << 2;
-    pub const HEURISTIC: u16 = 1 << 3;
-    pub const IMMUTABLE: u16 = 1 << 4;
-    pub const LIFETIME: u16 = 1 << 8;
-    pub const SWR: u16 = 1 << 9;
-    pub const SIE: u16 = 1 << 10;
-    pub const LAST_MODIFIED: u16 = 1 << 11;
-    pub const ETAG: u16 = 1 << 12;
-    pub const CONTENT_ENCODING: u16 = 1 << 13;
+    pub(super) const NO_CACHE: u16 = 1 << 0;
+    pub(super) const FORBIDS_STALE: u16 = 1 << 1;
+    pub(super) const HAS_VALIDATOR: u16 = 1 << 2;
+    pub(super) const HEURISTIC: u16 = 1 << 3;
+    pub(super) const IMMUTABLE: u16 = 1 << 4;
+    pub(super) const LIFETIME: u16 = 1 << 8;
+    pub(super) const SWR: u16 = 1 << 9;
+    pub(super) const SIE: u16 = 1 << 10;
+    pub(super) const LAST_MODIFIED: u16 = 1 << 11;
+    pub(super) const ETAG: u16 = 1 << 12;
+    pub(super) const CONTENT_ENCODING: u16 = 1 << 13;
     /// Every bit version 1 defines; others are rejected.
-    pub const KNOWN: u16 = 0x1f | 0x3f00;
+    pub(super) const KNOWN: u16 = 0x1f | 0x3f00;
 }
 
 impl StoredMeta {
