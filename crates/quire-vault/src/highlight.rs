@@ -4,7 +4,7 @@
 //! A small table-driven lexer, written here rather than taken from syntect or
 //! tree-sitter: those bring grammars, regex engines or C parsers (build time, binary
 //! size) for what a notes site needs, which is comments, strings, numbers, keywords,
-//! types, calls and attributes in a dozen languages. Each language is one [`Lang`]
+//! types, calls and attributes in a dozen languages. Each language is one `Lang`
 //! table: line-comment tokens, a block-comment pair, string quotes (which of them may
 //! span lines, which take no backslash escapes, which prefixes glue onto them),
 //! keywords, literal words, builtin types and a few switches (Rust lifetimes and raw
@@ -28,7 +28,7 @@
 //! or to the end of its line for strings that cannot span lines), every look-ahead is
 //! either consumed or bounded by the next token (linear time, no backtracking), every
 //! span is opened and closed in one place and never nested, and every piece of text
-//! goes through [`escape`](crate::render::escape).
+//! goes through [`escape`].
 
 use crate::render::escape;
 
@@ -608,7 +608,7 @@ fn mode_of(name: &str) -> Option<Mode> {
 /// The code highlighted as HTML, or `None` for a language this does not know (the
 /// caller then shows it plain). `lang` is the fence's first word; anything after a
 /// comma (`rust,ignore`) is ignored.
-pub fn highlight(lang: &str, code: &str) -> Option<String> {
+pub(crate) fn highlight(lang: &str, code: &str) -> Option<String> {
     let name = lang.trim().split(',').next().unwrap_or("");
     let mode = mode_of(name)?;
     let mut lx = Lexer {

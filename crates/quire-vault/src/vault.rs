@@ -91,7 +91,7 @@ impl Vault {
     }
 
     /// Loads `root` again after a change, re-reading only the notes whose size or
-    /// modification time differ from `previous` (see [`file_stamp`]); the others
+    /// modification time differ from `previous` (see `file_stamp`); the others
     /// are taken from `previous` as parsed. Links, names and backlinks are always
     /// resolved afresh.
     pub fn reload(root: &Path, previous: &Vault) -> Result<Vault, VaultError> {
@@ -269,7 +269,7 @@ impl Vault {
     }
 
     /// The version of the attachment called `name`: changes when its size or
-    /// modification time does (see [`attachment_version`]).
+    /// modification time does (see `file_stamp`).
     pub fn attachment_version(&self, name: &str) -> Option<u64> {
         self.attachments
             .get(&name.trim().to_lowercase())

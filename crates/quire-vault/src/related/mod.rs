@@ -15,7 +15,7 @@
 //!   notes only. A note has lists only for the audiences that may read it.
 //! - **Exact below a threshold, HNSW above it**, per partition ([`EXACT_MAX`]): an
 //!   exact scan is simple and fast enough for thousands of notes; past that an
-//!   `hnsw_rs` graph picks candidates, which are then scored exactly (see [`index`]).
+//!   `hnsw_rs` graph picks candidates, which are then scored exactly (see `index`).
 //! - **State is keyed by note path**, not by index: indices shift whenever a note is
 //!   added or removed before others in path order, so an update matches old and new
 //!   notes by [`Note::path`] (and spots edits by [`Note::version`]), and only the
@@ -32,7 +32,7 @@
 
 pub mod eval;
 mod index;
-pub mod lexical;
+pub(crate) mod lexical;
 
 use std::collections::{HashMap, HashSet};
 
@@ -51,7 +51,7 @@ pub const EXACT_MAX: usize = 5_000;
 
 /// Notes less similar than this (cosine) are never listed: a note with nothing like
 /// it has a short or empty list rather than five arbitrary ones.
-pub const SCORE_MIN: f32 = 0.05;
+const SCORE_MIN: f32 = 0.05;
 
 /// Notes whose lists are computed together, sharing one pass over each exact
 /// partition.
@@ -142,7 +142,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Scales `v` to unit length; a zero or non-finite vector becomes all zeros.
-pub(crate) fn normalise(v: &mut [f32]) {
+fn normalise(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if n > 0.0 && n.is_finite() {
         v.iter_mut().for_each(|x| *x /= n);
@@ -174,7 +174,7 @@ impl Default for Options {
 /// One entry of a related list.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Hit {
-    pub(crate) slot: u32,
+    slot: u32,
     pub(crate) score: f32,
 }
 
@@ -182,7 +182,7 @@ pub(crate) struct Hit {
 type Lists = [Vec<Hit>; 3];
 
 /// What is kept of one note, found by its path.
-pub(crate) struct Slot {
+struct Slot {
     pub(crate) path: String,
     version: u64,
     vis: Visibility,
@@ -267,23 +267,6 @@ impl Related {
         self.view
             .get(note)
             .map_or(&[], |l| l[audience as usize].as_slice())
-    }
-
-    /// [`Related::related`] with each note's cosine similarity.
-    pub fn scored(&self, note: usize, audience: Visibility, vault: &Vault) -> Vec<(usize, f32)> {
-        let Some(&s) = vault
-            .notes()
-            .get(note)
-            .and_then(|n| self.by_path.get(&n.path))
-        else {
-            return Vec::new();
-        };
-        let hits = &self.slots[s as usize].lists[audience as usize];
-        self.related(note, audience)
-            .iter()
-            .zip(hits)
-            .map(|(&i, h)| (i, h.score))
-            .collect()
     }
 
     /// Notes known.
