@@ -321,19 +321,7 @@ impl Related {
             .filter(|(p, _)| !index_of.contains_key(p.as_str()))
             .map(|(_, &s)| s)
             .collect();
-        let mut edited: Vec<usize> = changed
-            .iter()
-            .copied()
-            .filter(|&i| i < notes.len())
-            .collect();
-        edited.extend(notes.iter().enumerate().filter_map(
-            |(i, n)| match self.by_path.get(&n.path) {
-                Some(&s) if self.slots[s as usize].version == n.version => None,
-                _ => Some(i),
-            },
-        ));
-        edited.sort_unstable();
-        edited.dedup();
+        let edited = self.edited(notes, changed);
 
         let bulk = gone.len() + edited.len() > (self.by_path.len() / 4).max(16);
         let mut before: HashMap<u32, Lists> = HashMap::new();
@@ -342,30 +330,9 @@ impl Related {
                 before.insert(s, self.slots[s as usize].lists.clone());
             }
         }
-        for &s in &gone {
-            before
-                .entry(s)
-                .or_insert_with(|| self.slots[s as usize].lists.clone());
-            self.unplace(s);
-            let slot = &mut self.slots[s as usize];
-            slot.alive = false;
-            slot.lists = Default::default();
-            self.by_path.remove(&slot.path);
-        }
+        self.unplace_gone(&gone, &mut before);
         let vectors = embed(embedder, vault, &edited);
-        let mut moved: Vec<u32> = Vec::with_capacity(edited.len());
-        for (&i, v) in edited.iter().zip(vectors) {
-            let n = &notes[i];
-            if let Some(&s) = self.by_path.get(&n.path) {
-                before
-                    .entry(s)
-                    .or_insert_with(|| self.slots[s as usize].lists.clone());
-                self.unplace(s);
-            }
-            let s = self.put(n, v);
-            before.entry(s).or_default();
-            moved.push(s);
-        }
+        let moved = self.place_edited(notes, &edited, vectors, &mut before);
         self.sync_partitions();
         if bulk {
             self.recompute_all();
@@ -379,6 +346,65 @@ impl Related {
         }
         self.refresh_view(vault);
         self.purges(&index_of, &moved, &before)
+    }
+
+    /// The notes to embed again, sorted: those named in `changed` (when in range), and
+    /// every note whose version differs from the one embedded, or that is new.
+    fn edited(&self, notes: &[Note], changed: &[usize]) -> Vec<usize> {
+        let mut edited: Vec<usize> = changed
+            .iter()
+            .copied()
+            .filter(|&i| i < notes.len())
+            .collect();
+        edited.extend(notes.iter().enumerate().filter_map(
+            |(i, n)| match self.by_path.get(&n.path) {
+                Some(&s) if self.slots[s as usize].version == n.version => None,
+                _ => Some(i),
+            },
+        ));
+        edited.sort_unstable();
+        edited.dedup();
+        edited
+    }
+
+    /// Takes the `gone` slots out of every list and index, their lists kept in
+    /// `before`; the slots themselves stay reserved until the update ends.
+    fn unplace_gone(&mut self, gone: &[u32], before: &mut HashMap<u32, Lists>) {
+        for &s in gone {
+            before
+                .entry(s)
+                .or_insert_with(|| self.slots[s as usize].lists.clone());
+            self.unplace(s);
+            let slot = &mut self.slots[s as usize];
+            slot.alive = false;
+            slot.lists = Default::default();
+            self.by_path.remove(&slot.path);
+        }
+    }
+
+    /// Puts each `edited` note with its new vector, a known note's old lists kept in
+    /// `before` (a new note's as empty); returns their slots.
+    fn place_edited(
+        &mut self,
+        notes: &[Note],
+        edited: &[usize],
+        vectors: Vec<Vec<f32>>,
+        before: &mut HashMap<u32, Lists>,
+    ) -> Vec<u32> {
+        let mut moved: Vec<u32> = Vec::with_capacity(edited.len());
+        for (&i, v) in edited.iter().zip(vectors) {
+            let n = &notes[i];
+            if let Some(&s) = self.by_path.get(&n.path) {
+                before
+                    .entry(s)
+                    .or_insert_with(|| self.slots[s as usize].lists.clone());
+                self.unplace(s);
+            }
+            let s = self.put(n, v);
+            before.entry(s).or_default();
+            moved.push(s);
+        }
+        moved
     }
 
     /// The exact incremental step (module doc): `moved` notes have new vectors and no
