@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio::task::JoinHandle;
 
 use crate::content::Catalog;
 use crate::kills::{self, Chaos, KillFigures};
@@ -282,66 +283,12 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         None => {}
     }
     let pid = Arc::new(AtomicU32::new(q.pid().unwrap_or(0)));
-    let mut tasks = Vec::new();
-    let (h1, h2, slow) = plan.clients;
-    let kinds = std::iter::repeat_n(ClientKind::H1, h1)
-        .chain(std::iter::repeat_n(ClientKind::H2, h2))
-        .chain(std::iter::repeat_n(ClientKind::Slow, slow));
-    for (k, kind) in kinds.enumerate() {
-        tasks.push(tokio::spawn(load::client(
-            world.clone(),
-            kind,
-            plan.seed.wrapping_mul(31).wrapping_add(k as u64),
-        )));
-    }
-    let editor = tokio::spawn(load::editor(
-        world.clone(),
-        plan.seed,
-        plan.edit_every,
-        Duration::from_secs(30),
-    ));
-    let windows = Arc::new(Mutex::new(Vec::new()));
-    let faults = plan.faults.then(|| {
-        tokio::spawn(drive_faults(
-            origin.clone(),
-            schedule::fault_windows(plan.seed, plan.duration),
-            t0,
-            windows.clone(),
-        ))
-    });
-    let rss = Arc::new(Mutex::new(Vec::new()));
-    let sampler = plan
-        .sample_rss
-        .then(|| tokio::spawn(sample_rss(pid.clone(), t0, plan.duration, rss.clone())));
+    let background = Background::spawn(plan, &world, &origin, &pid, t0);
     let kill_at = schedule::kill_times(plan.seed, plan.duration, plan.kills);
-    let mut hooks = KillAfterAck {
-        world: world.clone(),
-        kills: 0,
-        checked_after_restart: 0,
-        warm: Vec::new(),
-        warm_asked: 0,
-        warm_hit: 0,
-        evicted: 0,
-        carried: 0,
-    };
+    let mut hooks = KillAfterAck::new(world.clone());
     let chaos = kills::drive(&mut q, &kill_at, t0, plan.duration, &pid, &mut hooks).await;
     world.stop();
-    for t in tasks {
-        let _ = t.await;
-    }
-    let _ = editor.await;
-    if let Some(f) = faults {
-        let _ = f.await;
-    }
-    if let Some(s) = sampler {
-        let _ = s.await;
-    }
-    let (windows, met): (Vec<Window>, Vec<u64>) = windows
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .copied()
-        .unzip();
+    let (windows, met, rss) = background.join().await;
     let samples = world.tally.samples();
     let sweep = if chaos.restart_failed.is_none() {
         sweep(&world, &samples, &windows).await
@@ -350,7 +297,6 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
     };
     hooks.add_reclaim().await;
     let stopped_cleanly = q.stop(Duration::from_secs(40)).await.unwrap_or(false);
-    let rss = rss.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let warmup_ms = (plan.duration / 10).as_millis() as u32;
     Ok(report(ReportParts {
         plan,
@@ -371,6 +317,97 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
             .then(|| rss_figures(&rss, warmup_ms))
             .flatten(),
     }))
+}
+
+/// The tasks that run beside the kills until the world stops: the clients, the
+/// editor, the origin's faults and quire's memory sampler.
+struct Background {
+    clients: Vec<JoinHandle<()>>,
+    editor: JoinHandle<()>,
+    faults: Option<JoinHandle<()>>,
+    sampler: Option<JoinHandle<()>>,
+    /// The fault windows as they happened, with the origin requests each met.
+    windows: Arc<Mutex<Vec<(Window, u64)>>>,
+    /// quire's memory: ms from the start, and the sample.
+    rss: Arc<Mutex<Vec<(u32, Rss)>>>,
+}
+
+impl Background {
+    /// Starts the clients (`plan.clients` of each kind), the editor, the faults (when
+    /// `plan.faults`) and the sampler (when `plan.sample_rss`).
+    fn spawn(
+        plan: &Plan,
+        world: &Arc<World>,
+        origin: &Arc<Origin>,
+        pid: &Arc<AtomicU32>,
+        t0: Instant,
+    ) -> Background {
+        let (h1, h2, slow) = plan.clients;
+        let kinds = std::iter::repeat_n(ClientKind::H1, h1)
+            .chain(std::iter::repeat_n(ClientKind::H2, h2))
+            .chain(std::iter::repeat_n(ClientKind::Slow, slow));
+        let clients = kinds
+            .enumerate()
+            .map(|(k, kind)| {
+                tokio::spawn(load::client(
+                    world.clone(),
+                    kind,
+                    plan.seed.wrapping_mul(31).wrapping_add(k as u64),
+                ))
+            })
+            .collect();
+        let editor = tokio::spawn(load::editor(
+            world.clone(),
+            plan.seed,
+            plan.edit_every,
+            Duration::from_secs(30),
+        ));
+        let windows = Arc::new(Mutex::new(Vec::new()));
+        let faults = plan.faults.then(|| {
+            tokio::spawn(drive_faults(
+                origin.clone(),
+                schedule::fault_windows(plan.seed, plan.duration),
+                t0,
+                windows.clone(),
+            ))
+        });
+        let rss = Arc::new(Mutex::new(Vec::new()));
+        let sampler = plan
+            .sample_rss
+            .then(|| tokio::spawn(sample_rss(pid.clone(), t0, plan.duration, rss.clone())));
+        Background {
+            clients,
+            editor,
+            faults,
+            sampler,
+            windows,
+            rss,
+        }
+    }
+
+    /// Waits for every task (the world has stopped); returns the fault windows, the
+    /// origin requests each met, and the memory samples.
+    async fn join(self) -> (Vec<Window>, Vec<u64>, Vec<(u32, Rss)>) {
+        for t in self.clients {
+            let _ = t.await;
+        }
+        let _ = self.editor.await;
+        if let Some(f) = self.faults {
+            let _ = f.await;
+        }
+        if let Some(s) = self.sampler {
+            let _ = s.await;
+        }
+        let (windows, met): (Vec<Window>, Vec<u64>) = self
+            .windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .unzip();
+        let rss = self.rss.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        (windows, met, rss)
+    }
 }
 
 /// Every other kill lands right after a purge's ack (the moment a purge not yet
@@ -395,6 +432,20 @@ struct KillAfterAck {
 const WARM_PROBE_URLS: usize = 20;
 
 impl KillAfterAck {
+    /// Hooks for a run in `world`, nothing counted yet.
+    fn new(world: Arc<World>) -> KillAfterAck {
+        KillAfterAck {
+            world,
+            kills: 0,
+            checked_after_restart: 0,
+            warm: Vec::new(),
+            warm_asked: 0,
+            warm_hit: 0,
+            evicted: 0,
+            carried: 0,
+        }
+    }
+
     /// With the clients held, asks for recently hit long-lived URLs and keeps those
     /// that are hits now: they must still be hits right after the restart.
     async fn probe_warm(&mut self) {

@@ -197,6 +197,22 @@ struct EditFigures {
 }
 
 impl Site {
+    /// `notes` chaos notes in `dir`, all at version 0, served at `addr`; times count
+    /// from `t0`.
+    fn new(notes: usize, dir: PathBuf, addr: std::net::SocketAddr, t0: Instant) -> Site {
+        Site {
+            notes,
+            dir,
+            addr,
+            tally: Tally::new(t0),
+            on_disk: (0..notes).map(|_| AtomicU32::new(0)).collect(),
+            seen: Mutex::new(HashMap::new()),
+            stop: AtomicBool::new(false),
+            edits: Mutex::new(EditFigures::default()),
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
@@ -290,8 +306,9 @@ fn copy_vault(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `plan` in `dir` (the vault copy, the volume and quire's log go there).
-pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+/// Copies `plan.vault` to `dir/vault` and writes the chaos notes, each at version 0,
+/// into its `Chaos` folder; returns both folders.
+fn prepare_vault(plan: &Plan, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
     let vault = dir.join("vault");
     copy_vault(&plan.vault, &vault)?;
     let chaos_dir = vault.join("Chaos");
@@ -302,8 +319,12 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
             note_text(i, 0, plan.notes),
         )?;
     }
-    let addr = quire::free_addr()?;
-    let args: Vec<OsString> = vec![
+    Ok((vault, chaos_dir))
+}
+
+/// quire's arguments for serve mode: `vault` on `addr`, a 64 MiB volume in `dir`.
+fn serve_args(vault: PathBuf, addr: std::net::SocketAddr, dir: &Path) -> Vec<OsString> {
+    vec![
         "serve".into(),
         vault.into(),
         "--listen".into(),
@@ -312,21 +333,18 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         dir.join("serve.vol").into(),
         "--cache-size".into(),
         "64MiB".into(),
-    ];
+    ]
+}
+
+/// Runs `plan` in `dir` (the vault copy, the volume and quire's log go there).
+pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+    let (vault, chaos_dir) = prepare_vault(plan, dir)?;
+    let addr = quire::free_addr()?;
+    let args = serve_args(vault, addr, dir);
     let mut q = Quire::new(&plan.quire, args, addr, dir.join("quire-serve.log"));
     q.start(Duration::from_secs(120)).await?;
     let t0 = Instant::now();
-    let site = Arc::new(Site {
-        notes: plan.notes,
-        dir: chaos_dir,
-        addr,
-        tally: Tally::new(t0),
-        on_disk: (0..plan.notes).map(|_| AtomicU32::new(0)).collect(),
-        seen: Mutex::new(HashMap::new()),
-        stop: AtomicBool::new(false),
-        edits: Mutex::new(EditFigures::default()),
-        pending: Mutex::new(Vec::new()),
-    });
+    let site = Arc::new(Site::new(plan.notes, chaos_dir, addr, t0));
     let mut tasks = Vec::new();
     for k in 0..plan.clients {
         let proto = if k % 3 == 2 { Proto::H2 } else { Proto::H1 };
