@@ -30,7 +30,7 @@
 //! span is opened and closed in one place and never nested, and every piece of text
 //! goes through [`escape`].
 
-use crate::render::escape;
+use crate::html::escape;
 
 /// How one language looks to the lexer.
 struct Lang {

@@ -21,6 +21,7 @@
 
 pub mod front;
 mod highlight;
+mod html;
 pub mod links;
 pub mod note;
 pub mod pages;

@@ -12,6 +12,7 @@
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+pub use crate::html::escape;
 use crate::links::{self, WikiLink};
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -217,22 +218,6 @@ fn level_num(l: HeadingLevel) -> u8 {
         HeadingLevel::H5 => 5,
         HeadingLevel::H6 => 6,
     }
-}
-
-/// HTML-escapes text and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Percent-encodes what may not stand in a URL path (spaces, quotes, non-ASCII...),
