@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-pub use query::{sanitize, Sanitized, INPUT_CHARS_MAX, PREFIX_CHARS_MIN, WORDS_MAX};
+pub(crate) use query::{sanitize, Sanitized};
 pub use text::{plain_body, snippet_html};
 
 use store::{
@@ -288,11 +288,6 @@ impl SearchIndex {
         let reader = index.open_reader()?;
         lock(&index.readers).push(reader);
         Ok(index)
-    }
-
-    /// The index file.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Notes in the index (every audience).
