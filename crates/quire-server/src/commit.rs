@@ -26,7 +26,7 @@ use http::header::{self, HeaderMap, HeaderName};
 use http::StatusCode;
 use quire_http::cache_control::CacheControl;
 use quire_http::encoding::Coding;
-use quire_http::freshness::StoredTiming;
+use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, VaryFields};
 use quire_http::meta::StoredMeta;
 
@@ -276,7 +276,12 @@ pub(crate) fn build_meta(
     timing: &StoredTiming,
     tags: Vec<String>,
 ) -> StoredMeta {
-    let kept = headers
+    // RFC 9111 §5.2.2.7: the fields a qualified `private="..."` names are the
+    // client's alone; a shared cache stores the rest without them (and likewise the
+    // fields `no-cache="..."` names, which must not be reused unvalidated).
+    let mut shared = headers.clone();
+    freshness::strip_private_fields(&mut shared, &CacheControl::from_headers(headers));
+    let kept = shared
         .iter()
         .filter(|(n, _)| !NOT_STORED.contains(&n.as_str()))
         .map(|(n, v)| (n.clone(), v.clone()))

@@ -707,3 +707,59 @@ async fn connections_over_the_limit_wait_in_the_backlog() {
         String::from_utf8_lossy(&got.1)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_named_by_a_qualified_private_are_not_served_from_cache() {
+    // RFC 9111 §5.2.2.7: `private="x-user"` forbids a shared cache to store that
+    // field. The client it was meant for gets it; a later client must not get the
+    // first client's value from the cache.
+    let o = Origin::start().await;
+    o.route(
+        "/p",
+        Route::ok(
+            "page",
+            &[
+                ("cache-control", "max-age=60, private=\"x-user\""),
+                ("x-user", "alice"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let first = get(&q, "/p", &[]).await;
+    assert_eq!(
+        first.header("x-user"),
+        Some("alice"),
+        "its own client gets it"
+    );
+    settle(&q).await;
+    o.route(
+        "/p",
+        Route::ok(
+            "page",
+            &[
+                ("cache-control", "max-age=60, private=\"x-user\""),
+                ("x-user", "bob"),
+            ],
+        ),
+    );
+    let r = get(&q, "/p", &[]).await;
+    assert!(!r.cache_status().contains("hit"), "{}", r.cache_status());
+    assert_eq!(
+        r.header("x-user"),
+        Some("bob"),
+        "never alice's from the cache"
+    );
+    assert_eq!(o.hits("/p"), 2);
+    // Naming a field the response does not carry stores it as usual.
+    o.route(
+        "/q",
+        Route::ok(
+            "page",
+            &[("cache-control", "max-age=60, private=\"x-user\"")],
+        ),
+    );
+    get(&q, "/q", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/q", &[]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+}
