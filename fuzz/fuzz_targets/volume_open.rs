@@ -22,16 +22,15 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use quire_store::format::{VOLUME_CLEAN_AT, VOLUME_HEADER_BYTES};
+use quire_store::testkit::{self, meta_of};
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store, StoreError};
 
-#[path = "../../crates/quire-store/tests/common/mod.rs"]
-mod common;
-use common::meta_of;
-
 const REGION: u64 = 64 << 10;
-const CAP: u64 = 4096 + 3 * REGION;
+const CAP: u64 = VOLUME_HEADER_BYTES + 3 * REGION;
 const KEYS: u64 = 24;
-const VOLUME_CLEAN_AT: usize = 48;
+/// Where the regions start in the file.
+const REGIONS_AT: usize = VOLUME_HEADER_BYTES as usize;
 
 fn options() -> Options {
     Options {
@@ -43,7 +42,7 @@ fn options() -> Options {
 
 /// Bodies of 24 B to ~3 KB.
 fn body_of(k: u64, v: u64) -> Vec<u8> {
-    common::body(k, v, |r| 24 + (r % 3000) as usize)
+    testkit::body(k, v, |r| 24 + (r % 3000) as usize)
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
@@ -62,7 +61,7 @@ fn put(store: &Store, k: u64, v: u64) -> Put {
 
 /// A hit must be exactly a value once written for its key; returns its version.
 fn check(h: &Handle, k: u64) -> u64 {
-    let v = common::version_if_exact(h, k, body_of)
+    let v = testkit::version_if_exact(h, k, body_of)
         .unwrap_or_else(|| panic!("key {k}: the hit is not a value ever written for it"));
     let b = h.body();
     let ext = h.body_extent().expect("the store hands out extents");
@@ -133,12 +132,12 @@ fn make_file(template: &[u8], data: &[u8]) -> Vec<u8> {
     let Some((&mode, rest)) = data.split_first() else {
         return Vec::new();
     };
-    let regions = template.len() - 4096;
+    let regions = template.len() - REGIONS_AT;
     let mut file = template.to_vec();
     match mode % 4 {
         0 => file = rest.to_vec(),
         1 => {
-            let at = 4096 + u32_at(rest, 0) as usize % regions;
+            let at = REGIONS_AT + u32_at(rest, 0) as usize % regions;
             patch(&mut file, at, rest.get(4..).unwrap_or(&[]));
             if mode & 4 != 0 {
                 file[VOLUME_CLEAN_AT..VOLUME_CLEAN_AT + 8].fill(0);
@@ -147,7 +146,7 @@ fn make_file(template: &[u8], data: &[u8]) -> Vec<u8> {
         2 => {
             let tail = rest.get(..16).unwrap_or(rest);
             patch(&mut file, VOLUME_CLEAN_AT, tail);
-            patch(&mut file, 4096, rest.get(16..).unwrap_or(&[]));
+            patch(&mut file, REGIONS_AT, rest.get(16..).unwrap_or(&[]));
         }
         _ => {
             let mut r = rest;

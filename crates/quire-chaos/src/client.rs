@@ -31,7 +31,7 @@ const BODY_BYTES_MAX: usize = 8 << 20;
 
 /// The protocol of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proto {
+pub(crate) enum Proto {
     /// HTTP/1.1 with keep-alive.
     H1,
     /// HTTP/2 with prior knowledge (h2c).
@@ -40,7 +40,7 @@ pub enum Proto {
 
 /// Where a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The TCP connection or the handshake failed.
     Connect,
     /// The request failed before a response head arrived.
@@ -53,7 +53,7 @@ pub enum Failure {
 
 impl Failure {
     /// The failure's name in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Failure::Connect => "connect",
             Failure::Head => "no-head",
@@ -65,29 +65,29 @@ impl Failure {
 
 /// A complete response, its body decoded.
 #[derive(Debug)]
-pub struct Response {
+pub(crate) struct Response {
     /// The status code.
-    pub status: u16,
+    pub(crate) status: u16,
     /// The header fields.
-    pub headers: HeaderMap,
+    pub(crate) headers: HeaderMap,
     /// The body with its `Content-Encoding` undone, or why it would not decode.
-    pub body: Result<Vec<u8>, String>,
+    pub(crate) body: Result<Vec<u8>, String>,
 }
 
 impl Response {
     /// A header field as text.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     /// Whether quire's `Cache-Status` member says `hit`.
-    pub fn hit(&self) -> bool {
+    pub(crate) fn hit(&self) -> bool {
         self.header("cache-status")
             .is_some_and(|s| s.split(';').any(|p| p.trim() == "hit"))
     }
 
     /// Whether quire served a stale copy because the origin failed.
-    pub fn stale_if_error(&self) -> bool {
+    pub(crate) fn stale_if_error(&self) -> bool {
         self.header("cache-status")
             .is_some_and(|s| s.contains("stale-if-error"))
     }
@@ -99,7 +99,7 @@ enum Sender {
 }
 
 /// One connection to quire.
-pub struct Conn {
+pub(crate) struct Conn {
     sender: Sender,
     proto: Proto,
 }
@@ -112,7 +112,7 @@ impl std::fmt::Debug for Conn {
 
 impl Conn {
     /// Connects to `addr`; `recv_buffer` shrinks the socket's receive buffer.
-    pub async fn connect(
+    pub(crate) async fn connect(
         addr: SocketAddr,
         proto: Proto,
         recv_buffer: Option<u32>,
@@ -147,7 +147,7 @@ impl Conn {
     }
 
     /// Whether the connection can take another request.
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         match &self.sender {
             Sender::H1(s) => !s.is_closed(),
             Sender::H2(s) => !s.is_closed(),
@@ -156,7 +156,7 @@ impl Conn {
 
     /// Sends `method path` with `fields` and reads the whole answer; `pause` between
     /// body frames makes a slow reader.
-    pub async fn send(
+    pub(crate) async fn send(
         &mut self,
         method: Method,
         path: &str,
@@ -229,7 +229,7 @@ impl Conn {
 }
 
 /// `raw` with `coding` undone.
-pub fn decode(coding: &str, raw: Vec<u8>) -> Result<Vec<u8>, String> {
+fn decode(coding: &str, raw: Vec<u8>) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     let r = match coding.trim() {
         "" | "identity" => return Ok(raw),

@@ -23,14 +23,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 /// Directories URLs are spread over (prefix purges take one).
-pub const DIRS: usize = 64;
+pub(crate) const DIRS: usize = 64;
 
 /// The host clients send and purges name.
-pub const HOST: &str = "chaos.test";
+pub(crate) const HOST: &str = "chaos.test";
 
 /// Freshness of the short-lived URLs: they go stale during a run, so quire revalidates
 /// them (with `If-None-Match` when they carry an `ETag`).
-pub const SHORT_MAX_AGE_SECS: u32 = 2;
+pub(crate) const SHORT_MAX_AGE_SECS: u32 = 2;
 
 /// Words of the text bodies.
 const WORDS: [&str; 32] = [
@@ -42,34 +42,34 @@ const WORDS: [&str; 32] = [
 
 /// One URL's properties.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// The index in the catalogue.
-    pub index: usize,
+    pub(crate) index: usize,
     /// Body bytes.
-    pub size: usize,
+    pub(crate) size: usize,
     /// `text/html` (compressible) or `application/octet-stream`.
-    pub text: bool,
+    pub(crate) text: bool,
     /// `Cache-Control: max-age`.
-    pub max_age_secs: u32,
+    pub(crate) max_age_secs: u32,
     /// Whether responses carry an `ETag` (and the origin answers `If-None-Match`).
-    pub etag: bool,
+    pub(crate) etag: bool,
     /// Whether `Cache-Control` allows `stale-if-error` (quire may then serve a stale
     /// copy while the origin fails).
-    pub stale_if_error: bool,
+    pub(crate) stale_if_error: bool,
     /// The surrogate key, if any.
-    pub tag: Option<String>,
+    pub(crate) tag: Option<String>,
 }
 
 /// The URLs of a run and their current versions.
 #[derive(Debug)]
-pub struct Catalog {
+pub(crate) struct Catalog {
     seed: u64,
     versions: Vec<AtomicU32>,
 }
 
 impl Catalog {
     /// A catalogue of `urls` URLs, all at version 0.
-    pub fn new(seed: u64, urls: usize) -> Catalog {
+    pub(crate) fn new(seed: u64, urls: usize) -> Catalog {
         Catalog {
             seed,
             versions: (0..urls.max(1)).map(|_| AtomicU32::new(0)).collect(),
@@ -77,22 +77,22 @@ impl Catalog {
     }
 
     /// How many URLs there are.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.versions.len()
     }
 
     /// The path of URL `i`.
-    pub fn path(i: usize) -> String {
+    pub(crate) fn path(i: usize) -> String {
         format!("/d{}/o{i}", i % DIRS)
     }
 
     /// The absolute URL quire keys URL `i` under (what purges name).
-    pub fn url(i: usize) -> String {
+    pub(crate) fn url(i: usize) -> String {
         format!("http://{HOST}{}", Catalog::path(i))
     }
 
     /// The index a request path names (its query ignored), if it is one of ours.
-    pub fn index_of(&self, path: &str) -> Option<usize> {
+    pub(crate) fn index_of(&self, path: &str) -> Option<usize> {
         let path = path.split('?').next()?;
         let rest = path.strip_prefix("/d")?;
         let (dir, obj) = rest.split_once("/o")?;
@@ -102,12 +102,12 @@ impl Catalog {
     }
 
     /// The current version of URL `i` (what the origin serves now).
-    pub fn version(&self, i: usize) -> u32 {
+    pub(crate) fn version(&self, i: usize) -> u32 {
         self.versions[i].load(Ordering::Acquire)
     }
 
     /// Moves URL `i` to its next version and returns it.
-    pub fn bump(&self, i: usize) -> u32 {
+    pub(crate) fn bump(&self, i: usize) -> u32 {
         self.versions[i].fetch_add(1, Ordering::AcqRel) + 1
     }
 
@@ -121,7 +121,7 @@ impl Catalog {
     }
 
     /// The properties of URL `i`.
-    pub fn spec(&self, i: usize) -> Spec {
+    pub(crate) fn spec(&self, i: usize) -> Spec {
         let h = self.hash(i);
         let pick = |shift: u32, n: u64| (h >> shift) % n;
         let size = match h % 100 {
@@ -148,7 +148,7 @@ impl Catalog {
     }
 
     /// The URLs that carry surrogate key `tag`.
-    pub fn tag_members(&self, tag: &str) -> Vec<usize> {
+    pub(crate) fn tag_members(&self, tag: &str) -> Vec<usize> {
         let Some(k) = tag.strip_prefix('g').and_then(|k| k.parse::<usize>().ok()) else {
             return Vec::new();
         };
@@ -159,17 +159,17 @@ impl Catalog {
     }
 
     /// The URLs under directory `d`.
-    pub fn dir_members(&self, d: usize) -> Vec<usize> {
+    pub(crate) fn dir_members(&self, d: usize) -> Vec<usize> {
         (d % DIRS..self.len()).step_by(DIRS).collect()
     }
 
     /// The `ETag` of URL `i` at `version`.
-    pub fn etag(&self, i: usize, version: u32) -> String {
+    pub(crate) fn etag(&self, i: usize, version: u32) -> String {
         format!("\"{:x}-v{version}\"", self.hash(i) & 0xffff_ffff)
     }
 
     /// The `Cache-Control` of URL `i`'s responses.
-    pub fn cache_control(spec: &Spec) -> String {
+    pub(crate) fn cache_control(spec: &Spec) -> String {
         let mut cc = format!("max-age={}", spec.max_age_secs);
         if spec.stale_if_error {
             cc.push_str(", stale-if-error=600");
@@ -178,7 +178,7 @@ impl Catalog {
     }
 
     /// The exact body of URL `i` at `version`.
-    pub fn body(&self, i: usize, version: u32) -> Vec<u8> {
+    pub(crate) fn body(&self, i: usize, version: u32) -> Vec<u8> {
         let spec = self.spec(i);
         let mut out = format!(
             "quire-chaos {} v{version} {}\n",
@@ -205,7 +205,7 @@ impl Catalog {
     }
 
     /// The version a body's first line claims and the path it names, if it has one.
-    pub fn claimed(body: &[u8]) -> Option<(String, u32)> {
+    pub(crate) fn claimed(body: &[u8]) -> Option<(String, u32)> {
         let line = body.split(|&b| b == b'\n').next()?;
         let line = std::str::from_utf8(line).ok()?;
         let mut parts = line.split(' ');
@@ -218,11 +218,11 @@ impl Catalog {
 
 /// splitmix64: a tiny, fast, well-mixed generator for body bytes.
 #[derive(Debug)]
-pub struct SplitMix(pub u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
     /// The next 64 bits.
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -231,7 +231,7 @@ impl SplitMix {
     }
 
     /// A value in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }

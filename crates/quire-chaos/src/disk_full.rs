@@ -31,24 +31,24 @@ const FITS: &str = "8MiB";
 
 /// What the check found.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Why the check did not run, if it did not.
-    pub skipped: Option<String>,
+    pub(crate) skipped: Option<String>,
     /// The too-large start exited with an error (and did not serve).
-    pub too_big_refused: bool,
+    pub(crate) too_big_refused: bool,
     /// Its exit status and error text.
-    pub too_big_error: String,
+    pub(crate) too_big_error: String,
     /// A volume file was left behind after the refusal.
-    pub too_big_file_left: bool,
+    pub(crate) too_big_file_left: bool,
     /// The start that fits became healthy.
-    pub fits_started: bool,
+    pub(crate) fits_started: bool,
     /// It served a catalogue URL with the right bytes.
-    pub fits_served_right: bool,
+    pub(crate) fits_served_right: bool,
 }
 
 impl Report {
     /// Why the check failed (empty: it passed or was skipped).
-    pub fn failures(&self) -> Vec<String> {
+    pub(crate) fn failures(&self) -> Vec<String> {
         if self.skipped.is_some() {
             return Vec::new();
         }
@@ -93,7 +93,7 @@ fn mount(dir: &Path) -> Result<Mount, String> {
 }
 
 /// Runs the check with the quire binary `exe`, scratch files under `scratch`.
-pub async fn check(exe: &Path, scratch: &Path) -> anyhow::Result<Report> {
+pub(crate) async fn check(exe: &Path, scratch: &Path) -> anyhow::Result<Report> {
     let dir = scratch.join("tmpfs");
     std::fs::create_dir_all(&dir)?;
     let _mount = match mount(&dir) {

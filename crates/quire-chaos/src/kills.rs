@@ -25,10 +25,10 @@ use crate::tally::Restart;
 const START_WITHIN: Duration = Duration::from_secs(60);
 
 /// A boxed future of a hook.
-pub type HookFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+pub(crate) type HookFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
 /// What a run does around each kill.
-pub trait Hooks {
+pub(crate) trait Hooks {
     /// Called when a kill is due; the kill happens when the future is done.
     fn before_kill(&mut self) -> HookFuture<'_> {
         Box::pin(async {})
@@ -43,22 +43,22 @@ pub trait Hooks {
 
 /// What the kill driver saw.
 #[derive(Debug, Default)]
-pub struct Chaos {
+pub(crate) struct Chaos {
     /// Every restart (after a kill or a crash).
-    pub restarts: Vec<Restart>,
+    pub(crate) restarts: Vec<Restart>,
     /// Kill (or crash) to healthy, ms.
-    pub restart_ms: Vec<u32>,
+    restart_ms: Vec<u32>,
     /// Why quire did not come back, if it did not.
-    pub restart_failed: Option<String>,
+    pub(crate) restart_failed: Option<String>,
     /// Times quire exited on its own.
-    pub crashes: Vec<String>,
+    crashes: Vec<String>,
     /// Kills after which quire came back.
-    pub kills_survived: usize,
+    kills_survived: usize,
 }
 
 impl Chaos {
     /// The figures of the kills, `planned` of them.
-    pub fn figures(&self, planned: usize) -> KillFigures {
+    pub(crate) fn figures(&self, planned: usize) -> KillFigures {
         let mut ms = self.restart_ms.clone();
         ms.sort_unstable();
         KillFigures {
@@ -74,24 +74,24 @@ impl Chaos {
 
 /// What both runs (proxy and serve) report of their kills.
 #[derive(Debug, Clone, Serialize)]
-pub struct KillFigures {
+pub(crate) struct KillFigures {
     /// SIGKILLs planned.
-    pub kills_planned: usize,
+    kills_planned: usize,
     /// SIGKILLs after which quire came back healthy.
-    pub kills_survived: usize,
+    kills_survived: usize,
     /// Why quire failed to come back, if it did.
-    pub restart_failed: Option<String>,
+    pub(crate) restart_failed: Option<String>,
     /// Times quire exited on its own.
-    pub crashes: Vec<String>,
+    crashes: Vec<String>,
     /// Restart times (kill to healthy), ms: median.
-    pub restart_ms_median: Option<u32>,
+    restart_ms_median: Option<u32>,
     /// Largest restart time.
-    pub restart_ms_max: Option<u32>,
+    restart_ms_max: Option<u32>,
 }
 
 impl KillFigures {
     /// The failures among them, each line starting with `prefix`.
-    pub fn failures(&self, prefix: &str, f: &mut Vec<String>) {
+    pub(crate) fn failures(&self, prefix: &str, f: &mut Vec<String>) {
         if let Some(why) = &self.restart_failed {
             f.push(format!("{prefix}quire failed to restart: {why}"));
         }
@@ -104,7 +104,7 @@ impl KillFigures {
     }
 
     /// The report's line, with whether quire stopped cleanly at the end.
-    pub fn line(&self, stopped_cleanly: bool) -> String {
+    pub(crate) fn line(&self, stopped_cleanly: bool) -> String {
         format!(
             "kills survived {}/{}; restart ms median {:?}, max {:?}; crashes {}; stopped cleanly {}",
             self.kills_survived,
@@ -119,7 +119,7 @@ impl KillFigures {
 
 /// SIGKILLs quire at `kill_at` (offsets from `t0`) and restarts it, with `hooks`
 /// around each kill, until `duration` has passed; `pid` follows the running process.
-pub async fn drive(
+pub(crate) async fn drive(
     q: &mut Quire,
     kill_at: &[Duration],
     t0: Instant,

@@ -28,7 +28,7 @@ const SEARCH_VERSIONS_MAX: u32 = 64;
 
 /// What part of a body a response carries.
 #[derive(Debug, Clone, Copy)]
-pub enum Part<'a> {
+pub(crate) enum Part<'a> {
     /// The whole body.
     Full(&'a [u8]),
     /// Bytes from `start` on (a 206 to a single range).
@@ -42,7 +42,7 @@ pub enum Part<'a> {
 
 /// The verdict on one response body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The current version.
     Current,
     /// An older version a request sent before the purge's ack may get.
@@ -60,19 +60,19 @@ pub enum Verdict {
 
 /// Acknowledged purges, per URL.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     acks: Mutex<HashMap<usize, Vec<(Instant, u32)>>>,
 }
 
 impl Ledger {
     /// Records that URL `i`'s purge for `version` was acknowledged at `at`.
-    pub fn ack(&self, i: usize, version: u32, at: Instant) {
+    pub(crate) fn ack(&self, i: usize, version: u32, at: Instant) {
         let mut acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
         acks.entry(i).or_default().push((at, version));
     }
 
     /// The oldest version a request for URL `i` sent at `sent` may get.
-    pub fn floor(&self, i: usize, sent: Instant) -> u32 {
+    pub(crate) fn floor(&self, i: usize, sent: Instant) -> u32 {
         let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
         acks.get(&i).map_or(0, |list| {
             list.iter()
@@ -85,7 +85,7 @@ impl Ledger {
 
     /// The verdict on a body of URL `i` whose request was sent at `sent`; reads the
     /// current version now (call it once the body is complete).
-    pub fn judge(&self, cat: &Catalog, i: usize, sent: Instant, part: Part<'_>) -> Verdict {
+    pub(crate) fn judge(&self, cat: &Catalog, i: usize, sent: Instant, part: Part<'_>) -> Verdict {
         let current = cat.version(i);
         let Some(v) = identify(cat, i, current, part) else {
             return Verdict::Wrong(describe(cat, i, current, part));

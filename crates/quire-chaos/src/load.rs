@@ -47,7 +47,7 @@ const SLOW_BODY_BYTES_MIN: usize = 100_000;
 
 /// How a client asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientKind {
+pub(crate) enum ClientKind {
     /// HTTP/1.1, mixed codings and ranges.
     H1,
     /// h2c, mixed codings and ranges.
@@ -58,15 +58,15 @@ pub enum ClientKind {
 
 /// What the load shares between its tasks.
 #[derive(Debug)]
-pub struct World {
+pub(crate) struct World {
     /// The URLs and their versions.
-    pub catalog: Arc<Catalog>,
+    pub(crate) catalog: Arc<Catalog>,
     /// Acknowledged purges.
-    pub ledger: Ledger,
+    pub(crate) ledger: Ledger,
     /// Every response.
-    pub tally: Tally,
+    pub(crate) tally: Tally,
     /// quire's address.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stop: AtomicBool,
     edits: Mutex<Edits>,
     /// Sabotage: record edits as acknowledged without purging, to prove the judge
@@ -85,25 +85,25 @@ const LAST_ACKED_MAX: usize = 20;
 
 /// What the editor did.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Edits {
+pub(crate) struct Edits {
     /// Edits acknowledged, by purge kind.
-    pub acked: std::collections::BTreeMap<&'static str, u64>,
+    pub(crate) acked: std::collections::BTreeMap<&'static str, u64>,
     /// URL versions bumped.
-    pub urls_bumped: u64,
+    pub(crate) urls_bumped: u64,
     /// Purge attempts that failed or were not answered 200 (then retried).
-    pub purge_retries: u64,
+    pub(crate) purge_retries: u64,
     /// Edits whose purge was never acknowledged (the run ended first).
-    pub unacked: u64,
+    pub(crate) unacked: u64,
     /// Milliseconds from the bump to the ack, largest.
-    pub ack_ms_max: u64,
+    pub(crate) ack_ms_max: u64,
     /// URLs edited (for the final sweep).
     #[serde(skip)]
-    pub edited: std::collections::BTreeSet<usize>,
+    pub(crate) edited: std::collections::BTreeSet<usize>,
 }
 
 impl World {
     /// A world for quire at `addr`, its run starting at `t0`.
-    pub fn new(catalog: Arc<Catalog>, addr: SocketAddr, t0: Instant) -> World {
+    pub(crate) fn new(catalog: Arc<Catalog>, addr: SocketAddr, t0: Instant) -> World {
         World {
             catalog,
             ledger: Ledger::default(),
@@ -119,17 +119,17 @@ impl World {
     }
 
     /// Sabotage for the runner's self-check: edits are acknowledged without a purge.
-    pub fn skip_purges(&self) {
+    pub(crate) fn skip_purges(&self) {
         self.skip_purge.store(true, Ordering::Relaxed);
     }
 
     /// Waits (at most `within`) for the next acknowledged purge.
-    pub async fn next_ack(&self, within: Duration) {
+    pub(crate) async fn next_ack(&self, within: Duration) {
         let _ = tokio::time::timeout(within, self.acked.notified()).await;
     }
 
     /// The URLs of the last acknowledged edit.
-    pub fn last_acked(&self) -> Vec<usize> {
+    pub(crate) fn last_acked(&self) -> Vec<usize> {
         self.last_acked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -137,12 +137,12 @@ impl World {
     }
 
     /// Holds (or releases) every client before its next request.
-    pub fn hold(&self, held: bool) {
+    pub(crate) fn hold(&self, held: bool) {
         self.held.store(held, Ordering::Release);
     }
 
     /// Tells every client and the editor to finish.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Release);
     }
 
@@ -151,13 +151,13 @@ impl World {
     }
 
     /// What the editor did.
-    pub fn edits(&self) -> Edits {
+    pub(crate) fn edits(&self) -> Edits {
         self.edits.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
 /// A skewed pick from `n` URLs.
-pub fn popular(rng: &mut SplitMix, n: usize) -> usize {
+pub(crate) fn popular(rng: &mut SplitMix, n: usize) -> usize {
     let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
     (((n as f64 + 1.0).powf(u) - 1.0) as usize).min(n - 1)
 }
@@ -204,7 +204,7 @@ fn ask(world: &World, kind: ClientKind, rng: &mut SplitMix) -> Ask {
 }
 
 /// Runs one client until the world stops.
-pub async fn client(world: Arc<World>, kind: ClientKind, seed: u64) {
+pub(crate) async fn client(world: Arc<World>, kind: ClientKind, seed: u64) {
     let mut rng = SplitMix(seed);
     let proto = if kind == ClientKind::H2 {
         Proto::H2
@@ -438,7 +438,7 @@ fn next_edit(cat: &Catalog, rng: &mut SplitMix) -> Edit {
 
 /// Edits every `every` (jittered) until the world stops; the last edit's purge is
 /// retried for up to `finish` after that.
-pub async fn editor(world: Arc<World>, seed: u64, every: Duration, finish: Duration) {
+pub(crate) async fn editor(world: Arc<World>, seed: u64, every: Duration, finish: Duration) {
     let mut rng = SplitMix(seed ^ 0xed17);
     let mut conn: Option<Conn> = None;
     while !world.stopped() {
@@ -540,7 +540,7 @@ async fn purge_once(world: &World, conn: &mut Option<Conn>, edit: &Edit) -> Opti
 /// GETs `i` once on a fresh connection with `fields` and judges the answer as a
 /// request sent now (every acknowledged purge applies): the final sweep's check. The
 /// outcome, and whether it was a hit.
-pub async fn check_now(
+pub(crate) async fn check_now(
     world: &World,
     i: usize,
     fields: Vec<(&'static str, String)>,
@@ -570,7 +570,7 @@ pub async fn check_now(
 }
 
 /// [`check_now`] in identity, recorded with the load's samples.
-pub async fn check_recorded(world: &World, i: usize) {
+pub(crate) async fn check_recorded(world: &World, i: usize) {
     let sent = Instant::now();
     let (outcome, hit) = check_now(world, i, Vec::new()).await;
     world.tally.record(Sample {

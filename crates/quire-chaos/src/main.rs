@@ -13,6 +13,8 @@
 //! the machine with quire); everything it checks is computed, never recorded from a
 //! previous run; figures are printed and, with `--json`, written as JSON.
 
+#![forbid(unsafe_code)]
+
 mod client;
 mod content;
 mod disk_full;

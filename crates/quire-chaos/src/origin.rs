@@ -39,7 +39,7 @@ const SLOW_HEAD_MS_MAX: u64 = 3000;
 
 /// The running origin.
 #[derive(Debug)]
-pub struct Origin {
+pub(crate) struct Origin {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: Mutex<Option<JoinHandle<()>>>,
@@ -69,7 +69,7 @@ struct Req {
 
 impl Origin {
     /// Starts the origin on a free loopback port.
-    pub async fn start(catalog: Arc<Catalog>) -> anyhow::Result<Origin> {
+    pub(crate) async fn start(catalog: Arc<Catalog>) -> anyhow::Result<Origin> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .context("binding the origin")?;
@@ -91,30 +91,30 @@ impl Origin {
     }
 
     /// The origin's address.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Sabotage for the runner's self-check: from now on one body in 50 has a byte
     /// flipped (quire stores and serves it; the judge must call it wrong).
-    pub fn corrupt_bodies(&self) {
+    pub(crate) fn corrupt_bodies(&self) {
         self.shared.corrupt.store(true, Ordering::Relaxed);
     }
 
     /// Requests that met `kind` so far (none meet `down`: they are refused).
-    pub fn faulted(&self, kind: FaultKind) -> u64 {
+    pub(crate) fn faulted(&self, kind: FaultKind) -> u64 {
         let k = FaultKind::ALL.iter().position(|&f| f == kind).unwrap_or(0);
         self.shared.faulted[k].load(Ordering::Relaxed)
     }
 
     /// Requests answered (or faulted) so far.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::Relaxed)
     }
 
     /// Shows `fault` from now on (`None`: healthy). Going down closes the listener and
     /// every connection; coming back up listens on the same address again.
-    pub async fn set_fault(&self, fault: Option<FaultKind>) -> anyhow::Result<()> {
+    pub(crate) async fn set_fault(&self, fault: Option<FaultKind>) -> anyhow::Result<()> {
         let was_down = self.fault() == Some(FaultKind::Down);
         *self.shared.fault.lock().unwrap_or_else(|e| e.into_inner()) = fault;
         let down = fault == Some(FaultKind::Down);
@@ -349,7 +349,10 @@ async fn reset_mid_body(stream: &mut TcpStream, head: &str, body: &[u8]) -> anyh
     stream.flush().await?;
     // Linger 0: close() sends RST instead of FIN, at once (the deprecation is about a
     // non-zero linger blocking the thread on drop; zero never waits).
-    #[allow(deprecated)]
+    #[expect(
+        deprecated,
+        reason = "linger 0 never blocks: close() sends RST at once"
+    )]
     stream.set_linger(Some(Duration::ZERO))?;
     Ok(false)
 }

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio::task::JoinHandle;
 
 use crate::content::Catalog;
 use crate::kills::{self, Chaos, KillFigures};
@@ -44,34 +45,34 @@ const SWEEP_URLS_MAX: usize = 600;
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The quire binary.
-    pub quire: PathBuf,
+    pub(crate) quire: PathBuf,
     /// How long the load runs.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// SIGKILLs.
-    pub kills: usize,
+    pub(crate) kills: usize,
     /// Whether the origin shows faults.
-    pub faults: bool,
+    pub(crate) faults: bool,
     /// The run's seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// URLs in the catalogue.
-    pub urls: usize,
+    pub(crate) urls: usize,
     /// quire's `--cache-size`.
-    pub cache_size: String,
+    pub(crate) cache_size: String,
     /// Clients: HTTP/1.1, h2c, slow readers.
-    pub clients: (usize, usize, usize),
+    pub(crate) clients: (usize, usize, usize),
     /// Mean time between edits.
-    pub edit_every: Duration,
+    pub(crate) edit_every: Duration,
     /// Whether quire's memory is sampled every second.
-    pub sample_rss: bool,
+    pub(crate) sample_rss: bool,
     /// Break the run on purpose, to prove the checks can fail.
-    pub sabotage: Option<Sabotage>,
+    pub(crate) sabotage: Option<Sabotage>,
 }
 
 /// A deliberate break of the run's own rules: the run must then fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Sabotage {
+pub(crate) enum Sabotage {
     /// Edits are recorded as acknowledged without a purge: lost invalidations follow.
     SkipPurge,
     /// The origin flips a byte in one body of 50: wrong bytes follow.
@@ -80,75 +81,75 @@ pub enum Sabotage {
 
 /// One fault's outcome.
 #[derive(Debug, Clone, Serialize)]
-pub struct FaultOutcome {
+pub(crate) struct FaultOutcome {
     /// The fault.
-    pub kind: FaultKind,
+    pub(crate) kind: FaultKind,
     /// Its window, seconds from the run's start.
-    pub start_s: f64,
+    start_s: f64,
     /// Its end.
-    pub end_s: f64,
+    end_s: f64,
     /// Requests that reached the origin during the window (the fault met them).
-    pub origin_requests: u64,
+    pub(crate) origin_requests: u64,
     /// Requests overlapping the window and its grace (restarts and other faults
     /// excluded).
-    pub during: Counts,
+    pub(crate) during: Counts,
     /// Requests sent in the 5 s after the grace (restarts and other faults excluded):
     /// must all be right.
-    pub after: Counts,
+    pub(crate) after: Counts,
 }
 
 /// The figures of a proxy run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Seconds of load.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// The kills and restarts.
     #[serde(flatten)]
-    pub kills: KillFigures,
+    pub(crate) kills: KillFigures,
     /// Every request of the load.
-    pub totals: Counts,
+    pub(crate) totals: Counts,
     /// Requests outside every fault window and restart: errors here are unexplained.
-    pub outside_windows: Counts,
+    pub(crate) outside_windows: Counts,
     /// Each fault's outcome.
-    pub faults: Vec<FaultOutcome>,
+    pub(crate) faults: Vec<FaultOutcome>,
     /// Hit ratios around restarts.
-    pub warmth: Warmth,
+    pub(crate) warmth: Warmth,
     /// What the editor did.
-    pub edits: Edits,
+    pub(crate) edits: Edits,
     /// The final sweep.
-    pub sweep: Counts,
+    pub(crate) sweep: Counts,
     /// Requests for the last purged URLs right after each restart (judged with the
     /// rest; a purge lost to the kill shows there first).
-    pub checked_after_restart: u64,
+    pub(crate) checked_after_restart: u64,
     /// URLs that were hits right before a kill (clients held), unchanged, asked again
     /// first thing after the restart.
-    pub warm_probe_asked: u64,
+    pub(crate) warm_probe_asked: u64,
     /// Of those, hits: a warm restart keeps every entry.
-    pub warm_probe_hit: u64,
+    pub(crate) warm_probe_hit: u64,
     /// Requests of the slow readers (large bodies read slowly while reclaim runs).
-    pub slow_readers: Counts,
+    pub(crate) slow_readers: Counts,
     /// Entries reclaim evicted and carried forward, summed over quire's lives (read
     /// from its metrics before each kill and at the end).
-    pub reclaim_evicted: u64,
+    pub(crate) reclaim_evicted: u64,
     /// Entries carried forward.
-    pub reclaim_carried: u64,
+    pub(crate) reclaim_carried: u64,
     /// Requests the origin answered.
-    pub origin_requests: u64,
+    pub(crate) origin_requests: u64,
     /// The first wrong responses, described.
-    pub wrong_examples: Vec<String>,
+    pub(crate) wrong_examples: Vec<String>,
     /// The first lost invalidations, described.
-    pub lost_examples: Vec<String>,
+    pub(crate) lost_examples: Vec<String>,
     /// Panic lines in quire's log.
-    pub panics: Vec<String>,
+    pub(crate) panics: Vec<String>,
     /// Whether quire drained and exited 0 on SIGTERM at the end.
-    pub stopped_cleanly: bool,
+    pub(crate) stopped_cleanly: bool,
     /// quire's memory, sampled every second (soak).
-    pub rss: Option<RssFigures>,
+    pub(crate) rss: Option<RssFigures>,
 }
 
 impl Report {
     /// Why the run failed (empty: it passed). `strict` also fails unexplained errors.
-    pub fn failures(&self, strict: bool) -> Vec<String> {
+    pub(crate) fn failures(&self, strict: bool) -> Vec<String> {
         let mut f = Vec::new();
         let wrong = self.totals.wrong + self.sweep.wrong;
         let lost = self.totals.lost_invalidations + self.sweep.lost_invalidations;
@@ -185,33 +186,33 @@ impl Report {
 
 /// quire's memory over a run, after the warm-up (the first 10 %).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RssFigures {
+pub(crate) struct RssFigures {
     /// Samples taken after the warm-up.
-    pub samples: usize,
+    pub(crate) samples: usize,
     /// Smallest and largest `VmRSS`, KiB.
-    pub total_min_kib: u64,
+    pub(crate) total_min_kib: u64,
     /// Largest `VmRSS`.
-    pub total_max_kib: u64,
+    pub(crate) total_max_kib: u64,
     /// Smallest and largest `RssAnon`, KiB.
-    pub anon_min_kib: u64,
+    pub(crate) anon_min_kib: u64,
     /// Largest `RssAnon`.
-    pub anon_max_kib: u64,
+    pub(crate) anon_max_kib: u64,
     /// `VmRSS` stayed within 5 % of its smallest value.
-    pub total_flat: bool,
+    pub(crate) total_flat: bool,
     /// `RssAnon` stayed within 5 % of its smallest value.
-    pub anon_flat: bool,
+    pub(crate) anon_flat: bool,
     /// The trend, apart from the noise: the median `RssAnon` of the last quarter
     /// after the warm-up against that of the first, in percent.
-    pub anon_trend_pct: f64,
+    pub(crate) anon_trend_pct: f64,
     /// The last sample.
-    pub last: Rss,
+    pub(crate) last: Rss,
     /// Every sample after the warm-up: seconds from the start, `VmRSS` and `RssAnon`
     /// in KiB (to see a trend, not just the range).
-    pub series: Vec<(u32, u64, u64)>,
+    pub(crate) series: Vec<(u32, u64, u64)>,
 }
 
 /// The figures of `samples` (ms from the start, memory) taken after `warmup_ms`.
-pub fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures> {
+fn rss_figures(samples: &[(u32, Rss)], warmup_ms: u32) -> Option<RssFigures> {
     let after: Vec<&(u32, Rss)> = samples.iter().filter(|(ms, _)| *ms >= warmup_ms).collect();
     let kept: Vec<Rss> = after.iter().map(|&&(_, r)| r).collect();
     let series = after
@@ -267,7 +268,7 @@ fn quire_args(
 }
 
 /// Runs `plan` in `dir` (its volume, config and quire's log go there).
-pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
     let catalog = Arc::new(Catalog::new(plan.seed, plan.urls));
     let origin = Arc::new(Origin::start(catalog.clone()).await?);
     let addr = quire::free_addr()?;
@@ -282,66 +283,12 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         None => {}
     }
     let pid = Arc::new(AtomicU32::new(q.pid().unwrap_or(0)));
-    let mut tasks = Vec::new();
-    let (h1, h2, slow) = plan.clients;
-    let kinds = std::iter::repeat_n(ClientKind::H1, h1)
-        .chain(std::iter::repeat_n(ClientKind::H2, h2))
-        .chain(std::iter::repeat_n(ClientKind::Slow, slow));
-    for (k, kind) in kinds.enumerate() {
-        tasks.push(tokio::spawn(load::client(
-            world.clone(),
-            kind,
-            plan.seed.wrapping_mul(31).wrapping_add(k as u64),
-        )));
-    }
-    let editor = tokio::spawn(load::editor(
-        world.clone(),
-        plan.seed,
-        plan.edit_every,
-        Duration::from_secs(30),
-    ));
-    let windows = Arc::new(Mutex::new(Vec::new()));
-    let faults = plan.faults.then(|| {
-        tokio::spawn(drive_faults(
-            origin.clone(),
-            schedule::fault_windows(plan.seed, plan.duration),
-            t0,
-            windows.clone(),
-        ))
-    });
-    let rss = Arc::new(Mutex::new(Vec::new()));
-    let sampler = plan
-        .sample_rss
-        .then(|| tokio::spawn(sample_rss(pid.clone(), t0, plan.duration, rss.clone())));
+    let background = Background::spawn(plan, &world, &origin, &pid, t0);
     let kill_at = schedule::kill_times(plan.seed, plan.duration, plan.kills);
-    let mut hooks = KillAfterAck {
-        world: world.clone(),
-        kills: 0,
-        checked_after_restart: 0,
-        warm: Vec::new(),
-        warm_asked: 0,
-        warm_hit: 0,
-        evicted: 0,
-        carried: 0,
-    };
+    let mut hooks = KillAfterAck::new(world.clone());
     let chaos = kills::drive(&mut q, &kill_at, t0, plan.duration, &pid, &mut hooks).await;
     world.stop();
-    for t in tasks {
-        let _ = t.await;
-    }
-    let _ = editor.await;
-    if let Some(f) = faults {
-        let _ = f.await;
-    }
-    if let Some(s) = sampler {
-        let _ = s.await;
-    }
-    let (windows, met): (Vec<Window>, Vec<u64>) = windows
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .copied()
-        .unzip();
+    let (windows, met, rss) = background.join().await;
     let samples = world.tally.samples();
     let sweep = if chaos.restart_failed.is_none() {
         sweep(&world, &samples, &windows).await
@@ -350,7 +297,6 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
     };
     hooks.add_reclaim().await;
     let stopped_cleanly = q.stop(Duration::from_secs(40)).await.unwrap_or(false);
-    let rss = rss.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let warmup_ms = (plan.duration / 10).as_millis() as u32;
     Ok(report(ReportParts {
         plan,
@@ -371,6 +317,97 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
             .then(|| rss_figures(&rss, warmup_ms))
             .flatten(),
     }))
+}
+
+/// The tasks that run beside the kills until the world stops: the clients, the
+/// editor, the origin's faults and quire's memory sampler.
+struct Background {
+    clients: Vec<JoinHandle<()>>,
+    editor: JoinHandle<()>,
+    faults: Option<JoinHandle<()>>,
+    sampler: Option<JoinHandle<()>>,
+    /// The fault windows as they happened, with the origin requests each met.
+    windows: Arc<Mutex<Vec<(Window, u64)>>>,
+    /// quire's memory: ms from the start, and the sample.
+    rss: Arc<Mutex<Vec<(u32, Rss)>>>,
+}
+
+impl Background {
+    /// Starts the clients (`plan.clients` of each kind), the editor, the faults (when
+    /// `plan.faults`) and the sampler (when `plan.sample_rss`).
+    fn spawn(
+        plan: &Plan,
+        world: &Arc<World>,
+        origin: &Arc<Origin>,
+        pid: &Arc<AtomicU32>,
+        t0: Instant,
+    ) -> Background {
+        let (h1, h2, slow) = plan.clients;
+        let kinds = std::iter::repeat_n(ClientKind::H1, h1)
+            .chain(std::iter::repeat_n(ClientKind::H2, h2))
+            .chain(std::iter::repeat_n(ClientKind::Slow, slow));
+        let clients = kinds
+            .enumerate()
+            .map(|(k, kind)| {
+                tokio::spawn(load::client(
+                    world.clone(),
+                    kind,
+                    plan.seed.wrapping_mul(31).wrapping_add(k as u64),
+                ))
+            })
+            .collect();
+        let editor = tokio::spawn(load::editor(
+            world.clone(),
+            plan.seed,
+            plan.edit_every,
+            Duration::from_secs(30),
+        ));
+        let windows = Arc::new(Mutex::new(Vec::new()));
+        let faults = plan.faults.then(|| {
+            tokio::spawn(drive_faults(
+                origin.clone(),
+                schedule::fault_windows(plan.seed, plan.duration),
+                t0,
+                windows.clone(),
+            ))
+        });
+        let rss = Arc::new(Mutex::new(Vec::new()));
+        let sampler = plan
+            .sample_rss
+            .then(|| tokio::spawn(sample_rss(pid.clone(), t0, plan.duration, rss.clone())));
+        Background {
+            clients,
+            editor,
+            faults,
+            sampler,
+            windows,
+            rss,
+        }
+    }
+
+    /// Waits for every task (the world has stopped); returns the fault windows, the
+    /// origin requests each met, and the memory samples.
+    async fn join(self) -> (Vec<Window>, Vec<u64>, Vec<(u32, Rss)>) {
+        for t in self.clients {
+            let _ = t.await;
+        }
+        let _ = self.editor.await;
+        if let Some(f) = self.faults {
+            let _ = f.await;
+        }
+        if let Some(s) = self.sampler {
+            let _ = s.await;
+        }
+        let (windows, met): (Vec<Window>, Vec<u64>) = self
+            .windows
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .unzip();
+        let rss = self.rss.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        (windows, met, rss)
+    }
 }
 
 /// Every other kill lands right after a purge's ack (the moment a purge not yet
@@ -395,6 +432,20 @@ struct KillAfterAck {
 const WARM_PROBE_URLS: usize = 20;
 
 impl KillAfterAck {
+    /// Hooks for a run in `world`, nothing counted yet.
+    fn new(world: Arc<World>) -> KillAfterAck {
+        KillAfterAck {
+            world,
+            kills: 0,
+            checked_after_restart: 0,
+            warm: Vec::new(),
+            warm_asked: 0,
+            warm_hit: 0,
+            evicted: 0,
+            carried: 0,
+        }
+    }
+
     /// With the clients held, asks for recently hit long-lived URLs and keeps those
     /// that are hits now: they must still be hits right after the restart.
     async fn probe_warm(&mut self) {

@@ -23,11 +23,11 @@ use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
 /// The admin token the runner gives quire.
-pub const ADMIN_TOKEN: &str = "quire-chaos-admin-token-0123456789";
+pub(crate) const ADMIN_TOKEN: &str = "quire-chaos-admin-token-0123456789";
 
 /// A quire binary with the arguments of its every start.
 #[derive(Debug)]
-pub struct Quire {
+pub(crate) struct Quire {
     exe: PathBuf,
     args: Vec<OsString>,
     addr: SocketAddr,
@@ -39,7 +39,7 @@ pub struct Quire {
 impl Quire {
     /// quire at `exe`, run with `args`, listening on `addr`, its stderr appended to
     /// `log`.
-    pub fn new(exe: &Path, args: Vec<OsString>, addr: SocketAddr, log: PathBuf) -> Quire {
+    pub(crate) fn new(exe: &Path, args: Vec<OsString>, addr: SocketAddr, log: PathBuf) -> Quire {
         Quire {
             exe: exe.to_path_buf(),
             args,
@@ -51,12 +51,12 @@ impl Quire {
     }
 
     /// The running child's pid.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().and_then(|c| c.id())
     }
 
     /// Starts quire and waits until it is healthy (at most `within`); the time it took.
-    pub async fn start(&mut self, within: Duration) -> anyhow::Result<Duration> {
+    pub(crate) async fn start(&mut self, within: Duration) -> anyhow::Result<Duration> {
         let began = Instant::now();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -95,7 +95,7 @@ impl Quire {
     }
 
     /// SIGKILLs quire and reaps it.
-    pub async fn kill9(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn kill9(&mut self) -> anyhow::Result<()> {
         let mut child = self.child.take().context("quire is not running")?;
         child.start_kill().context("SIGKILL")?;
         child.wait().await.context("reaping quire")?;
@@ -104,7 +104,7 @@ impl Quire {
 
     /// SIGTERMs quire and waits (at most `within`) for it to drain and exit; whether it
     /// exited with success.
-    pub async fn stop(&mut self, within: Duration) -> anyhow::Result<bool> {
+    pub(crate) async fn stop(&mut self, within: Duration) -> anyhow::Result<bool> {
         let Some(mut child) = self.child.take() else {
             return Ok(false);
         };
@@ -124,21 +124,21 @@ impl Quire {
     }
 
     /// Whether the child has exited on its own (a crash).
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child
             .as_mut()
             .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// The last lines of the log.
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(8)..].join(" | ")
     }
 
     /// Lines of the log that report a panic.
-    pub fn panics(&self) -> Vec<String> {
+    pub(crate) fn panics(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -149,7 +149,7 @@ impl Quire {
 }
 
 /// Whether `addr` answers `GET /_quire/health` with 200 within a second.
-pub async fn healthy(addr: SocketAddr) -> bool {
+pub(crate) async fn healthy(addr: SocketAddr) -> bool {
     let probe = async {
         let mut s = TcpStream::connect(addr).await.ok()?;
         s.write_all(b"GET /_quire/health HTTP/1.1\r\nhost: chaos\r\nconnection: close\r\n\r\n")
@@ -167,7 +167,7 @@ pub async fn healthy(addr: SocketAddr) -> bool {
 
 /// quire's Prometheus metrics (`GET /_quire/metrics` with the admin token): each
 /// sample's name (labels included) and value; `None` if quire did not answer.
-pub async fn metrics(addr: SocketAddr) -> Option<Vec<(String, f64)>> {
+pub(crate) async fn metrics(addr: SocketAddr) -> Option<Vec<(String, f64)>> {
     let probe = async {
         let mut s = TcpStream::connect(addr).await.ok()?;
         let req = format!(
@@ -196,28 +196,28 @@ pub async fn metrics(addr: SocketAddr) -> Option<Vec<(String, f64)>> {
 }
 
 /// The value of metric `name` (without labels) in `m`.
-pub fn metric(m: &[(String, f64)], name: &str) -> f64 {
+pub(crate) fn metric(m: &[(String, f64)], name: &str) -> f64 {
     m.iter().find(|(n, _)| n == name).map_or(0.0, |&(_, v)| v)
 }
 
 /// A process's resident memory, KiB, from `/proc/PID/status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-pub struct Rss {
+pub(crate) struct Rss {
     /// `VmRSS`: everything resident, the volume's mapped pages included.
-    pub total_kib: u64,
+    pub(crate) total_kib: u64,
     /// `RssAnon`: the heap and stacks, what a leak grows.
-    pub anon_kib: u64,
+    pub(crate) anon_kib: u64,
     /// `RssFile`: mapped files (the volume, the binary).
-    pub file_kib: u64,
+    file_kib: u64,
 }
 
 /// The resident memory of `pid`, if it is running.
-pub fn rss(pid: u32) -> Option<Rss> {
+pub(crate) fn rss(pid: u32) -> Option<Rss> {
     parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
 }
 
 /// The resident memory in a `/proc/PID/status` text.
-pub fn parse_status(text: &str) -> Option<Rss> {
+fn parse_status(text: &str) -> Option<Rss> {
     let kib = |name: &str| -> Option<u64> {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
@@ -231,13 +231,13 @@ pub fn parse_status(text: &str) -> Option<Rss> {
 }
 
 /// A free loopback address (bound, then released for quire to take).
-pub fn free_addr() -> anyhow::Result<SocketAddr> {
+pub(crate) fn free_addr() -> anyhow::Result<SocketAddr> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
 /// The quire binary to drive: `given`, else `$CARGO_TARGET_DIR/release/quire`, else
 /// `target/release/quire`.
-pub fn find_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn find_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(p) = given {
         anyhow::ensure!(p.is_file(), "--quire {}: no such file", p.display());
         return Ok(p.to_path_buf());

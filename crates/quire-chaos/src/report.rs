@@ -16,30 +16,35 @@ use crate::{disk_full, proxy_run, serve_run};
 
 /// Everything a `run` or `soak` found.
 #[derive(Debug, Serialize)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     /// `run` or `soak`.
-    pub command: &'static str,
+    pub(crate) command: &'static str,
     /// The seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Seconds of load in all.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// SIGKILLs asked for.
-    pub kills: usize,
+    pub(crate) kills: usize,
     /// The proxy-mode run.
-    pub proxy: Option<proxy_run::Report>,
+    pub(crate) proxy: Option<proxy_run::Report>,
     /// The serve-mode run.
-    pub serve: Option<serve_run::Report>,
+    pub(crate) serve: Option<serve_run::Report>,
     /// The disk-full check.
-    pub disk_full: Option<disk_full::Report>,
+    pub(crate) disk_full: Option<disk_full::Report>,
     /// Why the run failed; empty when it passed.
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
     /// Whether it passed.
-    pub pass: bool,
+    pub(crate) pass: bool,
 }
 
 impl RunOutput {
     /// An empty output.
-    pub fn new(command: &'static str, seed: u64, duration: Duration, kills: usize) -> RunOutput {
+    pub(crate) fn new(
+        command: &'static str,
+        seed: u64,
+        duration: Duration,
+        kills: usize,
+    ) -> RunOutput {
         RunOutput {
             command,
             seed,
@@ -54,7 +59,7 @@ impl RunOutput {
     }
 
     /// Gathers the parts' failures (`strict`: every error fails, as in a soak).
-    pub fn finish(&mut self, strict: bool) {
+    pub(crate) fn finish(&mut self, strict: bool) {
         let mut f = Vec::new();
         if let Some(p) = &self.proxy {
             f.extend(p.failures(strict));
@@ -71,7 +76,7 @@ impl RunOutput {
 }
 
 /// Writes `out` as JSON to `path`, if given.
-pub fn write_json(out: &RunOutput, path: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn write_json(out: &RunOutput, path: Option<&Path>) -> anyhow::Result<()> {
     if let Some(p) = path {
         std::fs::write(p, serde_json::to_string_pretty(out)? + "\n")?;
         println!("figures written to {}", p.display());
@@ -108,7 +113,7 @@ fn counts_line(c: &Counts) -> String {
 }
 
 /// Prints `out` for a person.
-pub fn print(out: &RunOutput) {
+pub(crate) fn print(out: &RunOutput) {
     if let Some(p) = &out.proxy {
         print_proxy(p);
     }

@@ -19,7 +19,7 @@ use crate::content::SplitMix;
 /// A fault the origin can be told to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// The listener is closed and open connections dropped: connection refused.
     Down,
     /// Up to 3 s before the head, then the body trickled in small pieces.
@@ -32,7 +32,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 4] = [
+    pub(crate) const ALL: [FaultKind; 4] = [
         FaultKind::Down,
         FaultKind::Slow,
         FaultKind::Reset,
@@ -40,7 +40,7 @@ impl FaultKind {
     ];
 
     /// The kind's name in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FaultKind::Down => "down",
             FaultKind::Slow => "slow",
@@ -52,21 +52,21 @@ impl FaultKind {
 
 /// One fault: a kind over a span of the run (offsets from its start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Window {
+pub(crate) struct Window {
     /// The fault.
-    pub kind: FaultKind,
+    pub(crate) kind: FaultKind,
     /// When it starts.
-    pub start: Duration,
+    pub(crate) start: Duration,
     /// When it ends.
-    pub end: Duration,
+    pub(crate) end: Duration,
 }
 
 /// How long each fault lasts.
-pub const FAULT_SECS: u64 = 3;
+const FAULT_SECS: u64 = 3;
 
 /// What a fault's effects may outlast it by: quire's origin read timeout (2 s, set by
 /// the runner) and a second.
-pub const FAULT_GRACE: Duration = Duration::from_secs(3);
+pub(crate) const FAULT_GRACE: Duration = Duration::from_secs(3);
 
 /// The span where chaos happens: the middle 80 % of `run`.
 fn chaos_span(run: Duration) -> (Duration, Duration) {
@@ -84,7 +84,7 @@ fn spread(rng: &mut SplitMix, (from, to): (Duration, Duration), n: usize) -> Vec
 }
 
 /// When to SIGKILL quire: `kills` instants in a run of `run`.
-pub fn kill_times(seed: u64, run: Duration, kills: usize) -> Vec<Duration> {
+pub(crate) fn kill_times(seed: u64, run: Duration, kills: usize) -> Vec<Duration> {
     let mut rng = SplitMix(seed ^ 0x6b69_6c6c);
     spread(&mut rng, chaos_span(run), kills)
 }
@@ -92,7 +92,7 @@ pub fn kill_times(seed: u64, run: Duration, kills: usize) -> Vec<Duration> {
 /// The origin's faults in a run of `run`: one per 15 s, at least one of each kind,
 /// between 10 % and 80 % of the run (so the last one's effects end before the quiet
 /// tail), each with its grace clear of the next when the run is long enough (40 s).
-pub fn fault_windows(seed: u64, run: Duration) -> Vec<Window> {
+pub(crate) fn fault_windows(seed: u64, run: Duration) -> Vec<Window> {
     let mut rng = SplitMix(seed ^ 0x6661_756c);
     let n = ((run.as_secs() / 15) as usize).max(FaultKind::ALL.len());
     let mut order = FaultKind::ALL;

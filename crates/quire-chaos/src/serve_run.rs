@@ -48,62 +48,62 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The quire binary.
-    pub quire: PathBuf,
+    pub(crate) quire: PathBuf,
     /// The vault to copy.
-    pub vault: PathBuf,
+    pub(crate) vault: PathBuf,
     /// How long the load runs.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// SIGKILLs.
-    pub kills: usize,
+    pub(crate) kills: usize,
     /// The run's seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Notes in the `Chaos/` folder.
-    pub notes: usize,
+    pub(crate) notes: usize,
     /// Concurrent clients.
-    pub clients: usize,
+    pub(crate) clients: usize,
     /// Mean time between edits.
-    pub edit_every: Duration,
+    pub(crate) edit_every: Duration,
 }
 
 /// The figures of a serve run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Seconds of load.
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     /// The kills and restarts.
     #[serde(flatten)]
-    pub kills: KillFigures,
+    pub(crate) kills: KillFigures,
     /// Every request.
-    pub totals: Counts,
+    pub(crate) totals: Counts,
     /// Requests outside every restart: errors here are unexplained.
-    pub outside_restarts: Counts,
+    pub(crate) outside_restarts: Counts,
     /// Hit ratios around restarts.
-    pub warmth: Warmth,
+    pub(crate) warmth: Warmth,
     /// Edits made (files rewritten).
-    pub edits: u64,
+    pub(crate) edits: u64,
     /// Of those, made while quire was down.
-    pub edits_while_down: u64,
+    pub(crate) edits_while_down: u64,
     /// Edits that did not show within 15 s.
-    pub edits_never_visible: u64,
+    pub(crate) edits_never_visible: u64,
     /// Slowest edit to show, ms (edits made while up).
-    pub visible_ms_max: u64,
+    pub(crate) visible_ms_max: u64,
     /// The final check of every chaos page.
-    pub sweep: Counts,
+    pub(crate) sweep: Counts,
     /// The first wrong pages, described.
-    pub wrong_examples: Vec<String>,
+    pub(crate) wrong_examples: Vec<String>,
     /// The first lost invalidations, described.
-    pub lost_examples: Vec<String>,
+    pub(crate) lost_examples: Vec<String>,
     /// Panic lines in quire's log.
-    pub panics: Vec<String>,
+    pub(crate) panics: Vec<String>,
     /// Whether quire drained and exited 0 on SIGTERM at the end.
-    pub stopped_cleanly: bool,
+    pub(crate) stopped_cleanly: bool,
 }
 
 impl Report {
     /// Why the run failed (empty: it passed).
-    pub fn failures(&self) -> Vec<String> {
+    pub(crate) fn failures(&self) -> Vec<String> {
         let mut f = Vec::new();
         let wrong = self.totals.wrong + self.sweep.wrong;
         let lost = self.totals.lost_invalidations + self.sweep.lost_invalidations;
@@ -197,6 +197,22 @@ struct EditFigures {
 }
 
 impl Site {
+    /// `notes` chaos notes in `dir`, all at version 0, served at `addr`; times count
+    /// from `t0`.
+    fn new(notes: usize, dir: PathBuf, addr: std::net::SocketAddr, t0: Instant) -> Site {
+        Site {
+            notes,
+            dir,
+            addr,
+            tally: Tally::new(t0),
+            on_disk: (0..notes).map(|_| AtomicU32::new(0)).collect(),
+            seen: Mutex::new(HashMap::new()),
+            stop: AtomicBool::new(false),
+            edits: Mutex::new(EditFigures::default()),
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
@@ -235,7 +251,7 @@ impl Site {
 }
 
 /// The text of note `i` at version `v`.
-pub fn note_text(i: usize, v: u32, notes: usize) -> String {
+fn note_text(i: usize, v: u32, notes: usize) -> String {
     format!(
         "---\ntitle: Chaos note {i} v{v}\nfree: true\ntags: [chaos]\ndate: 2025-01-01\n---\n\n\
          This note is rewritten by quire-chaos. Marker: chaos-marker-{i}-v{v}-end.\n\n\
@@ -290,8 +306,9 @@ fn copy_vault(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs `plan` in `dir` (the vault copy, the volume and quire's log go there).
-pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+/// Copies `plan.vault` to `dir/vault` and writes the chaos notes, each at version 0,
+/// into its `Chaos` folder; returns both folders.
+fn prepare_vault(plan: &Plan, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
     let vault = dir.join("vault");
     copy_vault(&plan.vault, &vault)?;
     let chaos_dir = vault.join("Chaos");
@@ -302,8 +319,12 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
             note_text(i, 0, plan.notes),
         )?;
     }
-    let addr = quire::free_addr()?;
-    let args: Vec<OsString> = vec![
+    Ok((vault, chaos_dir))
+}
+
+/// quire's arguments for serve mode: `vault` on `addr`, a 64 MiB volume in `dir`.
+fn serve_args(vault: PathBuf, addr: std::net::SocketAddr, dir: &Path) -> Vec<OsString> {
+    vec![
         "serve".into(),
         vault.into(),
         "--listen".into(),
@@ -312,21 +333,18 @@ pub async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
         dir.join("serve.vol").into(),
         "--cache-size".into(),
         "64MiB".into(),
-    ];
+    ]
+}
+
+/// Runs `plan` in `dir` (the vault copy, the volume and quire's log go there).
+pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
+    let (vault, chaos_dir) = prepare_vault(plan, dir)?;
+    let addr = quire::free_addr()?;
+    let args = serve_args(vault, addr, dir);
     let mut q = Quire::new(&plan.quire, args, addr, dir.join("quire-serve.log"));
     q.start(Duration::from_secs(120)).await?;
     let t0 = Instant::now();
-    let site = Arc::new(Site {
-        notes: plan.notes,
-        dir: chaos_dir,
-        addr,
-        tally: Tally::new(t0),
-        on_disk: (0..plan.notes).map(|_| AtomicU32::new(0)).collect(),
-        seen: Mutex::new(HashMap::new()),
-        stop: AtomicBool::new(false),
-        edits: Mutex::new(EditFigures::default()),
-        pending: Mutex::new(Vec::new()),
-    });
+    let site = Arc::new(Site::new(plan.notes, chaos_dir, addr, t0));
     let mut tasks = Vec::new();
     for k in 0..plan.clients {
         let proto = if k % 3 == 2 { Proto::H2 } else { Proto::H1 };

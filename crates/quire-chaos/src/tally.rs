@@ -26,7 +26,7 @@ const EXAMPLES_MAX: usize = 10;
 
 /// What one request came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The current version (serve mode: the newest marker or later).
     Current,
     /// An older version allowed by the ack rule.
@@ -43,42 +43,42 @@ pub enum Outcome {
 
 impl Outcome {
     /// Whether the request got a right answer (current or allowed previous).
-    pub fn right(self) -> bool {
+    pub(crate) fn right(self) -> bool {
         matches!(self, Outcome::Current | Outcome::Previous)
     }
 }
 
 /// One response.
 #[derive(Debug, Clone, Copy)]
-pub struct Sample {
+pub(crate) struct Sample {
     /// The URL's index (serve mode: the page's).
-    pub url: u32,
+    pub(crate) url: u32,
     /// When the request was sent, ms from the run's start.
-    pub sent_ms: u32,
+    pub(crate) sent_ms: u32,
     /// When the answer was complete (or failed), ms from the run's start.
-    pub done_ms: u32,
+    pub(crate) done_ms: u32,
     /// What it came to.
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// Whether `Cache-Status` said hit.
-    pub hit: bool,
+    pub(crate) hit: bool,
     /// Whether quire served a stale copy because the origin failed.
-    pub stale: bool,
+    pub(crate) stale: bool,
     /// Whether a slow reader asked.
-    pub slow_reader: bool,
+    pub(crate) slow_reader: bool,
 }
 
 /// A restart after a SIGKILL, ms from the run's start.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Restart {
+pub(crate) struct Restart {
     /// The kill.
-    pub killed_ms: u32,
+    pub(crate) killed_ms: u32,
     /// `/_quire/health` answered again.
-    pub ready_ms: u32,
+    pub(crate) ready_ms: u32,
 }
 
 /// Every response of a run.
 #[derive(Debug)]
-pub struct Tally {
+pub(crate) struct Tally {
     t0: Instant,
     samples: Mutex<Vec<Sample>>,
     wrong: Mutex<(u64, Vec<String>)>,
@@ -87,7 +87,7 @@ pub struct Tally {
 
 impl Tally {
     /// An empty tally for a run that starts at `t0`.
-    pub fn new(t0: Instant) -> Tally {
+    pub(crate) fn new(t0: Instant) -> Tally {
         Tally {
             t0,
             samples: Mutex::new(Vec::new()),
@@ -97,12 +97,12 @@ impl Tally {
     }
 
     /// ms from the run's start to `at`.
-    pub fn ms(&self, at: Instant) -> u32 {
+    pub(crate) fn ms(&self, at: Instant) -> u32 {
         at.saturating_duration_since(self.t0).as_millis() as u32
     }
 
     /// Records a sample.
-    pub fn record(&self, s: Sample) {
+    pub(crate) fn record(&self, s: Sample) {
         self.samples
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -110,17 +110,17 @@ impl Tally {
     }
 
     /// Describes a wrong response (the first few are kept and printed at once).
-    pub fn note_wrong(&self, what: String) {
+    pub(crate) fn note_wrong(&self, what: String) {
         note(&self.wrong, "WRONG", what);
     }
 
     /// Describes a lost invalidation (the first few are kept and printed at once).
-    pub fn note_lost(&self, what: String) {
+    pub(crate) fn note_lost(&self, what: String) {
         note(&self.lost, "LOST INVALIDATION", what);
     }
 
     /// The kept descriptions of wrong and of lost responses.
-    pub fn examples(&self) -> (Vec<String>, Vec<String>) {
+    pub(crate) fn examples(&self) -> (Vec<String>, Vec<String>) {
         let w = self
             .wrong
             .lock()
@@ -137,7 +137,7 @@ impl Tally {
     }
 
     /// The distinct URLs of the hits among the last `n` samples, newest first.
-    pub fn recent_hits(&self, n: usize) -> Vec<u32> {
+    pub(crate) fn recent_hits(&self, n: usize) -> Vec<u32> {
         let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let mut urls = Vec::new();
         for s in samples.iter().rev().take(n) {
@@ -149,7 +149,7 @@ impl Tally {
     }
 
     /// A copy of the samples so far.
-    pub fn samples(&self) -> Vec<Sample> {
+    pub(crate) fn samples(&self) -> Vec<Sample> {
         self.samples
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -168,32 +168,32 @@ fn note(list: &Mutex<(u64, Vec<String>)>, label: &str, what: String) {
 
 /// Counts of outcomes over some samples.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Requests.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// Responses whose body was checked (every 200/206 that arrived whole).
-    pub checked: u64,
+    pub(crate) checked: u64,
     /// Of those, the current version.
-    pub current: u64,
+    pub(crate) current: u64,
     /// Of those, an older version allowed by the ack rule.
-    pub previous: u64,
+    pub(crate) previous: u64,
     /// Of those, bytes that are no version of the URL.
-    pub wrong: u64,
+    pub(crate) wrong: u64,
     /// Of those, older than an acknowledged purge allows.
-    pub lost_invalidations: u64,
+    pub(crate) lost_invalidations: u64,
     /// Of the checked ones, cache hits.
-    pub hits: u64,
+    pub(crate) hits: u64,
     /// Stale copies served because the origin failed.
-    pub stale_if_error: u64,
+    pub(crate) stale_if_error: u64,
     /// Other statuses, by code.
-    pub statuses: BTreeMap<u16, u64>,
+    pub(crate) statuses: BTreeMap<u16, u64>,
     /// Requests without a complete response, by where they failed.
-    pub failures: BTreeMap<&'static str, u64>,
+    pub(crate) failures: BTreeMap<&'static str, u64>,
 }
 
 impl Counts {
     /// The counts of `samples`.
-    pub fn of<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Counts {
+    pub(crate) fn of<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Counts {
         let mut c = Counts::default();
         for s in samples {
             c.add(s);
@@ -237,7 +237,7 @@ impl Counts {
     }
 
     /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: &Counts) {
+    pub(crate) fn merge(&mut self, other: &Counts) {
         self.requests += other.requests;
         self.checked += other.checked;
         self.current += other.current;
@@ -255,23 +255,23 @@ impl Counts {
     }
 
     /// Requests that got no right answer (a status, a failure, wrong or lost).
-    pub fn errors(&self) -> u64 {
+    pub(crate) fn errors(&self) -> u64 {
         self.requests - self.current - self.previous
     }
 
     /// The hit share of checked responses.
-    pub fn hit_ratio(&self) -> Option<f64> {
+    pub(crate) fn hit_ratio(&self) -> Option<f64> {
         (self.checked > 0).then(|| self.hits as f64 / self.checked as f64)
     }
 }
 
 /// Whether sample `s` overlaps `[from_ms, to_ms]`.
-pub fn overlaps(s: &Sample, from_ms: u32, to_ms: u32) -> bool {
+pub(crate) fn overlaps(s: &Sample, from_ms: u32, to_ms: u32) -> bool {
     s.sent_ms <= to_ms && s.done_ms >= from_ms
 }
 
 /// A fault's window in ms, widened by `grace` after its end.
-pub fn fault_span(w: &Window, grace: Duration) -> (u32, u32) {
+pub(crate) fn fault_span(w: &Window, grace: Duration) -> (u32, u32) {
     (
         w.start.as_millis() as u32,
         (w.end + grace).as_millis() as u32,
@@ -279,12 +279,12 @@ pub fn fault_span(w: &Window, grace: Duration) -> (u32, u32) {
 }
 
 /// A restart's window: from the kill until a second after quire was ready again.
-pub fn restart_span(r: &Restart) -> (u32, u32) {
+pub(crate) fn restart_span(r: &Restart) -> (u32, u32) {
     (r.killed_ms, r.ready_ms + 1000)
 }
 
 /// Samples outside every fault (widened by `grace`) and every restart.
-pub fn outside<'a>(
+pub(crate) fn outside<'a>(
     samples: &'a [Sample],
     faults: &'a [Window],
     grace: Duration,
@@ -305,19 +305,19 @@ pub fn outside<'a>(
 /// instant, and the share of URLs hit before a kill whose first answer after the
 /// restart was a hit too (warm entries that came back).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Warmth {
+pub(crate) struct Warmth {
     /// Hit ratio of checked responses in the 5 s before the kills.
-    pub hit_ratio_before_kill: Option<f64>,
+    pub(crate) hit_ratio_before_kill: Option<f64>,
     /// Hit ratio of checked responses in the 5 s after the restarts.
-    pub hit_ratio_after_restart: Option<f64>,
+    pub(crate) hit_ratio_after_restart: Option<f64>,
     /// URLs hit in the 5 s before a kill and asked again within 5 s of the restart.
-    pub warm_urls_asked_again: u64,
+    pub(crate) warm_urls_asked_again: u64,
     /// Of those, answered by a hit the first time.
-    pub warm_urls_hit_again: u64,
+    pub(crate) warm_urls_hit_again: u64,
 }
 
 /// The [`Warmth`] of `restarts`.
-pub fn warmth(samples: &[Sample], restarts: &[Restart]) -> Warmth {
+pub(crate) fn warmth(samples: &[Sample], restarts: &[Restart]) -> Warmth {
     const SPAN_MS: u32 = 5000;
     let mut before = Counts::default();
     let mut after = Counts::default();

@@ -28,12 +28,12 @@ use http::{HeaderMap, Method};
 
 /// At most this many cookie pairs are examined per request; a request with more is
 /// treated as carrying a session (fail closed).
-pub const COOKIE_PAIRS_MAX: usize = 256;
+const COOKIE_PAIRS_MAX: usize = 256;
 
 /// At most this many bytes of `Cookie` field values are examined per request; a
 /// request with more is treated as carrying a session (fail closed). Browsers cap a
 /// cookie at 4096 bytes and send well under this in total.
-pub const COOKIE_BYTES_MAX: usize = 16 * 1024;
+const COOKIE_BYTES_MAX: usize = 16 * 1024;
 
 /// Which requests bypass the anonymous cache.
 ///
@@ -61,7 +61,7 @@ pub struct BypassConfig {
 ///
 /// Consent cookies (`cookieconsent_status`, `CookieConsent`, ...) are deliberately
 /// absent: a site may render its consent banner server-side from them.
-pub const DEFAULT_IGNORE_COOKIES: &[&str] = &[
+const DEFAULT_IGNORE_COOKIES: &[&str] = &[
     "_ga*",         // Google Analytics: _ga, _ga_<id>, _gat, _gac_*
     "_gid",         // Google Analytics
     "_gat*",        // Google Analytics throttling (also covered by _ga*; listed for clarity)
@@ -100,7 +100,7 @@ impl Default for BypassConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Bypass {
-    /// The method is not GET or HEAD. If it is unsafe (see [`is_safe_method`]), the
+    /// The method is not GET or HEAD. If it is unsafe (see `is_safe_method`), the
     /// caller also invalidates the URL after the origin answers (RFC 9111 §4.4).
     Method,
     /// The request carries `Authorization` (RFC 9111 §3.5) and the config does not
@@ -151,7 +151,7 @@ pub fn bypass(method: &Method, headers: &HeaderMap, cfg: &BypassConfig) -> Optio
 /// RFC 9110 §9.2.1: GET, HEAD, OPTIONS and TRACE are safe. Every other method,
 /// including unknown ones such as `M-SEARCH`, is unsafe, and a non-error response to
 /// it invalidates the target URL (RFC 9111 §4.4).
-pub fn is_safe_method(method: &Method) -> bool {
+pub(crate) fn is_safe_method(method: &Method) -> bool {
     matches!(
         *method,
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
@@ -165,7 +165,7 @@ pub fn is_safe_method(method: &Method) -> bool {
 /// per cookie, RFC 9113 §8.2.3). A pair without `=` is a cookie with an empty name, as
 /// browsers read it (RFC 6265bis §5.6); it is not on any list and so counts as a
 /// session in the default mode. Oversized input fails closed.
-pub fn has_session_cookie(headers: &HeaderMap, cfg: &BypassConfig) -> bool {
+fn has_session_cookie(headers: &HeaderMap, cfg: &BypassConfig) -> bool {
     let mut bytes = 0usize;
     let mut pairs = 0usize;
     for line in headers.get_all(COOKIE) {

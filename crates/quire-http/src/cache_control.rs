@@ -3,8 +3,8 @@
 //!
 //! Key design decisions:
 //! - **One pass, bounded.** The parser is a single linear scan over at most
-//!   [`FIELD_BYTES_MAX`] bytes of all field lines together; it allocates only for
-//!   field-name lists (capped at [`FIELD_NAMES_MAX`]) and never panics on any bytes.
+//!   `FIELD_BYTES_MAX` bytes of all field lines together; it allocates only for
+//!   field-name lists (capped at `FIELD_NAMES_MAX`) and never panics on any bytes.
 //! - **Malformed means conservative.** A directive that does not follow the grammar
 //!   (`max-age =60`, `max-age=60s`, an unterminated quote) is not dropped silently:
 //!   restrictive directives (`no-store`, `no-cache`, `private`, `must-revalidate`, ...)
@@ -29,30 +29,30 @@ use crate::syntax::{is_tchar, trim_ows};
 use http::header::{HeaderMap, HeaderName, CACHE_CONTROL};
 
 /// The `CDN-Cache-Control` response header field (RFC 9213 §3).
-pub const CDN_CACHE_CONTROL: HeaderName = HeaderName::from_static("cdn-cache-control");
+pub(crate) const CDN_CACHE_CONTROL: HeaderName = HeaderName::from_static("cdn-cache-control");
 
 /// The `Surrogate-Control` response header field (W3C Edge Architecture 1.0), which
 /// origins set for Varnish, Fastly and Akamai; quire reads it as a targeted field
 /// after `CDN-Cache-Control` (its `max-age` and `no-store` mean what they mean in
 /// `Cache-Control`).
-pub const SURROGATE_CONTROL: HeaderName = HeaderName::from_static("surrogate-control");
+pub(crate) const SURROGATE_CONTROL: HeaderName = HeaderName::from_static("surrogate-control");
 
 /// Bytes of all field lines of one field that the parser looks at. Anything beyond is
 /// not parsed and [`CacheControl::truncated`] is set, so callers can refuse to store.
-pub const FIELD_BYTES_MAX: usize = 8 * 1024;
+const FIELD_BYTES_MAX: usize = 8 * 1024;
 
 /// Field names kept per qualified `no-cache` / `private` directive.
-pub const FIELD_NAMES_MAX: usize = 64;
+const FIELD_NAMES_MAX: usize = 64;
 
 /// Delta-seconds larger than this are treated as this (RFC 9111 §1.2.2: "a recipient
 /// ... MUST ... use the value 2147483648 (2^31)" when it cannot represent more; quire
 /// saturates every larger value there).
-pub const DELTA_SECONDS_MAX: u64 = 1 << 31;
+pub(crate) const DELTA_SECONDS_MAX: u64 = 1 << 31;
 
 /// A delta-seconds argument (RFC 9111 §1.2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delta {
-    /// A valid value, saturated at [`DELTA_SECONDS_MAX`].
+    /// A valid value, saturated at `DELTA_SECONDS_MAX`.
     Secs(u64),
     /// Present but unusable: missing, negative, non-numeric, malformed, or duplicated
     /// with conflicting values.
@@ -61,7 +61,7 @@ pub enum Delta {
 
 impl Delta {
     /// The value in seconds when valid.
-    pub fn secs(self) -> Option<u64> {
+    pub(crate) fn secs(self) -> Option<u64> {
         match self {
             Delta::Secs(s) => Some(s),
             Delta::Invalid => None,
@@ -69,7 +69,7 @@ impl Delta {
     }
 
     /// The value as a duration when valid.
-    pub fn duration(self) -> Option<std::time::Duration> {
+    pub(crate) fn duration(self) -> Option<std::time::Duration> {
         self.secs().map(std::time::Duration::from_secs)
     }
 
@@ -90,7 +90,7 @@ pub enum Qualified {
     /// The directive applies to the whole response.
     All,
     /// The directive applies to these fields only (lower-cased, at most
-    /// [`FIELD_NAMES_MAX`]).
+    /// `FIELD_NAMES_MAX`).
     Fields(Vec<String>),
 }
 
@@ -117,7 +117,7 @@ impl Qualified {
 
 /// The request `max-stale` directive (RFC 9111 §5.2.1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaxStale {
+pub(crate) enum MaxStale {
     /// No value: the client accepts a stale response of any staleness.
     Any,
     /// Accepts a response stale by at most this many seconds.
@@ -128,7 +128,7 @@ pub enum MaxStale {
 
 /// Which field the directives came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Source {
+pub(crate) enum Source {
     /// `Cache-Control`, or nothing at all.
     #[default]
     CacheControl,
@@ -144,43 +144,43 @@ pub struct CacheControl {
     /// `max-age` (request §5.2.1.1, response §5.2.2.1).
     pub max_age: Option<Delta>,
     /// `s-maxage` (§5.2.2.10).
-    pub s_maxage: Option<Delta>,
+    pub(crate) s_maxage: Option<Delta>,
     /// `no-store` (§5.2.1.5, §5.2.2.5).
-    pub no_store: bool,
+    pub(crate) no_store: bool,
     /// `no-cache` (§5.2.1.4, §5.2.2.4).
     pub no_cache: Option<Qualified>,
     /// `private` (§5.2.2.7).
-    pub private: Option<Qualified>,
+    pub(crate) private: Option<Qualified>,
     /// `public` (§5.2.2.9).
-    pub public: bool,
+    pub(crate) public: bool,
     /// `must-revalidate` (§5.2.2.2).
-    pub must_revalidate: bool,
+    pub(crate) must_revalidate: bool,
     /// `proxy-revalidate` (§5.2.2.8).
-    pub proxy_revalidate: bool,
+    proxy_revalidate: bool,
     /// `must-understand` (§5.2.2.3).
-    pub must_understand: bool,
+    pub(crate) must_understand: bool,
     /// `no-transform` (§5.2.1.6, §5.2.2.6).
     pub no_transform: bool,
     /// `immutable` (RFC 8246).
-    pub immutable: bool,
+    pub(crate) immutable: bool,
     /// `stale-while-revalidate` (RFC 5861 §3).
-    pub stale_while_revalidate: Option<Delta>,
+    pub(crate) stale_while_revalidate: Option<Delta>,
     /// `stale-if-error` (RFC 5861 §4; request and response).
-    pub stale_if_error: Option<Delta>,
+    pub(crate) stale_if_error: Option<Delta>,
     /// Request `max-stale` (§5.2.1.2).
-    pub max_stale: Option<MaxStale>,
+    pub(crate) max_stale: Option<MaxStale>,
     /// Request `min-fresh` (§5.2.1.3).
     pub min_fresh: Option<Delta>,
     /// Request `only-if-cached` (§5.2.1.7).
     pub only_if_cached: bool,
     /// Some directive did not follow the grammar (it was applied conservatively).
-    pub malformed: bool,
+    pub(crate) malformed: bool,
     /// The field was longer than [`FIELD_BYTES_MAX`]; directives past it were not read.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// Number of directives seen, known or not (RFC 9213 §2.1 "non-empty").
-    pub directives: usize,
+    pub(crate) directives: usize,
     /// Where the directives came from.
-    pub source: Source,
+    pub(crate) source: Source,
 }
 
 /// A directive's argument as written.
@@ -202,7 +202,7 @@ impl CacheControl {
     }
 
     /// Parses every line of the field `name` of `headers`.
-    pub fn from_field(headers: &HeaderMap, name: &HeaderName) -> CacheControl {
+    fn from_field(headers: &HeaderMap, name: &HeaderName) -> CacheControl {
         Self::parse_lines(headers.get_all(name).iter().map(|v| v.as_bytes()))
     }
 
@@ -226,7 +226,7 @@ impl CacheControl {
     }
 
     /// Parses field lines given as raw bytes; the lines combine as one comma list
-    /// (RFC 9110 §5.3). Never panics; looks at no more than [`FIELD_BYTES_MAX`] bytes.
+    /// (RFC 9110 §5.3). Never panics; looks at no more than `FIELD_BYTES_MAX` bytes.
     pub fn parse_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> CacheControl {
         let mut cc = CacheControl::default();
         let mut budget = FIELD_BYTES_MAX;
@@ -373,7 +373,7 @@ impl CacheControl {
     /// shared cache: `must-revalidate`, `proxy-revalidate`, or `s-maxage`, which
     /// "incorporates the semantics of the proxy-revalidate response directive"
     /// (RFC 9111 §5.2.2.10).
-    pub fn forbids_stale(&self) -> bool {
+    pub(crate) fn forbids_stale(&self) -> bool {
         self.must_revalidate || self.proxy_revalidate || self.s_maxage.is_some()
     }
 }

@@ -17,10 +17,10 @@
 //!   nothing (a 200 is always a correct answer to a conditional GET), and a Range the
 //!   parser does not accept is ignored (§14.2: "A server MAY ignore the Range header
 //!   field").
-//! - **Range sets are bounded, sorted and coalesced.** More than [`RANGES_MAX`]
+//! - **Range sets are bounded, sorted and coalesced.** More than `RANGES_MAX`
 //!   range-specs → the full body; overlapping, unsorted or nearly adjacent ranges are
 //!   merged (§15.3.7.2, §14.2, §17.15), so a hostile header never multiplies the bytes sent.
-//! - **Every parser is bounded** by [`ETAG_LIST_ITEMS_MAX`] and [`RANGES_MAX`] and is
+//! - **Every parser is bounded** by `ETAG_LIST_ITEMS_MAX` and `RANGES_MAX` and is
 //!   total over arbitrary bytes.
 
 use std::time::{Duration, SystemTime};
@@ -33,17 +33,17 @@ use http::{HeaderMap, HeaderName, Method};
 
 /// At most this many entity-tags are examined across all `If-None-Match` lines; the
 /// rest never match. Real clients send one.
-pub const ETAG_LIST_ITEMS_MAX: usize = 64;
+const ETAG_LIST_ITEMS_MAX: usize = 64;
 
 /// At most this many range-specs are accepted in one `Range` header; a longer set is
 /// ignored and the full body is sent (see [`evaluate_range`]).
-pub const RANGES_MAX: usize = 32;
+const RANGES_MAX: usize = 32;
 
 /// Ranges separated by fewer bytes than this are merged into one part: the gap is
 /// cheaper than the part headers of a multipart response (§15.3.7.2 allows coalescing
 /// "ranges that are separated by a gap that is smaller than the overhead of sending
 /// multiple parts").
-pub const RANGE_GAP_COALESCE_BYTES: u64 = 80;
+const RANGE_GAP_COALESCE_BYTES: u64 = 80;
 
 /// The outcome of the validation preconditions (RFC 9110 §13.2.2) for a stored
 /// response.
@@ -64,7 +64,7 @@ pub enum RangeAnswer {
     /// 200 with the whole body: no `Range`, or a `Range` that is ignored.
     Full,
     /// 206 with these inclusive byte ranges: sorted, disjoint, non-empty, each within
-    /// the body, at most [`RANGES_MAX`]. One range → `Content-Range` ([`content_range`]);
+    /// the body, at most `RANGES_MAX`. One range → `Content-Range` ([`content_range`]);
     /// several → `multipart/byteranges` ([`multipart_plan`]).
     Partial(Vec<(u64, u64)>),
     /// 416 with `Content-Range: bytes */len` ([`content_range_unsatisfied`]).
@@ -74,28 +74,28 @@ pub enum RangeAnswer {
 /// An entity-tag (RFC 9110 §8.8.3): `W/"opaque"` or `"opaque"`. `opaque` excludes the
 /// quotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntityTag<'a> {
+struct EntityTag<'a> {
     /// True for a weak tag (`W/` prefix).
-    pub weak: bool,
+    weak: bool,
     /// The characters between the quotes.
-    pub opaque: &'a str,
+    pub(crate) opaque: &'a str,
 }
 
 impl EntityTag<'_> {
     /// RFC 9110 §8.8.3.2 strong comparison: both strong and opaque tags equal.
-    pub fn strong_eq(&self, other: &EntityTag<'_>) -> bool {
+    fn strong_eq(&self, other: &EntityTag<'_>) -> bool {
         !self.weak && !other.weak && self.opaque == other.opaque
     }
 
     /// RFC 9110 §8.8.3.2 weak comparison: opaque tags equal, weakness ignored.
-    pub fn weak_eq(&self, other: &EntityTag<'_>) -> bool {
+    fn weak_eq(&self, other: &EntityTag<'_>) -> bool {
         self.opaque == other.opaque
     }
 }
 
 /// Parses one entity-tag (RFC 9110 §8.8.3): `[ W/ ] DQUOTE *etagc DQUOTE`, with OWS
 /// trimmed. `None` for anything else, including an unquoted tag.
-pub fn parse_entity_tag(s: &str) -> Option<EntityTag<'_>> {
+fn parse_entity_tag(s: &str) -> Option<EntityTag<'_>> {
     let s = s.trim_matches([' ', '\t']);
     match scan_entity_tag(s.as_bytes()) {
         Some((tag, [])) => Some(tag_from(s, tag)),
@@ -207,7 +207,7 @@ fn if_modified_since(req_headers: &HeaderMap) -> Option<SystemTime> {
 ///   range handling is defined").
 /// - An unknown range unit, a syntactically invalid set, several `Range` lines or a
 ///   failed `If-Range` → [`RangeAnswer::Full`] (§14.2, §13.1.5).
-/// - More than [`RANGES_MAX`] range-specs → [`RangeAnswer::Full`], not 416: the set
+/// - More than `RANGES_MAX` range-specs → [`RangeAnswer::Full`], not 416: the set
 ///   may well be satisfiable, ignoring Range is always allowed (§14.2), and §17.15
 ///   tells servers to "ignore, coalesce, or reject egregious range requests".
 /// - A zero-length body is always sent whole: no byte range can describe any part of

@@ -30,14 +30,14 @@ use http::HeaderMap;
 
 /// At most this many list items are examined across all `Accept-Encoding` lines;
 /// the rest are ignored. Real browsers send fewer than ten.
-pub const ACCEPT_ENCODING_ITEMS_MAX: usize = 64;
+const ACCEPT_ENCODING_ITEMS_MAX: usize = 64;
 
 /// The highest q-value, in thousandths (RFC 9110 §12.4.2: three decimal places).
-pub const Q_MAX: u16 = 1000;
+const Q_MAX: u16 = 1000;
 
 /// The weight quire gives identity when the header lists neither it nor `*`:
 /// acceptable (RFC 9110 §12.5.3 rule 2) but below every coding the client listed.
-pub const Q_LAST_RESORT: u16 = 1;
+const Q_LAST_RESORT: u16 = 1;
 
 /// A content coding quire stores variants in (RFC 9110 §8.4.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,7 +53,7 @@ pub enum Coding {
 }
 
 /// Every coding, in the fixed order used for indexing and logging.
-pub const ALL_CODINGS: [Coding; 4] = [Coding::Identity, Coding::Gzip, Coding::Br, Coding::Zstd];
+const ALL_CODINGS: [Coding; 4] = [Coding::Identity, Coding::Gzip, Coding::Br, Coding::Zstd];
 
 /// Server preference for equal q-values, best first: smallest HTML bodies first (see
 /// the module doc), identity last.
@@ -121,14 +121,14 @@ pub struct AcceptEncoding {
 
 impl AcceptEncoding {
     /// The summary of a request without `Accept-Encoding`.
-    pub const ABSENT: AcceptEncoding = AcceptEncoding {
+    const ABSENT: AcceptEncoding = AcceptEncoding {
         absent: true,
         explicit: [None; 4],
         wildcard: None,
     };
 
     /// True when the request had no `Accept-Encoding` line.
-    pub const fn is_absent(&self) -> bool {
+    const fn is_absent(&self) -> bool {
         self.absent
     }
 
@@ -136,7 +136,7 @@ impl AcceptEncoding {
     /// rules of RFC 9110 §12.5.3 for a request that carried the header. For an absent
     /// header this reports quire's policy (identity only); see [`choose`] for the
     /// fallback the RFC allows.
-    pub fn q(&self, coding: Coding) -> u16 {
+    pub(crate) fn q(&self, coding: Coding) -> u16 {
         if self.absent {
             // quire policy (module doc): no header is served identity.
             return if coding == Coding::Identity { Q_MAX } else { 0 };
@@ -163,13 +163,14 @@ impl AcceptEncoding {
     /// True when the client refused identity (`identity;q=0`, or `*;q=0` without an
     /// identity entry). Only then may a cache answer 406 (RFC 9110 §15.5.7) when
     /// [`choose`] finds nothing; otherwise §12.5.3 says to send identity.
-    pub fn identity_refused(&self) -> bool {
+    #[cfg(test)]
+    fn identity_refused(&self) -> bool {
         !self.absent && self.q(Coding::Identity) == 0
     }
 }
 
 impl fmt::Display for AcceptEncoding {
-    /// Canonical form: acceptable codings in [`ALL_CODINGS`] order with their q
+    /// Canonical form: acceptable codings in `ALL_CODINGS` order with their q
     /// (omitted when 1), e.g. `identity, gzip;q=0.5, br`; `-` for an absent header,
     /// `none` when nothing is acceptable.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -205,7 +206,7 @@ impl fmt::Display for AcceptEncoding {
 /// Parses every `Accept-Encoding` line of a request (RFC 9110 §12.5.3) into its
 /// normalised summary. Never fails: malformed items are ignored, unknown codings are
 /// irrelevant to choosing among quire's variants, and at most
-/// [`ACCEPT_ENCODING_ITEMS_MAX`] items are read.
+/// `ACCEPT_ENCODING_ITEMS_MAX` items are read.
 pub fn parse_accept_encoding(headers: &HeaderMap) -> AcceptEncoding {
     let mut lines = headers.get_all(ACCEPT_ENCODING).iter().peekable();
     if lines.peek().is_none() {
@@ -251,9 +252,9 @@ pub fn parse_accept_encoding(headers: &HeaderMap) -> AcceptEncoding {
 ///
 /// `None` means nothing available is acceptable. The caller then follows RFC 9110
 /// §12.5.3: send the identity variant anyway ("the origin server SHOULD send a
-/// response without any content coding"), or answer 406 (§15.5.7) only when
-/// [`AcceptEncoding::identity_refused`]. Never send a coded variant the client did
-/// not accept.
+/// response without any content coding"), or answer 406 (§15.5.7) only when the
+/// client refused identity (`identity;q=0`, or `*;q=0` without an identity entry).
+/// Never send a coded variant the client did not accept.
 ///
 /// With no `Accept-Encoding` at all, identity is served when stored; if it is not,
 /// §12.5.3 rule 1 ("any content coding is considered acceptable") allows the best
@@ -313,7 +314,7 @@ fn parse_item(item: &[u8]) -> Option<(&[u8], u16)> {
 
 /// RFC 9110 §12.4.2: `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`,
 /// in thousandths. Anything else is `None`.
-pub fn parse_qvalue(v: &[u8]) -> Option<u16> {
+fn parse_qvalue(v: &[u8]) -> Option<u16> {
     let (int, frac) = match v.iter().position(|&b| b == b'.') {
         Some(dot) => (&v[..dot], &v[dot + 1..]),
         None => (v, &b""[..]),

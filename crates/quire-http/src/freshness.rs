@@ -9,7 +9,7 @@
 //! 1. **Fill.** The origin answers. [`storable`] says whether it may be stored, or why
 //!    not (a [`NotStorable`] whose [`detail`](NotStorable::detail) goes into
 //!    `Cache-Status`). If it may, the server strips hop-by-hop fields
-//!    ([`strip_connection_headers`], [`strip_private_fields`]) and records a
+//!    (`strip_connection_headers`, [`strip_private_fields`]) and records a
 //!    [`StoredTiming`] beside the body.
 //! 2. **Hit.** [`reuse`] turns the stored timing, the request's directives and `now`
 //!    into a [`Decision`]: serve fresh, serve stale (client allowed it, or
@@ -36,6 +36,7 @@ use http::header::{
 };
 use http::{HeaderValue, Method, StatusCode};
 
+use crate::bypass::is_safe_method;
 use crate::cache_control::{
     CacheControl, Delta, MaxStale, Qualified, Source, CDN_CACHE_CONTROL, SURROGATE_CONTROL,
 };
@@ -201,8 +202,18 @@ pub fn storable(
         return Err(NotStorable::NoStore);
     }
     // RFC 9111 §5.2.2.7: a shared cache MUST NOT store a private response. The
-    // qualified form lets it store the rest (see `strip_private_fields`).
-    if cc.private == Some(Qualified::All) && !cfg.store_private {
+    // qualified form forbids storing the fields it names; a response that carries
+    // one is not stored at all, so the client it was meant for still gets the field
+    // (its answer passes through) and no later client can (quire answers a fill's
+    // waiters from the store, so a stored copy without the field would withhold it
+    // from its own client). One that names only absent fields is stored as usual.
+    let private_field_present = || match &cc.private {
+        Some(Qualified::Fields(names)) => {
+            names.iter().any(|n| resp_headers.contains_key(n.as_str()))
+        }
+        _ => false,
+    };
+    if (cc.private == Some(Qualified::All) || private_field_present()) && !cfg.store_private {
         return Err(NotStorable::Private);
     }
     // RFC 9111 §3.5: a response to a request with Authorization is stored by a shared
@@ -244,7 +255,7 @@ fn status_understood(status: StatusCode) -> bool {
 }
 
 /// RFC 9110 §15.1: status codes "defined as heuristically cacheable".
-pub fn heuristically_cacheable(status: StatusCode) -> bool {
+fn heuristically_cacheable(status: StatusCode) -> bool {
     matches!(
         status.as_u16(),
         200 | 203 | 204 | 206 | 300 | 301 | 308 | 404 | 405 | 410 | 414 | 501
@@ -263,7 +274,7 @@ fn has_validator(headers: &HeaderMap) -> bool {
 
 /// True when any `Vary` line lists `*`, however the list is spelled (`Vary: , *`,
 /// `Vary: Accept, *`, or `*` on a line of its own).
-pub fn vary_star(headers: &HeaderMap) -> bool {
+fn vary_star(headers: &HeaderMap) -> bool {
     headers.get_all(VARY).iter().any(|line| {
         line.as_bytes()
             .split(|&b| b == b',')
@@ -275,7 +286,8 @@ pub fn vary_star(headers: &HeaderMap) -> bool {
 /// heuristic one (§4.2.2) when allowed, or `None` when there is neither: such a
 /// response is stale from the start. `Some(Duration::ZERO)` means "already stale"
 /// (invalid `Expires` or `max-age`). `response_time` stands in for a missing `Date`.
-pub fn freshness_lifetime(
+#[cfg(test)]
+fn freshness_lifetime(
     status: StatusCode,
     resp_headers: &HeaderMap,
     cc: &CacheControl,
@@ -452,20 +464,21 @@ fn age_value(headers: &HeaderMap) -> Duration {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoredTiming {
     /// When the request that produced the response was sent.
-    pub request_time: SystemTime,
+    pub(crate) request_time: SystemTime,
     /// When the response was received.
-    pub response_time: SystemTime,
+    pub(crate) response_time: SystemTime,
     /// The response's `Date` (or `response_time`), kept for serving (it is not
     /// rewritten on hits).
     pub date: SystemTime,
     /// `corrected_initial_age` (RFC 9111 §4.2.3).
-    pub age_at_store: Duration,
-    /// See [`freshness_lifetime`]; `None` means stale from the start.
+    pub(crate) age_at_store: Duration,
+    /// The freshness lifetime (RFC 9111 §4.2.1, or the heuristic one of §4.2.2 when
+    /// allowed); `None` means stale from the start.
     pub freshness_lifetime: Option<Duration>,
     /// Response `stale-while-revalidate` window (RFC 5861 §3), if valid.
-    pub stale_while_revalidate: Option<Duration>,
+    pub(crate) stale_while_revalidate: Option<Duration>,
     /// Response `stale-if-error` window (RFC 5861 §4), if valid.
-    pub stale_if_error: Option<Duration>,
+    pub(crate) stale_if_error: Option<Duration>,
     /// Flags from the response's directives and head.
     pub flags: TimingFlags,
 }
@@ -474,16 +487,16 @@ pub struct StoredTiming {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TimingFlags {
     /// `no-cache` in either form: every reuse needs validation (RFC 9111 §5.2.2.4).
-    pub no_cache: bool,
+    pub(crate) no_cache: bool,
     /// `must-revalidate`, `proxy-revalidate` or `s-maxage`: never served stale
     /// (RFC 9111 §4.2.4, §5.2.2.2, §5.2.2.8, §5.2.2.10).
-    pub forbids_stale: bool,
+    pub(crate) forbids_stale: bool,
     /// `ETag` or `Last-Modified` is present: revalidation can be conditional.
-    pub has_validator: bool,
+    pub(crate) has_validator: bool,
     /// The lifetime is heuristic (RFC 9111 §4.2.2).
     pub heuristic: bool,
     /// `immutable` (RFC 8246).
-    pub immutable: bool,
+    pub(crate) immutable: bool,
 }
 
 impl StoredTiming {
@@ -526,13 +539,13 @@ impl StoredTiming {
     }
 
     /// RFC 9111 §4.2: `response_is_fresh = (freshness_lifetime > current_age)`.
-    pub fn is_fresh(&self, now: SystemTime) -> bool {
+    fn is_fresh(&self, now: SystemTime) -> bool {
         self.freshness_lifetime
             .is_some_and(|lifetime| lifetime > self.age(now))
     }
 
     /// How long past its lifetime the response is at `now` (zero while fresh).
-    pub fn staleness(&self, now: SystemTime) -> Duration {
+    pub(crate) fn staleness(&self, now: SystemTime) -> Duration {
         self.age(now)
             .saturating_sub(self.freshness_lifetime.unwrap_or(Duration::ZERO))
     }
@@ -675,7 +688,7 @@ const NOT_STORED: [HeaderName; 8] = [
 
 /// Removes the fields a cache must not store: those named in `Connection` and the
 /// hop-by-hop ones (RFC 9111 §3.1).
-pub fn strip_connection_headers(headers: &mut HeaderMap) {
+fn strip_connection_headers(headers: &mut HeaderMap) {
     let mut named: Vec<HeaderName> = Vec::new();
     'lines: for line in headers.get_all(CONNECTION) {
         for token in line.as_bytes().split(|&b| b == b',') {
@@ -714,7 +727,7 @@ pub fn strip_private_fields(headers: &mut HeaderMap, cc: &CacheControl) {
 const NOT_UPDATED: [HeaderName; 3] = [CONTENT_LENGTH, CONTENT_ENCODING, CONTENT_RANGE];
 
 /// The stored head updated from a 304 (RFC 9111 §4.3.4, §3.2): every field of the 304
-/// replaces all stored lines of that name, except those in [`NOT_UPDATED`] and those
+/// replaces all stored lines of that name, except those in `NOT_UPDATED` and those
 /// a cache does not store at all (§3.1).
 pub fn merge_304(stored_headers: &HeaderMap, not_modified_headers: &HeaderMap) -> HeaderMap {
     let mut update = not_modified_headers.clone();
@@ -736,8 +749,7 @@ pub fn merge_304(stored_headers: &HeaderMap, not_modified_headers: &HeaderMap) -
 /// but GET, HEAD, OPTIONS and TRACE (RFC 9110 §9.2.1), including unknown ones such as
 /// `M-SEARCH` — invalidates the target URI.
 pub fn invalidates(method: &Method, status: StatusCode) -> bool {
-    let safe = [Method::GET, Method::HEAD, Method::OPTIONS, Method::TRACE];
-    !safe.contains(method) && (status.is_success() || status.is_redirection())
+    !is_safe_method(method) && (status.is_success() || status.is_redirection())
 }
 
 /// RFC 9111 §4.4: the `Location` and `Content-Location` values whose targets a cache

@@ -33,18 +33,18 @@ use http::header::VARY;
 use http::{HeaderMap, HeaderValue, Method, Uri};
 
 /// Default bound on the request path and on the query, each, in bytes.
-pub const URL_PART_BYTES_MAX_DEFAULT: usize = 8 * 1024;
+const URL_PART_BYTES_MAX_DEFAULT: usize = 8 * 1024;
 
 /// A response naming more `Vary` fields than this is treated like `Vary: *` (never
 /// stored or reused): keys stay bounded, and no real site varies on so many fields.
-pub const VARY_FIELDS_MAX: usize = 32;
+const VARY_FIELDS_MAX: usize = 32;
 
 /// Version byte that opens every key; bump it when the encoding changes so old
 /// entries read as misses.
-pub const KEY_FORMAT_VERSION: u8 = 1;
+const KEY_FORMAT_VERSION: u8 = 1;
 
 /// Tracking parameters dropped from queries by default (exact names or `prefix*`).
-pub const DEFAULT_DROP_PARAMS: &[&str] = &[
+const DEFAULT_DROP_PARAMS: &[&str] = &[
     "utm_*",
     "gclid",
     "gclsrc",
@@ -180,7 +180,8 @@ impl NormalizedUrl {
         &self.path
     }
     /// The normalised query, without `?`; `None` when there is none left.
-    pub fn query(&self) -> Option<&str> {
+    #[cfg(test)]
+    fn query(&self) -> Option<&str> {
         self.query.as_deref()
     }
     /// The path and query as sent to the origin: `/path[?query]`.
@@ -603,7 +604,8 @@ impl VaryFields {
 
     /// `Vary: *` (RFC 9111 §4.1: "always fails to match"), or more than
     /// [`VARY_FIELDS_MAX`] fields. Such a response is neither stored nor reused.
-    pub fn is_star(&self) -> bool {
+    #[cfg(test)]
+    fn is_star(&self) -> bool {
         self.star
     }
 

@@ -48,27 +48,27 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::freshness::StoredTiming;
 
 /// The first bytes of every encoded record.
-pub const MAGIC: [u8; 4] = *b"QMTA";
+const MAGIC: [u8; 4] = *b"QMTA";
 /// The format this build writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+const FORMAT_VERSION: u16 = 1;
 /// Upper bound of a whole encoded record.
-pub const META_BYTES_MAX: usize = 256 * 1024;
+const META_BYTES_MAX: usize = 256 * 1024;
 /// At most this many header lines are stored.
-pub const HEADERS_MAX: usize = 256;
+const HEADERS_MAX: usize = 256;
 /// Longest stored header name.
-pub const HEADER_NAME_BYTES_MAX: usize = 256;
+const HEADER_NAME_BYTES_MAX: usize = 256;
 /// Longest stored header value.
-pub const HEADER_VALUE_BYTES_MAX: usize = 16 * 1024;
+const HEADER_VALUE_BYTES_MAX: usize = 16 * 1024;
 /// Longest stored ETag.
 pub const ETAG_BYTES_MAX: usize = 1024;
 /// Longest stored content coding.
-pub const CONTENT_ENCODING_BYTES_MAX: usize = 64;
+const CONTENT_ENCODING_BYTES_MAX: usize = 64;
 /// At most this many `Vary` names.
-pub const VARY_MAX: usize = 32;
+const VARY_MAX: usize = 32;
 /// At most this many purge tags.
-pub const TAGS_MAX: usize = 256;
+const TAGS_MAX: usize = 256;
 /// Longest purge tag.
-pub const TAG_BYTES_MAX: usize = 1024;
+const TAG_BYTES_MAX: usize = 1024;
 
 const HEAD_LEN: usize = 12;
 const CHECKSUM_LEN: usize = 8;
@@ -135,7 +135,7 @@ pub enum MetaError {
         /// Bytes that were left.
         available: usize,
     },
-    /// The first four bytes are not [`MAGIC`].
+    /// The first four bytes are not `MAGIC`.
     #[error("stored meta has bad magic")]
     BadMagic,
     /// Written by another format version.
@@ -143,7 +143,7 @@ pub enum MetaError {
     UnsupportedVersion {
         /// The version in the buffer.
         found: u16,
-        /// [`FORMAT_VERSION`].
+        /// `FORMAT_VERSION`.
         expected: u16,
     },
     /// The checksum does not match the bytes.
@@ -170,20 +170,21 @@ pub enum MetaError {
     TrailingBytes(usize),
 }
 
+/// The bits of the payload's `flags` field.
 mod bit {
-    pub const NO_CACHE: u16 = 1 << 0;
-    pub const FORBIDS_STALE: u16 = 1 << 1;
-    pub const HAS_VALIDATOR: u16 = 1 << 2;
-    pub const HEURISTIC: u16 = 1 << 3;
-    pub const IMMUTABLE: u16 = 1 << 4;
-    pub const LIFETIME: u16 = 1 << 8;
-    pub const SWR: u16 = 1 << 9;
-    pub const SIE: u16 = 1 << 10;
-    pub const LAST_MODIFIED: u16 = 1 << 11;
-    pub const ETAG: u16 = 1 << 12;
-    pub const CONTENT_ENCODING: u16 = 1 << 13;
+    pub(super) const NO_CACHE: u16 = 1 << 0;
+    pub(super) const FORBIDS_STALE: u16 = 1 << 1;
+    pub(super) const HAS_VALIDATOR: u16 = 1 << 2;
+    pub(super) const HEURISTIC: u16 = 1 << 3;
+    pub(super) const IMMUTABLE: u16 = 1 << 4;
+    pub(super) const LIFETIME: u16 = 1 << 8;
+    pub(super) const SWR: u16 = 1 << 9;
+    pub(super) const SIE: u16 = 1 << 10;
+    pub(super) const LAST_MODIFIED: u16 = 1 << 11;
+    pub(super) const ETAG: u16 = 1 << 12;
+    pub(super) const CONTENT_ENCODING: u16 = 1 << 13;
     /// Every bit version 1 defines; others are rejected.
-    pub const KNOWN: u16 = 0x1f | 0x3f00;
+    pub(super) const KNOWN: u16 = 0x1f | 0x3f00;
 }
 
 impl StoredMeta {
@@ -246,7 +247,25 @@ pub fn encode(meta: &StoredMeta) -> Result<Vec<u8>, MetaError> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes()); // payload length, patched below
+    out.extend_from_slice(&0u32.to_le_bytes()); // payload length, patched in `seal`
+    put_fixed(&mut out, meta);
+    if let Some(etag) = &meta.etag {
+        put_bytes(&mut out, "etag", etag.as_bytes(), ETAG_BYTES_MAX)?;
+    }
+    if let Some(ce) = &meta.content_encoding {
+        put_bytes(
+            &mut out,
+            "content_encoding",
+            ce.as_bytes(),
+            CONTENT_ENCODING_BYTES_MAX,
+        )?;
+    }
+    put_lists(&mut out, meta)?;
+    seal(out)
+}
+
+/// The fixed-size part of the payload: status, flags, times, lengths and hash.
+fn put_fixed(out: &mut Vec<u8>, meta: &StoredMeta) {
     out.extend_from_slice(&meta.status.to_le_bytes());
     out.extend_from_slice(&flags_of(meta).to_le_bytes());
     for v in [meta.request_time_ms, meta.response_time_ms, meta.date_ms] {
@@ -263,45 +282,44 @@ pub fn encode(meta: &StoredMeta) -> Result<Vec<u8>, MetaError> {
     out.extend_from_slice(&meta.last_modified_secs.unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&meta.body_len.to_le_bytes());
     out.extend_from_slice(&meta.variant_key_hash.to_le_bytes());
-    if let Some(etag) = &meta.etag {
-        put_bytes(&mut out, "etag", etag.as_bytes(), ETAG_BYTES_MAX)?;
-    }
-    if let Some(ce) = &meta.content_encoding {
-        put_bytes(
-            &mut out,
-            "content_encoding",
-            ce.as_bytes(),
-            CONTENT_ENCODING_BYTES_MAX,
-        )?;
-    }
-    put_count(&mut out, "headers", meta.headers.len(), HEADERS_MAX)?;
+}
+
+/// The three counted lists: header lines, `Vary` names, tags.
+fn put_lists(out: &mut Vec<u8>, meta: &StoredMeta) -> Result<(), MetaError> {
+    put_count(out, "headers", meta.headers.len(), HEADERS_MAX)?;
     for (name, value) in &meta.headers {
         put_bytes(
-            &mut out,
+            out,
             "header name",
             name.as_str().as_bytes(),
             HEADER_NAME_BYTES_MAX,
         )?;
         put_bytes(
-            &mut out,
+            out,
             "header value",
             value.as_bytes(),
             HEADER_VALUE_BYTES_MAX,
         )?;
     }
-    put_count(&mut out, "vary", meta.vary.len(), VARY_MAX)?;
+    put_count(out, "vary", meta.vary.len(), VARY_MAX)?;
     for name in &meta.vary {
         put_bytes(
-            &mut out,
+            out,
             "vary name",
             name.as_str().as_bytes(),
             HEADER_NAME_BYTES_MAX,
         )?;
     }
-    put_count(&mut out, "tags", meta.tags.len(), TAGS_MAX)?;
+    put_count(out, "tags", meta.tags.len(), TAGS_MAX)?;
     for tag in &meta.tags {
-        put_bytes(&mut out, "tag", tag.as_bytes(), TAG_BYTES_MAX)?;
+        put_bytes(out, "tag", tag.as_bytes(), TAG_BYTES_MAX)?;
     }
+    Ok(())
+}
+
+/// Checks the record's size, writes the payload length into the head and appends
+/// the checksum.
+fn seal(mut out: Vec<u8>) -> Result<Vec<u8>, MetaError> {
     let total = out.len() + CHECKSUM_LEN;
     if total > META_BYTES_MAX {
         return Err(MetaError::TooLarge {
@@ -343,24 +361,13 @@ pub fn decode(buf: &[u8]) -> Result<StoredMeta, MetaError> {
     let last_modified_secs = optional_i64(r.i64("last_modified_secs")?, has(bit::LAST_MODIFIED))?;
     let body_len = r.u64("body_len")?;
     let variant_key_hash = r.u64("variant_key_hash")?;
-    let etag = if has(bit::ETAG) {
-        Some(r.string("etag", ETAG_BYTES_MAX)?)
-    } else {
-        None
-    };
-    let content_encoding = if has(bit::CONTENT_ENCODING) {
-        Some(r.string("content_encoding", CONTENT_ENCODING_BYTES_MAX)?)
-    } else {
-        None
-    };
-    let headers = r.list("headers", HEADERS_MAX, |r| {
-        let name = r.header_name("header name")?;
-        let value = r.bytes("header value", HEADER_VALUE_BYTES_MAX)?;
-        let value = HeaderValue::from_bytes(value).map_err(|_| MetaError::Invalid {
-            field: "header value",
-        })?;
-        Ok((name, value))
-    })?;
+    let etag = r.string_if(has(bit::ETAG), "etag", ETAG_BYTES_MAX)?;
+    let content_encoding = r.string_if(
+        has(bit::CONTENT_ENCODING),
+        "content_encoding",
+        CONTENT_ENCODING_BYTES_MAX,
+    )?;
+    let headers = r.list("headers", HEADERS_MAX, Reader::header_line)?;
     let vary = r.list("vary", VARY_MAX, |r| r.header_name("vary name"))?;
     let tags = r.list("tags", TAGS_MAX, |r| r.string("tag", TAG_BYTES_MAX))?;
     if !r.buf.is_empty() {
@@ -376,13 +383,7 @@ pub fn decode(buf: &[u8]) -> Result<StoredMeta, MetaError> {
         freshness_lifetime_ms,
         stale_while_revalidate_ms,
         stale_if_error_ms,
-        flags: MetaFlags {
-            no_cache: has(bit::NO_CACHE),
-            forbids_stale: has(bit::FORBIDS_STALE),
-            has_validator: has(bit::HAS_VALIDATOR),
-            heuristic: has(bit::HEURISTIC),
-            immutable: has(bit::IMMUTABLE),
-        },
+        flags: flags_from(flags),
         etag,
         last_modified_secs,
         content_encoding,
@@ -453,6 +454,19 @@ fn flags_of(meta: &StoredMeta) -> u16 {
     .into_iter()
     .filter(|(on, _)| *on)
     .fold(0, |acc, (_, b)| acc | b)
+}
+
+/// The reuse flags from a record's flag bits (the presence bits are read with their
+/// fields).
+fn flags_from(flags: u16) -> MetaFlags {
+    let has = |b: u16| flags & b != 0;
+    MetaFlags {
+        no_cache: has(bit::NO_CACHE),
+        forbids_stale: has(bit::FORBIDS_STALE),
+        has_validator: has(bit::HAS_VALIDATOR),
+        heuristic: has(bit::HEURISTIC),
+        immutable: has(bit::IMMUTABLE),
+    }
 }
 
 /// An absent optional is written as 0; anything else there is not canonical.
@@ -561,6 +575,26 @@ impl<'a> Reader<'a> {
     fn string(&mut self, field: &'static str, max: usize) -> Result<String, MetaError> {
         let bytes = self.bytes(field, max)?;
         String::from_utf8(bytes.to_vec()).map_err(|_| MetaError::Invalid { field })
+    }
+
+    /// A string when `present` says the record has one; nothing is read otherwise.
+    fn string_if(
+        &mut self,
+        present: bool,
+        field: &'static str,
+        max: usize,
+    ) -> Result<Option<String>, MetaError> {
+        present.then(|| self.string(field, max)).transpose()
+    }
+
+    /// One stored header line: its name, then its value.
+    fn header_line(&mut self) -> Result<(HeaderName, HeaderValue), MetaError> {
+        let name = self.header_name("header name")?;
+        let value = self.bytes("header value", HEADER_VALUE_BYTES_MAX)?;
+        let value = HeaderValue::from_bytes(value).map_err(|_| MetaError::Invalid {
+            field: "header value",
+        })?;
+        Ok((name, value))
     }
 
     fn header_name(&mut self, field: &'static str) -> Result<HeaderName, MetaError> {

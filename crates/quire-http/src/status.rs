@@ -1,16 +1,17 @@
 //! The `Cache-Status` response header (RFC 9211): what quire did with a request.
 //!
-//! Every response quire sends carries one list member named [`CACHE_NAME`], e.g.
+//! Every response quire sends carries one list member named `CACHE_NAME`, e.g.
 //! `quire; hit; ttl=3540`, `quire; fwd=miss; stored`, `quire; fwd=bypass;
-//! detail=cookie`. [`CacheStatus`] holds the parameters; [`CacheStatus::render`]
-//! writes the member as an RFC 8941 structured field; [`CacheStatus::append_to`] adds
-//! it after the members of caches closer to the origin.
+//! detail=cookie`. [`CacheStatus`] holds the parameters; `CacheStatus::render`
+//! writes the member as an RFC 8941 structured field;
+//! [`CacheStatus::append_to_lines`] adds it after the members of caches closer to
+//! the origin.
 //!
 //! Key decisions:
 //! - **Rendering cannot produce an invalid field.** `key` and `detail` come from
 //!   requests and configuration; they are written as sf-strings with `"` and `\`
 //!   escaped, characters outside %x20-7E replaced by `?`, and lengths capped
-//!   ([`KEY_BYTES_MAX`], [`DETAIL_BYTES_MAX`]). `detail` is a bare sf-token when it
+//!   (`KEY_BYTES_MAX`, `DETAIL_BYTES_MAX`). `detail` is a bare sf-token when it
 //!   is one (`detail=cookie`), as RFC 9211 §2.8 allows either.
 //! - **`hit` and `fwd` are exclusive** (RFC 9211 §2.1): a hit renders no `fwd`,
 //!   `fwd-status`, `stored` or `collapsed` (§2.3, §2.5, §2.6: only meaningful with
@@ -25,19 +26,19 @@ use http::HeaderValue;
 
 /// The cache name quire uses as its list member (RFC 9211 §2: "the identity of the
 /// cache ... a String or Token").
-pub const CACHE_NAME: &str = "quire";
+const CACHE_NAME: &str = "quire";
 
 /// `key` keeps at most this many characters (each written as one ASCII byte, plus
 /// escapes).
-pub const KEY_BYTES_MAX: usize = 512;
+const KEY_BYTES_MAX: usize = 512;
 
 /// `detail` keeps at most this many characters (each written as one ASCII byte,
 /// plus escapes).
-pub const DETAIL_BYTES_MAX: usize = 128;
+const DETAIL_BYTES_MAX: usize = 128;
 
 /// An upstream `Cache-Status` longer than this is dropped rather than copied, so a
 /// hostile origin cannot make every response carry kilobytes of it.
-pub const UPSTREAM_BYTES_MAX: usize = 4096;
+const UPSTREAM_BYTES_MAX: usize = 4096;
 
 /// The largest magnitude of an sf-integer (RFC 8941 §3.3.1: at most 15 digits).
 const SF_INTEGER_MAX: i64 = 999_999_999_999_999;
@@ -71,7 +72,7 @@ pub enum Fwd {
 
 impl Fwd {
     /// The sf-token written after `fwd=`.
-    pub const fn token(self) -> &'static str {
+    pub(crate) const fn token(self) -> &'static str {
         match self {
             Fwd::Bypass => "bypass",
             Fwd::Method => "method",
@@ -91,20 +92,20 @@ pub struct CacheStatus {
     /// §2.1: served from the cache without going forward.
     pub hit: bool,
     /// §2.2: why the request went forward. Ignored when `hit`.
-    pub fwd: Option<Fwd>,
+    pub(crate) fwd: Option<Fwd>,
     /// §2.3: the status the next hop answered (e.g. 304 to a revalidation) when it
     /// differs from the one sent.
-    pub fwd_status: Option<u16>,
+    fwd_status: Option<u16>,
     /// §2.5: the response was stored.
-    pub stored: bool,
+    pub(crate) stored: bool,
     /// §2.6: the request was collapsed with another one's fill.
-    pub collapsed: bool,
+    collapsed: bool,
     /// §2.4: remaining freshness in seconds, negative when stale.
-    pub ttl: Option<i64>,
+    ttl: Option<i64>,
     /// §2.7: the cache key, for debugging. Exposes the key: only when configured.
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
     /// §2.8: implementation-specific detail, e.g. why a response was not stored.
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
 }
 
 impl CacheStatus {
@@ -161,7 +162,7 @@ impl CacheStatus {
     }
 
     /// The list member as text, e.g. `quire; fwd=stale; fwd-status=304`.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = Vec::with_capacity(32);
         self.write_to(&mut out);
         ascii_string(out)
@@ -171,7 +172,7 @@ impl CacheStatus {
     /// `Display` and the header values are built on it, and quire's fast path calls it
     /// to write a hit's field straight into the response head, without allocating.
     /// Writes visible ASCII and spaces only.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
+    fn write_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(CACHE_NAME.as_bytes());
         if self.hit {
             out.extend_from_slice(b"; hit");
@@ -216,7 +217,7 @@ impl CacheStatus {
 
     /// Appends the whole `Cache-Status` value to `out` when the upstream response
     /// carried the field lines `existing`: their members, then quire's (see
-    /// [`CacheStatus::append_to`]).
+    /// [`CacheStatus::append_to_lines`]).
     pub fn write_after<'a>(
         &self,
         existing: impl IntoIterator<Item = &'a HeaderValue>,
@@ -252,18 +253,20 @@ impl CacheStatus {
         header_value(self.render())
     }
 
-    /// The `Cache-Status` value to send when the upstream response already carried
-    /// `existing`: quire's member goes last (RFC 9211 §2: "the first member of the
-    /// list represents the cache closest to the origin server, and the last member
-    /// represents the cache closest to the user"; "caches SHOULD preserve the
-    /// existing field value"). An empty, non-ASCII or oversized
-    /// ([`UPSTREAM_BYTES_MAX`]) upstream value is dropped.
-    pub fn append_to(&self, existing: Option<&HeaderValue>) -> HeaderValue {
+    /// [`CacheStatus::append_to_lines`] for at most one upstream line (the tests'
+    /// shorthand).
+    #[cfg(test)]
+    fn append_to(&self, existing: Option<&HeaderValue>) -> HeaderValue {
         self.append_to_lines(existing)
     }
 
-    /// Like [`CacheStatus::append_to`] for an upstream value split over several field
-    /// lines (RFC 9110 §5.3: lines combine in order, separated by commas).
+    /// The `Cache-Status` value to send when the upstream response already carried
+    /// the field lines `existing` (they combine in order, separated by commas: RFC
+    /// 9110 §5.3): quire's member goes last (RFC 9211 §2: "the first member of the
+    /// list represents the cache closest to the origin server, and the last member
+    /// represents the cache closest to the user"; "caches SHOULD preserve the
+    /// existing field value"). An empty, non-ASCII or oversized
+    /// (`UPSTREAM_BYTES_MAX`) upstream value is dropped.
     pub fn append_to_lines<'a>(
         &self,
         existing: impl IntoIterator<Item = &'a HeaderValue>,
@@ -281,7 +284,7 @@ impl fmt::Display for CacheStatus {
 }
 
 /// RFC 8941 §3.3.4: `sf-token = ( ALPHA / "*" ) *( tchar / ":" / "/" )`.
-pub fn is_sf_token(s: &str) -> bool {
+fn is_sf_token(s: &str) -> bool {
     let mut bytes = s.bytes();
     let Some(first) = bytes.next() else {
         return false;

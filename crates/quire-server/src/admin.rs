@@ -10,7 +10,6 @@
 //!   nothing is purged.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -28,7 +27,7 @@ use crate::metrics::Outcome;
 use crate::object::{self, Record};
 use crate::origin::OutBody;
 use crate::purge::{self, Target};
-use crate::service::plain;
+use crate::reply::plain;
 use crate::state::Ctx;
 
 /// Largest `POST /_quire/purge` body.
@@ -277,7 +276,7 @@ fn explain(ctx: &Ctx, query: &str) -> Response<Body> {
         Ok(u) => u,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("url: {e}")),
     };
-    let now = SystemTime::now();
+    let now = ctx.clock.now();
     let primary = ctx.primary_key(MethodClass::Get, &url, ctx.key_version(&url));
     let mut out = serde_json::json!({
         "url": raw,

@@ -19,23 +19,14 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use quire_store::{EntryRef, Handle};
 
-use crate::fill::FillBody;
+use crate::fill::{Chunk, FillBody};
 
 /// A body error: the stream was cut (origin failure mid-body).
-pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
-
-/// One event of a fill, as each waiter receives it.
-#[derive(Debug, Clone)]
-pub enum Chunk {
-    /// The next bytes.
-    Data(Bytes),
-    /// The origin failed mid-body.
-    Failed(String),
-}
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A stored body range kept alive by its handle.
 #[derive(Debug)]
-pub struct Mapped {
+pub(crate) struct Mapped {
     handle: Arc<Handle>,
     start: usize,
     end: usize,
@@ -49,7 +40,7 @@ impl AsRef<[u8]> for Mapped {
 
 /// `Bytes` over `handle.body()[start..end]` without copying. Out-of-range bounds
 /// are clamped (callers pass ranges checked against the body length).
-pub fn mapped(handle: Arc<Handle>, start: u64, end: u64) -> Bytes {
+pub(crate) fn mapped(handle: Arc<Handle>, start: u64, end: u64) -> Bytes {
     let len = handle.body().len();
     let end = usize::try_from(end).unwrap_or(len).min(len);
     let start = usize::try_from(start).unwrap_or(end).min(end);

@@ -26,16 +26,16 @@ use http::header::{self, HeaderMap, HeaderName};
 use http::StatusCode;
 use quire_http::cache_control::CacheControl;
 use quire_http::encoding::Coding;
-use quire_http::freshness::StoredTiming;
+use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, VaryFields};
 use quire_http::meta::StoredMeta;
-use quire_store::{Put, StoreError};
 
 use crate::compress;
 use crate::compress_pool::Priority;
 use crate::invalidate::{Tags, Verdict};
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
+use crate::put::{make_stale, put_record};
 use crate::recompress;
 use crate::state::Ctx;
 
@@ -59,7 +59,7 @@ const SURROGATE_KEY_BYTES_MAX: usize = 256;
 
 /// Everything needed to store a complete response.
 #[derive(Debug, Clone)]
-pub struct StorePlan {
+pub(crate) struct StorePlan {
     /// The normalised URL.
     pub url: String,
     /// Where the URL's primary record lives.
@@ -91,7 +91,11 @@ struct Coded {
 /// Stores a complete response: decodes and compresses it on the pool, then writes
 /// it through the invalidation gate. On success, schedules the other codings.
 /// Returns what became of it, and the stored record's id.
-pub async fn commit(ctx: &Arc<Ctx>, plan: StorePlan, body: Bytes) -> (FillResult, Option<u64>) {
+pub(crate) async fn commit(
+    ctx: &Arc<Ctx>,
+    plan: StorePlan,
+    body: Bytes,
+) -> (FillResult, Option<u64>) {
     let coded = match encode(ctx, &plan, body).await {
         Ok(c) => c,
         Err(r) => return (r, None),
@@ -195,7 +199,7 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
     let result = ctx.invalidations.commit(p.start, &p.tags, |v| {
         match v {
             Verdict::Hard => return FillResult::Invalidated,
-            Verdict::Soft => make_stale(&mut rec, SystemTime::now()),
+            Verdict::Soft => make_stale(&mut rec, ctx.clock.now()),
             Verdict::Clean => {}
         }
         let r = put_record(ctx, &p.record_key, &rec, &parts);
@@ -247,48 +251,6 @@ fn response_meta(ctx: &Ctx, p: &StorePlan, identity_len: u64) -> StoredMeta {
     meta
 }
 
-/// Cuts a record's freshness to its current age: the next request revalidates (or,
-/// within `stale-while-revalidate`, is served stale once while it does).
-pub fn make_stale(rec: &mut ObjectRecord, now: SystemTime) {
-    let age_ms = rec.meta.timing().age(now).as_millis();
-    let age_ms = u64::try_from(age_ms).unwrap_or(u64::MAX);
-    rec.meta.freshness_lifetime_ms =
-        Some(rec.meta.freshness_lifetime_ms.map_or(0, |l| l.min(age_ms)));
-}
-
-/// The tags a record of `url` carries, as the invalidation log matches them.
-pub fn record_tags(url: &str, keys: &[String]) -> Tags {
-    Tags::new(&object::record_tags(url, keys), true)
-}
-
-/// Writes a record with its tags and the bodies of its codings (in the record's
-/// order, given as parts: never concatenated in memory) as one entry. Callers that could race an invalidation call it
-/// inside [`crate::invalidate::Invalidations::commit`].
-pub fn put_record(ctx: &Ctx, key: &[u8], rec: &ObjectRecord, bodies: &[&[u8]]) -> FillResult {
-    debug_assert_eq!(
-        bodies.iter().map(|b| b.len() as u64).sum::<u64>(),
-        rec.bodies_len()
-    );
-    let bytes = match object::encode_object(rec) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::info!(url = %rec.url, error = %e, "head not storable");
-            return FillResult::NotStorable;
-        }
-    };
-    let tags = object::record_tags(&rec.url, &rec.meta.tags);
-    let tag_refs: Vec<&[u8]> = tags.iter().map(|t| t.as_bytes()).collect();
-    match ctx.store.put_admitted(key, &bytes, bodies, &tag_refs) {
-        Ok(Put::Stored) => FillResult::Stored,
-        Ok(Put::Rejected) => FillResult::Rejected,
-        Err(StoreError::TooLarge { .. }) => FillResult::TooLarge,
-        Err(e) => {
-            tracing::warn!(error = %e, "store write failed");
-            FillResult::NotStorable
-        }
-    }
-}
-
 /// The coding the origin applied: `Ok(None)` for none, `Ok(Some)` for one quire can
 /// decode, `Err` for anything else (several codings, deflate, unknown).
 pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
@@ -308,13 +270,18 @@ pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
 
 /// The stored head: status, the fields kept (see [`NOT_STORED`]), timing,
 /// validators, tags.
-pub fn build_meta(
+pub(crate) fn build_meta(
     status: StatusCode,
     headers: &HeaderMap,
     timing: &StoredTiming,
     tags: Vec<String>,
 ) -> StoredMeta {
-    let kept = headers
+    // RFC 9111 §5.2.2.7: the fields a qualified `private="..."` names are the
+    // client's alone; a shared cache stores the rest without them (and likewise the
+    // fields `no-cache="..."` names, which must not be reused unvalidated).
+    let mut shared = headers.clone();
+    freshness::strip_private_fields(&mut shared, &CacheControl::from_headers(headers));
+    let kept = shared
         .iter()
         .filter(|(n, _)| !NOT_STORED.contains(&n.as_str()))
         .map(|(n, v)| (n.clone(), v.clone()))
@@ -353,7 +320,7 @@ pub fn build_meta(
 
 /// Surrogate keys from `Surrogate-Key` (space-separated) and `Cache-Tag`
 /// (comma-separated): visible ASCII only, de-duplicated, bounded.
-pub fn surrogate_keys(headers: &HeaderMap) -> Vec<String> {
+pub(crate) fn surrogate_keys(headers: &HeaderMap) -> Vec<String> {
     let mut keys: Vec<String> = Vec::new();
     let mut add = |k: &str| {
         if !k.is_empty()

@@ -28,13 +28,13 @@ use tokio::sync::watch;
 use crate::client::TrustedProxies;
 
 /// A connection idle at least this long is closed when the server is full.
-pub const REAP_IDLE_MIN: Duration = Duration::from_secs(1);
+pub(crate) const REAP_IDLE_MIN: Duration = Duration::from_secs(1);
 
 /// How often the idle connections are asked to close while the server stays full.
-pub const REAP_EVERY: Duration = Duration::from_millis(250);
+pub(crate) const REAP_EVERY: Duration = Duration::from_millis(250);
 
 /// The answer to a connection over the per-client cap.
-pub const TOO_MANY: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
+pub(crate) const TOO_MANY: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
 content-type: text/plain; charset=utf-8\r\n\
 content-length: 40\r\n\
 retry-after: 1\r\n\
@@ -67,7 +67,7 @@ impl ClientKey {
 
 /// The server's connection bookkeeping.
 #[derive(Debug)]
-pub struct Conns {
+pub(crate) struct Conns {
     cap: usize,
     trusted: TrustedProxies,
     open: Mutex<HashMap<ClientKey, usize>>,
@@ -76,7 +76,7 @@ pub struct Conns {
 
 /// One admitted connection; dropping it gives the client's count back.
 #[derive(Debug)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     conns: Arc<Conns>,
     key: Option<ClientKey>,
 }
@@ -96,7 +96,7 @@ impl Drop for Admitted {
 
 impl Conns {
     /// Bookkeeping for `cap` connections per client, `trusted` exempt.
-    pub fn new(cap: usize, trusted: TrustedProxies) -> Arc<Conns> {
+    pub(crate) fn new(cap: usize, trusted: TrustedProxies) -> Arc<Conns> {
         Arc::new(Conns {
             cap,
             trusted,
@@ -110,7 +110,7 @@ impl Conns {
     }
 
     /// Admits a connection from `peer`, or `None` when its client is at the cap.
-    pub fn admit(self: &Arc<Conns>, peer: IpAddr) -> Option<Admitted> {
+    pub(crate) fn admit(self: &Arc<Conns>, peer: IpAddr) -> Option<Admitted> {
         if self.trusted.contains(peer) {
             return Some(Admitted {
                 conns: self.clone(),
@@ -138,12 +138,12 @@ impl Conns {
     }
 
     /// Asks every idle connection to close (the server is full).
-    pub fn reap_idle(&self) {
+    pub(crate) fn reap_idle(&self) {
         self.reap.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// What a connection watches for [`Conns::reap_idle`].
-    pub fn reaper(&self) -> watch::Receiver<u64> {
+    pub(crate) fn reaper(&self) -> watch::Receiver<u64> {
         self.reap.subscribe()
     }
 }

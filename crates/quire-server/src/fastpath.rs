@@ -27,13 +27,15 @@
 //! Why: on one core, hyper's request parsing, header-map building and response
 //! encoding were about a third of the user-space time of a hit.
 
+use std::future::Future;
 use std::io::{self, IoSlice};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, StatusCode, Uri};
+use http::{Method, Uri};
 use quire_http::bypass;
 use quire_http::cache_control::CacheControl;
 use quire_http::conditional::Precondition;
@@ -43,7 +45,8 @@ use quire_http::status::CacheStatus;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use crate::h1::{self, field};
+use crate::h1;
+use crate::hit;
 use crate::metrics::Outcome;
 use crate::origin::OutBody;
 use crate::sendfile::Volume;
@@ -54,7 +57,7 @@ const HEADERS_MAX: usize = 64;
 
 /// What ended the fast path on a connection.
 #[derive(Debug)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// The client closed, went idle, or the server is shutting down.
     Closed,
     /// Hand the connection to hyper with these unanswered bytes.
@@ -85,7 +88,7 @@ struct InFlight(Vec<Bytes>);
 impl InFlight {
     /// Lets go of the bodies if the peer has acknowledged everything sent.
     fn release_acked(&mut self, stream: &TcpStream) {
-        if !self.0.is_empty() && crate::sendfile::unacked(stream) == Some(0) {
+        if !self.0.is_empty() && crate::sys::unacked(stream) == Some(0) {
             self.0.clear();
         }
     }
@@ -121,7 +124,7 @@ impl InFlight {
 /// Serves fresh hits on `stream` until something else arrives. Before it returns,
 /// the bodies it sent with sendfile are acknowledged (or the connection is set to
 /// reset on close, and reported closed).
-pub async fn run(
+pub(crate) async fn run(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
     peer: std::net::SocketAddr,
@@ -140,7 +143,7 @@ pub async fn run(
 
 /// What a fast-path connection listens for besides its socket.
 #[derive(Debug)]
-pub struct Signals<'a> {
+pub(crate) struct Signals<'a> {
     /// The server is shutting down: close once idle.
     pub shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
     /// The server is full: close if idle (see [`crate::conns`]).
@@ -159,6 +162,42 @@ pub(crate) async fn next_change(
     rx
 }
 
+/// One connection on the fast path: its socket and buffers.
+struct Conn<'a> {
+    ctx: &'a Arc<Ctx>,
+    stream: &'a TcpStream,
+    peer: std::net::SocketAddr,
+    volume: Option<&'a Volume>,
+    /// How long a client may stay silent, or leave the socket full.
+    idle: Duration,
+    /// Request bytes read and not yet answered.
+    buf: BytesMut,
+    /// Response heads are built here, reused for the life of the connection.
+    out: Vec<u8>,
+}
+
+/// What a connection waits on besides its socket: one timer and one shutdown
+/// waiter for the connection's life, not one of each per request. The timer stays
+/// in tokio's wheel and is moved on only when it fires early (the deadline is kept
+/// by the caller), as nginx does with its lazy timers.
+struct Waits<'w, C> {
+    stopping: bool,
+    changed: Pin<&'w mut C>,
+    timer: Pin<&'w mut tokio::time::Sleep>,
+    reap: Reap,
+}
+
+/// The armed wait for the server's next "full, close if idle" signal.
+type Reap = Pin<Box<dyn Future<Output = tokio::sync::watch::Receiver<u64>> + Send>>;
+
+/// How far reading a request head got.
+enum Read {
+    /// A complete head ends at this offset of the buffer.
+    Head(usize),
+    /// The connection ends on the fast path.
+    Exit(Exit),
+}
+
 async fn serve(
     ctx: &Arc<Ctx>,
     stream: &TcpStream,
@@ -168,113 +207,148 @@ async fn serve(
     in_flight: &mut InFlight,
 ) -> io::Result<Exit> {
     let Signals { shutdown, reap } = signals;
-    let mut reap = Box::pin(next_change(reap));
-    let limit = ctx.cfg.limits.header_bytes.0 as usize;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
-    let mut buf = BytesMut::with_capacity(8 * 1024);
-    // Response heads are built here, reused for the life of the connection.
-    let mut out = Vec::with_capacity(1024);
-    // One timer and one shutdown waiter for the connection's life, not one of each
-    // per request: the timer stays in tokio's wheel and is moved on only when it
-    // fires early (the deadline is kept here), as nginx does with its lazy timers.
-    let mut stopping = *shutdown.borrow();
+    let mut c = Conn {
+        ctx,
+        stream,
+        peer,
+        volume,
+        idle,
+        buf: BytesMut::with_capacity(8 * 1024),
+        out: Vec::with_capacity(1024),
+    };
+    let stopping = *shutdown.borrow();
     let changed = shutdown.changed();
     tokio::pin!(changed);
     let timer = tokio::time::sleep(idle);
     tokio::pin!(timer);
+    let mut waits = Waits {
+        stopping,
+        changed: changed.as_mut(),
+        timer: timer.as_mut(),
+        reap: Box::pin(next_change(reap)),
+    };
     loop {
-        // A complete head in the buffer, or read more. The wait for a head — idle
-        // between requests, or a head trickling in — is bounded as a whole (a client
-        // sending a byte a minute does not hold the connection forever).
-        let deadline = tokio::time::Instant::now() + idle;
-        let end = loop {
-            if let Some(e) = head_end(&buf) {
-                break e;
-            }
-            if buf.len() > limit.min(64 * 1024) {
-                return Ok(Exit::Handover(buf.freeze()));
-            }
-            if stopping && buf.is_empty() {
-                return Ok(Exit::Closed);
-            }
-            let read = tokio::select! {
-                r = read_some(stream, &mut buf) => r?,
-                // (a dropped sender also means the server is going away)
-                _ = &mut changed, if !stopping => {
-                    stopping = true;
-                    continue;
-                }
-                () = &mut timer => {
-                    if tokio::time::Instant::now() >= deadline {
-                        return Ok(Exit::Closed);
-                    }
-                    timer.as_mut().reset(deadline);
-                    continue;
-                }
-                rx = &mut reap => {
-                    let idle_since = deadline - idle;
-                    if buf.is_empty() && idle_since.elapsed() >= crate::conns::REAP_IDLE_MIN {
-                        ctx.metrics.record_connection_reaped();
-                        return Ok(Exit::Closed);
-                    }
-                    reap = Box::pin(next_change(rx));
-                    continue;
-                }
-            };
-            if read == 0 {
-                return Ok(if buf.is_empty() {
-                    Exit::Closed
-                } else {
-                    Exit::Handover(buf.freeze())
-                });
-            }
+        let end = match c.read_head(&mut waits).await? {
+            Read::Head(end) => end,
+            Read::Exit(e) => return Ok(e),
         };
-        out.clear();
-        let Some(req) = parse(&buf[..end]) else {
-            return Ok(Exit::Handover(buf.freeze()));
+        c.out.clear();
+        let Some(req) = parse(&c.buf[..end]) else {
+            return Ok(Exit::Handover(c.buf.freeze()));
         };
-        let Some(answer) = answer(ctx, &req, &mut out) else {
+        let Some(answer) = answer(ctx, &req, &mut c.out) else {
             // Not a fresh hit: the service answers, and the connection stays here.
-            let head_only = req.method == Method::HEAD;
-            let req = req.into_request();
-            buf.advance(end);
-            // Bodies sent by sendfile stay pinned until acknowledged; do not hold
-            // them through a wait on the origin.
-            if !in_flight.0.is_empty() && !in_flight.settle(stream, idle).await {
-                return Ok(Exit::Closed);
-            }
-            let resp = crate::service::handle(ctx.clone(), req, peer).await;
-            if h1::write_response(stream, resp, head_only, &mut out, idle).await?
-                == h1::After::Close
-            {
-                // A clean end (FIN after the answer), as hyper ends a connection.
-                let _ = rustix::net::shutdown(stream, rustix::net::Shutdown::Write);
+            c.buf.advance(end);
+            if !c.serve_other(req, in_flight).await? {
                 return Ok(Exit::Closed);
             }
             continue;
         };
+        if !c.send_hit(&answer, in_flight).await? {
+            return Ok(Exit::Closed);
+        }
+        ctx.metrics
+            .record_request(Outcome::Hit, answer.status, answer.body_len);
+        c.buf.advance(end);
+    }
+}
+
+impl Conn<'_> {
+    /// A complete head in the buffer, or read more. The wait for a head — idle
+    /// between requests, or a head trickling in — is bounded as a whole (a client
+    /// sending a byte a minute does not hold the connection forever).
+    async fn read_head<C: Future>(&mut self, w: &mut Waits<'_, C>) -> io::Result<Read> {
+        let limit = self.ctx.cfg.limits.header_bytes.0 as usize;
+        let deadline = tokio::time::Instant::now() + self.idle;
+        loop {
+            if let Some(e) = head_end(&self.buf) {
+                return Ok(Read::Head(e));
+            }
+            if self.buf.len() > limit.min(64 * 1024) {
+                return Ok(Read::Exit(Exit::Handover(self.buf.split().freeze())));
+            }
+            if w.stopping && self.buf.is_empty() {
+                return Ok(Read::Exit(Exit::Closed));
+            }
+            let read = tokio::select! {
+                r = read_some(self.stream, &mut self.buf) => r?,
+                // (a dropped sender also means the server is going away)
+                _ = w.changed.as_mut(), if !w.stopping => {
+                    w.stopping = true;
+                    continue;
+                }
+                () = w.timer.as_mut() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(Read::Exit(Exit::Closed));
+                    }
+                    w.timer.as_mut().reset(deadline);
+                    continue;
+                }
+                rx = w.reap.as_mut() => {
+                    let idle_since = deadline - self.idle;
+                    if self.buf.is_empty() && idle_since.elapsed() >= crate::conns::REAP_IDLE_MIN {
+                        self.ctx.metrics.record_connection_reaped();
+                        return Ok(Read::Exit(Exit::Closed));
+                    }
+                    w.reap = Box::pin(next_change(rx));
+                    continue;
+                }
+            };
+            if read == 0 {
+                return Ok(Read::Exit(if self.buf.is_empty() {
+                    Exit::Closed
+                } else {
+                    Exit::Handover(self.buf.split().freeze())
+                }));
+            }
+        }
+    }
+
+    /// Answers a plain request that is not a fresh hit through the service and
+    /// writes the response; `false` when the connection is to close.
+    async fn serve_other(&mut self, req: Plain, in_flight: &mut InFlight) -> io::Result<bool> {
+        let head_only = req.method == Method::HEAD;
+        let req = req.into_request();
+        // Bodies sent by sendfile stay pinned until acknowledged; do not hold them
+        // through a wait on the origin.
+        if !in_flight.0.is_empty() && !in_flight.settle(self.stream, self.idle).await {
+            return Ok(false);
+        }
+        let resp = crate::service::handle(self.ctx.clone(), req, self.peer).await;
+        let after = h1::write_response(self.stream, resp, head_only, &mut self.out, self.idle);
+        if after.await? == h1::After::Close {
+            // A clean end (FIN after the answer), as hyper ends a connection.
+            let _ = rustix::net::shutdown(self.stream, rustix::net::Shutdown::Write);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Writes a fresh hit whose head is in `out`, keeping a body sent by sendfile
+    /// pinned until the peer has acknowledged it; `false` when the connection is to
+    /// close.
+    async fn send_hit(&mut self, answer: &Answer, in_flight: &mut InFlight) -> io::Result<bool> {
         // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
         // few responses longer costs nothing, a system call per response does.
         if in_flight.0.len() >= IN_FLIGHT_CHECK {
-            in_flight.release_acked(stream);
+            in_flight.release_acked(self.stream);
         }
-        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(stream, idle).await {
-            return Ok(Exit::Closed);
+        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(self.stream, self.idle).await {
+            return Ok(false);
         }
-        match write_answer(stream, &out, &answer, volume, idle).await {
+        match write_answer(self.stream, &self.out, answer, self.volume, self.idle).await {
             Ok(false) => {}
             Ok(true) => in_flight.0.extend(answer.body.clone()),
             Err(e) => {
                 // Failed, or the client stopped reading for the idle limit. The queue
                 // may hold part of a sendfile'd body: drop it with the connection
                 // rather than let it outlive the pin.
-                in_flight.abort(stream);
+                in_flight.abort(self.stream);
                 return Err(e);
             }
         }
-        ctx.metrics
-            .record_request(Outcome::Hit, answer.status, answer.body_len);
-        buf.advance(end);
+        Ok(true)
     }
 }
 
@@ -291,14 +365,8 @@ async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> 
         stream.readable().await?;
         let mut got = 0;
         let r = stream.try_io(Interest::READABLE, || {
-            let spare = buf.spare_capacity_mut();
-            let room = spare.len();
-            let ((filled, _), _) =
-                rustix::net::recv(stream, spare, rustix::net::RecvFlags::empty())?;
-            got = filled.len();
-            // SAFETY: `recv` initialised the first `got` bytes of the spare capacity,
-            // which is within the allocation (`got <= room`).
-            unsafe { buf.set_len(buf.len() + got) };
+            let (n, room) = crate::sys::recv_into_spare(stream, buf)?;
+            got = n;
             if got > 0 && got < room {
                 // Drained: tokio clears readiness on `WouldBlock`.
                 Err(io::ErrorKind::WouldBlock.into())
@@ -416,88 +484,44 @@ fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
     }
     let url = key::normalize("http", headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
     let class = MethodClass::of(method)?;
-    let now = SystemTime::now();
-    let look = crate::service::lookup(ctx, class, &url, headers);
+    let now = ctx.clock.now();
+    let look = crate::lookup::lookup(ctx, class, &url, headers);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
     if freshness::reuse(prepared.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
         return None;
     }
-    let status = crate::service::keyed(ctx, &url, CacheStatus::hit());
+    let status = crate::lookup::keyed(ctx, &url, CacheStatus::hit());
     let v = prepared.variant(headers, status, now).ok()?;
-    match prepared.precondition(method, headers, &v) {
+    let answer = match prepared.precondition(method, headers, &v) {
         Precondition::Forward => return None,
         Precondition::NotModified => {
-            out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
-            out.extend_from_slice(prepared.head_block_304());
-            if let Some(e) = v.etag {
-                field(out, "etag", e.as_bytes());
-            }
-            number_field(out, "age", v.age_secs);
-            cache_status_field(out, &v);
-            out.extend_from_slice(b"\r\n");
-            if *method == Method::GET {
-                ctx.origin.served(path);
-            }
-            return Some(Answer {
+            hit::write_head_304(out, &prepared, &v);
+            Answer {
                 body: None,
                 status: 304,
                 body_len: 0,
-            });
+            }
         }
-        Precondition::Proceed => {}
-    }
-    let body = if *method == Method::HEAD || v.body_len == 0 {
-        None
-    } else {
-        Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
+        Precondition::Proceed => {
+            let head_only = *method == Method::HEAD;
+            let body = if head_only || v.body_len == 0 {
+                None
+            } else {
+                Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
+            };
+            hit::write_head(out, &prepared, &v);
+            Answer {
+                body,
+                status: prepared.status().as_u16(),
+                body_len: if head_only { 0 } else { v.body_len },
+            }
+        }
     };
-    let status = prepared.status();
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(prepared.head_block());
-    if let Some(e) = v.etag {
-        field(out, "etag", e.as_bytes());
-    }
-    number_field(out, "age", v.age_secs);
-    cache_status_field(out, &v);
-    if v.coding != quire_http::encoding::Coding::Identity {
-        field(out, "content-encoding", v.coding.token().as_bytes());
-    } else if let Some(ce) = &prepared.rec.meta.content_encoding {
-        field(out, "content-encoding", ce.as_bytes());
-    }
-    number_field(out, "content-length", v.body_len);
-    out.extend_from_slice(b"\r\n");
-    if *method == Method::GET && status == StatusCode::OK {
+    if *method == Method::GET && matches!(answer.status, 200 | 304) {
         ctx.origin.served(path);
     }
-    Some(Answer {
-        body,
-        status: status.as_u16(),
-        body_len: if *method == Method::HEAD {
-            0
-        } else {
-            v.body_len
-        },
-    })
-}
-
-/// Appends the `Cache-Status` field line of `v`.
-fn cache_status_field(out: &mut Vec<u8>, v: &crate::hit::Variant<'_>) {
-    out.extend_from_slice(b"cache-status: ");
-    v.write_cache_status(out);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends the field line `name: n`.
-fn number_field(out: &mut Vec<u8>, name: &str, n: u64) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    quire_http::syntax::push_decimal(out, n);
-    out.extend_from_slice(b"\r\n");
+    Some(answer)
 }
 
 /// Writes a hit's head and body (see [`h1::write_all`]); `true` when the body went

@@ -57,7 +57,6 @@ use http_body_util::BodyExt;
 use quire_http::key::VaryFields;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::body::Chunk;
 use crate::invalidate::{Invalidations, Tags, Verdict};
 use crate::object::{self, ObjectRecord};
 use crate::origin::OriginError;
@@ -66,6 +65,15 @@ use crate::origin::OriginError;
 /// to store, or not storable) before it is cut off: a client that stops reading must
 /// not make quire buffer an endless origin body for it.
 pub const LAG_BYTES_MAX: usize = 4 << 20;
+
+/// One event of a fill, as each waiter receives it.
+#[derive(Debug, Clone)]
+pub enum Chunk {
+    /// The next bytes.
+    Data(Bytes),
+    /// The origin failed mid-body.
+    Failed(String),
+}
 
 /// The response head a fill received, as waiters see it.
 #[derive(Debug)]

@@ -116,30 +116,20 @@ impl Scanner {
                             continue;
                         }
                     }
-                    let rest = &bytes[i..];
-                    let before = buf.len();
-                    buf.extend_from_slice(rest);
-                    let Some(end) = find_head_end(buf, before.saturating_sub(3)) else {
-                        if buf.len() > self.head_limit {
+                    match head_step(buf, &bytes[i..], self.head_limit) {
+                        HeadStep::More => return Ok(()),
+                        HeadStep::Off => {
                             self.state = State::Off;
+                            return Ok(());
                         }
-                        return Ok(());
-                    };
-                    // The same verdict however the bytes were split into reads: a head
-                    // over the limit is hyper's (431) whether or not its end arrived
-                    // in the same read.
-                    if end > self.head_limit {
-                        self.state = State::Off;
-                        return Ok(());
-                    }
-                    let consumed = end - before;
-                    buf.truncate(end);
-                    let head = std::mem::take(buf);
-                    i += consumed;
-                    match judge(&head) {
-                        Judgement::Refuse(why) => return Err((head_start, why)),
-                        Judgement::Off => self.state = State::Off,
-                        Judgement::Next(s) => self.state = s,
+                        HeadStep::Judged(consumed, judgement) => {
+                            i += consumed;
+                            match judgement {
+                                Judgement::Refuse(why) => return Err((head_start, why)),
+                                Judgement::Off => self.state = State::Off,
+                                Judgement::Next(s) => self.state = s,
+                            }
+                        }
                     }
                 }
                 State::Skip(n, next) => {
@@ -164,17 +154,7 @@ impl Scanner {
                         }
                         Line::Done => {}
                     }
-                    let size = std::str::from_utf8(line)
-                        .ok()
-                        .map(|l| l.trim_end_matches('\r'))
-                        .map(|l| l.split(';').next().unwrap_or("").trim())
-                        .and_then(|hex| u64::from_str_radix(hex, 16).ok());
-                    self.state = match size {
-                        None => State::Off,
-                        Some(0) => State::Trailer(Vec::new()),
-                        // The data, then its CRLF.
-                        Some(n) => State::Skip(n.saturating_add(2), Next::ChunkSize),
-                    };
+                    self.state = after_chunk_size(line);
                 }
                 State::Trailer(line) => {
                     let b = bytes[i];
@@ -191,6 +171,53 @@ impl Scanner {
             }
         }
         Ok(())
+    }
+}
+
+/// What accumulating bytes into a request head came to.
+enum HeadStep {
+    /// No end of head yet: wait for more.
+    More,
+    /// Over the head limit: hyper's to answer (431); stop watching.
+    Off,
+    /// A complete head, judged, after taking this many of the new bytes.
+    Judged(usize, Judgement),
+}
+
+/// Appends `rest` to the head in `buf` and judges the head once it is complete.
+/// The same verdict however the bytes were split into reads: a head over the limit
+/// is hyper's (431) whether or not its end arrived in the same read.
+fn head_step(buf: &mut Vec<u8>, rest: &[u8], head_limit: usize) -> HeadStep {
+    let before = buf.len();
+    buf.extend_from_slice(rest);
+    let Some(end) = find_head_end(buf, before.saturating_sub(3)) else {
+        return if buf.len() > head_limit {
+            HeadStep::Off
+        } else {
+            HeadStep::More
+        };
+    };
+    if end > head_limit {
+        return HeadStep::Off;
+    }
+    buf.truncate(end);
+    let head = std::mem::take(buf);
+    HeadStep::Judged(end - before, judge(&head))
+}
+
+/// The state after a complete chunk-size line: the chunk's data and CRLF, the
+/// trailer after the last chunk, or off for a line that is not a size.
+fn after_chunk_size(line: &[u8]) -> State {
+    let size = std::str::from_utf8(line)
+        .ok()
+        .map(|l| l.trim_end_matches('\r'))
+        .map(|l| l.split(';').next().unwrap_or("").trim())
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+    match size {
+        None => State::Off,
+        Some(0) => State::Trailer(Vec::new()),
+        // The data, then its CRLF.
+        Some(n) => State::Skip(n.saturating_add(2), Next::ChunkSize),
     }
 }
 

@@ -31,7 +31,7 @@ use crate::body::Body;
 
 /// Whether the connection stays open after a response.
 #[derive(Debug, PartialEq, Eq)]
-pub enum After {
+pub(crate) enum After {
     /// Keep-alive: read the next request.
     KeepAlive,
     /// Close it (the response said so, or its body was cut short).
@@ -48,7 +48,7 @@ enum Framing {
 /// Writes `resp` to `stream`; `head_only` for a `HEAD` request. `head` is scratch
 /// space for the response head. Waits for a full socket at most `idle` per write; a
 /// client that stops reading longer is a `TimedOut` error.
-pub async fn write_response(
+pub(crate) async fn write_response(
     stream: &TcpStream,
     resp: Response<Body>,
     head_only: bool,
@@ -57,12 +57,27 @@ pub async fn write_response(
 ) -> io::Result<After> {
     let (parts, mut body) = resp.into_parts();
     head.clear();
+    let (framing, close) = serialise_head(&parts, &body, head_only, head);
+    let out = Out { stream, idle };
+    let whole = out.body(head, &mut body, &framing).await?;
+    Ok(if close || !whole {
+        After::Close
+    } else {
+        After::KeepAlive
+    })
+}
+
+/// Appends the response head to `head`: status line, fields, `Date` when missing,
+/// and the framing field hyper would add. Returns the framing and whether the
+/// response asked to close the connection.
+fn serialise_head(
+    parts: &http::response::Parts,
+    body: &Body,
+    head_only: bool,
+    head: &mut Vec<u8>,
+) -> (Framing, bool) {
     let status = parts.status;
-    head.extend_from_slice(b"HTTP/1.1 ");
-    head.extend_from_slice(status.as_str().as_bytes());
-    head.push(b' ');
-    head.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    head.extend_from_slice(b"\r\n");
+    status_line(head, status);
     let mut close = false;
     for (name, value) in &parts.headers {
         if name == header::CONNECTION && has_close(value) {
@@ -91,73 +106,95 @@ pub async fn write_response(
             }
         }
     } else if let Some(n) = body.size_hint().exact() {
-        let mut num = Vec::with_capacity(20);
-        quire_http::syntax::push_decimal(&mut num, n);
-        field(head, "content-length", &num);
+        number_field(head, "content-length", n);
         Framing::Length(n)
     } else {
         field(head, "transfer-encoding", b"chunked");
         Framing::Chunked
     };
     head.extend_from_slice(b"\r\n");
-    let after = if close {
-        After::Close
-    } else {
-        After::KeepAlive
-    };
-    // The head goes out with the first chunk while that chunk is ready at once; a
-    // slow fill still gets its head out first.
-    let mut head: &[u8] = head;
-    let mut sent: u64 = 0;
-    if !matches!(framing, Framing::None) {
-        loop {
-            let frame = match ready_frame(&mut body) {
-                Some(f) => f,
-                None => {
-                    write_all(stream, &[std::mem::take(&mut head)], idle).await?;
-                    std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
-                }
-            };
-            let data = match frame {
-                None => break,
-                // A fill that failed part-way: the client must see a cut connection.
-                Some(Err(_)) => return Ok(After::Close),
-                Some(Ok(f)) => match f.into_data() {
-                    Ok(d) if !d.is_empty() => d,
-                    _ => continue,
-                },
-            };
-            let h = std::mem::take(&mut head);
-            match framing {
-                Framing::Length(n) => {
-                    let room = usize::try_from(n - sent).unwrap_or(usize::MAX);
-                    let take = &data[..data.len().min(room)];
-                    sent += take.len() as u64;
-                    write_all(stream, &[h, take], idle).await?;
-                    if sent >= n {
-                        break;
+    (framing, close)
+}
+
+/// The socket a response goes out on, with the longest wait for room in it.
+struct Out<'a> {
+    stream: &'a TcpStream,
+    idle: Duration,
+}
+
+impl Out<'_> {
+    /// Writes the head and the body as `framing` says; `false` when the body failed
+    /// or ended short of its length (only a close then tells the client).
+    async fn body(&self, head: &[u8], body: &mut Body, framing: &Framing) -> io::Result<bool> {
+        // The head goes out with the first chunk while that chunk is ready at once;
+        // a slow fill still gets its head out first.
+        let mut head: &[u8] = head;
+        let mut sent: u64 = 0;
+        if !matches!(framing, Framing::None) {
+            loop {
+                let frame = match ready_frame(body) {
+                    Some(f) => f,
+                    None => {
+                        self.write(&[std::mem::take(&mut head)]).await?;
+                        std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await
                     }
-                }
-                _ => {
-                    let mut size = [0u8; 18];
-                    let size = chunk_size(&mut size, data.len());
-                    write_all(stream, &[h, size, &data, b"\r\n"], idle).await?;
+                };
+                let data = match frame {
+                    None => break,
+                    // A fill that failed part-way: the client must see a cut connection.
+                    Some(Err(_)) => return Ok(false),
+                    Some(Ok(f)) => match f.into_data() {
+                        Ok(d) if !d.is_empty() => d,
+                        _ => continue,
+                    },
+                };
+                let h = std::mem::take(&mut head);
+                if self.chunk(h, &data, framing, &mut sent).await? {
+                    break;
                 }
             }
         }
-    }
-    match framing {
-        Framing::Chunked => write_all(stream, &[head, b"0\r\n\r\n"], idle).await?,
-        Framing::Length(n) => {
-            write_all(stream, &[head], idle).await?;
-            if sent < n {
+        match framing {
+            Framing::Chunked => self.write(&[head, b"0\r\n\r\n"]).await?,
+            Framing::Length(n) => {
+                self.write(&[head]).await?;
                 // Ended short of its length: only a close tells the client.
-                return Ok(After::Close);
+                return Ok(sent >= *n);
+            }
+            Framing::None => self.write(&[head]).await?,
+        }
+        Ok(true)
+    }
+
+    /// Writes one chunk of body data (after what is left of the head) as `framing`
+    /// frames it; `true` once a sized body is complete.
+    async fn chunk(
+        &self,
+        head: &[u8],
+        data: &[u8],
+        framing: &Framing,
+        sent: &mut u64,
+    ) -> io::Result<bool> {
+        match framing {
+            Framing::Length(n) => {
+                let room = usize::try_from(n - *sent).unwrap_or(usize::MAX);
+                let take = &data[..data.len().min(room)];
+                *sent += take.len() as u64;
+                self.write(&[head, take]).await?;
+                Ok(*sent >= *n)
+            }
+            _ => {
+                let mut size = [0u8; 18];
+                let size = chunk_size(&mut size, data.len());
+                self.write(&[head, size, data, b"\r\n"]).await?;
+                Ok(false)
             }
         }
-        Framing::None => write_all(stream, &[head], idle).await?,
     }
-    Ok(after)
+
+    async fn write(&self, parts: &[&[u8]]) -> io::Result<()> {
+        write_all(self.stream, parts, self.idle).await
+    }
 }
 
 /// The body's next frame if it is ready now; `None` when it is not.
@@ -179,8 +216,25 @@ fn has_close(v: &HeaderValue) -> bool {
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
 }
 
+/// Appends the status line `HTTP/1.1 <code> <reason>`.
+pub(crate) fn status_line(out: &mut Vec<u8>, status: StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the field line `name: n`.
+pub(crate) fn number_field(out: &mut Vec<u8>, name: &str, n: u64) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    quire_http::syntax::push_decimal(out, n);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends the field line `name: value`.
-pub fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+pub(crate) fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);
@@ -206,13 +260,17 @@ fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
 /// Writes every byte of `parts`, trying at once and waiting for room only when the
 /// socket is full, then for at most `idle`: a client that stopped reading for that
 /// long is an error of kind `TimedOut` (the write is unfinished).
-pub async fn write_all(stream: &TcpStream, parts: &[&[u8]], idle: Duration) -> io::Result<()> {
+pub(crate) async fn write_all(
+    stream: &TcpStream,
+    parts: &[&[u8]],
+    idle: Duration,
+) -> io::Result<()> {
     write_all_with(stream, parts, idle, |s| Ok(rustix::io::writev(stream, s)?)).await
 }
 
 /// [`write_all`] with `write` doing each non-blocking write of the slices left (at
 /// most four): the fast path's hits pass one that may use sendfile.
-pub async fn write_all_with(
+pub(crate) async fn write_all_with(
     stream: &TcpStream,
     parts: &[&[u8]],
     idle: Duration,

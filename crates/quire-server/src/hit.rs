@@ -26,12 +26,12 @@ use quire_http::status::CacheStatus;
 use quire_store::Handle;
 
 use crate::body::{self, Body};
-
+use crate::h1;
 use crate::object::{self, ObjectRecord, Record};
 
 /// What serving a record needs from the request.
 #[derive(Debug)]
-pub struct HitRequest<'a> {
+pub(crate) struct HitRequest<'a> {
     /// GET or HEAD.
     pub method: &'a Method,
     /// The client's fields.
@@ -308,22 +308,16 @@ impl Records {
 }
 
 /// Serves `p` to `req` with `status` as quire's `Cache-Status` member.
-pub fn serve(
+pub(crate) fn serve(
     req: &HitRequest<'_>,
     p: &Prepared,
     entry: &Arc<Handle>,
     status: CacheStatus,
     now: SystemTime,
 ) -> Result<Response<Body>, NotServed> {
-    let rec = &p.rec;
     let v = p.variant(req.headers, status, now)?;
-    let (coding, body_len) = (v.coding, v.body_len);
-    let etag = v.etag;
-    let last_modified = p.last_modified;
-    let date = p.date;
-
     let mut h = p.headers.clone();
-    if let Some(e) = etag.and_then(|e| HeaderValue::from_str(e).ok()) {
+    if let Some(e) = v.etag.and_then(|e| HeaderValue::from_str(e).ok()) {
         h.insert(header::ETAG, e);
     }
     h.insert(header::AGE, HeaderValue::from(v.age_secs));
@@ -344,14 +338,14 @@ pub fn serve(
         }
         Precondition::Proceed => {}
     }
-
-    let m = &rec.meta;
-    if coding != Coding::Identity {
+    if v.coding != Coding::Identity {
         h.insert(
             header::CONTENT_ENCODING,
-            HeaderValue::from_static(coding.token()),
+            HeaderValue::from_static(v.coding.token()),
         );
-    } else if let Some(ce) = m
+    } else if let Some(ce) = p
+        .rec
+        .meta
         .content_encoding
         .as_deref()
         .and_then(|c| HeaderValue::from_str(c).ok())
@@ -359,89 +353,153 @@ pub fn serve(
         // Stored as the origin sent it (a coding quire does not decode).
         h.insert(header::CONTENT_ENCODING, ce);
     }
-
     let range = conditional::evaluate_range(
         req.headers,
         req.method,
-        body_len,
-        etag,
-        last_modified,
-        Some(date),
+        v.body_len,
+        v.etag,
+        p.last_modified,
+        Some(p.date),
     );
-    let head_only = req.method == Method::HEAD;
-    let status_code = StatusCode::from_u16(m.status).unwrap_or(StatusCode::OK);
-    match range {
-        RangeAnswer::Unsatisfiable => {
-            h.insert(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&conditional::content_range_unsatisfied(body_len))
-                    .unwrap_or(HeaderValue::from_static("bytes */0")),
-            );
-            h.remove(header::CONTENT_ENCODING);
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(0u64));
-            Ok(respond(StatusCode::RANGE_NOT_SATISFIABLE, h, Body::Empty))
-        }
-        RangeAnswer::Full if head_only => {
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
-            Ok(respond(status_code, h, Body::Empty))
-        }
-        RangeAnswer::Full => {
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
-            let b = if body_len == 0 {
-                Body::Empty
-            } else {
-                Body::Bytes([p.body(entry, &v, 0, body_len)?].into())
-            };
-            Ok(respond(status_code, h, b))
-        }
-        RangeAnswer::Partial(ranges) if ranges.len() == 1 => {
-            let (start, end) = ranges[0];
-            let len = end - start + 1;
-            if let Ok(v) = HeaderValue::from_str(&conditional::content_range(start, end, body_len))
-            {
-                h.insert(header::CONTENT_RANGE, v);
+    let out = Ranged {
+        p,
+        entry,
+        v: &v,
+        head_only: req.method == Method::HEAD,
+    };
+    out.answer(range, h)
+}
+
+/// A stored representation about to be answered, whole or in ranges.
+struct Ranged<'a> {
+    p: &'a Prepared,
+    entry: &'a Arc<Handle>,
+    v: &'a Variant<'a>,
+    head_only: bool,
+}
+
+impl Ranged<'_> {
+    /// The response for `range` (RFC 9110 §14), with the fields `h` so far.
+    fn answer(&self, range: RangeAnswer, mut h: HeaderMap) -> Result<Response<Body>, NotServed> {
+        let body_len = self.v.body_len;
+        match range {
+            RangeAnswer::Unsatisfiable => {
+                h.insert(
+                    header::CONTENT_RANGE,
+                    HeaderValue::from_str(&conditional::content_range_unsatisfied(body_len))
+                        .unwrap_or(HeaderValue::from_static("bytes */0")),
+                );
+                h.remove(header::CONTENT_ENCODING);
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(0u64));
+                Ok(respond(StatusCode::RANGE_NOT_SATISFIABLE, h, Body::Empty))
             }
-            h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-            let b = if head_only {
-                Body::Empty
-            } else {
-                Body::Bytes([p.body(entry, &v, start, end + 1)?].into())
-            };
-            Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
-        }
-        RangeAnswer::Partial(ranges) => {
-            let ct = h
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let seed = xxhash_rust::xxh3::xxh3_64(&rec.id.to_le_bytes());
-            let plan = conditional::multipart_plan(
-                &ranges,
-                body_len,
-                ct.as_deref(),
-                &conditional::boundary_for(seed),
-            );
-            if let Ok(v) = HeaderValue::from_str(&plan.content_type) {
-                h.insert(header::CONTENT_TYPE, v);
+            RangeAnswer::Full => {
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
+                let b = if self.head_only || body_len == 0 {
+                    Body::Empty
+                } else {
+                    Body::Bytes([self.bytes(0, body_len)?].into())
+                };
+                Ok(respond(self.p.status(), h, b))
             }
-            h.insert(
-                header::CONTENT_LENGTH,
-                HeaderValue::from(plan.content_length),
-            );
-            let b = if head_only {
-                Body::Empty
-            } else {
-                let mut parts = std::collections::VecDeque::with_capacity(plan.parts.len() * 2 + 1);
-                for part in plan.parts {
-                    parts.push_back(Bytes::from(part.head));
-                    parts.push_back(p.body(entry, &v, part.range.0, part.range.1 + 1)?);
+            RangeAnswer::Partial(ranges) if ranges.len() == 1 => {
+                let (start, end) = ranges[0];
+                let range = conditional::content_range(start, end, body_len);
+                if let Ok(v) = HeaderValue::from_str(&range) {
+                    h.insert(header::CONTENT_RANGE, v);
                 }
-                parts.push_back(Bytes::from(plan.trailer));
-                Body::Bytes(parts)
-            };
-            Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
+                h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start + 1));
+                let b = if self.head_only {
+                    Body::Empty
+                } else {
+                    Body::Bytes([self.bytes(start, end + 1)?].into())
+                };
+                Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
+            }
+            RangeAnswer::Partial(ranges) => self.multipart(&ranges, h),
         }
     }
+
+    /// A `multipart/byteranges` answer for several ranges.
+    fn multipart(
+        &self,
+        ranges: &[(u64, u64)],
+        mut h: HeaderMap,
+    ) -> Result<Response<Body>, NotServed> {
+        let ct = h
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let seed = xxhash_rust::xxh3::xxh3_64(&self.p.rec.id.to_le_bytes());
+        let plan = conditional::multipart_plan(
+            ranges,
+            self.v.body_len,
+            ct.as_deref(),
+            &conditional::boundary_for(seed),
+        );
+        if let Ok(v) = HeaderValue::from_str(&plan.content_type) {
+            h.insert(header::CONTENT_TYPE, v);
+        }
+        h.insert(
+            header::CONTENT_LENGTH,
+            HeaderValue::from(plan.content_length),
+        );
+        let b = if self.head_only {
+            Body::Empty
+        } else {
+            let mut parts = std::collections::VecDeque::with_capacity(plan.parts.len() * 2 + 1);
+            for part in plan.parts {
+                parts.push_back(Bytes::from(part.head));
+                parts.push_back(self.bytes(part.range.0, part.range.1 + 1)?);
+            }
+            parts.push_back(Bytes::from(plan.trailer));
+            Body::Bytes(parts)
+        };
+        Ok(respond(StatusCode::PARTIAL_CONTENT, h, b))
+    }
+
+    /// Bytes `from..to` of the representation's body, from the mapping.
+    fn bytes(&self, from: u64, to: u64) -> Result<Bytes, NotServed> {
+        self.p.body(self.entry, self.v, from, to)
+    }
+}
+
+/// The head of a fresh hit as HTTP/1.1 bytes, appended to `out`: the status line,
+/// the stored fields ([`Prepared::head_block`]) and the per-response ones (`ETag`,
+/// `Age`, `Cache-Status`, `Content-Encoding`, `Content-Length`) — the fields
+/// [`serve`] puts in its response for a whole body, in wire form, so the fast path
+/// writes them straight to the socket.
+pub(crate) fn write_head(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
+    h1::status_line(out, p.status());
+    out.extend_from_slice(p.head_block());
+    write_per_response(out, v);
+    if v.coding != Coding::Identity {
+        h1::field(out, "content-encoding", v.coding.token().as_bytes());
+    } else if let Some(ce) = &p.rec.meta.content_encoding {
+        h1::field(out, "content-encoding", ce.as_bytes());
+    }
+    h1::number_field(out, "content-length", v.body_len);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The head of a 304 to a fresh hit, appended to `out` (the fields RFC 9110
+/// §15.4.5 lists, as [`serve`] answers a matching precondition).
+pub(crate) fn write_head_304(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
+    h1::status_line(out, StatusCode::NOT_MODIFIED);
+    out.extend_from_slice(p.head_block_304());
+    write_per_response(out, v);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `ETag`, `Age` and `Cache-Status` of `v` as field lines.
+fn write_per_response(out: &mut Vec<u8>, v: &Variant<'_>) {
+    if let Some(e) = v.etag {
+        h1::field(out, "etag", e.as_bytes());
+    }
+    h1::number_field(out, "age", v.age_secs);
+    out.extend_from_slice(b"cache-status: ");
+    v.write_cache_status(out);
+    out.extend_from_slice(b"\r\n");
 }
 
 fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body> {
@@ -453,7 +511,7 @@ fn respond(status: StatusCode, headers: HeaderMap, body: Body) -> Response<Body>
 
 /// The `ETag` of the `coding` representation: the origin's for the body it sent,
 /// weakened for a coding quire derived from it.
-pub fn variant_etag(
+pub(crate) fn variant_etag(
     origin: Option<&str>,
     coding: Coding,
     stored_as: Option<&str>,
@@ -472,7 +530,7 @@ pub fn variant_etag(
 
 /// Appends `Vary: Accept-Encoding` unless a `Vary` line already names it (or is
 /// `*`): the origin's own lines stay as they were sent.
-pub fn add_vary_accept_encoding(h: &mut HeaderMap) {
+pub(crate) fn add_vary_accept_encoding(h: &mut HeaderMap) {
     let named = h.get_all(header::VARY).iter().any(|v| {
         v.to_str().is_ok_and(|v| {
             v.split(',')
@@ -486,13 +544,13 @@ pub fn add_vary_accept_encoding(h: &mut HeaderMap) {
 }
 
 /// Remaining freshness in whole seconds, negative when stale (RFC 9211 §2.4).
-pub fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
+pub(crate) fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
     let lifetime = t.freshness_lifetime.unwrap_or(Duration::ZERO).as_secs() as i64;
     lifetime.saturating_sub(t.age(now).as_secs() as i64)
 }
 
 /// An HTTP-date header value.
-pub fn http_date(t: SystemTime) -> HeaderValue {
+pub(crate) fn http_date(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t))
         .unwrap_or(HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"))
 }

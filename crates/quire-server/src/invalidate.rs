@@ -48,7 +48,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// Entries kept. Each is 24 bytes; a writer older than the oldest one kept is treated
 /// as invalidated, so this only needs to cover what can happen during one fill's
 /// lifetime (`limits.fill_deadline`).
-pub const LOG_ENTRIES_MAX: usize = 1 << 16;
+pub(crate) const LOG_ENTRIES_MAX: usize = 1 << 16;
 
 /// What an invalidation asked for, for the writers that raced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,7 +113,7 @@ impl Tags {
 }
 
 /// The hash a tag is logged under (the same for writers and purges).
-pub fn tag_hash(tag: &str) -> u64 {
+pub(crate) fn tag_hash(tag: &str) -> u64 {
     quire_http::key::key_hash(tag.as_bytes())
 }
 

@@ -25,34 +25,47 @@
 //!   from (the peer, or the client a trusted proxy names); [`refuse`] turns away
 //!   request heads the RFCs forbid before they are routed.
 
+#![deny(unsafe_code)]
+
 pub mod admin;
-pub mod body;
+mod body;
 pub mod client;
-pub mod commit;
+pub mod clock;
+mod commit;
 pub mod compress;
 pub mod compress_pool;
 pub mod config;
-pub mod conns;
-pub mod fastpath;
+mod conns;
+mod exchange;
+mod fastpath;
 pub mod fill;
 pub mod guard;
-pub mod h1;
-pub mod hit;
-pub mod invalidate;
+mod h1;
+mod hit;
+mod invalidate;
+mod lookup;
 pub mod metrics;
-pub mod miss;
+mod miss;
 pub mod object;
 pub mod origin;
-pub mod pass;
+mod pass;
 pub mod purge;
-pub mod recompress;
-pub mod refuse;
-pub mod sendfile;
+mod put;
+mod recompress;
+mod refuse;
+mod reply;
+mod sendfile;
 pub mod server;
-pub mod service;
+mod service;
 pub mod state;
+#[expect(
+    unsafe_code,
+    reason = "the two socket calls with no safe form; see the module doc"
+)]
+mod sys;
 pub mod upstream;
 
+pub use clock::Clock;
 pub use config::Config;
 pub use server::Server;
 pub use state::{Ctx, StartError};

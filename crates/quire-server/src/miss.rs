@@ -23,36 +23,41 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderValue};
-use http::{Method, Request, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::meta::StoredMeta;
+use quire_http::status::CacheStatus;
 use quire_store::{Engine, EntryRef};
 
+use crate::body::Body;
 use crate::commit::{self, StorePlan};
-use crate::fill::{self, BodyEnd, Fill, Head, ReadLimits};
+use crate::compress;
+use crate::fill::{self, BodyEnd, Fill, FillBody, Head, ReadLimits};
+use crate::hit;
 use crate::invalidate::Verdict;
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
+use crate::put;
 use crate::state::Ctx;
 use crate::upstream::{self, Ahead, UpBody};
 
 /// Fields removed from origin responses before they reach a client (misses and
 /// passes; stored heads never hold them): tags and `Surrogate-Control` are for quire
 /// (a surrogate), not for clients (Edge Architecture 1.0 §3).
-pub const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
+pub(crate) const NOT_SENT: [&str; 3] = ["surrogate-key", "cache-tag", "surrogate-control"];
 
 /// Largest body committed before its waiters are answered.
-pub const HOLD_BYTES_MAX: u64 = 256 << 10;
+pub(crate) const HOLD_BYTES_MAX: u64 = 256 << 10;
 
 /// How long after the head a body may take to count as "at hand".
-pub const HOLD_WAIT: Duration = Duration::from_millis(5);
+pub(crate) const HOLD_WAIT: Duration = Duration::from_millis(5);
 
 /// What a fill fetches and where it stores it.
 #[derive(Debug)]
-pub struct FillSpec {
+pub(crate) struct FillSpec {
     /// The normalised URL.
     pub url: NormalizedUrl,
     /// Where the URL's primary record lives.
@@ -72,7 +77,7 @@ pub struct FillSpec {
 }
 
 /// Runs a fill to the end and unregisters it.
-pub async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
+pub(crate) async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
     ctx.metrics
         .fills_in_flight()
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -135,7 +140,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
             }
         };
         *req.headers_mut() = headers;
-        let request_time = SystemTime::now();
+        let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
         let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
             fill.publish_failed(OriginError::Failed("every client left".into()));
@@ -150,7 +155,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
                 return Err(FillResult::Failed);
             }
         };
-        let response_time = SystemTime::now();
+        let response_time = ctx.clock.now();
         let (mut parts, body) = resp.into_parts();
         origin::strip_hop_by_hop(&mut parts.headers);
         if parts.status == StatusCode::NOT_MODIFIED {
@@ -176,52 +181,12 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
 
 async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> FillResult {
     let started = tokio::time::Instant::now();
-    let Fetched {
-        request_time,
-        response_time,
-        parts,
-        mut body,
-    } = match fetch(ctx, fill, spec).await {
+    let fetched = match fetch(ctx, fill, spec).await {
         Ok(f) => f,
         Err(result) => return result,
     };
-    let vary = key::vary_fields(&parts.headers);
-    let variant_key = if vary.is_empty() {
-        spec.primary_key.clone()
-    } else {
-        ctx.variant_key(
-            MethodClass::Get,
-            &spec.url,
-            &vary,
-            &spec.headers,
-            spec.key_version,
-        )
-    };
-    let store = decide(ctx, spec, parts.status, &parts.headers);
-    let keys = commit::surrogate_keys(&parts.headers);
-    let tags = commit::record_tags(spec.url.as_str(), &keys);
-    let head = Head {
-        status: parts.status,
-        headers: parts.headers.clone(),
-        request_time,
-        response_time,
-        store,
-        vary: vary.clone(),
-        variant_key: variant_key.clone(),
-        tags: tags.clone(),
-    };
-    let plan = StorePlan {
-        url: spec.url.as_str().to_owned(),
-        primary_key: spec.primary_key.clone(),
-        record_key: variant_key,
-        vary,
-        status: parts.status,
-        headers: parts.headers,
-        request_time,
-        response_time,
-        start: fill.start(),
-        tags,
-    };
+    let (head, plan, mut body) = plan(ctx, fill, spec, fetched);
+    let store = head.store;
     let at_hand = match body_at_hand(&mut body, &plan.headers).await {
         Err(why) => {
             // Nothing has been sent yet: every waiter gets a 502, not a status line
@@ -232,31 +197,14 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
         }
         Ok(a) => a,
     };
+    let run = Streaming {
+        ctx,
+        fill,
+        spec,
+        started,
+    };
     if let Err(why) = store {
-        // Not a fill any more: a pass-through for the waiters it has.
-        fill.publish_head(head);
-        ctx.fills.pass_through(&spec.fill_key, fill);
-        let end = match at_hand {
-            AtHand::Complete(chunks) => {
-                chunks.into_iter().for_each(|c| {
-                    fill.push(c);
-                });
-                fill.finish(Ok(()), false);
-                BodyEnd::Kept
-            }
-            AtHand::Partial(chunks) => {
-                chunks.into_iter().for_each(|c| {
-                    fill.push(c);
-                });
-                stream(ctx, fill, spec, body, started, false).await
-            }
-        };
-        return match (end, why) {
-            (BodyEnd::Abandoned, _) => FillResult::Abandoned,
-            (_, "too-large") => FillResult::TooLarge,
-            (_, "admission") => FillResult::Rejected,
-            _ => FillResult::NotStorable,
-        };
+        return run.pass_through(head, at_hand, body, why).await;
     }
     match at_hand {
         AtHand::Complete(chunks) => fill.hold_complete(head, chunks),
@@ -284,6 +232,100 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
     };
     fill.committed(id.ok_or(result.detail().unwrap_or("not-stored")));
     result
+}
+
+/// What the fetched head means: the head waiters see (with the storing decision)
+/// and the plan a commit follows, plus the body still to read.
+fn plan(ctx: &Ctx, fill: &Fill, spec: &FillSpec, fetched: Fetched) -> (Head, StorePlan, UpBody) {
+    let Fetched {
+        request_time,
+        response_time,
+        parts,
+        body,
+    } = fetched;
+    let vary = key::vary_fields(&parts.headers);
+    let variant_key = if vary.is_empty() {
+        spec.primary_key.clone()
+    } else {
+        let (url, version) = (&spec.url, spec.key_version);
+        ctx.variant_key(MethodClass::Get, url, &vary, &spec.headers, version)
+    };
+    let store = decide(ctx, spec, parts.status, &parts.headers);
+    let keys = commit::surrogate_keys(&parts.headers);
+    let tags = put::record_tags(spec.url.as_str(), &keys);
+    let head = Head {
+        status: parts.status,
+        headers: parts.headers.clone(),
+        request_time,
+        response_time,
+        store,
+        vary: vary.clone(),
+        variant_key: variant_key.clone(),
+        tags: tags.clone(),
+    };
+    let plan = StorePlan {
+        url: spec.url.as_str().to_owned(),
+        primary_key: spec.primary_key.clone(),
+        record_key: variant_key,
+        vary,
+        status: parts.status,
+        headers: parts.headers,
+        request_time,
+        response_time,
+        start: fill.start(),
+        tags,
+    };
+    (head, plan, body)
+}
+
+/// A fill whose body is being read.
+struct Streaming<'a> {
+    ctx: &'a Arc<Ctx>,
+    fill: &'a Arc<Fill>,
+    spec: &'a FillSpec,
+    started: tokio::time::Instant,
+}
+
+impl Streaming<'_> {
+    /// A response that will not be stored (`why`): not a fill any more, a
+    /// pass-through for the waiters it has.
+    async fn pass_through(
+        self,
+        head: Head,
+        at_hand: AtHand,
+        body: UpBody,
+        why: &'static str,
+    ) -> FillResult {
+        let Streaming {
+            ctx,
+            fill,
+            spec,
+            started,
+        } = self;
+        fill.publish_head(head);
+        ctx.fills.pass_through(&spec.fill_key, fill);
+        let end = match at_hand {
+            AtHand::Complete(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                fill.finish(Ok(()), false);
+                BodyEnd::Kept
+            }
+            AtHand::Partial(chunks) => {
+                chunks.into_iter().for_each(|c| {
+                    fill.push(c);
+                });
+                stream(ctx, fill, spec, body, started, false).await
+            }
+        };
+        match (end, why) {
+            (BodyEnd::Abandoned, _) => FillResult::Abandoned,
+            (_, "too-large") => FillResult::TooLarge,
+            (_, "admission") => FillResult::Rejected,
+            _ => FillResult::NotStorable,
+        }
+    }
 }
 
 /// Streams the rest of the body into `fill`, within the read limits (the deadline
@@ -458,11 +500,11 @@ async fn store_refreshed(
     let key = spec.fill_key.clone();
     let start = fill.start();
     tokio::task::spawn_blocking(move || {
-        let tags = commit::record_tags(&rec.url, &rec.meta.tags);
+        let tags = put::record_tags(&rec.url, &rec.meta.tags);
         ctx.invalidations.commit(start, &tags, |v| {
             match v {
                 Verdict::Hard => return FillResult::Invalidated,
-                Verdict::Soft => commit::make_stale(&mut rec, SystemTime::now()),
+                Verdict::Soft => put::make_stale(&mut rec, ctx.clock.now()),
                 Verdict::Clean => {}
             }
             let Some(h) = ctx.store.get(&key) else {
@@ -472,7 +514,7 @@ async fn store_refreshed(
                 Some(object::Record::Object(old)) if old.id == rec.id => {
                     // The bodies as they are now (codings may have joined since).
                     rec.codings = old.codings.clone();
-                    commit::put_record(&ctx, &key, &rec, &[h.body()])
+                    put::put_record(&ctx, &key, &rec, &[h.body()])
                 }
                 _ => FillResult::Rejected,
             }
@@ -480,6 +522,54 @@ async fn store_refreshed(
     })
     .await
     .unwrap_or(FillResult::Failed)
+}
+
+/// The response a waiter gets while the fill streams: the origin's head (fields
+/// meant for quire removed) with `Age` and `Cache-Status` — which says `stored` only
+/// for what is committed, which a streaming response is not yet, and why a response
+/// is not stored (`not_stored`). `head_only` for a `HEAD` request.
+pub(crate) fn respond(
+    head: &Head,
+    not_stored: Option<&'static str>,
+    body: FillBody,
+    status: CacheStatus,
+    head_only: bool,
+    now: SystemTime,
+) -> Response<Body> {
+    let mut h = head.headers.clone();
+    for n in NOT_SENT {
+        h.remove(n);
+    }
+    let mut st = status;
+    if head.status.as_u16() != 200 {
+        st = st.with_fwd_status(head.status.as_u16());
+    }
+    if let Some(why) = not_stored {
+        st = st.with_detail(why);
+    }
+    let cs = st.append_to_lines(h.get_all("cache-status"));
+    h.insert("cache-status", cs);
+    let age = freshness::current_age(&head.headers, head.response_time, head.request_time, now);
+    h.insert(header::AGE, HeaderValue::from(age.as_secs()));
+    // Later hits choose among codings when the body will be compressed: a
+    // compressible type, and not known to be below the compression minimum.
+    let small = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n < compress::MIN_COMPRESS_BYTES);
+    if head.store.is_ok() && !small && compress::compressible(h.get(header::CONTENT_TYPE)) {
+        hit::add_vary_accept_encoding(&mut h);
+    }
+    let b = if head_only {
+        Body::Empty
+    } else {
+        Body::Fill(body)
+    };
+    let mut r = Response::new(b);
+    *r.status_mut() = head.status;
+    *r.headers_mut() = h;
+    r
 }
 
 #[cfg(test)]

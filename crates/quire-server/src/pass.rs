@@ -27,27 +27,89 @@ use quire_http::status::CacheStatus;
 use crate::body::Body;
 use crate::client::Client;
 use crate::compress::Levels;
+use crate::exchange::{Answered, Exchange};
 use crate::metrics::Outcome;
 use crate::miss;
 use crate::origin::OutBody;
 use crate::origin::{self, OriginError};
 use crate::purge;
+use crate::reply;
 use crate::state::Ctx;
 use crate::upstream::{self, Ahead};
 
-/// Passes `req` to the origin and streams its answer back. `url` is the request's
-/// normalised URL (for invalidation), `status` quire's `Cache-Status` member.
-pub async fn pass(
-    ctx: &Arc<Ctx>,
-    req: Request<OutBody>,
-    client: &Client,
-    url: Option<&NormalizedUrl>,
-    status: CacheStatus,
-    outcome: Outcome,
-) -> (Response<Body>, Outcome) {
+impl Exchange<'_> {
+    /// Passes the request to the origin and streams its answer back, with `status`
+    /// as quire's `Cache-Status` member; `outcome` is how it counts when it works.
+    /// After an unsafe method succeeds, the URL is invalidated (RFC 9111 §4.4).
+    pub(crate) async fn pass(self, status: CacheStatus, outcome: Outcome) -> Answered {
+        let Exchange {
+            ctx,
+            req,
+            client,
+            url,
+            ..
+        } = self;
+        let method = req.method().clone();
+        let accept = encoding::parse_accept_encoding(req.headers());
+        let (out, body_failed) = outbound(req, &client);
+        let t0 = std::time::Instant::now();
+        let resp = ctx.origin.send(out).await;
+        ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
+        let resp = match resp {
+            Ok(r) => r,
+            Err(_) if body_failed.load(Ordering::Relaxed) => {
+                return (reply::client_body_error(status), Outcome::Error)
+            }
+            Err(e) => return (reply::origin_error(&e, status), Outcome::Error),
+        };
+        let (mut rparts, mut rbody) = resp.into_parts();
+        // What arrives at once is read before answering, so a body that fails at
+        // once is a 502 the client can read rather than a status line and a cut
+        // connection.
+        rbody = match upstream::read_ahead(&mut rbody, miss::HOLD_WAIT, miss::HOLD_BYTES_MAX).await
+        {
+            Ahead::Failed(why) => {
+                tracing::debug!(error = %why, "passed response body failed at once");
+                let e = OriginError::Failed(why);
+                return (reply::origin_error(&e, status), Outcome::Error);
+            }
+            Ahead::Ended(frames) => upstream::prepend(frames, rbody, true),
+            Ahead::More(frames) => upstream::prepend(frames, rbody, false),
+        };
+        origin::strip_hop_by_hop(&mut rparts.headers);
+        for n in miss::NOT_SENT {
+            rparts.headers.remove(n);
+        }
+        if freshness::invalidates(&method, rparts.status) {
+            invalidate(ctx, &url, &rparts.headers);
+        }
+        let cs = status.append_to_lines(rparts.headers.get_all("cache-status"));
+        rparts.headers.insert("cache-status", cs);
+        let coding = {
+            use http_body::Body as _;
+            ctx.origin
+                .compress_passes()
+                .then(|| passed_coding(&method, &accept, &rparts, rbody.size_hint().exact()))
+                .flatten()
+        };
+        let body = match coding {
+            Some(coding) => match encode_passed(ctx, coding, &mut rparts, rbody).await {
+                Ok(b) => b,
+                Err(e) => return (reply::origin_error(&e, status), Outcome::Error),
+            },
+            None => Body::Origin(rbody),
+        };
+        (Response::from_parts(rparts, body), outcome)
+    }
+}
+
+/// The request as it goes to the origin: the client's, origin-form, HTTP/1.1, with
+/// the fields [`origin::pass_headers`] forwards. The flag turns true if the client's
+/// own body fails while it is forwarded (a bad chunk, a hang-up): that fails the
+/// exchange on the origin side too, and it is the client's 400, not the origin's
+/// 502.
+fn outbound(req: Request<OutBody>, client: &Client) -> (Request<OutBody>, Arc<AtomicBool>) {
     let (parts, body) = req.into_parts();
-    let method = parts.method.clone();
-    let accept = encoding::parse_accept_encoding(&parts.headers);
     let mut headers = origin::pass_headers(&parts.headers, client);
     if !headers.contains_key(header::HOST) {
         // HTTP/2 carries the host in :authority.
@@ -59,8 +121,6 @@ pub async fn pass(
             headers.insert(header::HOST, v);
         }
     }
-    // A request body the client broke (a bad chunk, a hang-up) fails the exchange
-    // on the origin side too: that is the client's 400, not the origin's 502.
     let body_failed = Arc::new(AtomicBool::new(false));
     let flag = body_failed.clone();
     let body = body
@@ -79,59 +139,12 @@ pub async fn pass(
         .unwrap_or_else(|_| http::Uri::from_static("/"));
     *out.version_mut() = http::Version::HTTP_11;
     *out.headers_mut() = headers;
-    let t0 = std::time::Instant::now();
-    let resp = ctx.origin.send(out).await;
-    ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
-    let resp = match resp {
-        Ok(r) => r,
-        Err(_) if body_failed.load(Ordering::Relaxed) => {
-            return (client_body_error(status), Outcome::Error)
-        }
-        Err(e) => return (origin_error(&e, status), Outcome::Error),
-    };
-    let (mut rparts, mut rbody) = resp.into_parts();
-    // What arrives at once is read before answering, so a body that fails at once
-    // is a 502 the client can read rather than a status line and a cut connection.
-    rbody = match upstream::read_ahead(&mut rbody, miss::HOLD_WAIT, miss::HOLD_BYTES_MAX).await {
-        Ahead::Failed(why) => {
-            tracing::debug!(error = %why, "passed response body failed at once");
-            let e = OriginError::Failed(why);
-            return (origin_error(&e, status), Outcome::Error);
-        }
-        Ahead::Ended(frames) => upstream::prepend(frames, rbody, true),
-        Ahead::More(frames) => upstream::prepend(frames, rbody, false),
-    };
-    origin::strip_hop_by_hop(&mut rparts.headers);
-    for n in crate::miss::NOT_SENT {
-        rparts.headers.remove(n);
-    }
-    if let Some(url) = url {
-        if freshness::invalidates(&method, rparts.status) {
-            invalidate(ctx, url, &rparts.headers);
-        }
-    }
-    let cs = status.append_to_lines(rparts.headers.get_all("cache-status"));
-    rparts.headers.insert("cache-status", cs);
-    let coding = {
-        use http_body::Body as _;
-        ctx.origin
-            .compress_passes()
-            .then(|| passed_coding(&method, &accept, &rparts, rbody.size_hint().exact()))
-            .flatten()
-    };
-    let body = match coding {
-        Some(coding) => match encode_passed(ctx, coding, &mut rparts, rbody).await {
-            Ok(b) => b,
-            Err(e) => return (origin_error(&e, status), Outcome::Error),
-        },
-        None => Body::Origin(rbody),
-    };
-    (Response::from_parts(rparts, body), outcome)
+    (out, body_failed)
 }
 
 /// Largest passed body compressed on the way out (bytes); larger ones stream as
 /// they come. Compressing needs the whole body in memory, and pages are far smaller.
-pub const PASS_COMPRESS_MAX: u64 = 1 << 20;
+pub(crate) const PASS_COMPRESS_MAX: u64 = 1 << 20;
 
 /// Per-request levels for passed answers: fast ones (libdeflate 6, brotli 4, zstd 3),
 /// since the cost is paid on every request, unlike the fill levels paid once.
@@ -242,7 +255,7 @@ fn invalidate(ctx: &Ctx, url: &NormalizedUrl, resp_headers: &http::HeaderMap) {
 
 /// Resolves a `Location`-style reference against the request URL (RFC 3986 §5.2,
 /// for the forms origins send: absolute, absolute-path, and relative-path).
-pub fn resolve(
+pub(crate) fn resolve(
     base: &NormalizedUrl,
     reference: &str,
     cfg: &key::KeyConfig,
@@ -263,33 +276,6 @@ pub fn resolve(
         format!("{origin}{dir}{reference}")
     };
     key::normalize_absolute(&abs, cfg).ok()
-}
-
-/// The answer to a request the origin did not serve.
-pub fn origin_error(e: &OriginError, status: CacheStatus) -> Response<Body> {
-    let code = e.status();
-    let status = status.with_detail(match e {
-        OriginError::Timeout => "origin-timeout",
-        OriginError::Failed(_) => "origin-error",
-    });
-    crate::service::plain(
-        code,
-        &format!("{}\n", code.canonical_reason().unwrap_or("error")),
-        status,
-    )
-}
-
-/// The answer when the client's own request body failed while it was forwarded:
-/// 400, and the connection closes (its framing is lost).
-fn client_body_error(status: CacheStatus) -> Response<Body> {
-    let mut r = crate::service::plain(
-        http::StatusCode::BAD_REQUEST,
-        "bad request: the request body was malformed or cut short\n",
-        status.with_detail("bad-request-body"),
-    );
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
 }
 
 #[cfg(test)]

@@ -22,10 +22,10 @@ use std::time::SystemTime;
 use quire_http::key::NormalizedUrl;
 use quire_store::{Engine, EntryRef};
 
-use crate::commit::{self, make_stale};
 use crate::invalidate::{TagKind, Verdict};
 use crate::metrics::FillResult;
 use crate::object::{self, Record};
+use crate::put::{self, make_stale};
 use crate::state::Ctx;
 
 /// What to purge.
@@ -85,7 +85,7 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
         else {
             continue;
         };
-        let tags = commit::record_tags(&first.url, &first.meta.tags);
+        let tags = put::record_tags(&first.url, &first.meta.tags);
         // Re-read and rewritten whole inside the gate (the bodies are copied from the
         // entry being replaced), unless a hard purge logged since has the last word.
         // An entry of another version there came from a fill that started after
@@ -103,7 +103,7 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
             };
             let mut rec = (*rec).clone();
             make_stale(&mut rec, now);
-            commit::put_record(ctx, &key, &rec, &[h.body()])
+            put::put_record(ctx, &key, &rec, &[h.body()])
         });
         if stored == FillResult::Stored {
             n += 1;
@@ -124,7 +124,7 @@ pub fn invalidate(ctx: &Ctx, targets: &[Target]) {
 /// Purges each target, soft or hard; returns the entries touched. Logged first, so
 /// nothing in flight can store what it removes after it returns.
 pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
-    let now = SystemTime::now();
+    let now = ctx.clock.now();
     let since = log(ctx, targets, soft_purge);
     let n = targets
         .iter()

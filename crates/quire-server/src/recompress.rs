@@ -27,26 +27,25 @@
 //!   codings' lengths too, see `object::identity`).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use bytes::Bytes;
 use quire_http::encoding::Coding;
 use quire_store::{Engine, EntryRef};
 
-use crate::commit::{make_stale, put_record};
 use crate::compress;
 use crate::compress_pool::Priority;
 use crate::invalidate::{Tags, Verdict};
 use crate::metrics::FillResult;
 use crate::object::{self, Record};
+use crate::put::{make_stale, put_record};
 use crate::state::Ctx;
 
 /// Largest identity body brotli is made for at the upgrade level.
-pub const UPGRADE_BYTES_MAX: usize = 1 << 20;
+pub(crate) const UPGRADE_BYTES_MAX: usize = 1 << 20;
 
 /// A committed entry waiting for its other codings.
 #[derive(Debug, Clone)]
-pub struct Later {
+pub(crate) struct Later {
     /// Where the entry is.
     pub key: Vec<u8>,
     /// The record's id as committed.
@@ -79,7 +78,7 @@ fn wanted(ctx: &Ctx, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
 
 /// Queues the other codings of a committed entry on the pool's background queue,
 /// if it has room (else the entry keeps what it has).
-pub fn schedule(ctx: &Arc<Ctx>, later: Later) {
+pub(crate) fn schedule(ctx: &Arc<Ctx>, later: Later) {
     if !later.compressible || later.identity.len() < compress::MIN_COMPRESS_BYTES {
         return;
     }
@@ -101,7 +100,7 @@ pub fn schedule(ctx: &Arc<Ctx>, later: Later) {
 
 /// Makes the missing codings and rewrites the entry if it is still version
 /// `later.id`. Returns what the rewrite did, if it ran.
-pub fn add_codings(ctx: &Ctx, later: &Later) -> Option<FillResult> {
+pub(crate) fn add_codings(ctx: &Ctx, later: &Later) -> Option<FillResult> {
     let (codings, levels) = wanted(ctx, later.identity.len());
     let mut made: Vec<(Coding, Vec<u8>)> = Vec::new();
     for c in codings {
@@ -155,7 +154,7 @@ fn rewrite(
     }
     rec.codings = parts.iter().map(|(c, b)| (*c, b.len() as u64)).collect();
     if v == Verdict::Soft {
-        make_stale(&mut rec, SystemTime::now());
+        make_stale(&mut rec, ctx.clock.now());
     }
     let bodies: Vec<&[u8]> = parts.iter().map(|(_, b)| *b).collect();
     Some(put_record(ctx, &later.key, &rec, &bodies))

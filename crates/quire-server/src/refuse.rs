@@ -19,7 +19,7 @@ use http::{Method, Request, StatusCode};
 
 /// Why a request is refused: the status and a one-line reason for the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// 400 or 501.
     pub status: StatusCode,
     /// Plain text for the response body.
@@ -27,7 +27,7 @@ pub struct Refusal {
 }
 
 /// The refusal `req` earns, if any.
-pub fn check<B>(req: &Request<B>) -> Option<Refusal> {
+pub(crate) fn check<B>(req: &Request<B>) -> Option<Refusal> {
     if req.method() == Method::CONNECT {
         return Some(Refusal {
             status: StatusCode::NOT_IMPLEMENTED,

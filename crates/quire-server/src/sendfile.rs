@@ -12,8 +12,8 @@
 //! The socket's queue keeps references to the volume's page-cache pages after
 //! `sendfile` returned; reclaim writing a new region into those pages meanwhile would
 //! send the client mixed bytes. So the fast path ([`crate::fastpath`]) keeps the
-//! store handle that pins the region (owned by the body `Bytes`) until [`unacked`]
-//! reads zero for the socket, and when a connection ends first it waits for the
+//! store handle that pins the region (owned by the body `Bytes`) until
+//! [`crate::sys::unacked`] reads zero for the socket, and when a connection ends first it waits for the
 //! queue to drain or aborts the connection ([`abort`]: a reset that drops the queue
 //! at once) before letting go. hyper's path drops a body as soon as its write
 //! returns, so it never uses sendfile.
@@ -40,51 +40,19 @@ use rustix::net::{SendAncillaryBuffer, SendFlags};
 
 use crate::state::Ctx;
 
-/// Whether `SIOCOUTQ` is known here: Linux, where it equals `TIOCOUTQ` (0x5411) on
-/// these architectures.
-const SIOCOUTQ_KNOWN: bool = cfg!(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    )
-));
-
-/// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
-/// or `None` where that cannot be read (then sendfile is not used at all).
-pub fn unacked(sock: impl AsFd) -> Option<usize> {
-    if !SIOCOUTQ_KNOWN {
-        return None;
-    }
-    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
-    // SAFETY: SIOCOUTQ on a socket writes one C int through the pointer, which is
-    // exactly the getter's output type; the fd is borrowed for the call. Only reached
-    // where that opcode is SIOCOUTQ (`SIOCOUTQ_KNOWN`).
-    let n = unsafe {
-        rustix::ioctl::ioctl(
-            sock,
-            rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new(),
-        )
-    };
-    n.ok().and_then(|n| usize::try_from(n).ok())
-}
-
 /// Aborts the connection now: a reset to the peer, and the send queue (with its
 /// references to the volume's pages) dropped before this returns. `connect` with
 /// `AF_UNSPEC` disconnects a TCP socket without closing its descriptor, so the pins
 /// can be released at once, not after the caller gets round to closing. `SO_LINGER`
 /// of zero also makes the eventual close a reset, should the disconnect fail.
-pub fn abort(sock: impl AsFd) {
+pub(crate) fn abort(sock: impl AsFd) {
     let _ = rustix::net::sockopt::set_socket_linger(&sock, Some(std::time::Duration::ZERO));
     let _ = rustix::net::connect_unspec(&sock);
 }
 
 /// The volume mapping, for recognising mapped slices.
 #[derive(Debug, Clone)]
-pub struct Volume {
+pub(crate) struct Volume {
     base: usize,
     len: usize,
     min_bytes: usize,
@@ -94,7 +62,7 @@ pub struct Volume {
 
 impl Volume {
     /// The volume of `ctx`'s store; slices of `min_bytes` or more are sent from it.
-    pub fn new(ctx: Arc<Ctx>, min_bytes: usize) -> Volume {
+    pub(crate) fn new(ctx: Arc<Ctx>, min_bytes: usize) -> Volume {
         let (base, len) = ctx.store.mapping();
         Volume {
             base,
@@ -116,7 +84,7 @@ impl Volume {
     }
 
     /// Whether any of `bufs` would go by sendfile.
-    pub fn wants(&self, bufs: &[IoSlice<'_>]) -> bool {
+    pub(crate) fn wants(&self, bufs: &[IoSlice<'_>]) -> bool {
         bufs.iter().any(|b| self.offset_of(b).is_some())
     }
 
@@ -126,7 +94,7 @@ impl Volume {
 
     /// One non-blocking write of `bufs` to `sock`: the slices before the first mapped
     /// one with `MSG_MORE`, or that mapped one with sendfile. Returns bytes written.
-    pub fn write(&self, sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    pub(crate) fn write(&self, sock: impl AsFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match bufs.iter().position(|b| self.offset_of(b).is_some()) {
             None => Ok(rustix::io::writev(sock, bufs)?),
             Some(0) => {

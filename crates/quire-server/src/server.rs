@@ -5,7 +5,7 @@
 //! - **`TCP_NODELAY` on every accepted socket.** hyper writes a response head and
 //!   body as one vectored write when it can, but a body that arrives in several
 //!   frames (a fill, multipart ranges) would otherwise meet Nagle plus delayed ACK:
-//!   ~40 ms per response, measured in this project's seeds.
+//!   up to ~40 ms per response, the delayed-ACK timer on Linux.
 //! - **The connection limit is a semaphore taken before `accept`**: at the limit quire
 //!   stops accepting and new connections wait in the kernel backlog instead of being
 //!   accepted and dropped — while idle keep-alive connections are asked to close to
@@ -69,19 +69,7 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let Server { ctx, listener } = self;
         let limits = &ctx.cfg.limits;
-        let mut builder = auto::Builder::new(TokioExecutor::new());
-        // (cloned into each connection task; the builder is a bundle of settings)
-        builder
-            .http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.client_idle_timeout.0)
-            .max_buf_size(limits.header_bytes.0.clamp(8192, 16 << 20) as usize)
-            .keep_alive(true);
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .max_header_list_size(limits.header_bytes.0.min(u64::from(u32::MAX)) as u32)
-            .keep_alive_interval(Some(limits.client_idle_timeout.0));
+        let builder = hyper_builder(&ctx);
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -117,95 +105,150 @@ impl Server {
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let ctx2 = ctx.clone();
-            let builder = builder.clone();
-            let volume = volume.clone();
-            let mut stop = stop_rx.clone();
-            let reap = conns.reaper();
             ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
+            let conn = Connection {
+                ctx: ctx.clone(),
+                stream,
+                peer,
+                builder: builder.clone(),
+                volume: volume.clone(),
+                stop: stop_rx.clone(),
+                reap: conns.reaper(),
+            };
             tokio::spawn(async move {
-                // The fast path first (hits off the socket, plain requests through
-                // the service); from the first request that needs protocol machinery
-                // on, hyper (see `fastpath`).
-                let signals = fastpath::Signals {
-                    shutdown: &mut stop,
-                    reap: reap.clone(),
-                };
-                let prefix =
-                    match fastpath::run(&ctx2, &stream, peer, volume.as_ref(), signals).await {
-                        Ok(fastpath::Exit::Handover(prefix)) => {
-                            ctx2.metrics.record_handover();
-                            Some(prefix)
-                        }
-                        Ok(fastpath::Exit::Closed) => None,
-                        Err(e) => {
-                            tracing::debug!(error = %e, %peer, "connection failed");
-                            None
-                        }
-                    };
-                if let Some(prefix) = prefix {
-                    let head_limit = ctx2.cfg.limits.header_bytes.0 as usize;
-                    let send_timeout = ctx2.cfg.limits.client_idle_timeout.0;
-                    // No sendfile on hyper's path: it drops a body's pin as soon as
-                    // the write returns (see `sendfile`).
-                    let io = Guarded::new(stream, prefix, head_limit, send_timeout);
-                    let svc_ctx = ctx2.clone();
-                    let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let ctx = svc_ctx.clone();
-                        let req = req.map(crate::origin::boxed_incoming);
-                        async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
-                    });
-                    let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
-                    // On shutdown, and when the server is full, the connection is
-                    // asked to close gracefully: at once if idle, else after the
-                    // request in flight (HTTP/2 gets a GOAWAY).
-                    // hyper does not say whether it is idle: one handed over less
-                    // than REAP_IDLE_MIN ago has the request it was handed over for
-                    // still to read, and is left alone.
-                    tokio::pin!(conn);
-                    let mut asked = false;
-                    let handed = tokio::time::Instant::now();
-                    let mut reap = Box::pin(fastpath::next_change(reap));
-                    let ended = loop {
-                        tokio::select! {
-                            r = conn.as_mut() => break r,
-                            _ = stop.wait_for(|s| *s), if !asked => {
-                                asked = true;
-                                conn.as_mut().graceful_shutdown();
-                            }
-                            rx = &mut reap, if !asked => {
-                                if handed.elapsed() < conns::REAP_IDLE_MIN {
-                                    reap = Box::pin(fastpath::next_change(rx));
-                                    continue;
-                                }
-                                asked = true;
-                                ctx2.metrics.record_connection_reaped();
-                                conn.as_mut().graceful_shutdown();
-                            }
-                        }
-                    };
-                    if let Err(e) = ended {
-                        tracing::debug!(error = %e, %peer, "connection ended with an error");
-                    }
-                }
-                ctx2.metrics.connections().fetch_sub(1, Ordering::Relaxed);
+                conn.serve().await;
                 drop(admitted);
                 drop(permit);
             });
         }
         drop(listener);
-        let grace = limits.shutdown_grace.0;
-        tracing::info!(?grace, "draining connections");
         // Fast-path connections close when idle; hyper's get the graceful signal.
-        // Every connection holds a permit until it ends.
         let _ = stop_tx.send(true);
-        let all = u32::try_from(limits.connections).unwrap_or(u32::MAX);
-        let drained = async {
-            let _ = permits.acquire_many(all).await;
+        drain(&permits, limits.connections, limits.shutdown_grace.0).await;
+    }
+}
+
+/// hyper's settings for the connections handed to it: header limits and timers from
+/// `limits` (cloned into each connection task; the builder is a bundle of settings).
+fn hyper_builder(ctx: &Ctx) -> auto::Builder<TokioExecutor> {
+    let limits = &ctx.cfg.limits;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.client_idle_timeout.0)
+        .max_buf_size(limits.header_bytes.0.clamp(8192, 16 << 20) as usize)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(limits.header_bytes.0.min(u64::from(u32::MAX)) as u32)
+        .keep_alive_interval(Some(limits.client_idle_timeout.0));
+    builder
+}
+
+/// Waits until every connection has ended (each holds a permit until it does), for
+/// at most `grace`.
+async fn drain(permits: &Semaphore, connections: usize, grace: std::time::Duration) {
+    tracing::info!(?grace, "draining connections");
+    let all = u32::try_from(connections).unwrap_or(u32::MAX);
+    let drained = async {
+        let _ = permits.acquire_many(all).await;
+    };
+    tokio::select! {
+        () = drained => tracing::info!("drained"),
+        () = tokio::time::sleep(grace) => tracing::warn!("shutdown grace elapsed; closing remaining connections"),
+    }
+}
+
+/// One accepted connection and what it needs for its life.
+struct Connection {
+    ctx: Arc<Ctx>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    builder: auto::Builder<TokioExecutor>,
+    volume: Option<Volume>,
+    /// Turns true when the server shuts down.
+    stop: tokio::sync::watch::Receiver<bool>,
+    /// Changes when the server is full and idle connections should close.
+    reap: tokio::sync::watch::Receiver<u64>,
+}
+
+impl Connection {
+    /// Serves the connection to its end: the fast path first (hits off the socket,
+    /// plain requests through the service); from the first request that needs
+    /// protocol machinery on, hyper (see [`crate::fastpath`]).
+    async fn serve(mut self) {
+        let (ctx, peer) = (self.ctx.clone(), self.peer);
+        let signals = fastpath::Signals {
+            shutdown: &mut self.stop,
+            reap: self.reap.clone(),
         };
-        tokio::select! {
-            () = drained => tracing::info!("drained"),
-            () = tokio::time::sleep(grace) => tracing::warn!("shutdown grace elapsed; closing remaining connections"),
+        let exit = fastpath::run(&ctx, &self.stream, peer, self.volume.as_ref(), signals).await;
+        match exit {
+            Ok(fastpath::Exit::Handover(prefix)) => {
+                ctx.metrics.record_handover();
+                self.on_hyper(prefix).await;
+            }
+            Ok(fastpath::Exit::Closed) => {}
+            Err(e) => tracing::debug!(error = %e, %peer, "connection failed"),
+        }
+        ctx.metrics.connections().fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The rest of the connection on hyper, starting with the unanswered bytes
+    /// `prefix` the fast path read.
+    async fn on_hyper(self, prefix: bytes::Bytes) {
+        let Connection {
+            ctx,
+            stream,
+            peer,
+            builder,
+            mut stop,
+            reap,
+            ..
+        } = self;
+        let head_limit = ctx.cfg.limits.header_bytes.0 as usize;
+        let send_timeout = ctx.cfg.limits.client_idle_timeout.0;
+        // No sendfile on hyper's path: it drops a body's pin as soon as the write
+        // returns (see `sendfile`).
+        let io = Guarded::new(stream, prefix, head_limit, send_timeout);
+        let svc_ctx = ctx.clone();
+        let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let ctx = svc_ctx.clone();
+            let req = req.map(crate::origin::boxed_incoming);
+            async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
+        });
+        let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
+        // On shutdown, and when the server is full, the connection is asked to close
+        // gracefully: at once if idle, else after the request in flight (HTTP/2 gets
+        // a GOAWAY). hyper does not say whether it is idle: one handed over less than
+        // REAP_IDLE_MIN ago has the request it was handed over for still to read, and
+        // is left alone.
+        tokio::pin!(conn);
+        let mut asked = false;
+        let handed = tokio::time::Instant::now();
+        let mut reap = Box::pin(fastpath::next_change(reap));
+        let ended = loop {
+            tokio::select! {
+                r = conn.as_mut() => break r,
+                _ = stop.wait_for(|s| *s), if !asked => {
+                    asked = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+                rx = &mut reap, if !asked => {
+                    if handed.elapsed() < conns::REAP_IDLE_MIN {
+                        reap = Box::pin(fastpath::next_change(rx));
+                        continue;
+                    }
+                    asked = true;
+                    ctx.metrics.record_connection_reaped();
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(error = %e, %peer, "connection ended with an error");
         }
     }
 }

@@ -12,6 +12,7 @@ use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
 use crate::client::TrustedProxies;
+use crate::clock::Clock;
 use crate::compress::Levels;
 use crate::compress_pool::CompressPool;
 use crate::config::Config;
@@ -27,6 +28,82 @@ use crate::upstream::{versioned, Upstream};
 /// the region at most, so the smallest volumes (64 KiB regions below 16 MiB) still
 /// store bodies of up to 48 KiB — a fixed 64 KiB left them storing nothing at all,
 /// silently. (A put whose record turns out larger is declined by the store.)
+/// Opens (or creates) the configured cache volume, with its directory.
+fn open_store(cfg: &Config) -> Result<Store, StartError> {
+    if let Some(dir) = cfg
+        .cache
+        .path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|source| StartError::Dir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    let options = Options {
+        admission: cfg.cache.admission,
+        ram_tier_bytes: cfg.cache.ram_tier.0,
+        ..Options::default()
+    };
+    Store::open(&cfg.cache.path, cfg.cache.size.0, options).map_err(|source| StartError::Store {
+        path: cfg.cache.path.display().to_string(),
+        source,
+    })
+}
+
+/// The largest response stored: `limits.object_bytes`, or less when the volume's
+/// regions cannot hold it (said once in the log, with the size that would).
+fn object_limit(cfg: &Config, store: &Store) -> u64 {
+    let store_max = store.object_bytes_max();
+    let object_limit = cfg
+        .limits
+        .object_bytes
+        .0
+        .min(store_max - entry_overhead_bytes(store_max));
+    if object_limit < cfg.limits.object_bytes.0 / 2 {
+        // (A region is 1/128 of the volume, a power of two.)
+        let region = (cfg.limits.object_bytes.0 + (64 << 10) + 64).next_power_of_two();
+        tracing::warn!(
+            "responses larger than {object_limit} bytes will not be stored: the \
+             volume's regions are too small for limits.object_bytes ({}); a \
+             cache.size of {} bytes or more stores them",
+            cfg.limits.object_bytes.0,
+            region.saturating_mul(128) + 4096
+        );
+    }
+    object_limit
+}
+
+/// The codings derived from identity at commit, by preference.
+fn derived_codings(cfg: &Config) -> Vec<Coding> {
+    let e = &cfg.encodings;
+    [
+        (e.br, Coding::Br),
+        (e.zstd, Coding::Zstd),
+        (e.gzip, Coding::Gzip),
+    ]
+    .into_iter()
+    .filter_map(|(on, c)| on.then_some(c))
+    .collect()
+}
+
+/// The admin token: `QUIRE_ADMIN_TOKEN` over the config's, checked.
+fn admin_token(cfg: &Config) -> Result<Option<String>, StartError> {
+    let token = std::env::var("QUIRE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .or_else(|| cfg.admin_token.clone());
+    if let Some(t) = &token {
+        crate::config::check_admin_token(t).map_err(|e| {
+            StartError::Config(crate::config::ConfigError(format!(
+                "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
+            )))
+        })?;
+    }
+    Ok(token)
+}
+
 fn entry_overhead_bytes(object_bytes_max: u64) -> u64 {
     (64 << 10).min(object_bytes_max / 4)
 }
@@ -74,6 +151,8 @@ pub struct Ctx {
     pub admin_token: Option<String>,
     /// When the server started.
     pub started: Instant,
+    /// The wall clock freshness is decided by (tests move it forward).
+    pub clock: Clock,
 }
 
 /// Why the server could not start.
@@ -132,68 +211,10 @@ impl Ctx {
     /// that fills from `origin` (`cfg.origin` is not used).
     pub fn with_upstream(cfg: Config, origin: Arc<dyn Upstream>) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
-        if let Some(dir) = cfg
-            .cache
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-        {
-            std::fs::create_dir_all(dir).map_err(|source| StartError::Dir {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        }
-        let store = Store::open(
-            &cfg.cache.path,
-            cfg.cache.size.0,
-            Options {
-                admission: cfg.cache.admission,
-                ram_tier_bytes: cfg.cache.ram_tier.0,
-                ..Options::default()
-            },
-        )
-        .map_err(|source| StartError::Store {
-            path: cfg.cache.path.display().to_string(),
-            source,
-        })?;
-        let store_max = store.object_bytes_max();
-        let object_limit = cfg
-            .limits
-            .object_bytes
-            .0
-            .min(store_max - entry_overhead_bytes(store_max));
-        if object_limit < cfg.limits.object_bytes.0 / 2 {
-            // (A region is 1/128 of the volume, a power of two.)
-            let region = (cfg.limits.object_bytes.0 + (64 << 10) + 64).next_power_of_two();
-            tracing::warn!(
-                "responses larger than {object_limit} bytes will not be stored: the \
-                 volume's regions are too small for limits.object_bytes ({}); a \
-                 cache.size of {} bytes or more stores them",
-                cfg.limits.object_bytes.0,
-                region.saturating_mul(128) + 4096
-            );
-        }
-        let mut codings = Vec::new();
-        if cfg.encodings.br {
-            codings.push(Coding::Br);
-        }
-        if cfg.encodings.zstd {
-            codings.push(Coding::Zstd);
-        }
-        if cfg.encodings.gzip {
-            codings.push(Coding::Gzip);
-        }
-        let admin_token = std::env::var("QUIRE_ADMIN_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty())
-            .or_else(|| cfg.admin_token.clone());
-        if let Some(t) = &admin_token {
-            crate::config::check_admin_token(t).map_err(|e| {
-                StartError::Config(crate::config::ConfigError(format!(
-                    "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
-                )))
-            })?;
-        }
+        let store = open_store(&cfg)?;
+        let object_limit = object_limit(&cfg, &store);
+        let codings = derived_codings(&cfg);
+        let admin_token = admin_token(&cfg)?;
         let trusted_proxies = TrustedProxies::parse(&cfg.trusted_proxies)
             .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
         let mut keys = cfg.key_config();
@@ -214,6 +235,7 @@ impl Ctx {
             admin_token,
             trusted_proxies,
             started: Instant::now(),
+            clock: Clock::default(),
             store,
             origin,
             cfg,

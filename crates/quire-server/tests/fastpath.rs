@@ -1,12 +1,10 @@
 //! The HTTP/1.1 fast path against the general (hyper) path: same answers, pipelining,
 //! and the hand-over of a connection mid-stream.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::*;
+use quire_testkit::*;
 
 /// A parsed response: status, sorted lower-case fields, body.
 type Raw = (u16, Vec<(String, String)>, Vec<u8>);

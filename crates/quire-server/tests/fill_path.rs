@@ -3,26 +3,13 @@
 //! can take the fill slots from the others, and no field outside the key changes what
 //! is stored.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use quire_testkit::*;
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
-
-/// Polls `cond` every 10 ms for up to 10 s.
-async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
-    for _ in 0..1000 {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
-}
 
 /// The origin's page for version `v` of trial `i`: the version is in the body and
 /// the `ETag`; tagged with the trial's surrogate key.
@@ -405,14 +392,15 @@ async fn a_fill_past_its_deadline_stops_holding_a_slot() {
     s.write_all(b"GET /trickle HTTP/1.1\r\nHost: site.test\r\n\r\n")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_eq!(
-        q.ctx.fills.slots_used(),
-        1,
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 1).await,
         "a fill while under its deadline"
     );
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(q.ctx.fills.slots_used(), 0, "past its deadline");
+    // The origin trickles for ever: only the deadline frees the slot.
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 0).await,
+        "past its deadline"
+    );
     assert_eq!(q.ctx.fills.in_flight(), 0, "and out of the registry");
 }
 

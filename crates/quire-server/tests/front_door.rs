@@ -2,13 +2,11 @@
 //! admin paths spelled to reach the origin, broken bodies in either direction. Each
 //! test is named for what it pins; all go through real sockets.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::*;
 use quire_store::Engine;
+use quire_testkit::*;
 
 async fn raw_async(addr: std::net::SocketAddr, request: &'static [u8]) -> String {
     tokio::task::spawn_blocking(move || raw(addr, request))

@@ -1,11 +1,9 @@
 //! The cache through real sockets: storing, reuse, encodings, validation, ranges,
 //! coalescing, staleness. Each test names the RFC section it checks.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use quire_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_miss_is_stored_and_the_next_request_hits() {
@@ -208,7 +206,7 @@ async fn head_is_answered_from_the_get_entry() {
     assert_eq!(r.status, 200);
     assert!(r.body.is_empty());
     // The HEAD miss filled with a GET, so the GET is a hit.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    settle(&q).await;
     let g = get(&q, "/h", &[]).await;
     assert!(g.cache_status().contains("hit"), "{}", g.cache_status());
     let r = send(&q, "HEAD", "/h", &[], b"").await;
@@ -270,7 +268,19 @@ async fn a_stale_response_is_revalidated_and_a_304_refreshes_it() {
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/v", &[]).await;
     settle(&q).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Past max-age=2 by the server's clock (no wait).
+    q.ctx.clock.advance(Duration::from_secs(3));
+    // The 304 carries a longer lifetime, which the refreshed head must take (§4.3.4):
+    // the server's clock is now ahead of the origin's `Date`, so a refreshed
+    // max-age=2 would be stale at once.
+    o.route(
+        "/v",
+        Route::ok(
+            page(800),
+            &[("cache-control", "max-age=60"), ("x-version", "1")],
+        )
+        .etag("\"e1\""),
+    );
     let r = get(&q, "/v", &[]).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body, page(800));
@@ -298,7 +308,8 @@ async fn stale_if_error_covers_a_failing_origin() {
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/e", &[]).await;
     settle(&q).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Past max-age=1 by the server's clock (no wait).
+    q.ctx.clock.advance(Duration::from_secs(2));
     o.route("/e", Route::ok("broken", &[]).status(503));
     let r = get(&q, "/e", &[]).await;
     assert_eq!(r.status, 200);
@@ -324,7 +335,8 @@ async fn stale_while_revalidate_serves_at_once_and_refreshes_behind() {
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/s", &[]).await;
     settle(&q).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Past max-age=1 by the server's clock (no wait).
+    q.ctx.clock.advance(Duration::from_secs(2));
     o.route("/s", Route::ok("new", &[("cache-control", "max-age=60")]));
     let r = get(&q, "/s", &[]).await;
     assert_eq!(&r.body[..], b"old");
@@ -816,7 +828,8 @@ async fn a_304_naming_another_etag_refreshes_nothing_and_the_fill_asks_again() {
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/e", &[]).await;
     settle(&q).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Past max-age=1 by the server's clock (no wait).
+    q.ctx.clock.advance(Duration::from_secs(2));
     o.route(
         "/e",
         Route::ok("new", &[("cache-control", "max-age=60"), ("etag", "\"b\"")])

@@ -1,12 +1,10 @@
 //! Who is served from cache, what hostile input gets, and the operator's controls
 //! (purge, admin API, shutdown), through real sockets.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::*;
+use quire_testkit::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_cookies_and_authorization_bypass_analytics_cookies_do_not() {
@@ -354,7 +352,10 @@ async fn shutdown_drains_in_flight_requests() {
         use http_body_util::BodyExt;
         resp.into_body().collect().await.unwrap().to_bytes()
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        wait_for(|| o.hits("/slow") == 1).await,
+        "the request is in flight"
+    );
     q.shutdown().await;
     assert_eq!(&inflight.await.unwrap()[..], b"done");
     // The listener is closed.
@@ -458,16 +459,9 @@ async fn shutdown_closes_idle_keep_alive_connections_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(has_curl), ignore = "curl not found on PATH")]
 async fn curl_gets_compressed_pages_over_http1_and_h2c() {
     // A real client: curl, HTTP/1.1 with --compressed, and HTTP/2 with prior knowledge.
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("curl not installed; .ci/run installs it");
-        return;
-    }
     let o = Origin::start().await;
     let body = page(50_000);
     o.route(
@@ -631,7 +625,10 @@ async fn a_miss_past_the_fill_limit_is_passed_through_not_refused() {
     let q = std::sync::Arc::new(Quire::start(&o, |c| c.limits.fills = 1).await);
     let q2 = q.clone();
     let slow = tokio::spawn(async move { get(&q2, "/slow", &[]).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        wait_for(|| q.ctx.fills.slots_used() == 1).await,
+        "the slow fill holds the slot"
+    );
     let r = get(&q, "/other", &[]).await;
     assert_eq!(r.status, 200);
     assert_eq!(&r.body[..], b"o");
@@ -681,7 +678,14 @@ async fn connections_over_the_limit_wait_in_the_backlog() {
     let q = Quire::start(&o, |c| c.limits.connections = 1).await;
     let addr = q.addr;
     let first = std::net::TcpStream::connect(addr).unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let open = || {
+        q.ctx
+            .metrics
+            .connections()
+            .load(std::sync::atomic::Ordering::Relaxed)
+            == 1
+    };
+    assert!(wait_for(open).await, "the first connection is accepted");
     let got = tokio::task::spawn_blocking(move || {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_millis(500)))
@@ -702,4 +706,60 @@ async fn connections_over_the_limit_wait_in_the_backlog() {
         "{:?}",
         String::from_utf8_lossy(&got.1)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_named_by_a_qualified_private_are_not_served_from_cache() {
+    // RFC 9111 §5.2.2.7: `private="x-user"` forbids a shared cache to store that
+    // field. The client it was meant for gets it; a later client must not get the
+    // first client's value from the cache.
+    let o = Origin::start().await;
+    o.route(
+        "/p",
+        Route::ok(
+            "page",
+            &[
+                ("cache-control", "max-age=60, private=\"x-user\""),
+                ("x-user", "alice"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let first = get(&q, "/p", &[]).await;
+    assert_eq!(
+        first.header("x-user"),
+        Some("alice"),
+        "its own client gets it"
+    );
+    settle(&q).await;
+    o.route(
+        "/p",
+        Route::ok(
+            "page",
+            &[
+                ("cache-control", "max-age=60, private=\"x-user\""),
+                ("x-user", "bob"),
+            ],
+        ),
+    );
+    let r = get(&q, "/p", &[]).await;
+    assert!(!r.cache_status().contains("hit"), "{}", r.cache_status());
+    assert_eq!(
+        r.header("x-user"),
+        Some("bob"),
+        "never alice's from the cache"
+    );
+    assert_eq!(o.hits("/p"), 2);
+    // Naming a field the response does not carry stores it as usual.
+    o.route(
+        "/q",
+        Route::ok(
+            "page",
+            &[("cache-control", "max-age=60, private=\"x-user\"")],
+        ),
+    );
+    get(&q, "/q", &[]).await;
+    settle(&q).await;
+    let r = get(&q, "/q", &[]).await;
+    assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
 }

@@ -42,7 +42,7 @@ use quire_vault::readers::{
 };
 use serde_json::json;
 
-use crate::model::{self, Viewer};
+use crate::model::Viewer;
 use crate::reply::{Policy, Reply, HTML};
 use crate::routes::{local_target, percent_decode};
 use crate::snapshot::Snapshot;
@@ -108,12 +108,9 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let ip = peer(headers);
     let now = SystemTime::now();
     let again = |status: StatusCode, error: &str| {
-        let ctx = model::page(
-            l.snap,
-            None,
-            "/login",
-            json!({"error": error, "next": next}),
-        );
+        let ctx = l
+            .snap
+            .page_context(None, "/login", json!({"error": error, "next": next}));
         match l.snap.templates.render("login.html", &ctx) {
             Ok(html) => Reply::new(status, HTML, html, Policy::NoStore),
             Err(e) => Reply::new(

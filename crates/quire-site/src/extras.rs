@@ -13,10 +13,9 @@ use quire_vault::views::Views;
 use quire_vault::Visibility;
 use serde_json::json;
 
-use crate::model;
 use crate::model::audience;
 use crate::reply::{Policy, Reply, HTML};
-use crate::respond::{not_found, Req};
+use crate::request::{not_found, Req};
 use crate::routes::query_param;
 use crate::snapshot::Snapshot;
 
@@ -59,8 +58,7 @@ pub fn search(s: &Arc<Snapshot>, req: &Req<'_>, index: &SearchIndex, json_api: b
             policy,
         );
     }
-    let ctx = model::page(
-        s,
+    let ctx = s.page_context(
         req.viewer,
         req.path,
         json!({
@@ -114,8 +112,7 @@ pub fn views(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
             json!({"title": title, "url": url, "count": count})
         })
         .collect();
-    let ctx = model::page(
-        s,
+    let ctx = s.page_context(
         req.viewer,
         req.path,
         json!({

@@ -7,11 +7,14 @@
 //! - [`site`]: the upstream; versions every page's cache key.
 //! - [`snapshot`]: one consistent state of the site and every page's version.
 //! - [`routes`]: the URL space. [`respond`]: one request answered.
+//! - [`request`]: a request as the site sees it, the error page and the 404.
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
 //! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
+
+#![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod config;
@@ -20,6 +23,7 @@ pub mod feed;
 pub mod model;
 pub mod related;
 pub mod reply;
+pub mod request;
 pub mod respond;
 pub mod routes;
 pub mod site;

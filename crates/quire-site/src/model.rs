@@ -1,6 +1,11 @@
-//! What each template sees, built from a snapshot for one audience: the contexts of
+//! What each template sees, built from the vault for one audience: the contexts of
 //! `templates/README.md`. Listings come from `quire_vault::pages`, which filters by
 //! audience, so no template can show a note its reader may not see.
+//!
+//! Pure functions of the vault: the snapshot computes every page's version from
+//! these very contexts, so it sits above this module; the variables every page
+//! shares (site settings, the reader, the stylesheet's URL) are added by
+//! [`Snapshot::page_context`](crate::snapshot::Snapshot::page_context).
 
 use std::collections::BTreeMap;
 
@@ -9,9 +14,6 @@ use quire_vault::note::url_of;
 use quire_vault::pages::{self, Entry};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
-
-use crate::routes::CSS_PATH;
-use crate::snapshot::Snapshot;
 
 /// The signed-in reader, as templates see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,31 +32,6 @@ pub type Who<'a> = Option<&'a Viewer>;
 /// The audience of `who`.
 pub fn audience(who: Who<'_>) -> Visibility {
     who.map_or(Visibility::Public, |v| v.audience)
-}
-
-/// The variables every template gets.
-pub fn common(s: &Snapshot, who: Who<'_>, path: &str) -> Value {
-    json!({
-        "site": {
-            "title": s.config.title,
-            "description": s.config.description,
-            "base_url": s.config.base_url,
-            "language": s.config.language,
-        },
-        "reader": who.map(|v| json!({"name": v.name, "role": v.role})),
-        "css_url": format!("{CSS_PATH}?v={:016x}", s.css_version),
-        "feed_url": "/feed.xml",
-        "path": path,
-    })
-}
-
-/// `extra`'s fields added to the common ones.
-pub fn page(s: &Snapshot, who: Who<'_>, path: &str, extra: Value) -> Value {
-    let mut v = common(s, who, path);
-    if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
-        m.extend(e);
-    }
-    v
 }
 
 /// The folder a note lives in (`""` at the root).

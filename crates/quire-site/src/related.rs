@@ -53,7 +53,7 @@ impl Engine {
     ///
     /// IDF can only drift as far as the documents that changed since the fit, so the
     /// drift (a pass over every public note) is measured only once those reach
-    /// [`RECHECK_SHARE`] of the fitted documents: an everyday edit costs the update
+    /// `RECHECK_SHARE` (2 %) of the fitted documents: an everyday edit costs the update
     /// of one note's neighbours, not a pass over the vault.
     pub fn update(&mut self, vault: &Vault, changed: &[usize], removed: &[String]) {
         self.changed_since_fit += changed.len() + removed.len();

@@ -10,77 +10,18 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::StatusCode;
 use quire_vault::render::render;
 use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
 use quire_vault::Visibility;
 use serde_json::{json, Value};
 
-use crate::model::{self, audience, Viewer, Who};
-use crate::reply::{Policy, Reply, HTML};
+use crate::model::{self, audience};
+use crate::reply::{Policy, Reply};
+use crate::request::{html, not_found, policy, Req};
 use crate::routes::{self, query_param, Page};
 use crate::snapshot::Snapshot;
-
-/// What the site needs to know of a request.
-#[derive(Debug)]
-pub struct Req<'a> {
-    /// Method.
-    pub method: &'a Method,
-    /// Percent-decoded path.
-    pub path: &'a str,
-    /// Raw query.
-    pub query: Option<&'a str>,
-    /// The signed-in reader, if any.
-    pub viewer: Option<&'a Viewer>,
-    /// Scheme and host for absolute links when `base_url` is not set.
-    pub base: String,
-}
-
-/// The policy for a page the reader `who` sees at `version`.
-fn policy(who: Who<'_>, version: u64) -> Policy {
-    match who {
-        None => Policy::Shared(version),
-        Some(_) => Policy::NoStore,
-    }
-}
-
-/// Renders `template` or, if it fails, a plain 500 naming the template (logged).
-fn html(s: &Snapshot, template: &str, ctx: &Value, status: StatusCode, policy: Policy) -> Reply {
-    match s.templates.render(template, ctx) {
-        Ok(body) => Reply::new(status, HTML, body, policy),
-        Err(e) => {
-            tracing::error!(error = %e, "template failed");
-            Reply::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "text/plain; charset=utf-8",
-                format!("template error: {e}\n"),
-                Policy::NoStore,
-            )
-        }
-    }
-}
-
-/// The error page.
-pub fn error(s: &Snapshot, who: Who<'_>, path: &str, status: StatusCode, message: &str) -> Reply {
-    let ctx = model::page(
-        s,
-        who,
-        path,
-        json!({"status": status.as_u16(), "message": message}),
-    );
-    let version = s.other_version;
-    html(s, "error.html", &ctx, status, policy(who, version))
-}
-
-pub fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
-    let msg = if req.viewer.is_none() {
-        "There is no page here — or it is only for signed-in readers."
-    } else {
-        "There is no page here."
-    };
-    error(s, req.viewer, req.path, StatusCode::NOT_FOUND, msg)
-}
 
 /// The site's databases, for the pages that read them.
 #[derive(Debug)]
@@ -93,119 +34,126 @@ pub struct Stores<'a> {
 
 /// Answers a GET or HEAD.
 pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
-    let who = req.viewer;
-    let aud = audience(who);
+    let aud = audience(req.viewer);
     let v = &s.vault;
     let version = s.version_of(req.path, false);
-    let shared = policy(who, version);
+    let shared = policy(req.viewer, version);
     match routes::route(req.path) {
-        Page::Index => {
-            let ctx = model::page(s, who, req.path, model::index(v, aud));
-            html(s, "index.html", &ctx, StatusCode::OK, shared).tagged(req.path)
-        }
-        Page::Tags => {
-            let ctx = model::page(s, who, req.path, model::tags(v, aud));
-            html(s, "tags.html", &ctx, StatusCode::OK, shared).tagged(req.path)
-        }
-        Page::Tag(slug) => match model::tag(v, aud, &slug) {
-            Some(t) => {
-                let ctx = model::page(s, who, req.path, t);
-                html(s, "tag.html", &ctx, StatusCode::OK, shared).tagged(req.path)
-            }
-            None => not_found(s, req),
-        },
-        Page::Folder(url) => match model::folder(v, aud, &url) {
-            Some(f) => {
-                let ctx = model::page(s, who, req.path, f);
-                html(s, "folder.html", &ctx, StatusCode::OK, shared).tagged(req.path)
-            }
-            None => not_found(s, req),
-        },
-        Page::Note(url) => {
-            let Some(i) = v.by_url(&url).filter(|&i| v.notes()[i].visibility() <= aud) else {
-                return not_found(s, req);
-            };
-            let mut extra = model::note(v, i, aud, s.related.of(i, aud));
-            let r = render(v, i, aud);
-            extra["note"]["html"] = r.html.into();
-            if who.is_some_and(|w| w.audience == Visibility::Draft) {
-                extra["note"]["views"] = db.views.count(&v.notes()[i].path).ok().into();
-            }
-            extra["note"]["headings"] = r
-                .headings
-                .iter()
-                .map(|(level, id, text)| json!({"level": level, "id": id, "text": text}))
-                .collect::<Vec<_>>()
-                .into();
-            let ctx = model::page(s, who, req.path, extra);
-            html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
-        }
-        Page::Feed => {
-            let base = base(s, req);
-            Reply::new(
-                StatusCode::OK,
-                "application/atom+xml; charset=utf-8",
-                crate::feed::atom(s, &base),
-                shared,
-            )
-            .tagged(req.path)
-        }
-        Page::Sitemap => {
-            let base = base(s, req);
-            Reply::new(
-                StatusCode::OK,
-                "application/xml; charset=utf-8",
-                crate::feed::sitemap(s, &base),
-                shared,
-            )
-            .tagged(req.path)
-        }
-        Page::Robots => {
-            let base = base(s, req);
-            Reply::new(
-                StatusCode::OK,
-                "text/plain; charset=utf-8",
-                format!("User-agent: *\nDisallow: /_views\nDisallow: /api/\nSitemap: {base}/sitemap.xml\n"),
-                Policy::Shared(s.other_version),
-            )
-        }
-        Page::Css => {
-            let p = if query_param(req.query, "v").as_deref()
-                == Some(&format!("{:016x}", s.css_version))
-            {
-                Policy::Immutable
-            } else {
-                Policy::Shared(s.css_version)
-            };
-            Reply::new(
-                StatusCode::OK,
-                "text/css; charset=utf-8",
-                s.templates.css.clone(),
-                p,
-            )
-        }
+        Page::Index => listing(s, req, "index.html", Some(model::index(v, aud)), shared),
+        Page::Tags => listing(s, req, "tags.html", Some(model::tags(v, aud)), shared),
+        Page::Tag(slug) => listing(s, req, "tag.html", model::tag(v, aud, &slug), shared),
+        Page::Folder(url) => listing(s, req, "folder.html", model::folder(v, aud, &url), shared),
+        Page::Note(url) => note(s, req, db, &url, shared),
+        Page::Feed => xml(s, req, ATOM, crate::feed::atom, shared),
+        Page::Sitemap => xml(s, req, XML, crate::feed::sitemap, shared),
+        Page::Robots => robots(s, req),
+        Page::Css => css(s, req),
         Page::Attachment(name) => attachment(s, req, &name),
-        Page::Login => {
-            let next = query_param(req.query, "next").unwrap_or_else(|| "/".into());
-            let ctx = model::page(
-                s,
-                who,
-                req.path,
-                json!({"error": null, "next": routes::local_target(&next)}),
-            );
-            html(
-                s,
-                "login.html",
-                &ctx,
-                StatusCode::OK,
-                policy(who, s.other_version),
-            )
-        }
+        Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
         Page::Views => crate::extras::views(s, req, db.views),
         Page::Search => crate::extras::search(s, req, db.search, false),
         Page::ApiSearch => crate::extras::search(s, req, db.search, true),
     }
+}
+
+const ATOM: &str = "application/atom+xml; charset=utf-8";
+const XML: &str = "application/xml; charset=utf-8";
+
+/// A listing page (index, tags, a tag, a folder) rendered with `template` from its
+/// variables, or the 404 if the reader sees no such listing.
+fn listing(
+    s: &Snapshot,
+    req: &Req<'_>,
+    template: &str,
+    vars: Option<Value>,
+    shared: Policy,
+) -> Reply {
+    let Some(vars) = vars else {
+        return not_found(s, req);
+    };
+    let ctx = s.page_context(req.viewer, req.path, vars);
+    html(s, template, &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// A note's page, if the reader may see the note at `url`.
+fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy) -> Reply {
+    let who = req.viewer;
+    let aud = audience(who);
+    let v = &s.vault;
+    let Some(i) = v.by_url(url).filter(|&i| v.notes()[i].visibility() <= aud) else {
+        return not_found(s, req);
+    };
+    let mut extra = model::note(v, i, aud, s.related.of(i, aud));
+    let r = render(v, i, aud);
+    extra["note"]["html"] = r.html.into();
+    if who.is_some_and(|w| w.audience == Visibility::Draft) {
+        extra["note"]["views"] = db.views.count(&v.notes()[i].path).ok().into();
+    }
+    extra["note"]["headings"] = r
+        .headings
+        .iter()
+        .map(|(level, id, text)| json!({"level": level, "id": id, "text": text}))
+        .collect::<Vec<_>>()
+        .into();
+    let ctx = s.page_context(who, req.path, extra);
+    html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// The feed or the sitemap: `body` of the snapshot and the site's base URL.
+fn xml(
+    s: &Snapshot,
+    req: &Req<'_>,
+    content_type: &'static str,
+    body: fn(&Snapshot, &str) -> String,
+    shared: Policy,
+) -> Reply {
+    let base = base(s, req);
+    Reply::new(StatusCode::OK, content_type, body(s, &base), shared).tagged(req.path)
+}
+
+/// `/robots.txt`.
+fn robots(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let base = base(s, req);
+    Reply::new(
+        StatusCode::OK,
+        "text/plain; charset=utf-8",
+        format!("User-agent: *\nDisallow: /_views\nDisallow: /api/\nSitemap: {base}/sitemap.xml\n"),
+        Policy::Shared(s.other_version),
+    )
+}
+
+/// The stylesheet: immutable when asked for with its current version.
+fn css(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let p = if query_param(req.query, "v").as_deref() == Some(&format!("{:016x}", s.css_version)) {
+        Policy::Immutable
+    } else {
+        Policy::Shared(s.css_version)
+    };
+    Reply::new(
+        StatusCode::OK,
+        "text/css; charset=utf-8",
+        s.templates.css.clone(),
+        p,
+    )
+}
+
+/// The sign-in form, returning to `next` (a local target only).
+fn login_form(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let who = req.viewer;
+    let next = query_param(req.query, "next").unwrap_or_else(|| "/".into());
+    let ctx = s.page_context(
+        who,
+        req.path,
+        json!({"error": null, "next": routes::local_target(&next)}),
+    );
+    html(
+        s,
+        "login.html",
+        &ctx,
+        StatusCode::OK,
+        policy(who, s.other_version),
+    )
 }
 
 fn base(s: &Snapshot, req: &Req<'_>) -> String {

@@ -34,7 +34,8 @@ use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
 use crate::related;
 use crate::reply::{Policy, Reply};
-use crate::respond::{self, Req};
+use crate::request::{self, Req};
+use crate::respond;
 use crate::routes::{self, percent_decode};
 use crate::snapshot::{self, Snapshot};
 use crate::templates::{TemplateError, Templates};
@@ -445,7 +446,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
             form.as_deref().unwrap_or_default(),
         ),
         (&Method::POST, "/logout") => auth::logout(&parts.headers, &inner.sessions, &users),
-        _ => respond::error(
+        _ => request::error(
             &snap,
             req.viewer,
             &path,

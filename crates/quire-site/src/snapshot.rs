@@ -20,10 +20,11 @@ use std::sync::Arc;
 use quire_vault::pages;
 use quire_vault::render::attachment_url;
 use quire_vault::{Vault, Visibility};
+use serde_json::{json, Value};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
 
 use crate::config::SiteConfig;
-use crate::model;
+use crate::model::{self, Who};
 use crate::related::RelatedNotes;
 use crate::routes::CSS_PATH;
 use crate::templates::Templates;
@@ -158,6 +159,27 @@ impl Snapshot {
             }
         }
         out
+    }
+
+    /// A page's template context: the variables every template gets (site settings,
+    /// the reader, the stylesheet's URL, the path) with `extra`'s fields added.
+    pub fn page_context(&self, who: Who<'_>, path: &str, extra: Value) -> Value {
+        let mut v = json!({
+            "site": {
+                "title": self.config.title,
+                "description": self.config.description,
+                "base_url": self.config.base_url,
+                "language": self.config.language,
+            },
+            "reader": who.map(|v| json!({"name": v.name, "role": v.role})),
+            "css_url": format!("{CSS_PATH}?v={:016x}", self.css_version),
+            "feed_url": "/feed.xml",
+            "path": path,
+        });
+        if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
+            m.extend(e);
+        }
+        v
     }
 
     /// The version of the page at `path` (percent-decoded, without query).

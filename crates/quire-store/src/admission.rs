@@ -33,17 +33,17 @@ const DEPTH: usize = 4;
 const COUNTER_MAX: u8 = 15;
 /// Counted accesses (misses, turned-away puts) a key needs before a put of it is
 /// admitted into a full volume whatever its size.
-pub const ADMIT_MISSES: u8 = 2;
+const ADMIT_MISSES: u8 = 2;
 /// How many times denser than the eviction boundary a key counted fewer than
 /// `ADMIT_MISSES` times must be to be admitted.
-pub const FIRST_MARGIN: f64 = 8.0;
+const FIRST_MARGIN: f64 = 8.0;
 /// Sketch counters per row, per byte of cap.
-pub const CAP_BYTES_PER_COUNTER: u64 = 1024;
+const CAP_BYTES_PER_COUNTER: u64 = 1024;
 
 /// An entry's worth to the cache per byte of volume it takes: (hits + 1) / bytes.
 /// Reclaim carries the highest first; admission weighs a new key against the highest
 /// it evicted.
-pub fn value_density(hits: u8, stride: u64) -> f64 {
+pub(crate) fn value_density(hits: u8, stride: u64) -> f64 {
     (f64::from(hits) + 1.0) / stride.max(1) as f64
 }
 
@@ -51,21 +51,21 @@ pub fn value_density(hits: u8, stride: u64) -> f64 {
 /// reclaim that evicted anything evicted (0 until then). Written by reclaimers, read by
 /// writers; a relaxed `f64` in an atomic word.
 #[derive(Debug, Default)]
-pub struct Boundary(AtomicU64);
+pub(crate) struct Boundary(AtomicU64);
 
 impl Boundary {
-    pub fn set(&self, density: f64) {
+    pub(crate) fn set(&self, density: f64) {
         self.0.store(density.to_bits(), Ordering::Relaxed);
     }
 
-    pub fn get(&self) -> f64 {
+    pub(crate) fn get(&self) -> f64 {
         f64::from_bits(self.0.load(Ordering::Relaxed))
     }
 }
 
 /// The sketch. Pure policy: no clock, no I/O.
 #[derive(Debug)]
-pub struct Sketch {
+pub(crate) struct Sketch {
     rows: Box<[AtomicU8]>,
     mask: u64,
     recorded: AtomicU64,
@@ -74,13 +74,13 @@ pub struct Sketch {
 
 impl Sketch {
     /// A sketch sized for a volume of `cap_bytes`.
-    pub fn for_cap(cap_bytes: u64) -> Sketch {
+    pub(crate) fn for_cap(cap_bytes: u64) -> Sketch {
         Sketch::new(cap_bytes / CAP_BYTES_PER_COUNTER)
     }
 
     /// A sketch of `width` counters per row (rounded up to a power of two), halving
     /// every `width` recorded accesses.
-    pub fn new(width: u64) -> Sketch {
+    fn new(width: u64) -> Sketch {
         let width = width.clamp(1 << 10, 1 << 24).next_power_of_two();
         Sketch {
             rows: (0..width as usize * DEPTH)
@@ -105,7 +105,7 @@ impl Sketch {
     }
 
     /// Counts one miss of `hash`.
-    pub fn record(&self, hash: u64) {
+    pub(crate) fn record(&self, hash: u64) {
         for s in self.slots(hash) {
             let c = &self.rows[s];
             let v = c.load(Ordering::Relaxed);
@@ -118,7 +118,7 @@ impl Sketch {
 
     /// How many recent misses `hash` had (an overestimate, never an underestimate
     /// save for lost racing increments).
-    pub fn estimate(&self, hash: u64) -> u8 {
+    fn estimate(&self, hash: u64) -> u8 {
         self.slots(hash)
             .iter()
             .map(|&s| self.rows[s].load(Ordering::Relaxed))
@@ -127,13 +127,13 @@ impl Sketch {
     }
 
     /// The doorkeeper alone: `hash` was counted at least `ADMIT_MISSES` times.
-    pub fn admits(&self, hash: u64) -> bool {
+    pub(crate) fn admits(&self, hash: u64) -> bool {
         self.estimate(hash) >= ADMIT_MISSES
     }
 
     /// The full policy for a new key of `stride` bytes against the eviction boundary
     /// `boundary` (see the module doc).
-    pub fn admits_sized(&self, hash: u64, stride: u64, boundary: f64) -> bool {
+    pub(crate) fn admits_sized(&self, hash: u64, stride: u64, boundary: f64) -> bool {
         let est = self.estimate(hash);
         est >= ADMIT_MISSES
             || (est >= 1
@@ -143,7 +143,7 @@ impl Sketch {
 
     /// Halves every counter once a window's worth of misses was recorded. Called by
     /// writers (it is O(width)), never on the read path.
-    pub fn age_if_due(&self) {
+    pub(crate) fn age_if_due(&self) {
         let seen = self.recorded.load(Ordering::Relaxed);
         // One writer wins the right to age; the others carry on.
         if seen < self.window

@@ -11,7 +11,7 @@ const STRIPES: usize = 16;
 struct Padded(AtomicU64);
 
 #[derive(Debug, Default)]
-pub struct Striped {
+pub(crate) struct Striped {
     stripes: [Padded; STRIPES],
 }
 
@@ -24,11 +24,11 @@ fn stripe() -> usize {
 }
 
 impl Striped {
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.stripes[stripe()].0.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn sum(&self) -> u64 {
+    pub(crate) fn sum(&self) -> u64 {
         self.stripes
             .iter()
             .map(|s| s.0.load(Ordering::Relaxed))

@@ -17,7 +17,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use crate::Result;
+use crate::error::Result;
 
 /// What `put` did with the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,8 +31,11 @@ pub enum Put {
 /// A byte range of an open file, for `sendfile(2)` straight from the volume.
 #[derive(Debug, Clone, Copy)]
 pub struct FileExtent<'a> {
+    /// The file, borrowed for as long as the handle that gave it out.
     pub fd: BorrowedFd<'a>,
+    /// Where the body starts in the file.
     pub offset: u64,
+    /// The body's length in bytes.
     pub len: u64,
 }
 
@@ -50,7 +53,9 @@ pub trait EntryRef: Send + Sync + 'static {
 /// Counters and gauges every engine reports. Counters only grow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// `get`s that found an entry.
     pub hits: u64,
+    /// `get`s that found none (a torn, stale or colliding entry counts here).
     pub misses: u64,
     /// Puts written.
     pub admitted: u64,
@@ -82,6 +87,7 @@ pub struct Stats {
 
 /// A storage engine: see the module doc for the contract.
 pub trait Engine: Send + Sync + 'static {
+    /// What a hit hands out.
     type Entry: EntryRef;
 
     /// Stores `body` with `meta` under `key`, replacing any earlier value, labelled

@@ -12,12 +12,20 @@ use std::path::PathBuf;
 pub enum StoreError {
     /// The object (key + tags + meta + body + header) does not fit the configured limit.
     #[error("object of {size_bytes} bytes exceeds the limit of {limit_bytes} bytes")]
-    TooLarge { size_bytes: u64, limit_bytes: u64 },
+    TooLarge {
+        /// The object's size as stored.
+        size_bytes: u64,
+        /// The largest object accepted.
+        limit_bytes: u64,
+    },
     /// A key or tag longer than the format allows.
     #[error("{what} of {len} bytes exceeds the limit of {limit} bytes")]
     FieldTooLong {
+        /// Which field ("key", "tag", "tag list").
         what: &'static str,
+        /// Its length (bytes, or tags for the list).
         len: usize,
+        /// The format's limit for it.
         limit: usize,
     },
     /// Options that cannot describe a volume (cap too small, region size not usable, ...).
@@ -25,11 +33,26 @@ pub enum StoreError {
     InvalidOptions(String),
     /// The file at `path` is not a quire volume, or one this build cannot read.
     #[error("{path}: {reason}")]
-    BadVolume { path: PathBuf, reason: String },
+    BadVolume {
+        /// The volume path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Bytes handed to [`format::entries`](crate::format::entries) that do not start
+    /// with a volume header this build reads.
+    #[error("not a quire volume this build reads: {reason}")]
+    NotAVolume {
+        /// What is wrong with the header.
+        reason: String,
+    },
     /// Another process (or another open in this one) holds the volume: two stores
     /// on one file would truncate and overwrite each other's mappings (SIGBUS).
     #[error("{path} is in use by another quire process (it holds the volume's lock)")]
-    InUse { path: PathBuf },
+    InUse {
+        /// The volume path given.
+        path: PathBuf,
+    },
     /// Every region is pinned by a reader or in use; nothing can be reclaimed right now.
     /// The put is dropped (a cache may always decline to store).
     #[error("no region can be reclaimed: all are pinned by readers")]
@@ -37,7 +60,9 @@ pub enum StoreError {
     /// An I/O error, with what was being done.
     #[error("{context}: {source}")]
     Io {
+        /// What was being done, and to which file.
         context: String,
+        /// The error the system returned.
         #[source]
         source: std::io::Error,
     },

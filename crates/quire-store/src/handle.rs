@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::engine::{EntryRef, FileExtent};
 use crate::ram_tier::RamEntry;
-use crate::store::Shared;
+use crate::shared::Shared;
 
 /// A pinned, verified entry of a [`Store`](crate::Store).
 pub struct Handle {

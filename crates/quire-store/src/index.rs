@@ -31,24 +31,24 @@ const OFFSET_BITS: u32 = 20;
 const FREQ_SHIFT: u32 = 62;
 const FREQ_MASK: u64 = 0b11 << FREQ_SHIFT;
 /// The hit counter saturates here.
-pub const FREQ_MAX: u8 = 3;
+const FREQ_MAX: u8 = 3;
 const _: () = assert!(REGION_BITS + OFFSET_BITS + LOC_GEN_BITS + 2 == 64);
 
 /// Where an entry lives: region, offset within it (in 16-byte units), the low bits of
 /// the region's generation when it was written, and how often it was hit since (0..=3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Loc {
-    pub region: u32,
-    pub offset16: u32,
-    pub gen18: u32,
-    pub freq: u8,
+pub(crate) struct Loc {
+    pub(crate) region: u32,
+    pub(crate) offset16: u32,
+    pub(crate) gen18: u32,
+    pub(crate) freq: u8,
 }
 
-pub const REGIONS_MAX: u64 = 1 << REGION_BITS;
+pub(crate) const REGIONS_MAX: u64 = 1 << REGION_BITS;
 
 impl Loc {
     /// The entry at byte `offset` of `region`, written in generation `gen`, not yet hit.
-    pub fn at(region: u32, offset: u64, gen: u64) -> Loc {
+    pub(crate) fn at(region: u32, offset: u64, gen: u64) -> Loc {
         debug_assert_eq!(offset % ENTRY_ALIGN, 0, "entries are 16-byte aligned");
         Loc {
             region,
@@ -78,7 +78,7 @@ impl Loc {
     }
 
     /// The same place, ignoring the hit counter.
-    pub fn same_place(self, other: Loc) -> bool {
+    pub(crate) fn same_place(self, other: Loc) -> bool {
         self.pack() & !FREQ_MASK == other.pack() & !FREQ_MASK
     }
 }
@@ -143,7 +143,7 @@ const _: () = assert!(
 
 /// The sharded index.
 #[derive(Debug)]
-pub struct Index {
+pub(crate) struct Index {
     shards: Box<[RwLock<Shard>]>,
 }
 
@@ -154,7 +154,7 @@ fn shard_of(hash: u64) -> usize {
 }
 
 impl Index {
-    pub fn new() -> Index {
+    pub(crate) fn new() -> Index {
         Index {
             shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
         }
@@ -175,7 +175,7 @@ impl Index {
     }
 
     /// Looks `hash` up and counts a hit; returns the location as it was before.
-    pub fn lookup_and_mark(&self, hash: u64) -> Option<Loc> {
+    pub(crate) fn lookup_and_mark(&self, hash: u64) -> Option<Loc> {
         let shard = self.read(hash);
         let w = shard.get(&slot_key(hash))?;
         let old = w.load();
@@ -193,7 +193,7 @@ impl Index {
     }
 
     /// Looks `hash` up without marking it.
-    pub fn peek(&self, hash: u64) -> Option<Loc> {
+    pub(crate) fn peek(&self, hash: u64) -> Option<Loc> {
         let shard = self.read(hash);
         shard.get(&slot_key(hash)).map(|w| Loc::unpack(w.load()))
     }
@@ -203,7 +203,11 @@ impl Index {
     /// a key maps to goes through here, so per-key changes are serialised: `f` may
     /// write the volume (mark the old entry dead, copy a carried entry) before the new
     /// location becomes visible. Keep `f` short: readers of the shard wait for it.
-    pub fn update<R>(&self, hash: u64, f: impl FnOnce(Option<Loc>) -> (Option<Loc>, R)) -> R {
+    pub(crate) fn update<R>(
+        &self,
+        hash: u64,
+        f: impl FnOnce(Option<Loc>) -> (Option<Loc>, R),
+    ) -> R {
         let mut shard = self.write(hash);
         let key = slot_key(hash);
         let cur = shard.get(&key).map(|w| Loc::unpack(w.load()));
@@ -221,11 +225,11 @@ impl Index {
     }
 
     #[cfg(test)]
-    pub fn insert(&self, hash: u64, loc: Loc) {
+    fn insert(&self, hash: u64, loc: Loc) {
         self.update(hash, |_| (Some(loc), ()));
     }
 
-    pub fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.shards
             .iter()
             .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).len() as u64)
@@ -233,7 +237,7 @@ impl Index {
     }
 
     /// RAM the tables take: buckets × (slot + control byte).
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         let slot = std::mem::size_of::<(u32, Slot)>() as u64 + 1;
         self.shards
             .iter()

@@ -1,5 +1,7 @@
 //! The on-disk format of a volume: byte layouts, encoders and checkers. Pure code over
-//! byte slices; the mapping itself lives in `volume`.
+//! byte slices; the mapping itself lives in `volume`. The constants an outside reader
+//! needs are `pub` and re-exported by [`crate::format`], the format's public face;
+//! everything else here is the engine's own.
 //!
 //! ```text
 //! volume file (cap bytes, preallocated)
@@ -19,29 +21,35 @@
 
 use xxhash_rust::xxh3::Xxh3;
 
+/// The first 8 bytes of every volume file.
 pub const VOLUME_MAGIC: [u8; 8] = *b"QUIREVOL";
+/// The first word of a region header ("QRGN").
 pub const REGION_MAGIC: u32 = u32::from_le_bytes(*b"QRGN");
+/// The first word of an entry header ("QENT").
 pub const ENTRY_MAGIC: u32 = u32::from_le_bytes(*b"QENT");
 /// Bumped on any change to these layouts; a volume of another version is not read.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Bytes before region 0: the volume header's page.
 pub const VOLUME_HEADER_BYTES: u64 = 4096;
+/// Bytes at the start of each region before its first entry.
 pub const REGION_HEADER_BYTES: u64 = 64;
+/// Bytes of an entry's fixed header, before its key.
 pub const ENTRY_HEADER_BYTES: u64 = 40;
 /// Entries start at multiples of this within a region (the index stores offset / 16).
 pub const ENTRY_ALIGN: u64 = 16;
 /// Marker in the volume header's clean word after an orderly close.
 pub const CLEAN_MARKER: u64 = 0x434c_4541_4e21_2121; // "CLEAN!!!"
 
-pub const REGION_BYTES_MIN: u64 = 64 << 10;
+pub(crate) const REGION_BYTES_MIN: u64 = 64 << 10;
 /// Bounded by the index's 20-bit offset field (in 16-byte units).
-pub const REGION_BYTES_MAX: u64 = 16 << 20;
-pub const KEY_BYTES_MAX: usize = 64 << 10;
-pub const TAG_BYTES_MAX: usize = u16::MAX as usize;
-pub const TAGS_MAX: usize = 1024;
+pub(crate) const REGION_BYTES_MAX: u64 = 16 << 20;
+pub(crate) const KEY_BYTES_MAX: usize = 64 << 10;
+pub(crate) const TAG_BYTES_MAX: usize = u16::MAX as usize;
+pub(crate) const TAGS_MAX: usize = 1024;
 
 /// The flags word of a removed or overwritten entry: all 16 bits, so that it is read
-/// as dead while at least 8 bits are set ([`EntryHeader::is_dead`]). The word is
+/// as dead while at least 8 bits are set (`EntryHeader::is_dead`). The word is
 /// outside the checksum (it is flipped in place), so this redundancy is what keeps one
 /// flipped bit from resurrecting a removed entry or killing a live one.
 pub const FLAGS_DEAD: u16 = 0xffff;
@@ -63,33 +71,46 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// The fixed facts of a volume, stored in its first 4 KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VolumeHeader {
-    pub cap_bytes: u64,
-    pub region_bytes: u64,
-    pub region_count: u32,
+pub(crate) struct VolumeHeader {
+    pub(crate) cap_bytes: u64,
+    pub(crate) region_bytes: u64,
+    pub(crate) region_count: u32,
 }
 
 // Volume header layout: [0..8) magic, [8..12) version, [12..16) zero, [16..24) cap,
 // [24..32) region bytes, [32..36) region count, [36..40) zero, [40..48) xxh3 of [0..40),
 // [48..56) clean marker (not checksummed: flipped at open and close),
 // [56..64) next-generation hint (not checksummed: bumped as regions open).
+/// Offset of the volume header's format version (u32).
+pub const VOLUME_VERSION_AT: usize = 8;
+/// Offset of the volume header's cap in bytes (u64).
+pub const VOLUME_CAP_AT: usize = 16;
+const VOLUME_REGION_BYTES_AT: usize = 24;
+const VOLUME_REGION_COUNT_AT: usize = 32;
+/// Offset of the volume header's clean word (u64): [`CLEAN_MARKER`] after an orderly
+/// close, anything else while open or after a crash. Not checksummed.
 pub const VOLUME_CLEAN_AT: usize = 48;
+/// Offset of the volume header's next-generation hint (u64), bumped as regions open.
+/// Not checksummed.
 pub const VOLUME_NEXT_GEN_AT: usize = 56;
 
 impl VolumeHeader {
-    pub fn encode(&self, out: &mut [u8]) {
+    pub(crate) fn encode(&self, out: &mut [u8]) {
         out[..64].fill(0);
         out[0..8].copy_from_slice(&VOLUME_MAGIC);
-        out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out[16..24].copy_from_slice(&self.cap_bytes.to_le_bytes());
-        out[24..32].copy_from_slice(&self.region_bytes.to_le_bytes());
-        out[32..36].copy_from_slice(&self.region_count.to_le_bytes());
+        out[VOLUME_VERSION_AT..VOLUME_VERSION_AT + 4]
+            .copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[VOLUME_CAP_AT..VOLUME_CAP_AT + 8].copy_from_slice(&self.cap_bytes.to_le_bytes());
+        out[VOLUME_REGION_BYTES_AT..VOLUME_REGION_BYTES_AT + 8]
+            .copy_from_slice(&self.region_bytes.to_le_bytes());
+        out[VOLUME_REGION_COUNT_AT..VOLUME_REGION_COUNT_AT + 4]
+            .copy_from_slice(&self.region_count.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&out[0..40]);
         out[40..48].copy_from_slice(&sum.to_le_bytes());
     }
 
     /// Reads and checks a volume header; the error says what is wrong.
-    pub fn decode(b: &[u8]) -> Result<VolumeHeader, String> {
+    pub(crate) fn decode(b: &[u8]) -> Result<VolumeHeader, String> {
         if b.len() < 64 {
             return Err(format!(
                 "file too short for a volume header ({} bytes)",
@@ -99,7 +120,7 @@ impl VolumeHeader {
         if b[0..8] != VOLUME_MAGIC {
             return Err("not a quire volume (bad magic)".into());
         }
-        let version = u32_at(b, 8);
+        let version = u32_at(b, VOLUME_VERSION_AT);
         if version != FORMAT_VERSION {
             return Err(format!(
                 "volume format version {version}, this build reads version {FORMAT_VERSION}"
@@ -109,9 +130,9 @@ impl VolumeHeader {
             return Err("volume header checksum mismatch".into());
         }
         let h = VolumeHeader {
-            cap_bytes: u64_at(b, 16),
-            region_bytes: u64_at(b, 24),
-            region_count: u32_at(b, 32),
+            cap_bytes: u64_at(b, VOLUME_CAP_AT),
+            region_bytes: u64_at(b, VOLUME_REGION_BYTES_AT),
+            region_count: u32_at(b, VOLUME_REGION_COUNT_AT),
         };
         let fits = VOLUME_HEADER_BYTES + h.region_bytes * u64::from(h.region_count);
         if !h.region_bytes.is_power_of_two()
@@ -126,20 +147,20 @@ impl VolumeHeader {
         Ok(h)
     }
 
-    pub fn region_start(&self, region: u32) -> u64 {
+    pub(crate) fn region_start(&self, region: u32) -> u64 {
         VOLUME_HEADER_BYTES + u64::from(region) * self.region_bytes
     }
 }
 
 /// A region's header: its generation (volume-wide, increasing, never reused).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RegionHeader {
-    pub gen: u64,
+pub(crate) struct RegionHeader {
+    pub(crate) gen: u64,
 }
 
 // Region header layout: [0..4) magic, [4..8) version, [8..16) gen, [16..24) xxh3 of [0..16).
 impl RegionHeader {
-    pub fn encode(&self, out: &mut [u8]) {
+    pub(crate) fn encode(&self, out: &mut [u8]) {
         out[..REGION_HEADER_BYTES as usize].fill(0);
         out[0..4].copy_from_slice(&REGION_MAGIC.to_le_bytes());
         out[4..8].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -149,7 +170,7 @@ impl RegionHeader {
     }
 
     /// `None` for a region never written, or one whose header is damaged.
-    pub fn decode(b: &[u8]) -> Option<RegionHeader> {
+    pub(crate) fn decode(b: &[u8]) -> Option<RegionHeader> {
         if u32_at(b, 0) != REGION_MAGIC || u32_at(b, 4) != FORMAT_VERSION {
             return None;
         }
@@ -165,24 +186,26 @@ impl RegionHeader {
 
 /// The fixed part of an entry. Lengths are checked against the region by `decode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EntryHeader {
-    pub flags: u16,
+pub(crate) struct EntryHeader {
+    pub(crate) flags: u16,
     /// The low 32 bits of the region generation the entry was written in.
-    pub gen: u32,
-    pub key_len: u32,
-    pub tags_len: u32,
-    pub meta_len: u32,
-    pub body_len: u32,
-    pub checksum: u64,
+    pub(crate) gen: u32,
+    pub(crate) key_len: u32,
+    pub(crate) tags_len: u32,
+    pub(crate) meta_len: u32,
+    pub(crate) body_len: u32,
+    pub(crate) checksum: u64,
 }
 
 // Entry header layout: [0..4) magic, [4..6) version, [6..8) flags, [8..12) gen,
 // [12..16) key len, [16..20) tags len, [20..24) meta len, [24..28) body len,
 // [28..32) zero, [32..40) checksum.
+/// Offset of an entry's flags word (u16) in its header: outside the checksum, written
+/// in place (see [`FLAGS_DEAD`]).
 pub const ENTRY_FLAGS_AT: usize = 6;
 
 impl EntryHeader {
-    pub fn payload_len(&self) -> u64 {
+    pub(crate) fn payload_len(&self) -> u64 {
         u64::from(self.key_len)
             + u64::from(self.tags_len)
             + u64::from(self.meta_len)
@@ -190,33 +213,33 @@ impl EntryHeader {
     }
 
     /// Bytes the entry takes in its region, padding included.
-    pub fn stride(&self) -> u64 {
+    pub(crate) fn stride(&self) -> u64 {
         entry_stride(self.payload_len())
     }
 
-    pub fn key_at(&self) -> u64 {
+    pub(crate) fn key_at(&self) -> u64 {
         ENTRY_HEADER_BYTES
     }
-    pub fn tags_at(&self) -> u64 {
+    pub(crate) fn tags_at(&self) -> u64 {
         self.key_at() + u64::from(self.key_len)
     }
-    pub fn meta_at(&self) -> u64 {
+    pub(crate) fn meta_at(&self) -> u64 {
         self.tags_at() + u64::from(self.tags_len)
     }
-    pub fn body_at(&self) -> u64 {
+    pub(crate) fn body_at(&self) -> u64 {
         self.meta_at() + u64::from(self.meta_len)
     }
 
     /// Removed or overwritten (see [`FLAGS_DEAD`]).
-    pub fn is_dead(&self) -> bool {
+    pub(crate) fn is_dead(&self) -> bool {
         self.flags.count_ones() >= 8
     }
 
     /// Writes the header; `checksum` must already be computed.
-    pub fn encode(&self, out: &mut [u8]) {
+    pub(crate) fn encode(&self, out: &mut [u8]) {
         out[0..4].copy_from_slice(&ENTRY_MAGIC.to_le_bytes());
         out[4..6].copy_from_slice(&(FORMAT_VERSION as u16).to_le_bytes());
-        out[6..8].copy_from_slice(&self.flags.to_le_bytes());
+        out[ENTRY_FLAGS_AT..ENTRY_FLAGS_AT + 2].copy_from_slice(&self.flags.to_le_bytes());
         out[8..12].copy_from_slice(&self.gen.to_le_bytes());
         out[12..16].copy_from_slice(&self.key_len.to_le_bytes());
         out[16..20].copy_from_slice(&self.tags_len.to_le_bytes());
@@ -229,7 +252,7 @@ impl EntryHeader {
     /// Decodes the header at the start of `b` if it is an entry of generation `gen`
     /// whose payload fits in `room` bytes (the rest of its region, header included).
     /// `None` means "no entry here": end of the region's log, old bytes, or damage.
-    pub fn decode(b: &[u8], gen: u32, room: u64) -> Option<EntryHeader> {
+    pub(crate) fn decode(b: &[u8], gen: u32, room: u64) -> Option<EntryHeader> {
         if b.len() < ENTRY_HEADER_BYTES as usize
             || u32_at(b, 0) != ENTRY_MAGIC
             || u16::from_le_bytes([b[4], b[5]]) != FORMAT_VERSION as u16
@@ -239,7 +262,7 @@ impl EntryHeader {
             return None;
         }
         let h = EntryHeader {
-            flags: u16::from_le_bytes([b[6], b[7]]),
+            flags: u16::from_le_bytes([b[ENTRY_FLAGS_AT], b[ENTRY_FLAGS_AT + 1]]),
             gen,
             key_len: u32_at(b, 12),
             tags_len: u32_at(b, 16),
@@ -251,7 +274,7 @@ impl EntryHeader {
     }
 
     /// The checksum over the header fields (not flags) and the payload.
-    pub fn compute_checksum(&self, payload: &[u8]) -> u64 {
+    pub(crate) fn compute_checksum(&self, payload: &[u8]) -> u64 {
         debug_assert_eq!(payload.len() as u64, self.payload_len());
         let mut fixed = [0u8; 40];
         let mut h = *self;
@@ -266,17 +289,40 @@ impl EntryHeader {
 }
 
 /// Bytes an entry with `payload_len` payload bytes takes, padding included.
-pub fn entry_stride(payload_len: u64) -> u64 {
+pub(crate) fn entry_stride(payload_len: u64) -> u64 {
     (ENTRY_HEADER_BYTES + payload_len).div_ceil(ENTRY_ALIGN) * ENTRY_ALIGN
 }
 
+/// Walks the log of one region: the entries written under generation `gen32`, as
+/// (offset in the region, header), in write order, stopping where the log ends (the
+/// first header that is not an entry of that generation with room for its payload).
+/// `header_at(off)` gives the [`ENTRY_HEADER_BYTES`] bytes at `off` within the region.
+/// Does not check checksums. The one walker: recovery and reclaim run it over the
+/// mapping, [`crate::format::entries`] over a file's bytes.
+pub(crate) fn region_log(
+    region_bytes: u64,
+    gen32: u32,
+    mut header_at: impl FnMut(u64) -> [u8; ENTRY_HEADER_BYTES as usize],
+) -> impl Iterator<Item = (u64, EntryHeader)> {
+    let mut off = REGION_HEADER_BYTES;
+    std::iter::from_fn(move || {
+        if off + ENTRY_HEADER_BYTES > region_bytes {
+            return None;
+        }
+        let h = EntryHeader::decode(&header_at(off), gen32, region_bytes - off)?;
+        let at = off;
+        off += h.stride();
+        Some((at, h))
+    })
+}
+
 /// Bytes the tag list takes encoded.
-pub fn tags_len(tags: &[&[u8]]) -> u64 {
+pub(crate) fn tags_len(tags: &[&[u8]]) -> u64 {
     tags.iter().map(|t| 2 + t.len() as u64).sum()
 }
 
 /// Encodes tags as (u16 len, bytes)*; `out` must be `tags_len(tags)` long.
-pub fn encode_tags(tags: &[&[u8]], out: &mut [u8]) {
+pub(crate) fn encode_tags(tags: &[&[u8]], out: &mut [u8]) {
     let mut at = 0;
     for t in tags {
         out[at..at + 2].copy_from_slice(&(t.len() as u16).to_le_bytes());
@@ -287,7 +333,7 @@ pub fn encode_tags(tags: &[&[u8]], out: &mut [u8]) {
 }
 
 /// Iterates an encoded tag list; stops at the first malformed item.
-pub fn decode_tags(mut b: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn decode_tags(mut b: &[u8]) -> impl Iterator<Item = &[u8]> {
     std::iter::from_fn(move || {
         if b.len() < 2 {
             return None;
@@ -300,19 +346,19 @@ pub fn decode_tags(mut b: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// The 64-bit hash the index and tag index are keyed by.
-pub fn hash_key(key: &[u8]) -> u64 {
+pub(crate) fn hash_key(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
 /// Tag hashes live in their own space so a tag never aliases a key.
-pub fn hash_tag(tag: &[u8]) -> u64 {
+pub(crate) fn hash_tag(tag: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(tag, 0x7a67)
 }
 
 /// Region size for a cap: 1/128 of it rounded down to a power of two, clamped (so a
 /// power-of-two cap gets 127 regions and the header). Finer regions let reclaim pick
 /// emptier victims; `quire bench store` measured 1/128 against 1/64 and 1/256.
-pub fn default_region_bytes(cap_bytes: u64) -> u64 {
+pub(crate) fn default_region_bytes(cap_bytes: u64) -> u64 {
     let want = (cap_bytes / 128).max(1);
     let pow = 1u64 << (63 - want.leading_zeros());
     pow.clamp(REGION_BYTES_MIN, REGION_BYTES_MAX)

@@ -22,18 +22,26 @@ mod admission;
 mod counters;
 mod engine;
 mod error;
+pub mod format;
 mod handle;
 mod index;
 mod layout;
+mod options;
 mod ram_tier;
+mod reclaim;
 mod recovery;
 mod region;
+mod shared;
 mod space;
 mod store;
 mod tags;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod volume;
 
 pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
 pub use error::{Result, StoreError};
 pub use handle::Handle;
-pub use store::{Options, SpaceBreakdown, Store};
+pub use options::Options;
+pub use recovery::OpenReport;
+pub use store::{SpaceBreakdown, Store};

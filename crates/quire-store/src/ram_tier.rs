@@ -19,22 +19,22 @@ use quick_cache::Weighter;
 use crate::index::Loc;
 
 /// Objects larger than this are never copied into RAM (they are `sendfile` material).
-pub const OBJECT_BYTES_MAX: u64 = 256 << 10;
+pub(crate) const OBJECT_BYTES_MAX: u64 = 256 << 10;
 
 /// One copied entry: key, meta and body back to back, and where it was copied from.
 #[derive(Debug, Clone)]
-pub struct RamEntry {
-    pub from: Loc,
-    pub bytes: Arc<[u8]>,
-    pub key_len: usize,
-    pub meta_len: usize,
+pub(crate) struct RamEntry {
+    from: Loc,
+    bytes: Arc<[u8]>,
+    key_len: usize,
+    meta_len: usize,
 }
 
 impl RamEntry {
-    pub fn meta(&self) -> &[u8] {
+    pub(crate) fn meta(&self) -> &[u8] {
         &self.bytes[self.key_len..self.key_len + self.meta_len]
     }
-    pub fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> &[u8] {
         &self.bytes[self.key_len + self.meta_len..]
     }
 }
@@ -50,12 +50,12 @@ impl Weighter<u64, RamEntry> for ByBytes {
 }
 
 #[derive(Debug)]
-pub struct RamTier {
+pub(crate) struct RamTier {
     cache: Cache<u64, RamEntry, ByBytes>,
 }
 
 impl RamTier {
-    pub fn new(bytes: u64) -> RamTier {
+    pub(crate) fn new(bytes: u64) -> RamTier {
         let items = (bytes / 4096).max(16) as usize;
         RamTier {
             cache: Cache::with_weighter(items, bytes, ByBytes),
@@ -63,13 +63,13 @@ impl RamTier {
     }
 
     /// The copy of `key` (hashing to `hash`) taken from `at`, if there is one.
-    pub fn get(&self, hash: u64, at: Loc, key: &[u8]) -> Option<RamEntry> {
+    pub(crate) fn get(&self, hash: u64, at: Loc, key: &[u8]) -> Option<RamEntry> {
         self.cache
             .get(&hash)
             .filter(|e| e.from.same_place(at) && &e.bytes[..e.key_len] == key)
     }
 
-    pub fn promote(&self, hash: u64, from: Loc, key: &[u8], meta: &[u8], body: &[u8]) {
+    pub(crate) fn promote(&self, hash: u64, from: Loc, key: &[u8], meta: &[u8], body: &[u8]) {
         let mut v = Vec::with_capacity(key.len() + meta.len() + body.len());
         v.extend_from_slice(key);
         v.extend_from_slice(meta);
@@ -85,11 +85,11 @@ impl RamTier {
         );
     }
 
-    pub fn drop_copy(&self, hash: u64) {
+    pub(crate) fn drop_copy(&self, hash: u64) {
         self.cache.remove(&hash);
     }
 
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.cache.weight()
     }
 }

@@ -17,18 +17,30 @@
 use std::io::Read;
 use std::path::Path;
 
+use crate::error::{Result, StoreError};
 use crate::index::{Index, Loc};
-use crate::layout::{self, EntryHeader, RegionHeader, VolumeHeader};
+use crate::layout::{self, RegionHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
 use crate::space::SpaceInit;
-use crate::store::OpenReport;
 use crate::tags::TagIndex;
 use crate::volume::Volume;
-use crate::{Result, StoreError};
+
+/// What reopening found, for logs and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Why the volume was (re)initialised empty, if it was.
+    pub cold_start: Option<String>,
+    /// Whether the last close was orderly.
+    pub was_clean: bool,
+    /// Live entries found (0 after a cold start).
+    pub entries: u64,
+    /// Regions whose log ended in a damaged entry (torn write, bad checksum).
+    pub torn_regions: u32,
+}
 
 /// What the file at a volume path is.
 #[derive(Debug)]
-pub enum Probe {
+pub(crate) enum Probe {
     Missing,
     /// A quire volume with the wanted layout; `clean` if it was closed in order.
     Usable {
@@ -39,7 +51,7 @@ pub enum Probe {
 }
 
 /// Looks at the file at `path` without changing it.
-pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
+pub(crate) fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Probe::Missing),
@@ -81,14 +93,14 @@ pub fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
 
 /// The index, tag index and space bookkeeping rebuilt from a volume.
 #[derive(Debug)]
-pub struct Recovered {
-    pub index: Index,
-    pub tags: TagIndex,
-    pub space: SpaceInit,
+pub(crate) struct Recovered {
+    pub(crate) index: Index,
+    pub(crate) tags: TagIndex,
+    pub(crate) space: SpaceInit,
 }
 
 /// Writes a fresh header and erases every region header: an empty volume.
-pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
+pub(crate) fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     let mut h = [0u8; 64];
     header.encode(&mut h);
     // SAFETY: the store is not built yet; this thread is the only one with the volume.
@@ -106,32 +118,8 @@ pub fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     })
 }
 
-/// Iterates the entries of region `r` written under generation `gen32`, as
-/// (offset in region, header), stopping where the log ends. Does not check checksums.
-pub fn entries<'v>(
-    volume: &'v Volume,
-    header: &'v VolumeHeader,
-    r: u32,
-    gen32: u32,
-) -> impl Iterator<Item = (u64, EntryHeader)> + 'v {
-    let start = header.region_start(r);
-    let mut off = REGION_HEADER_BYTES;
-    std::iter::from_fn(move || {
-        if off + ENTRY_HEADER_BYTES > header.region_bytes {
-            return None;
-        }
-        // SAFETY: callers are reclaim (region claimed) or recovery (no
-        // other thread); nobody writes these bytes but the atomic flags word.
-        let raw = unsafe { volume.read_entry_header(start + off) };
-        let h = EntryHeader::decode(&raw, gen32, header.region_bytes - off)?;
-        let at = off;
-        off += h.stride();
-        Some((at, h))
-    })
-}
-
 /// Rebuilds state from the regions, checking every entry's checksum.
-pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
+pub(crate) fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> Recovered {
     let mut space = SpaceInit::empty(header.region_count);
     space.free.clear();
     let mut tags = TagIndex::default();
@@ -166,7 +154,7 @@ pub fn scan(volume: &Volume, header: &VolumeHeader, report: &mut OpenReport) -> 
         let start = header.region_start(r);
         let mut end = REGION_HEADER_BYTES;
         let mut torn = false;
-        for (off, h) in entries(volume, header, r, gen as u32) {
+        for (off, h) in volume.entries(header, r, gen as u32) {
             // SAFETY: no other thread has the volume yet.
             let payload =
                 unsafe { volume.slice(start + off + ENTRY_HEADER_BYTES, h.payload_len()) };
@@ -213,7 +201,10 @@ fn rebuild_live(
     for &(gen, r) in used {
         let start = header.region_start(r);
         let end = space.fill[r as usize];
-        for (off, h) in entries(volume, header, r, gen as u32).take_while(|(o, _)| *o < end) {
+        for (off, h) in volume
+            .entries(header, r, gen as u32)
+            .take_while(|(o, _)| *o < end)
+        {
             if h.is_dead() {
                 continue;
             }

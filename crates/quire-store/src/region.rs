@@ -21,23 +21,23 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bits of the generation an index location keeps (see `index::Loc`).
-pub const LOC_GEN_BITS: u32 = 18;
+pub(crate) const LOC_GEN_BITS: u32 = 18;
 const LOC_GEN_MASK: u32 = (1 << LOC_GEN_BITS) - 1;
 
 /// The pin words of all regions.
 #[derive(Debug)]
-pub struct RegionTable {
+pub(crate) struct RegionTable {
     words: Box<[AtomicU64]>,
 }
 
 /// Truncates a full generation to what an index location keeps.
-pub fn loc_gen(gen: u64) -> u32 {
+pub(crate) fn loc_gen(gen: u64) -> u32 {
     gen as u32 & LOC_GEN_MASK
 }
 
 impl RegionTable {
     /// `gens[r]` is region r's current generation (0: never written).
-    pub fn new(gens: &[u64]) -> RegionTable {
+    pub(crate) fn new(gens: &[u64]) -> RegionTable {
         RegionTable {
             words: gens
                 .iter()
@@ -48,7 +48,7 @@ impl RegionTable {
 
     /// Pins `region` if its generation still matches `gen18`; true on success.
     /// Every successful pin must be paired with one `unpin`.
-    pub fn pin(&self, region: u32, gen18: u32) -> bool {
+    pub(crate) fn pin(&self, region: u32, gen18: u32) -> bool {
         let w = &self.words[region as usize];
         let old = w.fetch_add(1, Ordering::Acquire);
         debug_assert!(old as u32 != u32::MAX, "pin count overflow");
@@ -60,14 +60,14 @@ impl RegionTable {
         }
     }
 
-    pub fn unpin(&self, region: u32) {
+    pub(crate) fn unpin(&self, region: u32) {
         let old = self.words[region as usize].fetch_sub(1, Ordering::Release);
         debug_assert!(old as u32 != 0, "unpin without pin");
     }
 
     /// Claims `region` for rewriting: succeeds only if nobody pins it. Afterwards pins
     /// carrying the old generation fail, so the claimer may overwrite its bytes.
-    pub fn try_claim(&self, region: u32, old_gen: u64, new_gen: u64) -> bool {
+    pub(crate) fn try_claim(&self, region: u32, old_gen: u64, new_gen: u64) -> bool {
         let from = u64::from(old_gen as u32) << 32;
         let to = u64::from(new_gen as u32) << 32;
         self.words[region as usize]
@@ -77,12 +77,12 @@ impl RegionTable {
 
     /// The low 32 bits of `region`'s generation. Stable while the caller holds a pin
     /// on it or has claimed it.
-    pub fn gen32(&self, region: u32) -> u32 {
+    pub(crate) fn gen32(&self, region: u32) -> u32 {
         (self.words[region as usize].load(Ordering::Acquire) >> 32) as u32
     }
 
     /// Readers and writers holding pins on `region` now.
-    pub fn pins(&self, region: u32) -> u32 {
+    pub(crate) fn pins(&self, region: u32) -> u32 {
         self.words[region as usize].load(Ordering::Relaxed) as u32
     }
 }

@@ -5,118 +5,35 @@
 //! header and the full key in the mapping, return a [`Handle`]. No allocation, no I/O,
 //! no lock a writer holds while copying bytes.
 //!
-//! Write path (`put`): reserve bytes in the active region (`space`: a bump of the write
+//! Write path (`put`): reserve bytes in the active region (`reclaim`: a bump of the write
 //! head under a short lock), copy the entry there with no lock held, then publish it
 //! under the key's index shard lock: mark the entry it replaces dead on disk first (so
 //! recovery never prefers it), then point the index at the new one. `remove` and
 //! `remove_tagged` go through the same shard lock. When a put takes the last prepared
-//! region it reclaims the next one inline after publishing (see `space`). The volume
+//! region it reclaims the next one inline after publishing (see `reclaim`). The volume
 //! never grows: the cap holds by construction.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use crate::admission::{Boundary, Sketch};
-use crate::counters::Striped;
 use crate::engine::{Engine, EntryRef, Put, Stats};
+use crate::error::{Result, StoreError};
 use crate::handle::Handle;
-use crate::index::{Index, Loc, REGIONS_MAX};
+use crate::index::{Loc, REGIONS_MAX};
 use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_HEADER_BYTES, REGION_HEADER_BYTES, VOLUME_HEADER_BYTES};
+use crate::options::Options;
 use crate::ram_tier::{self, RamTier};
-use crate::recovery::{self, Probe};
-use crate::region::RegionTable;
-use crate::space::Space;
+use crate::recovery::{self, OpenReport, Probe};
+use crate::shared::Shared;
 pub use crate::space::SpaceBreakdown;
-use crate::tags::TagIndex;
 use crate::volume::Volume;
-use crate::{Result, StoreError};
-
-/// How a [`Store`] is laid out and behaves. `Options::default()` is what quire uses.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Region size; `None` derives it from the cap (1/128 of it rounded down to a power
-    /// of two between 64 KiB and 16 MiB). It also bounds the largest object.
-    pub region_bytes: Option<u64>,
-    /// Largest object (key + tags + meta + body + entry header) accepted; `None` means
-    /// whatever fits in a region. Larger puts fail with [`StoreError::TooLarge`].
-    pub max_object_bytes: Option<u64>,
-    /// Admission policy on: once the volume is full, a new key is written only if it
-    /// was asked for before recently (a count-min sketch of misses), or if it was asked
-    /// for once and is much smaller than what reclaim is evicting (see `admission`), so
-    /// one-hit wonders do not flush the working set.
-    pub admission: bool,
-    /// Bytes of RAM for the hot-set tier (0 turns it off).
-    pub ram_tier_bytes: u64,
-    /// Share of a region that reclaiming it may spend carrying live entries forward,
-    /// most hits per byte first (0.0 turns carrying off; at most 0.9). Higher keeps
-    /// more of the volume live (less space lost to overwritten entries) at the cost of
-    /// copying: measured on the benchmark's mix (before carrying went by hits per
-    /// byte), 0.5 → 82 % of used bytes live, 0.9 → 98 %, with a slower tail for the
-    /// writers that reclaim.
-    pub carry_share: f64,
-    /// Check each entry's checksum on every `get`, not only when it enters the index
-    /// (at write and at recovery). Costs a hash of the body per hit.
-    pub verify_reads: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            region_bytes: None,
-            max_object_bytes: None,
-            admission: true,
-            ram_tier_bytes: 0,
-            carry_share: 0.5,
-            verify_reads: false,
-        }
-    }
-}
-
-/// State every handle and the store share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) volume: Volume,
-    pub(crate) regions: RegionTable,
-    pub(crate) header: VolumeHeader,
-    pub(crate) index: Index,
-    sketch: Sketch,
-    /// What reclaim evicts, per byte: admission's bar for a first request.
-    pub(crate) boundary: Boundary,
-    ram: Option<RamTier>,
-    pub(crate) options: Options,
-    object_bytes_max: u64,
-    pub(crate) space: Space,
-    tags: Mutex<TagIndex>,
-    hits: Striped,
-    misses: Striped,
-    ram_hits: Striped,
-    admitted: AtomicU64,
-    rejected: AtomicU64,
-    pub(crate) evicted: AtomicU64,
-    pub(crate) carried: AtomicU64,
-    pub(crate) entries: AtomicU64,
-    /// Set by [`Store::abandon`]: dropping closes nothing.
-    abandoned: AtomicBool,
-}
 
 /// The memory-mapped store. See the crate and module docs.
 #[derive(Debug)]
 pub struct Store {
     shared: Arc<Shared>,
-}
-
-/// What reopening found, for logs and tests.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OpenReport {
-    /// Why the volume was (re)initialised empty, if it was.
-    pub cold_start: Option<String>,
-    /// Whether the last close was orderly.
-    pub was_clean: bool,
-    pub entries: u64,
-    /// Regions whose log ended in a damaged entry (torn write, bad checksum).
-    pub torn_regions: u32,
 }
 
 fn layout_for(cap_bytes: u64, options: &Options) -> Result<(VolumeHeader, u64)> {
@@ -217,28 +134,7 @@ impl Store {
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
         report.entries = recovered.index.len();
 
-        let shared = Shared {
-            regions: RegionTable::new(&recovered.space.gens),
-            header,
-            index: recovered.index,
-            sketch: Sketch::for_cap(cap_bytes),
-            boundary: Boundary::default(),
-            ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
-            options,
-            object_bytes_max,
-            space: Space::new(recovered.space),
-            tags: Mutex::new(recovered.tags),
-            hits: Striped::default(),
-            misses: Striped::default(),
-            ram_hits: Striped::default(),
-            admitted: AtomicU64::new(0),
-            rejected: AtomicU64::new(0),
-            evicted: AtomicU64::new(0),
-            carried: AtomicU64::new(0),
-            entries: AtomicU64::new(report.entries),
-            abandoned: AtomicBool::new(false),
-            volume,
-        };
+        let shared = Shared::new(volume, header, recovered, options, object_bytes_max);
         Ok((
             Store {
                 shared: Arc::new(shared),
@@ -447,130 +343,6 @@ impl Drop for Store {
         }
         if let Err(e) = self.shared.close() {
             tracing::warn!(error = %e, "closing volume");
-        }
-    }
-}
-
-impl Shared {
-    fn close(&self) -> Result<()> {
-        self.volume.flush()?;
-        self.volume
-            .header_word(layout::VOLUME_CLEAN_AT)
-            .store(layout::CLEAN_MARKER, Ordering::SeqCst);
-        self.volume.flush_range(0, VOLUME_HEADER_BYTES)
-    }
-
-    fn entry_off(&self, loc: Loc) -> u64 {
-        self.header.region_start(loc.region) + u64::from(loc.offset16) * layout::ENTRY_ALIGN
-    }
-
-    /// The header of the entry at `loc`, if it is one of the region's current
-    /// generation. The caller holds a pin on `loc.region`.
-    fn entry_header(&self, loc: Loc) -> Option<(EntryHeader, u64)> {
-        let off = self.entry_off(loc);
-        let room = self.header.region_bytes - u64::from(loc.offset16) * layout::ENTRY_ALIGN;
-        // SAFETY: the caller pins the region, so no one rewrites the entry; the flags
-        // word is read atomically inside.
-        let raw = unsafe { self.volume.read_entry_header(off) };
-        let h = EntryHeader::decode(&raw, self.regions.gen32(loc.region), room)?;
-        Some((h, off))
-    }
-
-    /// Reads and checks the entry at `loc` for `key`. The caller holds a pin on
-    /// `loc.region`. Returns the header and the entry's offset.
-    fn check_entry(&self, loc: Loc, key: &[u8]) -> Option<(EntryHeader, u64)> {
-        let (h, off) = self.entry_header(loc)?;
-        if h.key_len as usize != key.len() {
-            return None;
-        }
-        let p = self.payload(off, &h);
-        (&p[..key.len()] == key).then_some((h, off))
-    }
-
-    /// The payload (key, tags, meta, body) of the entry at `off`. The caller holds a
-    /// pin on its region or has claimed it.
-    pub(crate) fn payload(&self, off: u64, h: &EntryHeader) -> &[u8] {
-        // SAFETY: inside a decoded entry of a region the caller pins or owns.
-        unsafe { self.volume.slice(off + ENTRY_HEADER_BYTES, h.payload_len()) }
-    }
-
-    /// Whether the entry at `off` carries `tag` (same precondition as `payload`).
-    fn entry_has_tag(&self, off: u64, h: &EntryHeader, tag: &[u8]) -> bool {
-        let p = self.payload(off, h);
-        let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-        layout::decode_tags(tags).any(|t| t == tag)
-    }
-
-    /// The tag hashes of the entry at `off` (same precondition as `payload`).
-    pub(crate) fn entry_tags(&self, off: u64, h: &EntryHeader) -> Vec<u64> {
-        if h.tags_len == 0 {
-            return Vec::new();
-        }
-        let p = self.payload(off, h);
-        let tags = &p[h.key_len as usize..(h.key_len + h.tags_len) as usize];
-        layout::decode_tags(tags).map(layout::hash_tag).collect()
-    }
-
-    fn lock_tags(&self) -> MutexGuard<'_, TagIndex> {
-        self.tags.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn drop_tags(&self, hash: u64, tags: &[u64]) {
-        if !tags.is_empty() {
-            self.lock_tags().remove(hash, tags.iter().copied());
-        }
-    }
-
-    /// Frees the RAM copy of `hash`, if any (its index entry changed).
-    pub(crate) fn forget_copy(&self, hash: u64) {
-        if let Some(ram) = &self.ram {
-            ram.drop_copy(hash);
-        }
-    }
-
-    /// The entry at `loc` leaves the index (the caller holds `hash`'s shard lock and
-    /// removes or replaces it): mark it dead on disk so recovery never brings it back,
-    /// drop its tags and live bytes. If its region is being reclaimed the pin fails and
-    /// there is nothing to do: reclaim invalidated the region on disk first and resets
-    /// its live bytes. With `key`, the stored key must match (else it is another key
-    /// with the same hash, and nothing is done). Returns whether the index entry should go.
-    fn retire(&self, hash: u64, loc: Loc, key: Option<&[u8]>) -> bool {
-        if !self.regions.pin(loc.region, loc.gen18) {
-            self.forget_copy(hash);
-            return true;
-        }
-        let found = match key {
-            Some(k) => self.check_entry(loc, k),
-            None => self.entry_header(loc),
-        };
-        if let Some((h, off)) = found {
-            self.volume.store_flags(off, layout::FLAGS_DEAD);
-            self.space.sub_live(loc.region, h.stride());
-            let tags = self.entry_tags(off, &h);
-            self.drop_tags(hash, &tags);
-            self.forget_copy(hash);
-        }
-        self.regions.unpin(loc.region);
-        found.is_some()
-    }
-
-    /// Makes the entry written at `loc` the one `hash` maps to.
-    fn publish(&self, hash: u64, loc: Loc, stride: u64, tags: &[&[u8]]) {
-        let replaced = self.index.update(hash, |old| {
-            if let Some(old) = old {
-                self.retire(hash, old, None);
-            }
-            if !tags.is_empty() {
-                self.lock_tags()
-                    .add(hash, tags.iter().map(|t| layout::hash_tag(t)));
-            }
-            // Counted before the key is visible, so a racing remove's retire never
-            // subtracts bytes not yet added.
-            self.space.add_live(loc.region, stride);
-            (Some(loc), old.is_some())
-        });
-        if !replaced {
-            self.entries.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -9,13 +9,13 @@
 use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Default)]
-pub struct TagIndex {
+pub(crate) struct TagIndex {
     members: HashMap<u64, HashSet<u64>>,
     links: u64,
 }
 
 impl TagIndex {
-    pub fn add(&mut self, key_hash: u64, tag_hashes: impl IntoIterator<Item = u64>) {
+    pub(crate) fn add(&mut self, key_hash: u64, tag_hashes: impl IntoIterator<Item = u64>) {
         for t in tag_hashes {
             if self.members.entry(t).or_default().insert(key_hash) {
                 self.links += 1;
@@ -23,7 +23,7 @@ impl TagIndex {
         }
     }
 
-    pub fn remove(&mut self, key_hash: u64, tag_hashes: impl IntoIterator<Item = u64>) {
+    pub(crate) fn remove(&mut self, key_hash: u64, tag_hashes: impl IntoIterator<Item = u64>) {
         for t in tag_hashes {
             if let Some(set) = self.members.get_mut(&t) {
                 if set.remove(&key_hash) {
@@ -37,7 +37,7 @@ impl TagIndex {
     }
 
     /// The keys carrying `tag_hash` now (a copy: the caller mutates while iterating).
-    pub fn members(&self, tag_hash: u64) -> Vec<u64> {
+    pub(crate) fn members(&self, tag_hash: u64) -> Vec<u64> {
         self.members
             .get(&tag_hash)
             .map(|s| s.iter().copied().collect())
@@ -45,7 +45,7 @@ impl TagIndex {
     }
 
     /// Approximate RAM: a set slot per link plus a map slot per tag.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.links * 9 + self.members.len() as u64 * 57
     }
 }

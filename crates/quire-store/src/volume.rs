@@ -7,7 +7,7 @@
 //! - bytes of an entry, once published in the index, are never written again while its
 //!   region keeps its generation, except the entry's `flags` word, which is only
 //!   accessed atomically (`store_flags`/`read_entry_header`);
-//! - a writer writes only the bytes it reserved (`space`: disjoint ranges handed out
+//! - a writer writes only the bytes it reserved (`reclaim`: disjoint ranges handed out
 //!   under the allocation lock, past every published entry), holding a pin on the region
 //!   until its entry is published;
 //! - a region's generation changes only when a reclaimer claims it with no pin held
@@ -22,12 +22,13 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 
 use memmap2::{MmapOptions, MmapRaw};
 
+use crate::error::{Result, StoreError};
+use crate::layout::{self, EntryHeader, VolumeHeader};
 use crate::layout::{ENTRY_FLAGS_AT, ENTRY_HEADER_BYTES, VOLUME_HEADER_BYTES};
-use crate::{Result, StoreError};
 
 /// An open, mapped volume file of exactly `len` bytes.
 #[derive(Debug)]
-pub struct Volume {
+pub(crate) struct Volume {
     path: PathBuf,
     file: File,
     map: MmapRaw,
@@ -47,7 +48,7 @@ impl Volume {
     /// behind: a file this call created is removed, one it resized is emptied, so
     /// the next start begins afresh instead of meeting a file of zeros it will not
     /// overwrite.
-    pub fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
+    pub(crate) fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
         assert!(len >= VOLUME_HEADER_BYTES);
         let ctx = |what: &str| format!("{what} {}", path.display());
         let existed = path.exists();
@@ -115,13 +116,13 @@ impl Volume {
         ))
     }
 
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
 
     /// The mapping's address and length (bytes at `addr + off` are the file's bytes
     /// at `off`).
-    pub fn span(&self) -> (usize, u64) {
+    pub(crate) fn span(&self) -> (usize, u64) {
         (self.map.as_ptr() as usize, self.len)
     }
 
@@ -139,7 +140,7 @@ impl Volume {
     /// For as long as the slice lives, no one writes those bytes: the caller holds a
     /// pin on the region they lie in (or has claimed it, or runs before any other thread
     /// has the store), and the range excludes every entry `flags` word.
-    pub unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
+    pub(crate) unsafe fn slice(&self, off: u64, len: u64) -> &[u8] {
         self.check(off, len);
         // SAFETY: the range is inside the mapping (checked above), which lives as long
         // as `self`; the caller guarantees no writer touches it while borrowed.
@@ -151,7 +152,7 @@ impl Volume {
     /// # Safety
     /// The caller reserved these bytes (or claimed their region) and no reader can
     /// reach them: no published entry covers them.
-    pub unsafe fn write(&self, off: u64, bytes: &[u8]) {
+    pub(crate) unsafe fn write(&self, off: u64, bytes: &[u8]) {
         self.check(off, bytes.len() as u64);
         // SAFETY: in bounds (checked); exclusive by the caller's guarantee; `bytes` is
         // a distinct allocation or an earlier range of the mapping that the caller
@@ -170,7 +171,7 @@ impl Volume {
     ///
     /// # Safety
     /// As for [`Volume::slice`] on the header range, flags excepted.
-    pub unsafe fn read_entry_header(&self, off: u64) -> [u8; ENTRY_HEADER_BYTES as usize] {
+    pub(crate) unsafe fn read_entry_header(&self, off: u64) -> [u8; ENTRY_HEADER_BYTES as usize] {
         let mut h = [0u8; ENTRY_HEADER_BYTES as usize];
         // SAFETY: forwarded from the caller: nobody writes these bytes but the flags.
         let head = unsafe { self.slice(off, ENTRY_FLAGS_AT as u64) };
@@ -184,8 +185,26 @@ impl Volume {
         h
     }
 
+    /// The entries of region `r` written under generation `gen32`, as (offset in the
+    /// region, header), stopping where its log ends ([`layout::region_log`] over the
+    /// mapping). Does not check checksums. Callers are reclaim (region claimed), a pin
+    /// holder, or recovery (no other thread): nobody writes these bytes but the atomic
+    /// flags word, which `read_entry_header` reads as such.
+    pub(crate) fn entries(
+        &self,
+        header: &VolumeHeader,
+        r: u32,
+        gen32: u32,
+    ) -> impl Iterator<Item = (u64, EntryHeader)> + '_ {
+        let start = header.region_start(r);
+        layout::region_log(header.region_bytes, gen32, move |off| {
+            // SAFETY: see above: the region is claimed, pinned or not yet shared.
+            unsafe { self.read_entry_header(start + off) }
+        })
+    }
+
     /// Sets an entry's flags word (marks it dead on disk).
-    pub fn store_flags(&self, entry_off: u64, flags: u16) {
+    pub(crate) fn store_flags(&self, entry_off: u64, flags: u16) {
         self.flags_atomic(entry_off).store(flags, Ordering::Relaxed);
     }
 
@@ -200,7 +219,7 @@ impl Volume {
     }
 
     /// An atomic view of a u64 in the volume header (clean marker, next-gen hint).
-    pub fn header_word(&self, at: usize) -> &AtomicU64 {
+    pub(crate) fn header_word(&self, at: usize) -> &AtomicU64 {
         assert!(at % 8 == 0 && (at as u64) + 8 <= VOLUME_HEADER_BYTES);
         // SAFETY: in bounds and 8-aligned; these header words are only accessed through
         // this atomic view once the volume is open; lifetime tied to `&self`.
@@ -208,14 +227,14 @@ impl Volume {
     }
 
     /// Writes dirty pages of `[off, off+len)` back to the file and waits.
-    pub fn flush_range(&self, off: u64, len: u64) -> Result<()> {
+    pub(crate) fn flush_range(&self, off: u64, len: u64) -> Result<()> {
         self.check(off, len);
         self.map
             .flush_range(off as usize, len as usize)
             .map_err(|e| StoreError::io(format!("flushing {}", self.path.display()), e))
     }
 
-    pub fn flush(&self) -> Result<()> {
+    pub(crate) fn flush(&self) -> Result<()> {
         self.flush_range(0, self.len)
     }
 }

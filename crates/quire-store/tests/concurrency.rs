@@ -21,15 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use quire_store::testkit::splitmix;
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store};
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 fn seed_of(key: u64, version: u64) -> u64 {
     let mut s = key.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ version;

@@ -25,18 +25,15 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use quire_store::format::{self, FileEntry, CLEAN_MARKER, ENTRY_FLAGS_AT, VOLUME_HEADER_BYTES};
+use quire_store::testkit::{self, meta_of, splitmix};
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store, StoreError};
 
-mod common;
-use common::{meta_of, splitmix};
-
-const CAP: u64 = (1 << 20) + 4096;
+const CAP: u64 = (1 << 20) + VOLUME_HEADER_BYTES;
 const REGION: u64 = 64 << 10;
 const KEYS: u64 = 40;
-const VOLUME_CLEAN_AT: u64 = 48;
-const VOLUME_NEXT_GEN_AT: u64 = 56;
-/// `layout::CLEAN_MARKER`: "CLEAN!!!".
-const CLEAN_MARKER: u64 = 0x434c_4541_4e21_2121;
+const VOLUME_CLEAN_AT: u64 = format::VOLUME_CLEAN_AT as u64;
+const VOLUME_NEXT_GEN_AT: u64 = format::VOLUME_NEXT_GEN_AT as u64;
 
 fn options() -> Options {
     Options {
@@ -48,11 +45,11 @@ fn options() -> Options {
 
 /// Bodies of 24 B to ~6 KB.
 fn body_of(k: u64, v: u64) -> Vec<u8> {
-    common::body(k, v, |r| 24 + (r % 6000) as usize)
+    testkit::body(k, v, |r| 24 + (r % 6000) as usize)
 }
 
 fn version_if_exact(h: &Handle, k: u64) -> Option<u64> {
-    common::version_if_exact(h, k, body_of)
+    testkit::version_if_exact(h, k, body_of)
 }
 
 fn key_bytes(k: u64) -> Vec<u8> {
@@ -99,59 +96,9 @@ fn populate(path: &Path, seed: u64) -> Model {
     model
 }
 
-/// One entry found in a volume file by walking the on-disk format (layout.rs): a
-/// 4 KiB volume header, regions with a 64 B header (magic `QRGN`, version, u64
-/// generation), entries with a 40 B header (magic `QENT`, u16 version, u16 flags, u32
-/// generation, u32 key/tags/meta/body lengths, zero, checksum), then key, tags, meta,
-/// body, padded to 16.
-#[derive(Debug, Clone)]
-struct FileEntry {
-    at: u64,
-    stride: u64,
-    flags: u16,
-    key: Vec<u8>,
-    meta: Vec<u8>,
-    body_at: u64,
-    body: Vec<u8>,
-}
-
-fn parse_entries(file: &[u8]) -> Vec<FileEntry> {
-    let u32_at = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
-    let u64_at = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
-    let region_bytes = u64_at(24) as usize;
-    let mut out = Vec::new();
-    for r in 0..u32_at(32) as usize {
-        let start = 4096 + r * region_bytes;
-        if &file[start..start + 4] != b"QRGN" {
-            continue;
-        }
-        let gen = u64_at(start + 8) as u32;
-        let mut off = 64;
-        while off + 40 <= region_bytes {
-            let at = start + off;
-            if &file[at..at + 4] != b"QENT" || u32_at(at + 8) != gen {
-                break;
-            }
-            let [k, t, m, b] = [0, 1, 2, 3].map(|i| u32_at(at + 12 + 4 * i) as usize);
-            let stride = (40 + k + t + m + b).div_ceil(16) * 16;
-            if off + stride > region_bytes {
-                break;
-            }
-            let meta_at = at + 40 + k + t;
-            let body_at = meta_at + m;
-            out.push(FileEntry {
-                at: at as u64,
-                stride: stride as u64,
-                flags: u16::from_le_bytes([file[at + 6], file[at + 7]]),
-                key: file[at + 40..at + 40 + k].to_vec(),
-                meta: file[meta_at..body_at].to_vec(),
-                body_at: body_at as u64,
-                body: file[body_at..body_at + b].to_vec(),
-            });
-            off += stride;
-        }
-    }
-    out
+/// The entries of a volume file (see `quire_store::format`).
+fn parse_entries(file: &[u8]) -> Vec<FileEntry<'_>> {
+    format::entries(file).expect("a volume this build reads")
 }
 
 /// Flips `n` random bytes (xor with a nonzero byte) inside the regions; returns their
@@ -162,10 +109,11 @@ fn flip_bytes(path: &Path, n: usize, rng: &mut u64) -> HashSet<u64> {
         .write(true)
         .open(path)
         .unwrap();
-    let regions_end = 4096 + (CAP - 4096) / REGION * REGION;
+    let header = VOLUME_HEADER_BYTES;
+    let regions_end = header + (CAP - header) / REGION * REGION;
     let mut flipped = HashSet::new();
     while flipped.len() < n {
-        let off = 4096 + splitmix(rng) % (regions_end - 4096);
+        let off = header + splitmix(rng) % (regions_end - header);
         if !flipped.insert(off) {
             continue;
         }
@@ -200,6 +148,7 @@ fn check_damaged(
     flipped: &HashSet<u64>,
     ctx: &str,
 ) -> Outcome {
+    let flags_at = ENTRY_FLAGS_AT as u64;
     let by_body: HashMap<u64, &FileEntry> = before.iter().map(|e| (e.body_at, e)).collect();
     let damaged_in = |e: &FileEntry| -> Vec<u64> {
         let mut d: Vec<u64> = flipped
@@ -224,7 +173,7 @@ fn check_damaged(
                 // An undamaged entry: exactly as written, and the key's current value.
                 assert_eq!(e.key, key_bytes(k), "{ctx}: key {k} served another key");
                 assert!(
-                    h.body() == &e.body[..] && h.meta() == &e.meta[..],
+                    h.body() == e.body && h.meta() == e.meta,
                     "{ctx}: key {k}: undamaged entry served with other bytes"
                 );
                 let v = version_if_exact(&h, k);
@@ -236,8 +185,7 @@ fn check_damaged(
             }
             (entry, damage) => {
                 out.damaged_hits += 1;
-                let exact =
-                    entry.is_some_and(|e| h.body() == &e.body[..] && h.meta() == &e.meta[..]);
+                let exact = entry.is_some_and(|e| h.body() == e.body && h.meta() == e.meta);
                 if !exact {
                     out.wrong_bytes += 1;
                 }
@@ -248,7 +196,7 @@ fn check_damaged(
                 );
                 let d = damage.unwrap_or_default();
                 assert!(
-                    d.iter().all(|&o| o == 6 || o == 7),
+                    d.iter().all(|&o| o == flags_at || o == flags_at + 1),
                     "{ctx}: key {k}: served though bytes {d:?} of its entry were \
                      flipped; only the flags word is outside the checksum"
                 );
@@ -300,7 +248,8 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vol");
     let mut model = populate(&path, seed);
-    let before = parse_entries(&std::fs::read(&path).unwrap());
+    let file = std::fs::read(&path).unwrap();
+    let before = parse_entries(&file);
     assert!(before.len() > 50, "{} entries", before.len());
     let mut rng = seed.wrapping_mul(31) + 7;
     let flipped = flip_bytes(&path, flips, &mut rng);
@@ -389,7 +338,8 @@ fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
             .unwrap();
     }
     store.close().unwrap();
-    let entries = parse_entries(&std::fs::read(&path).unwrap());
+    let file = std::fs::read(&path).unwrap();
+    let entries = parse_entries(&file);
     assert_eq!(entries[0].key, key_bytes(1));
     let e = &entries[0];
     write_at(&path, e.body_at + 20, &[e.body[20] ^ 0x55]);
@@ -409,7 +359,7 @@ fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
         if let Some(h) = store.get(&key_bytes(1)) {
             panic!(
                 "{what}: a damaged body was served ({} bytes differ)",
-                h.body().iter().zip(&e.body).filter(|(a, b)| a != b).count()
+                h.body().iter().zip(e.body).filter(|(a, b)| a != b).count()
             );
         }
         store.abandon(); // keep the file as it is for the next case
@@ -430,9 +380,14 @@ fn flipped_dead_flag_does_not_resurrect_a_removed_entry() {
         .unwrap();
     assert!(store.remove(&key_bytes(1)).unwrap());
     store.close().unwrap();
-    let e = parse_entries(&std::fs::read(&path).unwrap()).remove(0);
+    let file = std::fs::read(&path).unwrap();
+    let e = parse_entries(&file)[0];
     assert_eq!(e.flags & 1, 1, "marked dead on disk");
-    write_at(&path, e.at + 6, &(e.flags & !1).to_le_bytes());
+    write_at(
+        &path,
+        e.at + ENTRY_FLAGS_AT as u64,
+        &(e.flags & !1).to_le_bytes(),
+    );
     write_at(&path, VOLUME_CLEAN_AT, &0u64.to_le_bytes());
     let checked = Options {
         verify_reads: true,
@@ -581,21 +536,25 @@ fn a_volume_never_formatted_is_formatted() {
 }
 
 #[test]
+#[cfg_attr(
+    not(can_mount_tmpfs),
+    ignore = "needs mount(8) on PATH and CAP_SYS_ADMIN (root) to make a small tmpfs"
+)]
 fn a_volume_whose_preallocation_failed_is_not_left_behind() {
     // Disk full while preallocating: the error is returned and no half-made file
-    // stays to block the next start. Needs a small tmpfs (root, or skipped).
+    // stays to block the next start. Needs a small tmpfs (see build.rs).
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
         .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    }
+        .status();
+    assert!(
+        mounted.as_ref().is_ok_and(|s| s.success()),
+        "mounting a tmpfs failed though the build found mount(8) and CAP_SYS_ADMIN: \
+         {mounted:?}"
+    );
     struct Unmount(PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {

@@ -25,10 +25,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use quire_store::format::{self, ENTRY_FLAGS_AT, VOLUME_CLEAN_AT, VOLUME_HEADER_BYTES};
+use quire_store::testkit::{self, meta_of, splitmix};
 use quire_store::{Engine, Handle, Options, Put, Store};
-
-mod common;
-use common::{meta_of, splitmix};
 
 const CHILD_ENV: &str = "QUIRE_CRASH_CHILD";
 const LOG_ENV: &str = "QUIRE_CRASH_LOG";
@@ -36,7 +35,7 @@ const ROUND_ENV: &str = "QUIRE_CRASH_ROUND";
 const READY: &str = "QUIRE_CHILD_READY";
 
 /// 15 regions of 256 KiB: objects up to ~100 KB, and reclaim every few dozen puts.
-const CAP: u64 = (4 << 20) + 4096;
+const CAP: u64 = (4 << 20) + VOLUME_HEADER_BYTES;
 const KEYS: u64 = 64;
 const VERSIONS_PER_ROUND: u64 = 1_000_000_000;
 
@@ -50,7 +49,7 @@ fn options() -> Options {
 
 /// Bodies of 24 B to 100 KB, mostly small.
 fn body_of(k: u64, v: u64) -> Vec<u8> {
-    common::body(k, v, |r| match r % 100 {
+    testkit::body(k, v, |r| match r % 100 {
         0..=69 => 24 + r as usize % 4000,
         70..=94 => 4000 + r as usize % 30_000,
         _ => 30_000 + r as usize % 70_000,
@@ -60,7 +59,7 @@ fn body_of(k: u64, v: u64) -> Vec<u8> {
 /// Checks a hit for key `k` is exactly the value of the version it carries; returns
 /// that version.
 fn check(h: &Handle, k: u64) -> u64 {
-    common::version_if_exact(h, k, body_of)
+    testkit::version_if_exact(h, k, body_of)
         .unwrap_or_else(|| panic!("key {k}: the hit is not a value ever written for it"))
 }
 
@@ -263,40 +262,14 @@ fn killed_writer_leaves_a_consistent_volume() {
 }
 
 /// Offsets of the entries of `key` in a volume file, oldest first, as
-/// (absolute offset of the entry, its flags), found by walking the on-disk format
-/// (layout.rs): 4 KiB volume header, regions with a 64 B header (magic `QRGN`,
-/// version, u64 generation), entries with a 40 B header (magic `QENT`, u16 version,
-/// u16 flags, u32 generation, u32 key/tags/meta/body lengths, zero, checksum).
+/// (absolute offset of the entry, its flags) (see `quire_store::format`).
 fn entries_of(file: &[u8], key: &[u8]) -> Vec<(u64, u16)> {
-    let u32_at = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
-    let u64_at = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
-    let region_bytes = u64_at(24) as usize;
-    let mut found = Vec::new();
-    let mut regions: Vec<(u64, usize)> = Vec::new();
-    for r in 0..u32_at(32) as usize {
-        let start = 4096 + r * region_bytes;
-        if &file[start..start + 4] == b"QRGN" {
-            regions.push((u64_at(start + 8), start));
-        }
-    }
-    regions.sort_unstable();
-    for (gen, start) in regions {
-        let mut off = 64;
-        while off + 40 <= region_bytes {
-            let at = start + off;
-            if &file[at..at + 4] != b"QENT" || u32_at(at + 8) != gen as u32 {
-                break;
-            }
-            let lens: Vec<usize> = (0..4).map(|i| u32_at(at + 12 + 4 * i) as usize).collect();
-            let stride = (40 + lens.iter().sum::<usize>()).div_ceil(16) * 16;
-            if &file[at + 40..at + 40 + lens[0]] == key {
-                let flags = u16::from_le_bytes([file[at + 6], file[at + 7]]);
-                found.push((at as u64, flags));
-            }
-            off += stride;
-        }
-    }
-    found
+    let entries = format::entries(file).expect("a volume this build reads");
+    entries
+        .iter()
+        .filter(|e| e.key == key)
+        .map(|e| (e.at, e.flags))
+        .collect()
 }
 
 /// A kill between the two steps of an overwrite — the new entry written and indexed,
@@ -323,9 +296,13 @@ fn crash_between_write_and_retire_then_remove_stays_removed() {
     assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0].1 & 1, 1, "v1 was marked dead by the overwrite");
     let file = std::fs::OpenOptions::new().write(true).open(&vol).unwrap();
-    file.write_all_at(&(found[0].1 & !1).to_le_bytes(), found[0].0 + 6)
+    file.write_all_at(
+        &(found[0].1 & !1).to_le_bytes(),
+        found[0].0 + ENTRY_FLAGS_AT as u64,
+    )
+    .unwrap();
+    file.write_all_at(&0u64.to_le_bytes(), VOLUME_CLEAN_AT as u64)
         .unwrap();
-    file.write_all_at(&0u64.to_le_bytes(), 48).unwrap();
     drop(file);
 
     let (store, report) = Store::open_with_report(&vol, CAP, options()).unwrap();

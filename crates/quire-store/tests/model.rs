@@ -19,6 +19,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
+use quire_store::format::VOLUME_HEADER_BYTES;
+use quire_store::testkit::splitmix;
 use quire_store::{Engine, EntryRef, Handle, Options, Put, Store};
 
 /// The key space: small so keys are overwritten and removed often; with an empty key,
@@ -73,14 +75,6 @@ enum Op {
 }
 
 const HELD_MAX: usize = 4;
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
 
 fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut s = seed;
@@ -338,7 +332,7 @@ impl Harness {
 
 /// Room for every case: 127 regions of 64 KiB, where a case writes at most ~350 KiB
 /// and each reopen leaves at most one region part-filled.
-const EXACT_CAP: u64 = (8 << 20) + 4096;
+const EXACT_CAP: u64 = (8 << 20) + VOLUME_HEADER_BYTES;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]

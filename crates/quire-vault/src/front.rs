@@ -9,8 +9,8 @@
 //!   wrong type are errors naming the key.
 //! - `tags` may be a list or a comma/space separated string; a leading `#` is dropped.
 //! - **Front matter is bounded** (`front/bounded.rs`): at most [`BYTES_MAX`] bytes, and,
-//!   counted after alias expansion, [`NODES_MAX`] nodes, [`TEXT_BYTES_MAX`] bytes of
-//!   text and [`DEPTH_MAX`] levels. Past a bound the load stops at once and the
+//!   counted after alias expansion, `NODES_MAX` nodes, `TEXT_BYTES_MAX` bytes of
+//!   text and `DEPTH_MAX` levels. Past a bound the load stops at once and the
 //!   error names the bound ([`FrontError::Limit`]); like any rejected front matter,
 //!   the note is then private. A hostile note costs a few milliseconds and a few MiB,
 //!   never the server.
@@ -19,23 +19,23 @@ mod bounded;
 
 use yaml_rust2::Yaml;
 
-pub use bounded::{Limit, BYTES_MAX, DEPTH_MAX, NODES_MAX, TEXT_BYTES_MAX};
+pub use bounded::{Limit, BYTES_MAX};
 
 /// What quire reads from a note's front matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrontMatter {
     /// `title`.
-    pub title: Option<String>,
+    pub(crate) title: Option<String>,
     /// `free: true`: readable by everyone.
-    pub free: bool,
+    pub(crate) free: bool,
     /// `draft: true`: only admins see it.
-    pub draft: bool,
+    pub(crate) draft: bool,
     /// `tags`, without `#`, in order, de-duplicated.
     pub tags: Vec<String>,
     /// `date` as `YYYY-MM-DD`.
     pub date: Option<String>,
     /// `aliases`: other names wikilinks may use for the note.
-    pub aliases: Vec<String>,
+    pub(crate) aliases: Vec<String>,
 }
 
 /// Why front matter was not accepted.
@@ -63,7 +63,7 @@ pub enum FrontError {
 /// Splits `text` into its front matter block (without the `---` fences) and the body.
 /// A byte-order mark and CRLF line ends are accepted. No opening fence, or no closing
 /// one, means no front matter.
-pub fn split(text: &str) -> (Option<&str>, &str) {
+pub(crate) fn split(text: &str) -> (Option<&str>, &str) {
     let t = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) = t
         .strip_prefix("---\n")
@@ -193,6 +193,7 @@ fn list(v: Yaml, key: &'static str) -> Result<Vec<String>, FrontError> {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::bounded::{DEPTH_MAX, NODES_MAX};
     use super::*;
 
     #[test]

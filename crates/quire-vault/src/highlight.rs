@@ -4,7 +4,7 @@
 //! A small table-driven lexer, written here rather than taken from syntect or
 //! tree-sitter: those bring grammars, regex engines or C parsers (build time, binary
 //! size) for what a notes site needs, which is comments, strings, numbers, keywords,
-//! types, calls and attributes in a dozen languages. Each language is one [`Lang`]
+//! types, calls and attributes in a dozen languages. Each language is one `Lang`
 //! table: line-comment tokens, a block-comment pair, string quotes (which of them may
 //! span lines, which take no backslash escapes, which prefixes glue onto them),
 //! keywords, literal words, builtin types and a few switches (Rust lifetimes and raw
@@ -28,9 +28,9 @@
 //! or to the end of its line for strings that cannot span lines), every look-ahead is
 //! either consumed or bounded by the next token (linear time, no backtracking), every
 //! span is opened and closed in one place and never nested, and every piece of text
-//! goes through [`escape`](crate::render::escape).
+//! goes through [`escape`].
 
-use crate::render::escape;
+use crate::html::escape;
 
 /// How one language looks to the lexer.
 struct Lang {
@@ -608,7 +608,7 @@ fn mode_of(name: &str) -> Option<Mode> {
 /// The code highlighted as HTML, or `None` for a language this does not know (the
 /// caller then shows it plain). `lang` is the fence's first word; anything after a
 /// comma (`rust,ignore`) is ignored.
-pub fn highlight(lang: &str, code: &str) -> Option<String> {
+pub(crate) fn highlight(lang: &str, code: &str) -> Option<String> {
     let name = lang.trim().split(',').next().unwrap_or("");
     let mode = mode_of(name)?;
     let mut lx = Lexer {
@@ -841,191 +841,245 @@ impl<'a> Lexer<'a> {
         i
     }
 
-    /// Lexes code in language `l`.
+    /// Lexes code in language `l`: at each position the first rule that matches takes
+    /// the token (comment, attribute, string, number, sigil keyword, word), in that
+    /// order; anything else passes one character at a time.
     fn code(&mut self, l: &'static Lang) {
-        let fold = l.case_insensitive;
         while self.at < self.s.len() {
-            let rest = self.rest();
-            let c = rest.chars().next().unwrap_or(' ');
+            let c = self.rest().chars().next().unwrap_or(' ');
             let at_line_start = self.line_start;
             self.line_start = false;
+            let taken = self.comment(l)
+                || self.attribute(l, c, at_line_start)
+                || self.string(l, c)
+                || self.number(l, c)
+                || self.sigil_keyword(l, c)
+                || self.word(l, c, at_line_start);
+            if !taken {
+                self.other(l, c, at_line_start);
+            }
+        }
+    }
 
-            // Comments.
-            if l.line_comments.iter().any(|t| rest.starts_with(t))
-                && (!l.comment_after_space || self.prev_char().is_none_or(char::is_whitespace))
-            {
-                let end = self.line_end(self.at);
+    /// A line or block comment at `self.at`, taken whole.
+    fn comment(&mut self, l: &Lang) -> bool {
+        let rest = self.rest();
+        if l.line_comments.iter().any(|t| rest.starts_with(t))
+            && (!l.comment_after_space || self.prev_char().is_none_or(char::is_whitespace))
+        {
+            let end = self.line_end(self.at);
+            self.take_to(end, Some("comment"));
+            return true;
+        }
+        if let Some((open, close)) = l.block_comment {
+            if rest.starts_with(open) {
+                let end = self.until(self.at + open.len(), close);
                 self.take_to(end, Some("comment"));
-                continue;
+                return true;
             }
-            if let Some((open, close)) = l.block_comment {
-                if rest.starts_with(open) {
-                    let end = self.until(self.at + open.len(), close);
-                    self.take_to(end, Some("comment"));
-                    continue;
-                }
-            }
+        }
+        false
+    }
 
-            // Attributes and config headers.
-            if l.rust && (rest.starts_with("#[") || rest.starts_with("#![")) {
-                let mut depth = 0usize;
-                let mut end = self.line_end(self.at);
-                for (i, ch) in rest.char_indices() {
-                    match ch {
-                        '[' => depth += 1,
-                        ']' => {
-                            depth = depth.saturating_sub(1);
-                            if depth == 0 {
-                                end = self.at + i + 1;
-                                break;
-                            }
-                        }
-                        '\n' => break,
-                        _ => {}
+    /// An attribute or a config header at `self.at`: Rust's `#[..]`, `@name`, or a
+    /// `[section]` at the start of a config line.
+    fn attribute(&mut self, l: &Lang, c: char, at_line_start: bool) -> bool {
+        let rest = self.rest();
+        if l.rust && (rest.starts_with("#[") || rest.starts_with("#![")) {
+            let end = self.rust_attribute_end();
+            self.take_to(end, Some("attribute"));
+            return true;
+        }
+        if l.at_attributes && c == '@' && rest[1..].starts_with(is_ident_start) {
+            let end = self.ident_end(self.at + 1, &['.']);
+            self.take_to(end, Some("attribute"));
+            return true;
+        }
+        if l.config_keys && at_line_start && c == '[' {
+            let line = self.line_end(self.at);
+            let end = self.s[self.at..line]
+                .rfind(']')
+                .map_or(line, |i| self.at + i + 1);
+            self.take_to(end, Some("type"));
+            return true;
+        }
+        false
+    }
+
+    /// Offset just past the bracket that closes the Rust attribute at `self.at`, or
+    /// the end of its line.
+    fn rust_attribute_end(&self) -> usize {
+        let mut depth = 0usize;
+        for (i, ch) in self.rest().char_indices() {
+            match ch {
+                '[' => depth += 1,
+                ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        return self.at + i + 1;
                     }
                 }
-                self.take_to(end, Some("attribute"));
-                continue;
-            }
-            if l.at_attributes && c == '@' && rest[1..].starts_with(is_ident_start) {
-                let end = self.ident_end(self.at + 1, &['.']);
-                self.take_to(end, Some("attribute"));
-                continue;
-            }
-            if l.config_keys && at_line_start && c == '[' {
-                let line = self.line_end(self.at);
-                let end = self.s[self.at..line]
-                    .rfind(']')
-                    .map_or(line, |i| self.at + i + 1);
-                self.take_to(end, Some("type"));
-                continue;
-            }
-
-            // Strings.
-            if l.rust && (rest.starts_with('r') || rest.starts_with("br")) {
-                let start = if rest.starts_with('b') { 2 } else { 1 };
-                let hashes = rest[start..].bytes().take_while(|&h| h == b'#').count();
-                if rest[start + hashes..].starts_with('"') {
-                    let close = format!("\"{}", "#".repeat(hashes));
-                    let end = self.until(self.at + start + hashes + 1, &close);
-                    self.take_to(end, Some("string"));
-                    continue;
-                }
-            }
-            if let Some(p) = l.string_prefixes.iter().find(|p| {
-                rest.get(..p.len())
-                    .is_some_and(|x| x.eq_ignore_ascii_case(p))
-                    && rest[p.len()..].starts_with(|q: char| l.quotes.contains(&q))
-            }) {
-                let end = self.quoted_end(l, self.at + p.len());
-                self.take_to(end, Some("string"));
-                continue;
-            }
-            if l.rust && c == '\'' {
-                // `'a` (a lifetime or label) unless it closes as a char literal `'a'`.
-                let mut it = rest[1..].chars();
-                if let (Some(a), b) = (it.next(), it.next()) {
-                    if is_ident_start(a) && b != Some('\'') {
-                        let end = self.ident_end(self.at + 1, &[]);
-                        self.take_to(end, None);
-                        continue;
-                    }
-                }
-            }
-            if l.quotes.contains(&c)
-                && !(l.apostrophes && self.prev_char().is_some_and(char::is_alphanumeric))
-            {
-                let end = self.quoted_end(l, self.at);
-                self.take_to(end, Some("string"));
-                continue;
-            }
-
-            // Numbers.
-            if c.is_ascii_digit() {
-                let end = self.number_end();
-                self.take_to(end, Some("number"));
-                continue;
-            }
-            if l.css && c == '#' {
-                let hex = rest[1..].bytes().take_while(u8::is_ascii_hexdigit).count();
-                let after = rest[1 + hex..].chars().next();
-                if (3..=8).contains(&hex) && !after.is_some_and(|a| is_ident(a) || a == '-') {
-                    self.take_to(self.at + 1 + hex, Some("number"));
-                    continue;
-                }
-            }
-
-            // Sigil keywords: `#include`, `@media`, `!important`.
-            if matches!(c, '#' | '@' | '!') && rest[1..].starts_with(is_ident_start) {
-                let end = self.ident_end(self.at + 1, if l.dash_idents { &['-'] } else { &[] });
-                let word = &self.s[self.at..end];
-                if l.keywords.iter().any(|k| contains(k, word, fold)) {
-                    let include = l.include_paths && (word == "#include" || word == "#import");
-                    self.take_to(end, Some("keyword"));
-                    if include {
-                        let blank = self.s[end..]
-                            .find(|ch: char| ch != ' ' && ch != '\t')
-                            .map_or(self.s.len(), |i| end + i);
-                        if self.s[blank..].starts_with('<') {
-                            self.take_to(blank, None);
-                            let line = self.line_end(blank);
-                            let close = self.s[blank..line]
-                                .find('>')
-                                .map_or(line, |i| blank + i + 1);
-                            self.take_to(close, Some("string"));
-                        }
-                    }
-                    continue;
-                }
-            }
-
-            // Words.
-            if is_ident_start(c) {
-                if l.config_keys && at_line_start {
-                    let end = self.ident_end(self.at, &['-', '.']);
-                    if matches!(self.next_nonblank(end), Some(':' | '=')) {
-                        self.take_to(end, Some("attribute"));
-                        continue;
-                    }
-                }
-                let end = self.ident_end(self.at, if l.dash_idents { &['-'] } else { &[] });
-                let word = &self.s[self.at..end];
-                let next = self.next_nonblank(end);
-                let class = if l.keywords.iter().any(|k| contains(k, word, fold))
-                    || contains(l.literals, word, fold)
-                {
-                    Some("keyword")
-                } else if contains(l.types, word, fold)
-                    || (l.capitalised_types && looks_like_type(word))
-                {
-                    Some("type")
-                } else if l.rust
-                    && self.s[end..].starts_with('!')
-                    && self.s[end + 1..].starts_with(['(', '[', '{'])
-                {
-                    Some("function")
-                } else if l.css && next == Some(':') && self.css_terminator(end) != Some('{') {
-                    Some("attribute")
-                } else if next == Some('(') {
-                    Some("function")
-                } else {
-                    None
-                };
-                self.take_to(end, class);
-                continue;
-            }
-
-            // Anything else, one character at a time.
-            match c {
-                '\n' => self.line_start = true,
-                ' ' | '\t' => self.line_start = at_line_start,
-                '-' if l.config_keys && rest[1..].starts_with(' ') => {
-                    self.line_start = at_line_start;
-                }
+                '\n' => break,
                 _ => {}
             }
-            self.take_to(self.at + c.len_utf8(), None);
         }
+        self.line_end(self.at)
+    }
+
+    /// A string at `self.at`: Rust's raw strings, a prefixed string (`b"`, `f'`), or
+    /// a quoted one. A Rust lifetime or label (`'a`) is taken plain.
+    fn string(&mut self, l: &Lang, c: char) -> bool {
+        let rest = self.rest();
+        if l.rust && (rest.starts_with('r') || rest.starts_with("br")) {
+            let start = if rest.starts_with('b') { 2 } else { 1 };
+            let hashes = rest[start..].bytes().take_while(|&h| h == b'#').count();
+            if rest[start + hashes..].starts_with('"') {
+                let close = format!("\"{}", "#".repeat(hashes));
+                let end = self.until(self.at + start + hashes + 1, &close);
+                self.take_to(end, Some("string"));
+                return true;
+            }
+        }
+        if let Some(p) = l.string_prefixes.iter().find(|p| {
+            rest.get(..p.len())
+                .is_some_and(|x| x.eq_ignore_ascii_case(p))
+                && rest[p.len()..].starts_with(|q: char| l.quotes.contains(&q))
+        }) {
+            let end = self.quoted_end(l, self.at + p.len());
+            self.take_to(end, Some("string"));
+            return true;
+        }
+        if l.rust && c == '\'' {
+            // `'a` (a lifetime or label) unless it closes as a char literal `'a'`.
+            let mut it = rest[1..].chars();
+            if let (Some(a), b) = (it.next(), it.next()) {
+                if is_ident_start(a) && b != Some('\'') {
+                    let end = self.ident_end(self.at + 1, &[]);
+                    self.take_to(end, None);
+                    return true;
+                }
+            }
+        }
+        if l.quotes.contains(&c)
+            && !(l.apostrophes && self.prev_char().is_some_and(char::is_alphanumeric))
+        {
+            let end = self.quoted_end(l, self.at);
+            self.take_to(end, Some("string"));
+            return true;
+        }
+        false
+    }
+
+    /// A numeric literal, or a CSS hex colour (`#fff`, `#00ff0080`), at `self.at`.
+    fn number(&mut self, l: &Lang, c: char) -> bool {
+        if c.is_ascii_digit() {
+            let end = self.number_end();
+            self.take_to(end, Some("number"));
+            return true;
+        }
+        if l.css && c == '#' {
+            let rest = self.rest();
+            let hex = rest[1..].bytes().take_while(u8::is_ascii_hexdigit).count();
+            let after = rest[1 + hex..].chars().next();
+            if (3..=8).contains(&hex) && !after.is_some_and(|a| is_ident(a) || a == '-') {
+                self.take_to(self.at + 1 + hex, Some("number"));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A keyword that starts with a sigil (`#include`, `@media`, `!important`) at
+    /// `self.at`, and the `<path>` after an `#include` or `#import`.
+    fn sigil_keyword(&mut self, l: &Lang, c: char) -> bool {
+        if !(matches!(c, '#' | '@' | '!') && self.rest()[1..].starts_with(is_ident_start)) {
+            return false;
+        }
+        let end = self.ident_end(self.at + 1, if l.dash_idents { &['-'] } else { &[] });
+        let word = &self.s[self.at..end];
+        if !l
+            .keywords
+            .iter()
+            .any(|k| contains(k, word, l.case_insensitive))
+        {
+            return false;
+        }
+        let include = l.include_paths && (word == "#include" || word == "#import");
+        self.take_to(end, Some("keyword"));
+        if include {
+            self.include_path(end);
+        }
+        true
+    }
+
+    /// The `<path>` of an include directive that ends at `end`, as a string.
+    fn include_path(&mut self, end: usize) {
+        let blank = self.s[end..]
+            .find(|ch: char| ch != ' ' && ch != '\t')
+            .map_or(self.s.len(), |i| end + i);
+        if self.s[blank..].starts_with('<') {
+            self.take_to(blank, None);
+            let line = self.line_end(blank);
+            let close = self.s[blank..line]
+                .find('>')
+                .map_or(line, |i| blank + i + 1);
+            self.take_to(close, Some("string"));
+        }
+    }
+
+    /// A word at `self.at`: a config key, or an identifier classed by [`Self::word_class`].
+    fn word(&mut self, l: &Lang, c: char, at_line_start: bool) -> bool {
+        if !is_ident_start(c) {
+            return false;
+        }
+        if l.config_keys && at_line_start {
+            let end = self.ident_end(self.at, &['-', '.']);
+            if matches!(self.next_nonblank(end), Some(':' | '=')) {
+                self.take_to(end, Some("attribute"));
+                return true;
+            }
+        }
+        let end = self.ident_end(self.at, if l.dash_idents { &['-'] } else { &[] });
+        let class = self.word_class(l, end);
+        self.take_to(end, class);
+        true
+    }
+
+    /// The class of the identifier `self.s[self.at..end]`: keyword or literal, type,
+    /// macro or function call, CSS property, or plain.
+    fn word_class(&mut self, l: &Lang, end: usize) -> Option<&'static str> {
+        let fold = l.case_insensitive;
+        let word = &self.s[self.at..end];
+        let next = self.next_nonblank(end);
+        if l.keywords.iter().any(|k| contains(k, word, fold)) || contains(l.literals, word, fold) {
+            Some("keyword")
+        } else if contains(l.types, word, fold) || (l.capitalised_types && looks_like_type(word)) {
+            Some("type")
+        } else if l.rust
+            && self.s[end..].starts_with('!')
+            && self.s[end + 1..].starts_with(['(', '[', '{'])
+        {
+            Some("function")
+        } else if l.css && next == Some(':') && self.css_terminator(end) != Some('{') {
+            Some("attribute")
+        } else if next == Some('(') {
+            Some("function")
+        } else {
+            None
+        }
+    }
+
+    /// One character no rule took, plain; tracks whether the line so far is blank.
+    fn other(&mut self, l: &Lang, c: char, at_line_start: bool) {
+        match c {
+            '\n' => self.line_start = true,
+            ' ' | '\t' => self.line_start = at_line_start,
+            '-' if l.config_keys && self.rest()[1..].starts_with(' ') => {
+                self.line_start = at_line_start;
+            }
+            _ => {}
+        }
+        self.take_to(self.at + c.len_utf8(), None);
     }
 
     /// Lexes HTML or XML: tag names as keywords, attribute names as attributes,

@@ -9,7 +9,7 @@
 //! - [`links`]: wikilinks, embeds and slugs.
 //! - [`note`]: one note and its visibility.
 //! - [`vault`]: loading a folder, resolving names, backlinks.
-//! - [`render`]: markdown to HTML; [`highlight`]: code blocks.
+//! - [`render`]: markdown to HTML; `highlight`: code blocks.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
 //! - [`readers`]: the users file, password hashes, signed session cookies.
 //! - [`views`]: view counts through a bounded queue into SQLite.
@@ -19,7 +19,8 @@
 #![forbid(unsafe_code)]
 
 pub mod front;
-pub mod highlight;
+mod highlight;
+mod html;
 pub mod links;
 pub mod note;
 pub mod pages;

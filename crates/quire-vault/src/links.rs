@@ -16,18 +16,18 @@ pub struct WikiLink {
     /// The note (or attachment) name, trimmed.
     pub target: String,
     /// `#Heading`, without the `#`.
-    pub heading: Option<String>,
+    pub(crate) heading: Option<String>,
     /// `|label`.
-    pub label: Option<String>,
+    pub(crate) label: Option<String>,
     /// `![[...]]`.
     pub embed: bool,
     /// Byte range of the whole link in the body, `!` included for embeds.
-    pub range: Range<usize>,
+    pub(crate) range: Range<usize>,
 }
 
 impl WikiLink {
     /// The text a reader sees: the label, else the target (and heading).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match (&self.label, &self.heading) {
             (Some(l), _) => l.clone(),
             (None, Some(h)) if self.target.is_empty() => h.clone(),
@@ -38,7 +38,7 @@ impl WikiLink {
 }
 
 /// Every wikilink in `body` outside code, in order.
-pub fn extract(body: &str) -> Vec<WikiLink> {
+pub(crate) fn extract(body: &str) -> Vec<WikiLink> {
     let mut out = Vec::new();
     let mut fence: Option<(u8, usize)> = None;
     let mut line_start = 0;

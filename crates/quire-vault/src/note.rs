@@ -20,7 +20,7 @@ pub struct Note {
     /// Path relative to the vault root, `/`-separated, with `.md`.
     pub path: String,
     /// File name without `.md`: what wikilinks name.
-    pub name: String,
+    pub(crate) name: String,
     /// The page's path on the site: `/` + slugged folders and name.
     pub url: String,
     /// Front matter (defaults when absent or rejected).

@@ -11,7 +11,7 @@
 //! - **Sessions are signed cookies, checked against memory**: the cookie is
 //!   `hex(payload).hex(tag)` with payload `v2|name|role|expires_unix|epoch|generation|nonce`
 //!   and an HMAC-SHA256 tag under a key derived from `VAULT/.quire/secret`. The only
-//!   state server side is a generation per user who signed out ([`SignOuts`],
+//!   state server side is a generation per user who signed out (`SignOuts`,
 //!   `VAULT/.quire/sessions`, loaded at start and written on sign-out), so a restart
 //!   keeps everyone signed in and a request never touches the disk. Revocation:
 //!   signing out ends every session of that user, everywhere (a copied cookie too); a
@@ -41,13 +41,9 @@ use std::path::PathBuf;
 use crate::note::Visibility;
 
 pub use limiter::{LoginLimiter, LoginLimits};
-pub use session::{
-    clear_cookie_header, session_cookie, set_cookie_header, Sessions, COOKIE, COOKIE_LEN_MAX,
-};
-pub use signouts::{SignOuts, GENERATIONS_MAX};
-pub use users::{
-    check_name, hash_password, write_user, UserWrite, Users, NAME_LEN_MAX, PASSWORD_LEN_MAX,
-};
+pub use session::{clear_cookie_header, session_cookie, set_cookie_header, Sessions};
+pub(crate) use users::NAME_LEN_MAX;
+pub use users::{check_name, hash_password, write_user, UserWrite, Users, PASSWORD_LEN_MAX};
 
 /// A signed-in person.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -12,6 +12,7 @@
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+pub use crate::html::escape;
 use crate::links::{self, WikiLink};
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -105,6 +106,8 @@ fn substitute(
     out
 }
 
+/// Markdown to HTML: fenced code in a language `highlight` knows is highlighted; every
+/// heading gets a unique id and is listed in [`Rendered::headings`].
 fn to_html(md: &str) -> Rendered {
     let opts = Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
@@ -117,27 +120,10 @@ fn to_html(md: &str) -> Rendered {
     let mut used: Vec<String> = Vec::new();
     let mut i = 0;
     while i < events.len() {
-        if let Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))) = &events[i] {
-            let end = events[i..]
-                .iter()
-                .position(|e| matches!(e, Event::End(TagEnd::CodeBlock)))
-                .map_or(events.len(), |p| i + p);
-            let name = lang.split_whitespace().next().unwrap_or("");
-            let code: String = events[i + 1..end]
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Text(t) => Some(t.as_ref()),
-                    _ => None,
-                })
-                .collect();
-            if let Some(h) = crate::highlight::highlight(name, &code) {
-                out_events.push(Event::Html(CowStr::from(format!(
-                    "<pre><code class=\"language-{}\">{h}</code></pre>\n",
-                    escape(name)
-                ))));
-                i = end + 1;
-                continue;
-            }
+        if let Some((html, end)) = highlighted_block(&events, i) {
+            out_events.push(html);
+            i = end + 1;
+            continue;
         }
         if let Event::Start(Tag::Heading {
             level,
@@ -146,10 +132,7 @@ fn to_html(md: &str) -> Rendered {
             attrs,
         }) = &events[i]
         {
-            let end = events[i..]
-                .iter()
-                .position(|e| matches!(e, Event::End(TagEnd::Heading(_))))
-                .map_or(events.len(), |p| i + p);
+            let end = end_of(&events, i, |e| matches!(e, Event::End(TagEnd::Heading(_))));
             let text: String = events[i + 1..end]
                 .iter()
                 .filter_map(|e| match e {
@@ -157,21 +140,7 @@ fn to_html(md: &str) -> Rendered {
                     _ => None,
                 })
                 .collect();
-            let base = id
-                .as_ref()
-                .map_or_else(|| links::slug(&text), |i| i.to_string());
-            let base = if base.is_empty() {
-                "section".to_owned()
-            } else {
-                base
-            };
-            let mut id_s = base.clone();
-            let mut n = 1;
-            while used.contains(&id_s) {
-                n += 1;
-                id_s = format!("{base}-{n}");
-            }
-            used.push(id_s.clone());
+            let id_s = heading_id(id.as_deref(), &text, &mut used);
             headings.push((level_num(*level), id_s.clone(), text));
             out_events.push(Event::Start(Tag::Heading {
                 level: *level,
@@ -190,6 +159,56 @@ fn to_html(md: &str) -> Rendered {
     Rendered { html, headings }
 }
 
+/// The index of the first event at or after `i` that `is_end`, or the end.
+fn end_of(events: &[Event<'_>], i: usize, is_end: impl Fn(&Event<'_>) -> bool) -> usize {
+    events[i..]
+        .iter()
+        .position(is_end)
+        .map_or(events.len(), |p| i + p)
+}
+
+/// When `events[i]` opens a fenced code block in a language `highlight` knows: the
+/// block as one highlighted HTML event, and the index of its closing event.
+fn highlighted_block<'a>(events: &[Event<'a>], i: usize) -> Option<(Event<'a>, usize)> {
+    let Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))) = &events[i] else {
+        return None;
+    };
+    let end = end_of(events, i, |e| matches!(e, Event::End(TagEnd::CodeBlock)));
+    let name = lang.split_whitespace().next().unwrap_or("");
+    let code: String = events[i + 1..end]
+        .iter()
+        .filter_map(|e| match e {
+            Event::Text(t) => Some(t.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let h = crate::highlight::highlight(name, &code)?;
+    let html = Event::Html(CowStr::from(format!(
+        "<pre><code class=\"language-{}\">{h}</code></pre>\n",
+        escape(name)
+    )));
+    Some((html, end))
+}
+
+/// A heading's id: its own (`{#id}`), else the slug of its `text`, else `section`;
+/// `-2`, `-3`.. appended until it is not in `used`, where it is then recorded.
+fn heading_id(id: Option<&str>, text: &str, used: &mut Vec<String>) -> String {
+    let base = id.map_or_else(|| links::slug(text), str::to_owned);
+    let base = if base.is_empty() {
+        "section".to_owned()
+    } else {
+        base
+    };
+    let mut id_s = base.clone();
+    let mut n = 1;
+    while used.contains(&id_s) {
+        n += 1;
+        id_s = format!("{base}-{n}");
+    }
+    used.push(id_s.clone());
+    id_s
+}
+
 fn level_num(l: HeadingLevel) -> u8 {
     match l {
         HeadingLevel::H1 => 1,
@@ -199,22 +218,6 @@ fn level_num(l: HeadingLevel) -> u8 {
         HeadingLevel::H5 => 5,
         HeadingLevel::H6 => 6,
     }
-}
-
-/// HTML-escapes text and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Percent-encodes what may not stand in a URL path (spaces, quotes, non-ASCII...),

@@ -3,7 +3,7 @@
 use crate::vault::Vault;
 
 /// A vault written to a temporary folder from `(path, text)` pairs, loaded.
-pub fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
+pub(crate) fn vault(files: &[(&str, &str)]) -> (tempfile::TempDir, Vault) {
     let dir = tempfile::tempdir().unwrap();
     for (p, text) in files {
         let path = dir.path().join(p);

@@ -91,7 +91,7 @@ impl Vault {
     }
 
     /// Loads `root` again after a change, re-reading only the notes whose size or
-    /// modification time differ from `previous` (see [`file_stamp`]); the others
+    /// modification time differ from `previous` (see `file_stamp`); the others
     /// are taken from `previous` as parsed. Links, names and backlinks are always
     /// resolved afresh.
     pub fn reload(root: &Path, previous: &Vault) -> Result<Vault, VaultError> {
@@ -166,68 +166,9 @@ impl Vault {
         attachments: HashMap<String, (String, u64)>,
         mut warnings: Vec<Warning>,
     ) -> Vault {
-        // Shortest path first, so it wins a name clash.
-        let mut order: Vec<usize> = (0..notes.len()).collect();
-        order.sort_by_key(|&i| (notes[i].path.matches('/').count(), notes[i].path.len(), i));
-        let mut by_name: HashMap<String, usize> = HashMap::new();
-        for &i in &order {
-            let n = &notes[i];
-            let names =
-                std::iter::once(n.name.as_str()).chain(n.front.aliases.iter().map(String::as_str));
-            for name in names {
-                let key = name.to_lowercase();
-                match by_name.get(&key) {
-                    Some(&j) if j != i => warnings.push(Warning {
-                        path: n.path.clone(),
-                        message: format!(
-                            "the name `{name}` is also {}; links go there",
-                            notes[j].path
-                        ),
-                    }),
-                    Some(_) => {}
-                    None => {
-                        by_name.insert(key, i);
-                    }
-                }
-            }
-        }
-        let mut by_url: HashMap<String, usize> = HashMap::new();
-        for (i, n) in notes.iter().enumerate() {
-            if let Some(&j) = by_url.get(&n.url) {
-                warnings.push(Warning {
-                    path: n.path.clone(),
-                    message: format!(
-                        "its page {} is also {}'s; it is not published",
-                        n.url, notes[j].path
-                    ),
-                });
-                continue;
-            }
-            by_url.insert(n.url.clone(), i);
-        }
-        let mut backlinks = vec![Vec::new(); notes.len()];
-        let mut resolved = Vec::with_capacity(notes.len());
-        for (i, n) in notes.iter().enumerate() {
-            let mut targets = Vec::with_capacity(n.links.len());
-            for l in &n.links {
-                let t = if l.embed || l.target.is_empty() {
-                    None
-                } else {
-                    by_name.get(&l.target.to_lowercase()).copied()
-                };
-                if let Some(t) = t {
-                    if t != i {
-                        backlinks[t].push(i);
-                    }
-                }
-                targets.push(t);
-            }
-            resolved.push(targets);
-        }
-        for b in &mut backlinks {
-            b.sort_unstable();
-            b.dedup();
-        }
+        let by_name = names(&notes, &mut warnings);
+        let by_url = urls(&notes, &mut warnings);
+        let (resolved, backlinks) = resolve_links(&notes, &by_name);
         Vault {
             root,
             notes,
@@ -269,7 +210,7 @@ impl Vault {
     }
 
     /// The version of the attachment called `name`: changes when its size or
-    /// modification time does (see [`attachment_version`]).
+    /// modification time does (see `file_stamp`).
     pub fn attachment_version(&self, name: &str) -> Option<u64> {
         self.attachments
             .get(&name.trim().to_lowercase())
@@ -297,6 +238,87 @@ impl Vault {
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
+}
+/// Every note's name and aliases (lower-cased) to its index. On a clash the shortest
+/// path wins (fewest folders, then fewest bytes); each loser gets a warning.
+fn names(notes: &[Note], warnings: &mut Vec<Warning>) -> HashMap<String, usize> {
+    let mut order: Vec<usize> = (0..notes.len()).collect();
+    order.sort_by_key(|&i| (notes[i].path.matches('/').count(), notes[i].path.len(), i));
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    for &i in &order {
+        let n = &notes[i];
+        let names =
+            std::iter::once(n.name.as_str()).chain(n.front.aliases.iter().map(String::as_str));
+        for name in names {
+            let key = name.to_lowercase();
+            match by_name.get(&key) {
+                Some(&j) if j != i => warnings.push(Warning {
+                    path: n.path.clone(),
+                    message: format!(
+                        "the name `{name}` is also {}; links go there",
+                        notes[j].path
+                    ),
+                }),
+                Some(_) => {}
+                None => {
+                    by_name.insert(key, i);
+                }
+            }
+        }
+    }
+    by_name
+}
+
+/// Every page URL to its note. A later note with the same URL is not published and
+/// gets a warning.
+fn urls(notes: &[Note], warnings: &mut Vec<Warning>) -> HashMap<String, usize> {
+    let mut by_url: HashMap<String, usize> = HashMap::new();
+    for (i, n) in notes.iter().enumerate() {
+        if let Some(&j) = by_url.get(&n.url) {
+            warnings.push(Warning {
+                path: n.path.clone(),
+                message: format!(
+                    "its page {} is also {}'s; it is not published",
+                    n.url, notes[j].path
+                ),
+            });
+            continue;
+        }
+        by_url.insert(n.url.clone(), i);
+    }
+    by_url
+}
+
+/// Each note's link targets (`None` for an embed or an unknown name), and each note's
+/// backlinks: the other notes linking to it, sorted, once each.
+fn resolve_links(
+    notes: &[Note],
+    by_name: &HashMap<String, usize>,
+) -> (Vec<Vec<Option<usize>>>, Vec<Vec<usize>>) {
+    let mut backlinks = vec![Vec::new(); notes.len()];
+    let mut resolved = Vec::with_capacity(notes.len());
+    for (i, n) in notes.iter().enumerate() {
+        let mut targets = Vec::with_capacity(n.links.len());
+        for l in &n.links {
+            let t = if l.embed || l.target.is_empty() {
+                None
+            } else {
+                by_name.get(&l.target.to_lowercase()).copied()
+            };
+            if let Some(t) = t {
+                if t != i {
+                    backlinks[t].push(i);
+                }
+            }
+            targets.push(t);
+        }
+        resolved.push(targets);
+    }
+    for b in &mut backlinks {
+        b.sort_unstable();
+        b.dedup();
+    }
+    (resolved, backlinks)
 }
 
 fn walk(dir: &Path, rel: &str, depth: usize, files: &mut Vec<String>, warnings: &mut Vec<Warning>) {

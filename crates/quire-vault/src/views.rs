@@ -1,12 +1,13 @@
-//! View counts per note, kept off the read path (seed 003: writes a read causes must
-//! leave the read path).
+//! View counts per note, kept off the read path: a profile of the note server quire grew
+//! from found view-tracking writes and other per-request queries at ~32 % of its CPU,
+//! serialised on its connection-pool lock, so writes a read causes leave the read path.
 //!
-//! A page view costs the reader one [`Views::record`]: a `try_send` into a bounded
+//! A page view costs the reader one [`Views::record_shared`]: a `try_send` into a bounded
 //! queue and two relaxed atomic adds (the writer polls the queue, so a send never
 //! wakes a thread). It never waits: when the queue is full the view
 //! is dropped and [`Views::dropped`] counts it. One writer thread drains the queue,
-//! sums views per note in memory and writes a batch every [`BATCH_INTERVAL`] or
-//! [`BATCH_EVENTS_MAX`] events, in one SQLite transaction
+//! sums views per note in memory and writes a batch every `BATCH_INTERVAL` or
+//! `BATCH_EVENTS_MAX` events, in one SQLite transaction
 //! (`INSERT .. ON CONFLICT DO UPDATE SET count = count + excluded.count`). The database
 //! is in WAL mode; admin pages read through a separate read-only connection, so they
 //! never wait on the writer, and the writer never waits on them.
@@ -35,14 +36,14 @@ use rusqlite::{Connection, OpenFlags};
 const TICK: Duration = Duration::from_millis(20);
 
 /// Longest batch wait: a recorded view is on disk within about this long.
-pub const BATCH_INTERVAL: Duration = Duration::from_millis(200);
+const BATCH_INTERVAL: Duration = Duration::from_millis(200);
 /// Views that make the writer write before the interval is up. Views are summed per
 /// note before they are written, so a batch's cost follows the notes it touches, not
 /// its views: writing early only adds transactions. This bounds how many views a
 /// crash can lose, not memory.
-pub const BATCH_EVENTS_MAX: u64 = 100_000;
+const BATCH_EVENTS_MAX: u64 = 100_000;
 /// Longest note path counted, bytes; longer ones are dropped.
-pub const PATH_LEN_MAX: usize = 1024;
+const PATH_LEN_MAX: usize = 1024;
 /// Distinct notes held in memory while the database refuses writes; views of further
 /// notes are dropped until a write succeeds.
 const BATCH_KEYS_MAX: usize = 100_000;
@@ -172,7 +173,8 @@ impl Views {
     /// Counts a view of the note at vault-relative `path`. Never blocks: when the queue
     /// is full (or the path is over [`PATH_LEN_MAX`]) the view is dropped and counted
     /// in [`Views::dropped`]. Allocates one string the size of `path`.
-    pub fn record(&self, path: &str) {
+    #[cfg(test)]
+    fn record(&self, path: &str) {
         if path.len() > PATH_LEN_MAX {
             self.counters.dropped.fetch_add(1, Relaxed);
             return;
@@ -180,8 +182,10 @@ impl Views {
         self.send(Arc::from(path));
     }
 
-    /// [`Views::record`] without allocating: for callers holding note paths as
-    /// `Arc<str>` (built once per vault load).
+    /// Counts a view of the note at vault-relative `path`. Never blocks: when the queue
+    /// is full (or the path is over `PATH_LEN_MAX`) the view is dropped and counted
+    /// in [`Views::dropped`]. Allocates nothing: callers hold note paths as `Arc<str>`
+    /// (built once per vault load).
     pub fn record_shared(&self, path: &Arc<str>) {
         if path.len() > PATH_LEN_MAX {
             self.counters.dropped.fetch_add(1, Relaxed);
@@ -217,12 +221,13 @@ impl Views {
     }
 
     /// Batches the database refused (each is retried; see the log).
-    pub fn write_errors(&self) -> u64 {
+    #[cfg(test)]
+    fn write_errors(&self) -> u64 {
         self.counters.write_errors.load(Relaxed)
     }
 
     /// Waits until every view recorded before the call is written (or its write has
-    /// failed: see [`Views::write_errors`]). Blocks while the queue is full: for tests,
+    /// failed, and was logged). Blocks while the queue is full: for tests,
     /// admin pages and shutdown, never the read path.
     pub fn flush(&self) {
         let (ack, done) = mpsc::sync_channel(1);
@@ -234,7 +239,7 @@ impl Views {
     }
 
     /// Every note's count, most viewed first. Only views already written are included
-    /// (at most [`BATCH_INTERVAL`] behind); call [`Views::flush`] first for exact
+    /// (at most `BATCH_INTERVAL` behind); call [`Views::flush`] first for exact
     /// numbers.
     pub fn counts(&self) -> Result<Vec<(String, u64)>, ViewsError> {
         let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
@@ -262,7 +267,8 @@ impl Views {
     }
 
     /// Stops the writer after it has written everything queued, and waits for it.
-    pub fn close(self) {
+    #[cfg(test)]
+    fn close(self) {
         drop(self);
     }
 

@@ -117,10 +117,10 @@ pub(crate) struct PurgeArgs {
 /// What to benchmark.
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
-    /// Compare quire's memory-mapped store with the file-per-entry baseline it replaced
-    /// (warm reads, realistic mix with and without scans, eviction sweep, overflow,
-    /// warm restart; and quire's RAM tier off vs on). Exits non-zero if any hit
-    /// returned wrong bytes.
+    /// Compare quire's memory-mapped store with the file-per-entry baseline (the tests
+    /// of the published comparison it reproduces: warm reads, realistic mix with and
+    /// without scans, eviction sweep, overflow, warm restart; and quire's RAM tier off vs
+    /// on). Exits non-zero if any hit returned wrong bytes.
     Store(BenchStoreArgs),
     /// Full-text search latency (p50/p99/p99.9 by query kind) on a synthetic vault,
     /// idle and while a full re-index runs. Exits non-zero if a hit went to an

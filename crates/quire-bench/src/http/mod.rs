@@ -1,5 +1,6 @@
-//! `quire bench http`: measures an HTTP server the way earlier load tests of quire's
-//! predecessors learned to, each after a wrong figure — a load generator in a process of its own on cores of its own, many real URLs in
+//! `quire bench http`: measures an HTTP server the way earlier measurements of the note
+//! server quire grew from learned to, after a generator on the server's cores, a cold
+//! cache and a development build had each understated it about 2x — a load generator in a process of its own on cores of its own, many real URLs in
 //! a realistic order, a verified warm cache, repeated and interleaved runs, tail
 //! latency, and the machine's own state reported beside the figures.
 //!

@@ -1,7 +1,8 @@
 //! CPU accounting from `/proc`: machine busy and steal time (read by the store
 //! benchmark's `CpuTimes`), a process's CPU time,
-//! and the verdict on whether the machine was quiet during a run (a throttled or busy
-//! machine measures something else).
+//! and the verdict on whether the machine was quiet during a run (a shared VM's provider
+//! may throttle it, which shows as steal: a throttled or busy machine measures
+//! something else).
 
 pub(crate) use crate::machine::CpuTimes;
 

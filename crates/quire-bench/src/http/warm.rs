@@ -1,4 +1,5 @@
-//! The warm-up pass and its check (a cold cache measures misses, not the hit path). Every URL is requested once, then again until the server says it was a
+//! The warm-up pass and its check (a cold cache, or a single URL, measures misses or
+//! one page, not the cache). Every URL is requested once, then again until the server says it was a
 //! cache hit: quire in `Cache-Status` (`quire; hit`), the peers in `X-Cache: HIT`.
 //! A server that says neither is counted as unknown, not as warm.
 

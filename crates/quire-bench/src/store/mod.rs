@@ -1,6 +1,7 @@
-//! `quire bench store`: the storage-engine comparison that chose the store's design,
-//! reproduced with quire's [`Store`](quire_store::Store) and the file-per-entry
-//! `FileStore` it replaced, run scenario by scenario in one process.
+//! `quire bench store`: the published comparison of a memory-mapped cache engine with a
+//! file-per-entry disk cache (warm reads by thread count, a mixed load's tail, eviction,
+//! the cap), reproduced with quire's [`Store`](quire_store::Store) and the file-per-entry
+//! `FileStore` (in `baseline`), run scenario by scenario in one process.
 //!
 //! The scenarios ([`Scenario`]): warm reads across object sizes and thread counts; a
 //! realistic Zipf mix of gets (cache-aside), puts and deletes over heavy-tailed sizes with

@@ -38,11 +38,11 @@ use yaml_rust2::{ScanError, Yaml};
 /// Largest front matter block read, in bytes (before any parsing).
 pub const BYTES_MAX: usize = 64 * 1024;
 /// Most YAML nodes (scalars, lists, mappings) in the front matter, aliases expanded.
-pub const NODES_MAX: usize = 10_000;
+pub(crate) const NODES_MAX: usize = 10_000;
 /// Most bytes of scalar text, aliases expanded: 4× [`BYTES_MAX`].
-pub const TEXT_BYTES_MAX: usize = 4 * BYTES_MAX;
+pub(crate) const TEXT_BYTES_MAX: usize = 4 * BYTES_MAX;
 /// Deepest nesting of lists and mappings, aliases expanded.
-pub const DEPTH_MAX: usize = 64;
+pub(crate) const DEPTH_MAX: usize = 64;
 
 /// The bound a front matter block went past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -51,13 +51,13 @@ pub enum Limit {
     /// [`BYTES_MAX`].
     #[error("{BYTES_MAX} bytes")]
     Bytes,
-    /// [`NODES_MAX`].
+    /// `NODES_MAX`.
     #[error("{NODES_MAX} nodes after alias expansion")]
     Nodes,
-    /// [`TEXT_BYTES_MAX`].
+    /// `TEXT_BYTES_MAX`.
     #[error("{TEXT_BYTES_MAX} bytes of text after alias expansion")]
     Text,
-    /// [`DEPTH_MAX`].
+    /// `DEPTH_MAX`.
     #[error("{DEPTH_MAX} levels of nesting after alias expansion")]
     Depth,
 }

@@ -20,10 +20,10 @@ use super::signouts::SignOuts;
 use super::{hex, unhex, Reader, ReadersError, Role, Users};
 
 /// The session cookie's name.
-pub const COOKIE: &str = "quire_session";
+const COOKIE: &str = "quire_session";
 /// Longest cookie value looked at; anything longer is refused before decoding. Real
 /// values are under 400 bytes (names are at most 64).
-pub const COOKIE_LEN_MAX: usize = 512;
+const COOKIE_LEN_MAX: usize = 512;
 /// Shortest secret file accepted, bytes.
 const SECRET_LEN_MIN: usize = 32;
 const NONCE_LEN: usize = 16;
@@ -52,7 +52,8 @@ impl std::fmt::Debug for Sessions {
 impl Sessions {
     /// Sessions keyed by `secret` (32 bytes or more, random), lasting `ttl`, with
     /// sign-outs kept in memory only (lost on restart).
-    pub fn new(secret: &[u8], ttl: Duration) -> Option<Sessions> {
+    #[cfg(test)]
+    fn new(secret: &[u8], ttl: Duration) -> Option<Sessions> {
         Sessions::with_signouts(secret, ttl, SignOuts::in_memory())
     }
 
@@ -72,7 +73,7 @@ impl Sessions {
 
     /// Sessions keyed by the secret file at `path` (`VAULT/.quire/secret`), made with 32
     /// random bytes (as hex) and mode 0600 if missing, with sign-outs kept in the file
-    /// at `signouts` (`VAULT/.quire/sessions`, see [`SignOuts`]). A secret shorter than
+    /// at `signouts` (`VAULT/.quire/sessions`, see `SignOuts`). A secret shorter than
     /// 32 bytes is an error; deleting either file signs everyone out.
     pub fn load_or_create(
         path: &Path,
@@ -165,7 +166,7 @@ impl Sessions {
     }
 
     /// Signs out the reader `cookie_value` names, if it is valid now: every session of
-    /// that reader issued so far ends, on every browser (see [`SignOuts`]). `Ok(None)`:
+    /// that reader issued so far ends, on every browser (see `SignOuts`). `Ok(None)`:
     /// the cookie signed no one in, nothing changed. On an error the sessions are
     /// ended in this process but the sign-out was not written, so a restart would
     /// honour them again.

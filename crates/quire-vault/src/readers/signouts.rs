@@ -42,9 +42,9 @@ use sha2::{Digest, Sha256};
 use super::{check_name, hex, ReadersError};
 
 /// Users with a generation above zero before a new epoch starts.
-pub const GENERATIONS_MAX: usize = 10_000;
+const GENERATIONS_MAX: usize = 10_000;
 /// Largest file read: a line per user at most 64 + 30 bytes, and a little more.
-pub const FILE_BYTES_MAX: usize = GENERATIONS_MAX * 100 + 4096;
+const FILE_BYTES_MAX: usize = GENERATIONS_MAX * 100 + 4096;
 const MAGIC: &str = "quire-sessions 1";
 
 /// The state every session cookie is checked against.
@@ -65,7 +65,7 @@ impl Table {
 
 /// Per-user session generations and the epoch, checked on every signed-in request.
 #[derive(Debug)]
-pub struct SignOuts {
+pub(crate) struct SignOuts {
     /// `None`: kept in memory only.
     path: Option<PathBuf>,
     table: RwLock<Table>,
@@ -75,7 +75,8 @@ pub struct SignOuts {
 
 impl SignOuts {
     /// A table in memory only, at epoch 0 (tests, and tools that issue no cookies).
-    pub fn in_memory() -> SignOuts {
+    #[cfg(test)]
+    pub(super) fn in_memory() -> SignOuts {
         SignOuts {
             path: None,
             table: RwLock::new(Table {
@@ -89,7 +90,7 @@ impl SignOuts {
     /// The table in the file at `path`; a missing or damaged file is a new epoch
     /// (written at once, so it holds across restarts). An unreadable or unwritable
     /// file is an error: sign-outs could not be kept.
-    pub fn load_or_create(path: &Path) -> Result<SignOuts, ReadersError> {
+    pub(crate) fn load_or_create(path: &Path) -> Result<SignOuts, ReadersError> {
         let io = |source| ReadersError::Io {
             path: path.to_owned(),
             source,
@@ -120,20 +121,20 @@ impl SignOuts {
     }
 
     /// The epoch and `name`'s generation, for a cookie issued now.
-    pub fn current(&self, name: &str) -> (u64, u64) {
+    pub(crate) fn current(&self, name: &str) -> (u64, u64) {
         let t = self.read();
         (t.epoch, t.generations.get(name).copied().unwrap_or(0))
     }
 
     /// Whether a cookie of `name` at `epoch` and `generation` is still current.
-    pub fn is_current(&self, name: &str, epoch: u64, generation: u64) -> bool {
+    pub(crate) fn is_current(&self, name: &str, epoch: u64, generation: u64) -> bool {
         self.current(name) == (epoch, generation)
     }
 
     /// Ends every session of `name` issued so far, then writes the table. On an error
     /// the sessions are still refused by this process, but a restart would honour
     /// them again.
-    pub fn sign_out(&self, name: &str) -> Result<(), ReadersError> {
+    pub(crate) fn sign_out(&self, name: &str) -> Result<(), ReadersError> {
         {
             let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
             if !t.generations.contains_key(name) && t.generations.len() >= GENERATIONS_MAX {

@@ -26,7 +26,7 @@ use toml::Spanned;
 use super::{Reader, ReadersError, Role};
 
 /// Longest user name, bytes.
-pub const NAME_LEN_MAX: usize = 64;
+pub(crate) const NAME_LEN_MAX: usize = 64;
 /// Longest password accepted by [`Users::verify`], bytes (longer ones fail at once).
 pub const PASSWORD_LEN_MAX: usize = 1024;
 /// Largest argon2 memory cost accepted from the file, KiB (1 GiB): a typo must not make
@@ -99,7 +99,7 @@ impl Users {
     }
 
     /// Parses users file `text`; `path` names it in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Users, ReadersError> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Users, ReadersError> {
         let entries = entries(text, path)?;
         let mut users = Users::default();
         let mut lines: HashMap<String, usize> = HashMap::new();
@@ -133,18 +133,20 @@ impl Users {
     }
 
     /// How many users there are.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.users.len()
     }
 
     /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.users.is_empty()
     }
 
     /// The user called `name` (exact case), without checking a password: for sessions
     /// already verified.
-    pub fn get(&self, name: &str) -> Option<Reader> {
+    pub(crate) fn get(&self, name: &str) -> Option<Reader> {
         let u = &self.users[*self.by_name.get(name)?];
         Some(Reader {
             name: u.name.clone(),
@@ -327,7 +329,7 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Whether `name` can be a user name: 1 to [`NAME_LEN_MAX`] ASCII letters, digits, `.`,
+/// Whether `name` can be a user name: 1 to `NAME_LEN_MAX` ASCII letters, digits, `.`,
 /// `_`, `-` or `@` (names go into cookies and TOML strings unescaped). The error says so.
 pub fn check_name(name: &str) -> Result<(), String> {
     let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');

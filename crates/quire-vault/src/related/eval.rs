@@ -21,7 +21,7 @@ pub struct Pair {
     pub why: String,
     /// `"hard"`: the notes share a theme more than words.
     #[serde(default)]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -40,7 +40,7 @@ pub fn parse_pairs(text: &str) -> Result<Vec<Pair>, String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score {
     /// Pairs judged.
-    pub pairs: usize,
+    pub(crate) pairs: usize,
     /// Share of directions `a → b` with `b` in `a`'s top [`NEIGHBOURS`].
     pub recall: f64,
     /// Mean of `1 / rank of b` over directions.

@@ -61,10 +61,11 @@ impl Lexical {
     /// Buckets of the default feature space. Chosen on the example vault's labelled
     /// pairs (docs/related-notes.md): quality stops improving well before this, and
     /// an exact scan's cost grows with it.
-    pub const DIM: usize = 1024;
+    const DIM: usize = 1024;
 
     /// Fits IDF on `docs`, with [`Lexical::DIM`] buckets.
-    pub fn fit(docs: &[&str]) -> Lexical {
+    #[cfg(test)]
+    fn fit(docs: &[&str]) -> Lexical {
         Lexical::fit_with_dim(docs, Lexical::DIM)
     }
 
@@ -184,7 +185,7 @@ impl Embedder for Lexical {
 /// The terms of `text`: lower-cased alphanumeric runs (an apostrophe ends a word's
 /// useful part: `don't` → `don`), at least two characters, not all digits, not a
 /// stop word, plural-stemmed.
-pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
         .filter_map(|w| {
             let w = w.split(['\'', '’']).next().unwrap_or("");

@@ -4,9 +4,10 @@
 //!
 //! Key decisions:
 //! - **Never on the read path.** A per-request similarity scan made pages ~30× slower
-//!   in the note server quire grew from (seed 000). [`Related::build`] and
-//!   [`Related::update`] do all the work (embedding, searching) when the vault loads or
-//!   a note changes; [`Related::related`] is an index into a precomputed list.
+//!   in the note server quire grew from (~28 ms of a cosine scan over every note on
+//!   each request). [`Related::build`] and [`Related::update`] do all the work
+//!   (embedding, searching) when the vault loads or a note changes;
+//!   [`Related::related`] is an index into a precomputed list.
 //! - **Filtered by audience when computed.** Notes are split into three partitions by
 //!   visibility; a note's list for audience `A` is the best of the partitions `A` may
 //!   see (Public: public notes; Private: public and private; Draft: all), merged. No
@@ -14,7 +15,7 @@
 //!   notes only. A note has lists only for the audiences that may read it.
 //! - **Exact below a threshold, HNSW above it**, per partition ([`EXACT_MAX`]): an
 //!   exact scan is simple and fast enough for thousands of notes; past that an
-//!   `hnsw_rs` graph picks candidates, which are then scored exactly (see [`index`]).
+//!   `hnsw_rs` graph picks candidates, which are then scored exactly (see `index`).
 //! - **State is keyed by note path**, not by index: indices shift whenever a note is
 //!   added or removed before others in path order, so an update matches old and new
 //!   notes by [`Note::path`] (and spots edits by [`Note::version`]), and only the
@@ -31,7 +32,7 @@
 
 pub mod eval;
 mod index;
-pub mod lexical;
+pub(crate) mod lexical;
 
 use std::collections::{HashMap, HashSet};
 
@@ -50,7 +51,7 @@ pub const EXACT_MAX: usize = 5_000;
 
 /// Notes less similar than this (cosine) are never listed: a note with nothing like
 /// it has a short or empty list rather than five arbitrary ones.
-pub const SCORE_MIN: f32 = 0.05;
+const SCORE_MIN: f32 = 0.05;
 
 /// Notes whose lists are computed together, sharing one pass over each exact
 /// partition.
@@ -141,7 +142,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Scales `v` to unit length; a zero or non-finite vector becomes all zeros.
-pub(crate) fn normalise(v: &mut [f32]) {
+fn normalise(v: &mut [f32]) {
     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if n > 0.0 && n.is_finite() {
         v.iter_mut().for_each(|x| *x /= n);
@@ -173,7 +174,7 @@ impl Default for Options {
 /// One entry of a related list.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Hit {
-    pub(crate) slot: u32,
+    slot: u32,
     pub(crate) score: f32,
 }
 
@@ -181,7 +182,7 @@ pub(crate) struct Hit {
 type Lists = [Vec<Hit>; 3];
 
 /// What is kept of one note, found by its path.
-pub(crate) struct Slot {
+struct Slot {
     pub(crate) path: String,
     version: u64,
     vis: Visibility,
@@ -268,23 +269,6 @@ impl Related {
             .map_or(&[], |l| l[audience as usize].as_slice())
     }
 
-    /// [`Related::related`] with each note's cosine similarity.
-    pub fn scored(&self, note: usize, audience: Visibility, vault: &Vault) -> Vec<(usize, f32)> {
-        let Some(&s) = vault
-            .notes()
-            .get(note)
-            .and_then(|n| self.by_path.get(&n.path))
-        else {
-            return Vec::new();
-        };
-        let hits = &self.slots[s as usize].lists[audience as usize];
-        self.related(note, audience)
-            .iter()
-            .zip(hits)
-            .map(|(&i, h)| (i, h.score))
-            .collect()
-    }
-
     /// Notes known.
     pub fn len(&self) -> usize {
         self.by_path.len()
@@ -337,19 +321,7 @@ impl Related {
             .filter(|(p, _)| !index_of.contains_key(p.as_str()))
             .map(|(_, &s)| s)
             .collect();
-        let mut edited: Vec<usize> = changed
-            .iter()
-            .copied()
-            .filter(|&i| i < notes.len())
-            .collect();
-        edited.extend(notes.iter().enumerate().filter_map(
-            |(i, n)| match self.by_path.get(&n.path) {
-                Some(&s) if self.slots[s as usize].version == n.version => None,
-                _ => Some(i),
-            },
-        ));
-        edited.sort_unstable();
-        edited.dedup();
+        let edited = self.edited(notes, changed);
 
         let bulk = gone.len() + edited.len() > (self.by_path.len() / 4).max(16);
         let mut before: HashMap<u32, Lists> = HashMap::new();
@@ -358,30 +330,9 @@ impl Related {
                 before.insert(s, self.slots[s as usize].lists.clone());
             }
         }
-        for &s in &gone {
-            before
-                .entry(s)
-                .or_insert_with(|| self.slots[s as usize].lists.clone());
-            self.unplace(s);
-            let slot = &mut self.slots[s as usize];
-            slot.alive = false;
-            slot.lists = Default::default();
-            self.by_path.remove(&slot.path);
-        }
+        self.unplace_gone(&gone, &mut before);
         let vectors = embed(embedder, vault, &edited);
-        let mut moved: Vec<u32> = Vec::with_capacity(edited.len());
-        for (&i, v) in edited.iter().zip(vectors) {
-            let n = &notes[i];
-            if let Some(&s) = self.by_path.get(&n.path) {
-                before
-                    .entry(s)
-                    .or_insert_with(|| self.slots[s as usize].lists.clone());
-                self.unplace(s);
-            }
-            let s = self.put(n, v);
-            before.entry(s).or_default();
-            moved.push(s);
-        }
+        let moved = self.place_edited(notes, &edited, vectors, &mut before);
         self.sync_partitions();
         if bulk {
             self.recompute_all();
@@ -395,6 +346,65 @@ impl Related {
         }
         self.refresh_view(vault);
         self.purges(&index_of, &moved, &before)
+    }
+
+    /// The notes to embed again, sorted: those named in `changed` (when in range), and
+    /// every note whose version differs from the one embedded, or that is new.
+    fn edited(&self, notes: &[Note], changed: &[usize]) -> Vec<usize> {
+        let mut edited: Vec<usize> = changed
+            .iter()
+            .copied()
+            .filter(|&i| i < notes.len())
+            .collect();
+        edited.extend(notes.iter().enumerate().filter_map(
+            |(i, n)| match self.by_path.get(&n.path) {
+                Some(&s) if self.slots[s as usize].version == n.version => None,
+                _ => Some(i),
+            },
+        ));
+        edited.sort_unstable();
+        edited.dedup();
+        edited
+    }
+
+    /// Takes the `gone` slots out of every list and index, their lists kept in
+    /// `before`; the slots themselves stay reserved until the update ends.
+    fn unplace_gone(&mut self, gone: &[u32], before: &mut HashMap<u32, Lists>) {
+        for &s in gone {
+            before
+                .entry(s)
+                .or_insert_with(|| self.slots[s as usize].lists.clone());
+            self.unplace(s);
+            let slot = &mut self.slots[s as usize];
+            slot.alive = false;
+            slot.lists = Default::default();
+            self.by_path.remove(&slot.path);
+        }
+    }
+
+    /// Puts each `edited` note with its new vector, a known note's old lists kept in
+    /// `before` (a new note's as empty); returns their slots.
+    fn place_edited(
+        &mut self,
+        notes: &[Note],
+        edited: &[usize],
+        vectors: Vec<Vec<f32>>,
+        before: &mut HashMap<u32, Lists>,
+    ) -> Vec<u32> {
+        let mut moved: Vec<u32> = Vec::with_capacity(edited.len());
+        for (&i, v) in edited.iter().zip(vectors) {
+            let n = &notes[i];
+            if let Some(&s) = self.by_path.get(&n.path) {
+                before
+                    .entry(s)
+                    .or_insert_with(|| self.slots[s as usize].lists.clone());
+                self.unplace(s);
+            }
+            let s = self.put(n, v);
+            before.entry(s).or_default();
+            moved.push(s);
+        }
+        moved
     }
 
     /// The exact incremental step (module doc): `moved` notes have new vectors and no

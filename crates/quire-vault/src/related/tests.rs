@@ -1,3 +1,6 @@
+//! Tests of `related`: the dot product, note text, audiences and updates on small
+//! vaults.
+
 use super::*;
 use crate::testing::vault;
 

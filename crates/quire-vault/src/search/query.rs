@@ -19,23 +19,23 @@
 //! with a notice saying what was left out.
 
 /// Longest input searched, in characters; the rest is ignored.
-pub const INPUT_CHARS_MAX: usize = 256;
+const INPUT_CHARS_MAX: usize = 256;
 /// Most words searched (words inside phrases count); the rest are ignored.
-pub const WORDS_MAX: usize = 16;
+pub(crate) const WORDS_MAX: usize = 16;
 /// Shortest word a prefix query is run for.
-pub const PREFIX_CHARS_MIN: usize = 2;
+const PREFIX_CHARS_MIN: usize = 2;
 
 /// A sanitised query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sanitized {
+pub(crate) struct Sanitized {
     /// The FTS5 query: quoted strings joined by spaces. Empty: nothing to search.
-    pub fts: String,
+    pub(crate) fts: String,
     /// The same query with its phrases cut into words (the same as `fts` when it has
     /// no phrase): what a phrase query matching very many notes is ranked by, since
     /// bm25 of a phrase checks the phrase in every note holding its words.
-    pub words: String,
+    pub(crate) words: String,
     /// What was changed that the reader should know about.
-    pub notice: Option<String>,
+    pub(crate) notice: Option<String>,
 }
 
 /// One item of the query: a word or a phrase, maybe a prefix.
@@ -56,7 +56,7 @@ fn is_operator(word: &str) -> bool {
 
 /// Sanitises `input`. With `last_prefix`, the last word is a prefix unless the input
 /// ends in white space (the reader is still typing it).
-pub fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
+pub(crate) fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
     let mut notices = Vec::new();
     let chars: Vec<char> = input.chars().take(INPUT_CHARS_MAX + 1).collect();
     let chars = if chars.len() > INPUT_CHARS_MAX {

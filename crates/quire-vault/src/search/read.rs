@@ -116,19 +116,19 @@ WHERE id IN (SELECT value FROM json_each(?1)) AND visibility <= ?2";
 /// What one query asks.
 pub(super) struct Ask<'a> {
     /// The sanitised FTS5 query.
-    pub fts: &'a str,
+    pub(crate) fts: &'a str,
     /// The same without phrases.
-    pub words: &'a str,
+    pub(crate) words: &'a str,
     /// The first rowid past the audience's range.
-    pub end: i64,
+    pub(crate) end: i64,
     /// The audience's visibility code.
-    pub visibility: i64,
+    pub(crate) visibility: i64,
     /// The statements for the audience's FTS table.
-    pub sql: &'static Statements,
+    pub(crate) sql: &'static Statements,
     /// Hits wanted (> 0).
-    pub limit: usize,
+    pub(crate) limit: usize,
     /// Matches ranked exactly before ranking is bounded.
-    pub candidates_max: usize,
+    pub(crate) candidates_max: usize,
 }
 
 /// The best hits for `ask`, best first.

@@ -85,9 +85,9 @@ fn is_token_char(c: char) -> bool {
 /// A token: its byte range in the text and its folded form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Token {
-    pub start: usize,
-    pub end: usize,
-    pub folded: String,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    folded: String,
 }
 
 /// The tokens of a text, in order.

@@ -15,11 +15,11 @@ use pulldown_cmark::{Event, Options, Parser, TagEnd};
 use crate::note::Note;
 
 /// Sentinel a snippet puts before a match.
-pub const MARK_OPEN: char = '\u{1}';
+pub(crate) const MARK_OPEN: char = '\u{1}';
 /// Sentinel a snippet puts after a match.
-pub const MARK_CLOSE: char = '\u{2}';
+pub(crate) const MARK_CLOSE: char = '\u{2}';
 /// Most text indexed per note, in bytes; past it a note is searched by its beginning.
-pub const BODY_BYTES_MAX: usize = 512 * 1024;
+const BODY_BYTES_MAX: usize = 512 * 1024;
 
 /// The searchable text of `note`'s body.
 pub fn plain_body(note: &Note) -> String {
@@ -56,7 +56,7 @@ pub fn plain_body(note: &Note) -> String {
 }
 
 /// `text` without control characters (but tabs and line ends), at most `max` bytes.
-pub fn clean(text: &str, max: usize) -> String {
+pub(crate) fn clean(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max));
     for c in text.chars() {
         if out.len() + c.len_utf8() > max {

@@ -1,7 +1,12 @@
-//! Test harness: a scripted origin on a real loopback socket, quire in-process in
-//! front of it, and a real HTTP client. Every exchange crosses real sockets.
+//! Test harness for quire-server's integration tests: a scripted origin on a real
+//! loopback socket, quire in-process in front of it, and a real HTTP client. Every
+//! exchange crosses real sockets.
+//!
+//! A crate of its own (dev-only) rather than a `tests/common` module, so each test
+//! file takes what it uses and the kit's items are its API, documented like any
+//! other.
 
-#![allow(dead_code)]
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -310,6 +315,7 @@ impl futures_core::Stream for Endless {
 }
 
 /// quire in-process in front of an origin.
+#[derive(Debug)]
 pub struct Quire {
     pub addr: SocketAddr,
     pub ctx: Arc<Ctx>,
@@ -411,6 +417,18 @@ pub async fn send(
         headers: parts.headers,
         body,
     }
+}
+
+/// Polls `cond` every 10 ms for up to 10 s; whether it came true. Tests wait on
+/// the state they need, never for a fixed time.
+pub async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
 }
 
 /// Waits until no fill is in flight (the last miss is stored or dropped) and the

@@ -1,11 +1,14 @@
-//! Self-verifying values shared by the store's integration tests (`crash`,
-//! `corruption`) and the `volume_open` fuzz target: a body names its key, version and
-//! length and is otherwise a pseudo-random pattern derived from them, so any hit can be
-//! checked byte for byte without keeping the written values.
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+//! Self-verifying test values, shared by the store's integration tests and the
+//! `volume_open` fuzz target (behind the `testkit` feature; tests turn it on through
+//! the crate's dev-dependency on itself, the fuzz crate in its manifest).
+//!
+//! A body names its key, version and length and is otherwise a pseudo-random pattern
+//! derived from them, and a meta names key and version, so any hit can be checked byte
+//! for byte without keeping the values written: a hit is either exactly a value once
+//! written for its key, or wrong. Test data, not format: where things lie in a volume
+//! file is [`crate::format`]'s, which needs no feature.
 
-use quire_store::EntryRef;
+use crate::engine::EntryRef;
 
 /// SplitMix64: a small, well-mixed generator for test data.
 pub fn splitmix(state: &mut u64) -> u64 {
@@ -32,6 +35,7 @@ pub fn body(k: u64, v: u64, len_of: impl FnOnce(u64) -> usize) -> Vec<u8> {
     out
 }
 
+/// The meta of (key, version).
 pub fn meta_of(k: u64, v: u64) -> Vec<u8> {
     format!("k={k} v={v}").into_bytes()
 }
@@ -44,14 +48,11 @@ pub fn version_if_exact(
     body_of: fn(u64, u64) -> Vec<u8>,
 ) -> Option<u64> {
     let b = h.body();
-    if b.len() < 24 {
-        return None;
-    }
-    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let v = word(1);
-    (word(0) == k
-        && word(2) == b.len() as u64
-        && b == &body_of(k, v)[..]
-        && h.meta() == &meta_of(k, v)[..])
+    let word = |i: usize| {
+        let w = b.get(i * 8..i * 8 + 8)?;
+        Some(u64::from_le_bytes(w.try_into().ok()?))
+    };
+    let (key, v, len) = (word(0)?, word(1)?, word(2)?);
+    (key == k && len == b.len() as u64 && b == &body_of(k, v)[..] && h.meta() == &meta_of(k, v)[..])
         .then_some(v)
 }

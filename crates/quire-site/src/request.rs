@@ -1,0 +1,80 @@
+//! One request as the site sees it ([`Req`]), and the answers every page handler
+//! shares: a template rendered under a cache policy, the error page and the 404.
+//!
+//! Below the handlers (`respond` for pages, `extras` for search and view counts,
+//! `site` for methods no page takes), so each of them calls down here and none
+//! reaches into another.
+
+use http::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::model::{Viewer, Who};
+use crate::reply::{Policy, Reply, HTML};
+use crate::snapshot::Snapshot;
+
+/// What the site needs to know of a request.
+#[derive(Debug)]
+pub struct Req<'a> {
+    /// Method.
+    pub method: &'a Method,
+    /// Percent-decoded path.
+    pub path: &'a str,
+    /// Raw query.
+    pub query: Option<&'a str>,
+    /// The signed-in reader, if any.
+    pub viewer: Option<&'a Viewer>,
+    /// Scheme and host for absolute links when `base_url` is not set.
+    pub base: String,
+}
+
+/// The policy for a page the reader `who` sees at `version`.
+pub fn policy(who: Who<'_>, version: u64) -> Policy {
+    match who {
+        None => Policy::Shared(version),
+        Some(_) => Policy::NoStore,
+    }
+}
+
+/// Renders `template` or, if it fails, a plain 500 naming the template (logged).
+pub fn html(
+    s: &Snapshot,
+    template: &str,
+    ctx: &Value,
+    status: StatusCode,
+    policy: Policy,
+) -> Reply {
+    match s.templates.render(template, ctx) {
+        Ok(body) => Reply::new(status, HTML, body, policy),
+        Err(e) => {
+            tracing::error!(error = %e, "template failed");
+            Reply::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain; charset=utf-8",
+                format!("template error: {e}\n"),
+                Policy::NoStore,
+            )
+        }
+    }
+}
+
+/// The error page.
+pub fn error(s: &Snapshot, who: Who<'_>, path: &str, status: StatusCode, message: &str) -> Reply {
+    let ctx = s.page_context(
+        who,
+        path,
+        json!({"status": status.as_u16(), "message": message}),
+    );
+    let version = s.other_version;
+    html(s, "error.html", &ctx, status, policy(who, version))
+}
+
+/// The 404 page for `req`; to an anonymous reader it also stands for "only for
+/// signed-in readers", so it never tells whether a private note exists.
+pub fn not_found(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let msg = if req.viewer.is_none() {
+        "There is no page here — or it is only for signed-in readers."
+    } else {
+        "There is no page here."
+    };
+    error(s, req.viewer, req.path, StatusCode::NOT_FOUND, msg)
+}
