@@ -30,8 +30,11 @@ pub const TOKEN: &str = "test-admin-token-0123456789";
 /// One scripted origin response.
 #[derive(Debug, Clone)]
 pub struct Route {
+    /// The status code.
     pub status: u16,
+    /// The fields, in order.
     pub headers: Vec<(String, String)>,
+    /// The body.
     pub body: Vec<u8>,
     /// Wait this long before the head.
     pub delay: Duration,
@@ -47,6 +50,7 @@ pub struct Route {
 }
 
 impl Route {
+    /// A 200 with `body` and the fields `headers`.
     pub fn ok(body: impl Into<Vec<u8>>, headers: &[(&str, &str)]) -> Route {
         Route {
             status: 200,
@@ -62,27 +66,33 @@ impl Route {
             endless: None,
         }
     }
+    /// A body that never ends: a chunk every `every`.
     pub fn endless(mut self, every: Duration) -> Route {
         self.endless = Some(every);
         self
     }
+    /// With status `s`.
     pub fn status(mut self, s: u16) -> Route {
         self.status = s;
         self
     }
+    /// Answered after `d`.
     pub fn delay(mut self, d: Duration) -> Route {
         self.delay = d;
         self
     }
+    /// With `ETag: e`; a matching `If-None-Match` gets a 304.
     pub fn etag(mut self, e: &str) -> Route {
         self.etag = Some(e.to_string());
         self.headers.push(("etag".into(), e.to_string()));
         self
     }
+    /// Any `If-None-Match` gets a 304 carrying the ETag `e` (which may match nothing stored).
     pub fn not_modified_as(mut self, e: &str) -> Route {
         self.not_modified_as = Some(e.to_string());
         self
     }
+    /// The body cut off (the connection dropped) after `n` bytes.
     pub fn cut_after(mut self, n: usize) -> Route {
         self.cut_after = Some(n);
         self
@@ -92,12 +102,17 @@ impl Route {
 /// What the origin saw.
 #[derive(Debug, Clone)]
 pub struct Seen {
+    /// The method.
     pub method: Method,
+    /// The request target.
     pub uri: String,
+    /// The fields.
     pub headers: HeaderMap,
+    /// The body.
     pub body: Bytes,
 }
 
+/// What an origin serves and what it has seen, shared with its tasks.
 #[derive(Debug, Default)]
 pub struct OriginState {
     routes: Mutex<HashMap<String, Route>>,
@@ -107,11 +122,14 @@ pub struct OriginState {
 /// A scripted origin on 127.0.0.1.
 #[derive(Debug, Clone)]
 pub struct Origin {
+    /// Where it listens.
     pub addr: SocketAddr,
+    /// Its routes and what it has seen.
     pub state: Arc<OriginState>,
 }
 
 impl Origin {
+    /// Starts an origin on a free loopback port.
     pub async fn start() -> Origin {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -160,10 +178,12 @@ impl Origin {
         self.state.seen.lock().unwrap().clone()
     }
 
+    /// How many requests for `path` it has answered.
     pub fn hits(&self, path: &str) -> usize {
         self.seen(path).len()
     }
 
+    /// Its base URL (`http://addr`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -317,7 +337,9 @@ impl futures_core::Stream for Endless {
 /// quire in-process in front of an origin.
 #[derive(Debug)]
 pub struct Quire {
+    /// Where quire listens.
     pub addr: SocketAddr,
+    /// quire's shared state (metrics, store, clock).
     pub ctx: Arc<Ctx>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -325,6 +347,7 @@ pub struct Quire {
 }
 
 impl Quire {
+    /// Starts quire in front of `origin`, with `tweak` applied to the test config.
     pub async fn start(origin: &Origin, tweak: impl FnOnce(&mut Config)) -> Quire {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config {
@@ -363,6 +386,7 @@ impl Quire {
         }
     }
 
+    /// The URL of `path` on this quire.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
@@ -371,15 +395,20 @@ impl Quire {
 /// A response as the client saw it.
 #[derive(Debug)]
 pub struct Got {
+    /// The status code.
     pub status: u16,
+    /// The fields.
     pub headers: HeaderMap,
+    /// The whole body.
     pub body: Bytes,
 }
 
 impl Got {
+    /// The value of field `name`, if present and text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+    /// The `Cache-Status` value (empty when absent).
     pub fn cache_status(&self) -> &str {
         self.header("cache-status").unwrap_or("")
     }
@@ -443,6 +472,7 @@ pub async fn settle(q: &Quire) {
     panic!("fills never settled");
 }
 
+/// A `GET` of `path` with `headers`.
 pub async fn get(q: &Quire, path: &str, headers: &[(&str, &str)]) -> Got {
     send(q, "GET", path, headers, b"").await
 }
