@@ -201,19 +201,7 @@ pub fn storable(
     if req_cc.no_store || (cc.no_store && !(cc.must_understand && understood)) {
         return Err(NotStorable::NoStore);
     }
-    // RFC 9111 §5.2.2.7: a shared cache MUST NOT store a private response. The
-    // qualified form forbids storing the fields it names; a response that carries
-    // one is not stored at all, so the client it was meant for still gets the field
-    // (its answer passes through) and no later client can (quire answers a fill's
-    // waiters from the store, so a stored copy without the field would withhold it
-    // from its own client). One that names only absent fields is stored as usual.
-    let private_field_present = || match &cc.private {
-        Some(Qualified::Fields(names)) => {
-            names.iter().any(|n| resp_headers.contains_key(n.as_str()))
-        }
-        _ => false,
-    };
-    if (cc.private == Some(Qualified::All) || private_field_present()) && !cfg.store_private {
+    if private_forbids(&cc, resp_headers) && !cfg.store_private {
         return Err(NotStorable::Private);
     }
     // RFC 9111 §3.5: a response to a request with Authorization is stored by a shared
@@ -707,6 +695,22 @@ fn strip_connection_headers(headers: &mut HeaderMap) {
         headers.remove(name);
     }
     headers.remove("proxy-authentication-info");
+}
+
+/// RFC 9111 §5.2.2.7: a shared cache MUST NOT store a private response. The
+/// qualified form forbids storing the fields it names; a response that carries one
+/// is not stored at all, so the client it was meant for still gets the field (its
+/// answer passes through) and no later client can (quire answers a fill's waiters
+/// from the store, so a stored copy without the field would withhold it from its own
+/// client). One that names only absent fields is stored as usual.
+fn private_forbids(cc: &CacheControl, resp_headers: &HeaderMap) -> bool {
+    match &cc.private {
+        Some(Qualified::All) => true,
+        Some(Qualified::Fields(names)) => {
+            names.iter().any(|n| resp_headers.contains_key(n.as_str()))
+        }
+        None => false,
+    }
 }
 
 /// Removes the fields named by a qualified `private` (and `no-cache`) directive before
