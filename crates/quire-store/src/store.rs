@@ -92,6 +92,15 @@ impl Store {
     /// The volume is locked (`flock`, exclusive) while the store is open; a second
     /// store on the same file, in this process or another, is refused with
     /// [`StoreError::InUse`].
+    ///
+    /// The out-of-process contract: while a store has the file open, nothing else
+    /// may write, truncate or replace it. The store maps the file shared; a truncation
+    /// under the mapping turns the next read of a lost page into `SIGBUS` for the
+    /// whole process, and a write would be served as cached bytes. The lock keeps
+    /// other quire processes out; tools that only read (see [`crate::format`]) may
+    /// read the file at any time and see the last flushed state, and anything that
+    /// writes must stop quire first. After a crash the file is recovered at the next
+    /// open, entry by entry, from what its checksums prove.
     pub fn open(path: impl AsRef<Path>, cap_bytes: u64, options: Options) -> Result<Store> {
         Self::open_with_report(path, cap_bytes, options).map(|(s, _)| s)
     }
