@@ -11,6 +11,8 @@
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod proxy;
 mod purge;
