@@ -12,12 +12,18 @@
 //!   a purge wins every race with a fill.
 //! - [`upstream`]: where fills go (an HTTP [`origin`] or an in-process renderer);
 //!   [`origin`]: the origin client and what is forwarded to it.
-//! - [`fill`]: coalesced, streamed fills; [`miss`] fetches, [`commit`] stores.
+//! - [`fill`]: coalesced, streamed fills; [`miss`] fetches, [`commit`] stores,
+//!   every record write going through [`put`].
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
 //! - [`metrics`]: lock-free counters and the Prometheus rendering.
-//! - [`service`]: one request start to finish; [`hit`], [`miss`], [`pass`] are its
-//!   three ways out, [`admin`] and [`purge`] the operator's.
-//! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper.
+//! - [`service`]: one request start to finish. [`lookup`] finds what the store holds
+//!   for it (the fast path calls the same lookup); [`hit`] serves it; an
+//!   [`exchange`] takes it to the origin ([`pass`], or a fill); [`reply`] writes
+//!   quire's own small answers; [`admin`] and [`purge`] are the operator's.
+//! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper, and
+//!   the service's answers written by [`h1`] on the same connection.
+//! - [`clock`]: the wall clock freshness is decided by (tests move it).
+//! - [`sys`]: the crate's only `unsafe` code (two socket calls).
 //! - [`server`]: the listener, connection limits and graceful shutdown ([`conns`]:
 //!   the per-client cap, idle connections closed when full); [`guard`]
 //!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
