@@ -8,19 +8,6 @@ use std::time::Duration;
 use quire_store::Engine;
 use quire_testkit::*;
 
-async fn raw_async(addr: std::net::SocketAddr, request: &'static [u8]) -> String {
-    tokio::task::spawn_blocking(move || raw(addr, request))
-        .await
-        .unwrap()
-}
-
-/// Status codes of every response in `text`, in order.
-fn statuses(text: &str) -> Vec<u16> {
-    text.match_indices("HTTP/1.1 ")
-        .filter_map(|(i, _)| text.get(i + 9..i + 12)?.parse().ok())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_paths_reached_by_normalisation_never_reach_the_origin_or_the_cache() {
     let o = Origin::start().await;
@@ -203,33 +190,6 @@ async fn h2_cookie_crumbs_are_joined_into_one_field() {
     assert_eq!(seen.len(), 1);
     let cookies: Vec<_> = seen[0].headers.get_all("cookie").iter().collect();
     assert_eq!(cookies, ["a=1; b=2"]);
-}
-
-/// An origin that answers every request with `response`, byte for byte, then closes.
-async fn raw_origin(response: &'static [u8]) -> Origin {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(response).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    Origin {
-        addr,
-        state: Default::default(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

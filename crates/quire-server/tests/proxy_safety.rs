@@ -366,30 +366,6 @@ async fn shutdown_drains_in_flight_requests() {
     assert!(std::net::TcpStream::connect(q.addr).is_err());
 }
 
-/// Reads one fast-path response to `GET /p` (a small identity body) from `s`;
-/// `None` when the connection was closed instead.
-fn read_response(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
-    let mut got = Vec::new();
-    let mut b = [0u8; 4096];
-    loop {
-        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length: "))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            if got.len() >= end + 4 + len {
-                return Some(got);
-            }
-        }
-        match s.read(&mut b) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => got.extend_from_slice(&b[..n]),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_alive_connection_lives_while_used_and_closes_once_idle() {
     // The fast path keeps one idle timer per connection and moves it on lazily: a

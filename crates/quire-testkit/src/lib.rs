@@ -521,3 +521,69 @@ pub fn raw(addr: SocketAddr, request: &[u8]) -> String {
     let _ = s.read_to_end(&mut out);
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// [`raw`] on a blocking thread, for async tests.
+pub async fn raw_async(addr: std::net::SocketAddr, request: &'static [u8]) -> String {
+    tokio::task::spawn_blocking(move || raw(addr, request))
+        .await
+        .unwrap()
+}
+
+/// Status codes of every response in `text`, in order.
+pub fn statuses(text: &str) -> Vec<u16> {
+    text.match_indices("HTTP/1.1 ")
+        .filter_map(|(i, _)| text.get(i + 9..i + 12)?.parse().ok())
+        .collect()
+}
+
+/// An origin that answers every request with `response`, byte for byte, then closes.
+pub async fn raw_origin(response: &'static [u8]) -> Origin {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s.write_all(response).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    Origin {
+        addr,
+        state: Default::default(),
+    }
+}
+
+/// Reads one response with a `Content-Length` body (or none) from `s`;
+/// `None` when the connection was closed instead.
+pub fn read_response(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + len {
+                return Some(got);
+            }
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got.extend_from_slice(&b[..n]),
+        }
+    }
+}
