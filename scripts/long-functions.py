@@ -1,3 +1,11 @@
+#!/usr/bin/env python3
+"""Lists the functions longer than LIMIT raw lines (from the `fn` line to its closing
+brace, blank lines and comments included), tests excluded: files under tests/,
+tests.rs, and `#[cfg(test)] mod` blocks. A figure for a closing note; the rule itself is
+clippy's `too_many_lines` (80 lines of code, see clippy.toml), which CI enforces.
+
+    python3 scripts/long-functions.py ROOT [LIMIT]     # LIMIT defaults to 70
+"""
 import os, re, sys
 root = sys.argv[1]; limit = int(sys.argv[2]) if len(sys.argv) > 2 else 70
 fnre = re.compile(r'^(\s*)(pub(\([^)]*\))? )?(async )?(const )?(unsafe )?(extern "C" )?fn (\w+)')
