@@ -17,6 +17,7 @@ use super::report::{
     RestartReport, StatsReport, WarmRow,
 };
 use super::restart;
+use super::s3fifo::S3Fifo;
 use super::tally::Tally;
 use super::warm;
 use super::workload::{self, Mix, StreamSpec};
@@ -515,6 +516,7 @@ impl Bench<'_> {
         progress(&format!("{name}: generating streams and the LRU reference"));
         let streams = workload::generate(&spec);
         let lru = lru::simulate(p.mixed_cap, &streams, &sizes);
+        let s3fifo = lru::replay(&mut S3Fifo::new(p.mixed_cap), &streams, &sizes);
 
         progress(&format!("{name}: quire"));
         let dir = self.scratch.fresh(&format!("{name}-quire"))?;
@@ -537,6 +539,7 @@ impl Bench<'_> {
                 quire: MixedEngine::from(&q),
                 baseline: MixedEngine::from(&b),
                 lru_hit_ratio: lru.hit_ratio(),
+                s3fifo_hit_ratio: s3fifo.hit_ratio(),
                 threads: p.mixed_threads,
                 keys,
                 cap_bytes: p.mixed_cap,

@@ -17,6 +17,17 @@ struct Node {
     next: usize,
 }
 
+/// A cache policy the op streams can be replayed through: the exact LRU here, and the
+/// yardsticks beside it ([`super::s3fifo`]).
+pub(crate) trait Policy {
+    /// Reads `key`; whether it was held.
+    fn get(&mut self, key: u64) -> bool;
+    /// Inserts or replaces `key` with `bytes`, evicting as the policy says.
+    fn insert(&mut self, key: u64, bytes: u64);
+    /// Removes `key`; whether it was held.
+    fn remove(&mut self, key: u64) -> bool;
+}
+
 /// A byte-capped exact LRU over `u64` keys: the most recently used at the head, the
 /// eviction victim at the tail.
 #[derive(Debug, Clone)]
@@ -162,6 +173,20 @@ impl Lru {
     }
 }
 
+impl Policy for Lru {
+    fn get(&mut self, key: u64) -> bool {
+        Lru::get(self, key)
+    }
+
+    fn insert(&mut self, key: u64, bytes: u64) {
+        Lru::insert(self, key, bytes);
+    }
+
+    fn remove(&mut self, key: u64) -> bool {
+        Lru::remove(self, key)
+    }
+}
+
 /// Hits and gets the LRU model saw over the measured part of a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LruOutcome {
@@ -184,7 +209,11 @@ impl LruOutcome {
 /// with the engines' cache-aside semantics: a get that misses inserts the object, a put
 /// inserts or replaces, a delete removes.
 pub(crate) fn simulate(cap_bytes: u64, streams: &Streams, sizes: &SizeModel) -> LruOutcome {
-    let mut lru = Lru::new(cap_bytes);
+    replay(&mut Lru::new(cap_bytes), streams, sizes)
+}
+
+/// Replays `streams` through `policy` as [`simulate`] does the LRU.
+pub(crate) fn replay(policy: &mut dyn Policy, streams: &Streams, sizes: &SizeModel) -> LruOutcome {
     let mut out = LruOutcome::default();
     for (phase, counted) in [(&streams.warmup, false), (&streams.measured, true)] {
         let longest = phase.iter().map(Vec::len).max().unwrap_or(0);
@@ -193,20 +222,18 @@ pub(crate) fn simulate(cap_bytes: u64, streams: &Streams, sizes: &SizeModel) -> 
                 let Some(op) = thread.get(i) else { continue };
                 match op.kind {
                     OpKind::Get => {
-                        let hit = lru.get(op.id);
+                        let hit = policy.get(op.id);
                         if counted {
                             out.gets += 1;
                             out.hits += u64::from(hit);
                         }
                         if !hit {
-                            lru.insert(op.id, sizes.object_bytes(op.id));
+                            policy.insert(op.id, sizes.object_bytes(op.id));
                         }
                     }
-                    OpKind::Put => {
-                        lru.insert(op.id, sizes.object_bytes(op.id));
-                    }
+                    OpKind::Put => policy.insert(op.id, sizes.object_bytes(op.id)),
                     OpKind::Delete => {
-                        lru.remove(op.id);
+                        policy.remove(op.id);
                     }
                 }
             }

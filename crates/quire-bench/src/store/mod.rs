@@ -16,7 +16,7 @@
 //!   byte checker.
 //! - `zipf`: the Zipf sampler and the rank → key permutation.
 //! - `workload`: pre-generated per-thread op streams.
-//! - `lru`: the exact-LRU reference.
+//! - `lru`: the exact-LRU reference; `s3fifo`: the S3-FIFO yardstick beside it.
 //! - `tally`: mismatches and errors seen.
 //! - `warm`, `mixed`, `eviction`, `restart`, `ram_tier`: the scenarios.
 //! - `report`: the results as serialisable data; `table`: as the printed table.
@@ -36,6 +36,7 @@ mod ram_tier;
 pub mod replay;
 mod report;
 mod restart;
+mod s3fifo;
 mod table;
 mod tally;
 mod warm;

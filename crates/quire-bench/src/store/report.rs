@@ -236,6 +236,8 @@ pub(crate) struct MixedReport {
     pub quire: MixedEngine,
     pub baseline: MixedEngine,
     pub lru_hit_ratio: f64,
+    /// S3-FIFO's hit ratio on the same streams at the same bytes (a yardstick).
+    pub s3fifo_hit_ratio: f64,
     pub threads: usize,
     pub keys: usize,
     pub cap_bytes: u64,

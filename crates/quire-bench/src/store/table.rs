@@ -90,6 +90,11 @@ fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
     );
     let _ = writeln!(
         out,
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10.3}",
+        "S3-FIFO", "", "", "", "", m.s3fifo_hit_ratio
+    );
+    let _ = writeln!(
+        out,
         "  throughput quire/baseline {}; latency baseline/quire p50 {}, p99 {}, p999 {}",
         times(m.quire.ops_per_sec, m.baseline.ops_per_sec),
         times(m.baseline.p50_us, m.quire.p50_us),
