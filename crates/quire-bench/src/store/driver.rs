@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::content::SizeModel;
-use super::eviction;
+use super::eviction::{self, SweepSpec};
 use super::lru;
 use super::mixed::{self, Versions};
 use super::ram_tier;
@@ -564,20 +564,20 @@ impl Bench<'_> {
         };
         let admission = quire_options.admission;
 
+        let spec = SweepSpec {
+            objects: p.sweep_objects,
+            batch: p.sweep_batch,
+            sizes: &p.sweep_sizes,
+            readback,
+            check_every: p.check_every,
+            scenario: "eviction",
+            tally: self.tally,
+        };
+
         progress("eviction sweep: quire");
         let dir = self.scratch.fresh("eviction-quire")?;
         let store = open_quire(&dir, p.sweep_cap, quire_options)?;
-        let q = eviction::sweep(
-            &store,
-            p.sweep_objects,
-            p.sweep_batch,
-            &p.sweep_sizes,
-            readback,
-            p.check_every,
-            "eviction",
-            self.tally,
-            |_| {},
-        );
+        let q = spec.run(&store, |_| {});
         let q_stats = store.stats();
         close_quire(store)?;
         drop(dir);
@@ -585,17 +585,7 @@ impl Bench<'_> {
         progress("eviction sweep: baseline");
         let dir = self.scratch.fresh("eviction-baseline")?;
         let files = open_baseline(&dir, p.sweep_cap)?;
-        let b = eviction::sweep(
-            &files,
-            p.sweep_objects,
-            p.sweep_batch,
-            &p.sweep_sizes,
-            readback,
-            p.check_every,
-            "eviction",
-            self.tally,
-            |_| {},
-        );
+        let b = spec.run(&files, |_| {});
         let b_stats = files.stats();
         drop(files);
         drop(dir);

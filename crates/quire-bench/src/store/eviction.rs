@@ -32,71 +32,89 @@ impl Sweep {
     }
 }
 
-/// Streams `objects` new objects with sizes from `sizes` into `engine` in batches of
-/// `batch`, calling `after_batch` after each (for sampling disk use). Then reads back the
-/// last `readback` objects, checking one hit in `check_every` byte for byte.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a scenario's knobs, each named by the driver that sets it; a struct would be built only to be taken apart here"
-)]
-pub(crate) fn sweep<E: Engine>(
-    engine: &E,
-    objects: u64,
-    batch: u64,
-    sizes: &SizeModel,
-    readback: u64,
-    check_every: u64,
-    scenario: &str,
-    tally: &Tally,
-    mut after_batch: impl FnMut(&E),
-) -> Sweep {
-    let mut out = Sweep::default();
-    let mut key = Vec::with_capacity(content::KEY_LEN);
-    let mut body = Vec::new();
-    let batch = batch.max(1);
-    let mut batch_time = Duration::ZERO;
-    let mut in_batch = 0u64;
-    for id in 0..objects {
-        content::write_key(&mut key, id);
-        content::fill_body(&mut body, id, 1, sizes.body_len(id));
-        let meta = content::meta(id, 1);
-        let t0 = Instant::now();
-        let r = engine.put(&key, &meta, &body, &[]);
-        let dt = t0.elapsed();
-        match r {
-            Ok(Put::Stored) => out.stored += 1,
-            Ok(Put::Rejected) => out.rejected += 1,
-            Err(e) => {
-                out.rejected += 1;
-                tally.error(engine.name(), scenario, "put", &e);
+/// The knobs of an eviction sweep, set once and run against each engine alike.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SweepSpec<'a> {
+    /// New objects streamed in.
+    pub(crate) objects: u64,
+    /// Objects per batch (`after_batch` runs after each).
+    pub(crate) batch: u64,
+    /// Their sizes.
+    pub(crate) sizes: &'a SizeModel,
+    /// The last objects read back at the end.
+    pub(crate) readback: u64,
+    /// One hit in this many is checked byte for byte.
+    pub(crate) check_every: u64,
+    /// The scenario's name in the tally.
+    pub(crate) scenario: &'a str,
+    /// Where errors and mismatches are counted.
+    pub(crate) tally: &'a Tally,
+}
+
+impl SweepSpec<'_> {
+    /// Streams `objects` new objects with sizes from `sizes` into `engine` in batches
+    /// of `batch`, calling `after_batch` after each (for sampling disk use). Then reads
+    /// back the last `readback` objects, checking one hit in `check_every` byte for
+    /// byte.
+    pub(crate) fn run<E: Engine>(&self, engine: &E, mut after_batch: impl FnMut(&E)) -> Sweep {
+        let SweepSpec {
+            objects,
+            batch,
+            sizes,
+            readback,
+            check_every,
+            scenario,
+            tally,
+        } = *self;
+        let mut out = Sweep::default();
+        let mut key = Vec::with_capacity(content::KEY_LEN);
+        let mut body = Vec::new();
+        let batch = batch.max(1);
+        let mut batch_time = Duration::ZERO;
+        let mut in_batch = 0u64;
+        for id in 0..objects {
+            content::write_key(&mut key, id);
+            content::fill_body(&mut body, id, 1, sizes.body_len(id));
+            let meta = content::meta(id, 1);
+            let t0 = Instant::now();
+            let r = engine.put(&key, &meta, &body, &[]);
+            let dt = t0.elapsed();
+            match r {
+                Ok(Put::Stored) => out.stored += 1,
+                Ok(Put::Rejected) => out.rejected += 1,
+                Err(e) => {
+                    out.rejected += 1;
+                    tally.error(engine.name(), scenario, "put", &e);
+                }
+            }
+            out.puts += 1;
+            out.put_time += dt;
+            out.max_put = out.max_put.max(dt);
+            batch_time += dt;
+            in_batch += 1;
+            if in_batch == batch || id + 1 == objects {
+                out.batches
+                    .push(in_batch as f64 / batch_time.as_secs_f64().max(1e-9));
+                after_batch(engine);
+                batch_time = Duration::ZERO;
+                in_batch = 0;
             }
         }
-        out.puts += 1;
-        out.put_time += dt;
-        out.max_put = out.max_put.max(dt);
-        batch_time += dt;
-        in_batch += 1;
-        if in_batch == batch || id + 1 == objects {
-            out.batches
-                .push(in_batch as f64 / batch_time.as_secs_f64().max(1e-9));
-            after_batch(engine);
-            batch_time = Duration::ZERO;
-            in_batch = 0;
-        }
-    }
-    let check_every = check_every.max(1);
-    for id in objects.saturating_sub(readback)..objects {
-        content::write_key(&mut key, id);
-        out.readback_gets += 1;
-        if let Some(entry) = engine.get(&key) {
-            out.readback_hits += 1;
-            let full = out.readback_hits % check_every == 0;
-            if let Err(what) = content::verify_entry(&entry, id, Some(sizes.body_len(id)), full) {
-                tally.mismatch(engine.name(), scenario, what);
+        let check_every = check_every.max(1);
+        for id in objects.saturating_sub(readback)..objects {
+            content::write_key(&mut key, id);
+            out.readback_gets += 1;
+            if let Some(entry) = engine.get(&key) {
+                out.readback_hits += 1;
+                let full = out.readback_hits % check_every == 0;
+                if let Err(what) = content::verify_entry(&entry, id, Some(sizes.body_len(id)), full)
+                {
+                    tally.mismatch(engine.name(), scenario, what);
+                }
             }
         }
+        out
     }
-    out
 }
 
 /// Disk use sampled during an overflow run.
@@ -131,20 +149,19 @@ pub(crate) fn overflow<E: Engine>(
     }
     let mut samples = vec![disk_bytes(engine)];
     let mut peak_used = engine.stats().bytes_used;
-    let sweep = sweep(
-        engine,
+    let spec = SweepSpec {
         objects,
         batch,
         sizes,
-        batch,
+        readback: batch,
         check_every,
-        "overflow",
+        scenario: "overflow",
         tally,
-        |e| {
-            samples.push(disk_bytes(e));
-            peak_used = peak_used.max(e.stats().bytes_used);
-        },
-    );
+    };
+    let sweep = spec.run(engine, |e| {
+        samples.push(disk_bytes(e));
+        peak_used = peak_used.max(e.stats().bytes_used);
+    });
     Overflow {
         sweep,
         peak_disk_bytes: samples.iter().copied().max().unwrap_or(0),

@@ -315,9 +315,16 @@ fn sweep_and_overflow_count_and_sample() {
     let e = MapEngine::new(1 << 20);
     let tally = Tally::new();
     let mut batches_seen = 0;
-    let s = eviction::sweep(&e, 1000, 100, &sizes, 50, 1, "t", &tally, |_| {
-        batches_seen += 1
-    });
+    let spec = eviction::SweepSpec {
+        objects: 1000,
+        batch: 100,
+        sizes: &sizes,
+        readback: 50,
+        check_every: 1,
+        scenario: "t",
+        tally: &tally,
+    };
+    let s = spec.run(&e, |_| batches_seen += 1);
     assert_eq!(batches_seen, 10);
     assert_eq!(s.batches.len(), 10);
     assert_eq!(s.puts, 1000);
