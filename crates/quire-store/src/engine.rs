@@ -52,6 +52,7 @@ pub trait EntryRef: Send + Sync + 'static {
 
 /// Counters and gauges every engine reports. Counters only grow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Stats {
     /// `get`s that found an entry.
     pub hits: u64,

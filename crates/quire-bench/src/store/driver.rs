@@ -14,7 +14,7 @@ use super::mixed::{self, Versions};
 use super::ram_tier;
 use super::report::{
     EngineSeries, EvictionReport, MixedEngine, MixedReport, OverflowReport, RamTierRow, Report,
-    RestartReport, StatsReport, WarmRow,
+    RestartReport, WarmRow,
 };
 use super::restart;
 use super::s3fifo::S3Fifo;
@@ -603,8 +603,8 @@ impl Bench<'_> {
             quire_readback_hit_ratio: ratio(q.readback_hits, q.readback_gets),
             baseline_readback_hit_ratio: ratio(b.readback_hits, b.readback_gets),
             quire_admission: admission,
-            quire_stats: StatsReport::from(&q_stats),
-            baseline_stats: StatsReport::from(&b_stats),
+            quire_stats: q_stats,
+            baseline_stats: b_stats,
         };
         let series = EngineSeries {
             quire: q.batches,

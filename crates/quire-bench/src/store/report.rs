@@ -122,64 +122,6 @@ impl From<&Histogram> for Latency {
     }
 }
 
-/// An engine's counters ([`Stats`]), as they serialise into the report: the same
-/// fields under the same names (the store itself does not depend on serde).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct StatsReport {
-    pub hits: u64,
-    pub misses: u64,
-    pub admitted: u64,
-    pub rejected: u64,
-    pub evicted: u64,
-    pub carried: u64,
-    pub ram_hits: u64,
-    pub bytes_used: u64,
-    pub bytes_live: u64,
-    pub cap_bytes: u64,
-    pub entries: u64,
-    pub index_bytes: u64,
-    pub tag_index_bytes: u64,
-    pub ram_bytes: u64,
-}
-
-impl From<&Stats> for StatsReport {
-    fn from(s: &Stats) -> Self {
-        // Destructured in full, so a counter added to `Stats` cannot be left out.
-        let Stats {
-            hits,
-            misses,
-            admitted,
-            rejected,
-            evicted,
-            carried,
-            ram_hits,
-            bytes_used,
-            bytes_live,
-            cap_bytes,
-            entries,
-            index_bytes,
-            tag_index_bytes,
-            ram_bytes,
-        } = *s;
-        StatsReport {
-            hits,
-            misses,
-            admitted,
-            rejected,
-            evicted,
-            carried,
-            ram_hits,
-            bytes_used,
-            bytes_live,
-            cap_bytes,
-            entries,
-            index_bytes,
-            tag_index_bytes,
-            ram_bytes,
-        }
-    }
-}
-
 /// One engine's side of a mixed run.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct MixedEngine {
@@ -198,7 +140,7 @@ pub(crate) struct MixedEngine {
     pub elapsed_secs: f64,
     /// Latency by kind: "get_hit", "get_miss" (including its fill), "put", "delete".
     pub by_op: BTreeMap<String, Latency>,
-    pub stats: StatsReport,
+    pub stats: Stats,
 }
 
 impl From<&MixedOutcome> for MixedEngine {
@@ -225,7 +167,7 @@ impl From<&MixedOutcome> for MixedEngine {
             puts_rejected: o.puts_rejected,
             elapsed_secs: m.elapsed.as_secs_f64(),
             by_op,
-            stats: StatsReport::from(&m.stats),
+            stats: m.stats.clone(),
         }
     }
 }
@@ -264,8 +206,8 @@ pub(crate) struct EvictionReport {
     pub quire_readback_hit_ratio: f64,
     pub baseline_readback_hit_ratio: f64,
     pub quire_admission: bool,
-    pub quire_stats: StatsReport,
-    pub baseline_stats: StatsReport,
+    pub quire_stats: Stats,
+    pub baseline_stats: Stats,
 }
 
 /// Puts per second of each batch, per engine.
