@@ -105,41 +105,33 @@ impl S3Fifo {
     /// The small FIFO's tail: to the main FIFO if it was read, else out (and into the
     /// ghost). `false` when the queue held nothing live.
     fn evict_small(&mut self) -> bool {
-        while let Some((key, generation)) = self.small.pop_front() {
-            let Some(e) = self
-                .entries
-                .get_mut(&key)
-                .filter(|e| e.generation == generation)
-            else {
-                continue;
-            };
-            debug_assert_eq!(e.queue, Queue::Small);
-            self.small_used -= e.bytes;
-            if e.freq >= 1 {
-                e.queue = Queue::Main;
-                e.freq = 0;
-                self.main_used += e.bytes;
-                self.main.push_back((key, generation));
-            } else {
-                let bytes = e.bytes;
-                self.entries.remove(&key);
-                self.remember(key, bytes);
-            }
-            return true;
+        let Some((key, generation)) = pop_live(&mut self.small, &self.entries) else {
+            return false;
+        };
+        let Some(e) = self.entries.get_mut(&key) else {
+            return false;
+        };
+        debug_assert_eq!(e.queue, Queue::Small);
+        self.small_used -= e.bytes;
+        if e.freq >= 1 {
+            e.queue = Queue::Main;
+            e.freq = 0;
+            self.main_used += e.bytes;
+            self.main.push_back((key, generation));
+        } else {
+            let bytes = e.bytes;
+            self.entries.remove(&key);
+            self.remember(key, bytes);
         }
-        false
+        true
     }
 
     /// The main FIFO's tail: reinserted with one read less if it was read, else out.
     /// `false` when the queue held nothing live.
     fn evict_main(&mut self) -> bool {
-        while let Some((key, generation)) = self.main.pop_front() {
-            let Some(e) = self
-                .entries
-                .get_mut(&key)
-                .filter(|e| e.generation == generation)
-            else {
-                continue;
+        while let Some((key, generation)) = pop_live(&mut self.main, &self.entries) {
+            let Some(e) = self.entries.get_mut(&key) else {
+                return false;
             };
             debug_assert_eq!(e.queue, Queue::Main);
             if e.freq > 0 {
@@ -181,6 +173,20 @@ impl S3Fifo {
             None => false,
         }
     }
+}
+
+/// The first slot of `queue` whose object is still the one it was queued for (a
+/// deleted or replaced object leaves its old slot behind, skipped here).
+fn pop_live(queue: &mut VecDeque<(u64, u64)>, entries: &HashMap<u64, Entry>) -> Option<(u64, u64)> {
+    while let Some((key, generation)) = queue.pop_front() {
+        if entries
+            .get(&key)
+            .is_some_and(|e| e.generation == generation)
+        {
+            return Some((key, generation));
+        }
+    }
+    None
 }
 
 impl Policy for S3Fifo {
