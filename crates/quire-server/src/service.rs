@@ -124,16 +124,11 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
     // The entry pins its region: it is dropped before any wait on the origin, so a
     // slow origin never holds reclaim back.
     let entry = look.entry.take();
-    let miss_fwd = if look.vary.is_some() {
-        Fwd::VaryMiss
-    } else {
-        Fwd::UriMiss
-    };
     let Some(rec) = look.record.clone() else {
         if req_cc.only_if_cached {
             return (reply::only_if_cached(), Outcome::Error);
         }
-        let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd));
+        let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
         return x.fill(look, status, None, None).await;
     };
     match freshness::reuse(rec.timing(), &req_cc, &x.ctx.reuse, x.now) {
@@ -151,12 +146,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
                 .await
         }
         decision => {
-            let served = Stored {
-                look,
-                rec,
-                entry,
-                miss_fwd,
-            };
+            let served = Stored { look, rec, entry };
             usable(x, served, decision).await
         }
     }
@@ -167,8 +157,16 @@ struct Stored {
     look: Lookup,
     rec: Arc<Prepared>,
     entry: Option<Arc<Handle>>,
-    /// What `Cache-Status` says if the bodies turn out to be gone.
-    miss_fwd: Fwd,
+}
+
+/// What `Cache-Status` says of a miss: the URL's `Vary` record was found but not
+/// this request's variant, or nothing was.
+fn miss_fwd(look: &Lookup) -> Fwd {
+    if look.vary.is_some() {
+        Fwd::VaryMiss
+    } else {
+        Fwd::UriMiss
+    }
 }
 
 /// Serves a usable stored response (fresh, stale where allowed, or stale while it
@@ -193,7 +191,7 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
                 .await
         }
         Err(NotServed::BodyGone) => {
-            let status = keyed(x.ctx, &x.url, CacheStatus::forward(s.miss_fwd));
+            let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&s.look)));
             x.fill(s.look, status, None, None).await
         }
     }
