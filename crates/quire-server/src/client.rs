@@ -175,6 +175,42 @@ impl Client {
     }
 }
 
+/// A connection's far end: its address, and whether it speaks TLS to quire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The TCP peer.
+    pub addr: SocketAddr,
+    /// Whether the connection is HTTPS.
+    pub tls: bool,
+}
+
+impl Peer {
+    /// A cleartext connection from `addr`.
+    pub fn plain(addr: SocketAddr) -> Peer {
+        Peer { addr, tls: false }
+    }
+
+    /// The scheme the client used, which keys carry and fills announce in
+    /// `X-Forwarded-Proto`: `https` on a TLS connection; on a cleartext one from a
+    /// trusted proxy (a TLS terminator in front of quire), what that proxy's
+    /// `X-Forwarded-Proto` says (`https` or `http`); else `http`. Anyone else's
+    /// `X-Forwarded-Proto` is ignored: it would let a client file an `http` page
+    /// under the `https` key.
+    pub fn scheme(&self, headers: &HeaderMap, trusted: &TrustedProxies) -> &'static str {
+        if self.tls {
+            return "https";
+        }
+        if trusted.is_empty() || !trusted.contains(self.addr.ip().to_canonical()) {
+            return "http";
+        }
+        let said = headers.get("x-forwarded-proto").map(|v| v.as_bytes());
+        match said {
+            Some(v) if v.eq_ignore_ascii_case(b"https") => "https",
+            _ => "http",
+        }
+    }
+}
+
 /// Every `X-Forwarded-For` line joined with `, `; `None` when absent, not text, or
 /// longer than [`FORWARDED_FOR_MAX`].
 fn forwarded_for(headers: &HeaderMap) -> Option<String> {
@@ -195,6 +231,31 @@ fn forwarded_for(headers: &HeaderMap) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scheme_is_the_connections_unless_a_trusted_proxy_says() {
+        let addr: SocketAddr = "10.0.0.2:5000".parse().unwrap();
+        let mut said = HeaderMap::new();
+        said.insert("x-forwarded-proto", "HTTPS".parse().unwrap());
+        let none = TrustedProxies::default();
+        let proxy = TrustedProxies::parse(&["10.0.0.0/8"]).unwrap();
+        let plain = Peer::plain(addr);
+        assert_eq!(plain.scheme(&HeaderMap::new(), &proxy), "http");
+        assert_eq!(
+            plain.scheme(&said, &none),
+            "http",
+            "an untrusted peer is not believed"
+        );
+        assert_eq!(plain.scheme(&said, &proxy), "https");
+        let tls = Peer { addr, tls: true };
+        let mut http = HeaderMap::new();
+        http.insert("x-forwarded-proto", "http".parse().unwrap());
+        assert_eq!(
+            tls.scheme(&http, &proxy),
+            "https",
+            "TLS to quire is https whatever is said"
+        );
+    }
 
     fn h(xff: &[&str]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -65,6 +65,12 @@ pub struct Config {
     /// the client: a TLS terminator or load balancer in front of quire. Empty (the
     /// default): the client is always the connection's peer. See `client`.
     pub trusted_proxies: Vec<String>,
+    /// TLS on the listener: with a certificate, `listen` serves HTTPS (HTTP/2 and
+    /// HTTP/1.1 by ALPN).
+    pub tls: TlsSection,
+    /// With TLS on, a second, plain-HTTP address whose every request is redirected to
+    /// HTTPS (308, same host and path).
+    pub listen_http: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -84,7 +90,64 @@ impl Default for Config {
             fill_headers: FillHeaders::Keyed,
             sendfile_min_bytes: ByteSize(0),
             trusted_proxies: Vec::new(),
+            tls: TlsSection::default(),
+            listen_http: None,
         }
+    }
+}
+
+/// The `[tls]` section: the listener's certificate and what HTTPS responses carry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSection {
+    /// The certificate chain, PEM: the site's certificate first, then the
+    /// intermediates.
+    pub cert: Option<PathBuf>,
+    /// The certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// A `Strict-Transport-Security` value added to every HTTPS response, e.g.
+    /// `"max-age=63072000"`. Off by default: once a browser has seen it, the site
+    /// cannot go back to plain HTTP for that long.
+    pub hsts: Option<String>,
+    /// Longest a client may take to complete the TLS handshake.
+    pub handshake_timeout: Secs,
+}
+
+impl Default for TlsSection {
+    fn default() -> Self {
+        TlsSection {
+            cert: None,
+            key: None,
+            hsts: None,
+            handshake_timeout: Secs(Duration::from_secs(10)),
+        }
+    }
+}
+
+impl TlsSection {
+    /// Whether TLS is on (a certificate is configured).
+    pub fn enabled(&self) -> bool {
+        self.cert.is_some() || self.key.is_some()
+    }
+
+    /// Checks the section on its own: both files or neither, a well-formed HSTS
+    /// value, a non-zero handshake timeout.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |s: &str| Err(ConfigError(s.into()));
+        if self.cert.is_some() != self.key.is_some() {
+            return bad("tls.cert and tls.key go together: give both or neither");
+        }
+        if let Some(h) = &self.hsts {
+            let ok = h.trim_start().to_ascii_lowercase().starts_with("max-age=")
+                && http::HeaderValue::from_str(h).is_ok();
+            if !ok {
+                return bad("tls.hsts must be a Strict-Transport-Security value starting with max-age=, e.g. \"max-age=63072000\"");
+            }
+        }
+        if self.handshake_timeout.0.is_zero() {
+            return bad("tls.handshake_timeout must be above 0");
+        }
+        Ok(())
     }
 }
 
@@ -378,6 +441,16 @@ impl Config {
             .map_err(|e| ConfigError(e.to_string()))?;
         if self.encodings.brotli_upgrade_level > 11 {
             return bad("encodings.brotli_upgrade_level must be within 0..=11".into());
+        }
+        self.tls.validate()?;
+        match self.listen_http {
+            Some(_) if !self.tls.enabled() => {
+                return bad("listen_http redirects to HTTPS: it needs tls.cert and tls.key".into())
+            }
+            Some(a) if a == self.listen => {
+                return bad(format!("listen_http {a} is the same address as listen"))
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -141,6 +141,8 @@ impl Exchange<'_> {
             }
             FillHeaders::All => origin::fill_headers_all(req_headers, &host, &self.client),
         };
+        let mut headers = headers;
+        origin::set_forwarded_proto(&mut headers, url.scheme());
         FillSpec {
             url: url.clone(),
             primary_key: look.primary_key.clone(),

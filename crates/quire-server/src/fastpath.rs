@@ -42,15 +42,16 @@ use quire_http::conditional::Precondition;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass};
 use quire_http::status::CacheStatus;
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 
+use crate::client::Peer;
 use crate::h1;
 use crate::hit;
 use crate::metrics::Outcome;
 use crate::origin::OutBody;
 use crate::sendfile::Volume;
 use crate::state::Ctx;
+use crate::wire::Wire;
 
 /// Most header lines the fast path parses; more goes to hyper.
 const HEADERS_MAX: usize = 64;
@@ -126,15 +127,15 @@ impl InFlight {
 /// reset on close, and reported closed).
 pub(crate) async fn run(
     ctx: &Arc<Ctx>,
-    stream: &TcpStream,
-    peer: std::net::SocketAddr,
+    wire: &mut Wire,
+    peer: Peer,
     volume: Option<&Volume>,
     signals: Signals<'_>,
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
-    let exit = serve(ctx, stream, peer, volume, signals, &mut in_flight).await;
+    let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight).await;
     let idle = ctx.cfg.limits.client_idle_timeout.0;
-    let drained = in_flight.settle(stream, idle).await;
+    let drained = in_flight.settle(wire.tcp(), idle).await;
     match exit {
         Ok(Exit::Handover(_)) if !drained => Ok(Exit::Closed),
         e => e,
@@ -165,8 +166,8 @@ pub(crate) async fn next_change(
 /// One connection on the fast path: its socket and buffers.
 struct Conn<'a> {
     ctx: &'a Arc<Ctx>,
-    stream: &'a TcpStream,
-    peer: std::net::SocketAddr,
+    wire: &'a mut Wire,
+    peer: Peer,
     volume: Option<&'a Volume>,
     /// How long a client may stay silent, or leave the socket full.
     idle: Duration,
@@ -200,8 +201,8 @@ enum Read {
 
 async fn serve(
     ctx: &Arc<Ctx>,
-    stream: &TcpStream,
-    peer: std::net::SocketAddr,
+    wire: &mut Wire,
+    peer: Peer,
     volume: Option<&Volume>,
     signals: Signals<'_>,
     in_flight: &mut InFlight,
@@ -210,7 +211,7 @@ async fn serve(
     let idle = ctx.cfg.limits.client_idle_timeout.0;
     let mut c = Conn {
         ctx,
-        stream,
+        wire,
         peer,
         volume,
         idle,
@@ -237,7 +238,7 @@ async fn serve(
         let Some(req) = parse(&c.buf[..end]) else {
             return Ok(Exit::Handover(c.buf.freeze()));
         };
-        let Some(answer) = answer(ctx, &req, &mut c.out) else {
+        let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
             // Not a fresh hit: the service answers, and the connection stays here.
             c.buf.advance(end);
             if !c.serve_other(req, in_flight).await? {
@@ -272,7 +273,7 @@ impl Conn<'_> {
                 return Ok(Read::Exit(Exit::Closed));
             }
             let read = tokio::select! {
-                r = read_some(self.stream, &mut self.buf) => r?,
+                r = self.wire.read_some(&mut self.buf) => r?,
                 // (a dropped sender also means the server is going away)
                 _ = w.changed.as_mut(), if !w.stopping => {
                     w.stopping = true;
@@ -312,14 +313,14 @@ impl Conn<'_> {
         let req = req.into_request();
         // Bodies sent by sendfile stay pinned until acknowledged; do not hold them
         // through a wait on the origin.
-        if !in_flight.0.is_empty() && !in_flight.settle(self.stream, self.idle).await {
+        if !in_flight.0.is_empty() && !in_flight.settle(self.wire.tcp(), self.idle).await {
             return Ok(false);
         }
         let resp = crate::service::handle(self.ctx.clone(), req, self.peer).await;
-        let after = h1::write_response(self.stream, resp, head_only, &mut self.out, self.idle);
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.idle);
         if after.await? == h1::After::Close {
             // A clean end (FIN after the answer), as hyper ends a connection.
-            let _ = rustix::net::shutdown(self.stream, rustix::net::Shutdown::Write);
+            self.wire.close_write().await;
             return Ok(false);
         }
         Ok(true)
@@ -332,54 +333,24 @@ impl Conn<'_> {
         // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
         // few responses longer costs nothing, a system call per response does.
         if in_flight.0.len() >= IN_FLIGHT_CHECK {
-            in_flight.release_acked(self.stream);
+            in_flight.release_acked(self.wire.tcp());
         }
-        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(self.stream, self.idle).await {
+        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(self.wire.tcp(), self.idle).await
+        {
             return Ok(false);
         }
-        match write_answer(self.stream, &self.out, answer, self.volume, self.idle).await {
+        match write_answer(self.wire, &self.out, answer, self.volume, self.idle).await {
             Ok(false) => {}
             Ok(true) => in_flight.0.extend(answer.body.clone()),
             Err(e) => {
                 // Failed, or the client stopped reading for the idle limit. The queue
                 // may hold part of a sendfile'd body: drop it with the connection
                 // rather than let it outlive the pin.
-                in_flight.abort(self.stream);
+                in_flight.abort(self.wire.tcp());
                 return Err(e);
             }
         }
         Ok(true)
-    }
-}
-
-/// Reads what the socket holds into `buf`. A read that leaves room in the buffer
-/// has drained the socket, so it also clears the socket's readiness (as nginx does
-/// after a short read): otherwise the next call would spend a `recv` only to learn
-/// `EAGAIN`, one system call in three of a keep-alive hit. Edge-triggered epoll
-/// reports bytes that arrive after the read, so none is missed.
-async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    if buf.capacity() - buf.len() < 4096 {
-        buf.reserve(8192);
-    }
-    loop {
-        stream.readable().await?;
-        let mut got = 0;
-        let r = stream.try_io(Interest::READABLE, || {
-            let (n, room) = crate::sys::recv_into_spare(stream, buf)?;
-            got = n;
-            if got > 0 && got < room {
-                // Drained: tokio clears readiness on `WouldBlock`.
-                Err(io::ErrorKind::WouldBlock.into())
-            } else {
-                Ok(got)
-            }
-        });
-        match r {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => return Ok(got),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
     }
 }
 
@@ -472,7 +443,7 @@ fn parse(head: &[u8]) -> Option<Plain> {
 /// The fresh-hit answer to `req`, its head written to `out`; `None` when the
 /// request is the service's to answer (a miss, a stale entry, a range, a bypass, a
 /// precondition for the origin, an admin call).
-fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
+fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answer> {
     let (method, headers) = (&req.method, &req.headers);
     // The target as sent (origin-form: path and query).
     let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -482,7 +453,8 @@ fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
     if bypass::bypass(method, headers, &ctx.bypass).is_some() {
         return None;
     }
-    let url = key::normalize("http", headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
+    let scheme = peer.scheme(headers, &ctx.trusted_proxies);
+    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
     let class = MethodClass::of(method)?;
     let now = ctx.clock.now();
     let look = crate::lookup::lookup(ctx, class, &url, headers);
@@ -518,31 +490,47 @@ fn answer(ctx: &Ctx, req: &Plain, out: &mut Vec<u8>) -> Option<Answer> {
             }
         }
     };
+    if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
+        add_field(out, "strict-transport-security", hsts.as_bytes());
+    }
     if *method == Method::GET && matches!(answer.status, 200 | 304) {
         ctx.origin.served(path);
     }
     Some(answer)
 }
 
-/// Writes a hit's head and body (see [`h1::write_all`]); `true` when the body went
-/// (in part) by sendfile, so the caller keeps it pinned until the peer has
-/// acknowledged it.
+/// Appends a field line to a complete head in `out` (before its blank line).
+fn add_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    debug_assert!(out.ends_with(b"\r\n\r\n"), "a complete head");
+    out.truncate(out.len() - 2);
+    h1::field(out, name, value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes a hit's head and body (see [`Wire::write_all`]); `true` when the body
+/// went (in part) by sendfile — cleartext only — so the caller keeps it pinned
+/// until the peer has acknowledged it.
 async fn write_answer(
-    stream: &TcpStream,
+    wire: &mut Wire,
     head: &[u8],
     a: &Answer,
     volume: Option<&Volume>,
     idle: std::time::Duration,
 ) -> io::Result<bool> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
-    let mut sent_from_file = false;
-    let write = |slices: &[IoSlice<'_>]| match volume {
-        Some(v) if v.wants(slices) => {
-            sent_from_file = true;
-            v.write(stream, slices)
-        }
-        _ => Ok(rustix::io::writev(stream, slices)?),
-    };
-    h1::write_all_with(stream, &[head, body], idle, write).await?;
-    Ok(sent_from_file)
+    if let (Some(stream), Some(volume)) = (wire.plain(), volume) {
+        let mut sent_from_file = false;
+        let write = |slices: &[IoSlice<'_>]| {
+            if volume.wants(slices) {
+                sent_from_file = true;
+                volume.write(stream, slices)
+            } else {
+                Ok(rustix::io::writev(stream, slices)?)
+            }
+        };
+        h1::write_all_with(stream, &[head, body], idle, write).await?;
+        return Ok(sent_from_file);
+    }
+    wire.write_all(&[head, body], idle).await?;
+    Ok(false)
 }

@@ -26,7 +26,8 @@ use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+
+use crate::wire::Wire;
 
 /// Longest chunk-size or trailer line followed; longer turns the scanner off (hyper
 /// rejects such lines).
@@ -298,8 +299,8 @@ fn judge(head: &[u8]) -> Judgement {
 /// writes: hyper drops a body as soon as its write returns, too early for sendfile's
 /// page references ([`crate::sendfile`]).
 #[derive(Debug)]
-pub struct Guarded {
-    inner: TcpStream,
+pub(crate) struct Guarded {
+    inner: Wire,
     /// Bytes already read from `inner` (by the fast path) that hyper must see first.
     prefix: Bytes,
     scan: Scanner,
@@ -319,8 +320,8 @@ impl Guarded {
     /// A write that cannot progress for `send_timeout` fails: a client that stops
     /// reading cannot hold a response (and the store region its body is pinned in)
     /// forever.
-    pub fn new(
-        inner: TcpStream,
+    pub(crate) fn new(
+        inner: Wire,
         prefix: Bytes,
         head_limit: usize,
         send_timeout: std::time::Duration,
@@ -449,11 +450,8 @@ impl Drop for Guarded {
     /// blocking — it is a few hundred bytes into an idle socket's send buffer.
     fn drop(&mut self) {
         if let Some(resp) = &self.refused {
-            while self.written < resp.len() {
-                match self.inner.try_write(&resp[self.written..]) {
-                    Ok(n) if n > 0 => self.written += n,
-                    _ => break,
-                }
+            if self.written < resp.len() {
+                self.written += self.inner.try_write_now(&resp[self.written..]);
             }
         }
     }

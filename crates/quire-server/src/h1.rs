@@ -28,6 +28,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use crate::body::Body;
+use crate::wire::Wire;
 
 /// Whether the connection stays open after a response.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ enum Framing {
 /// space for the response head. Waits for a full socket at most `idle` per write; a
 /// client that stops reading longer is a `TimedOut` error.
 pub(crate) async fn write_response(
-    stream: &TcpStream,
+    stream: &mut Wire,
     resp: Response<Body>,
     head_only: bool,
     head: &mut Vec<u8>,
@@ -58,7 +59,7 @@ pub(crate) async fn write_response(
     let (parts, mut body) = resp.into_parts();
     head.clear();
     let (framing, close) = serialise_head(&parts, &body, head_only, head);
-    let out = Out { stream, idle };
+    let mut out = Out { stream, idle };
     let whole = out.body(head, &mut body, &framing).await?;
     Ok(if close || !whole {
         After::Close
@@ -118,14 +119,14 @@ fn serialise_head(
 
 /// The socket a response goes out on, with the longest wait for room in it.
 struct Out<'a> {
-    stream: &'a TcpStream,
+    stream: &'a mut Wire,
     idle: Duration,
 }
 
 impl Out<'_> {
     /// Writes the head and the body as `framing` says; `false` when the body failed
     /// or ended short of its length (only a close then tells the client).
-    async fn body(&self, head: &[u8], body: &mut Body, framing: &Framing) -> io::Result<bool> {
+    async fn body(&mut self, head: &[u8], body: &mut Body, framing: &Framing) -> io::Result<bool> {
         // The head goes out with the first chunk while that chunk is ready at once;
         // a slow fill still gets its head out first.
         let mut head: &[u8] = head;
@@ -169,7 +170,7 @@ impl Out<'_> {
     /// Writes one chunk of body data (after what is left of the head) as `framing`
     /// frames it; `true` once a sized body is complete.
     async fn chunk(
-        &self,
+        &mut self,
         head: &[u8],
         data: &[u8],
         framing: &Framing,
@@ -192,8 +193,8 @@ impl Out<'_> {
         }
     }
 
-    async fn write(&self, parts: &[&[u8]]) -> io::Result<()> {
-        write_all(self.stream, parts, self.idle).await
+    async fn write(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        self.stream.write_all(parts, self.idle).await
     }
 }
 
@@ -280,22 +281,8 @@ pub(crate) async fn write_all_with(
     let mut done = 0;
     let mut deadline = None;
     while done < total {
-        // The non-empty slices from `done` on.
-        let mut skip = done;
         let mut slices = [IoSlice::new(&[]); 4];
-        let mut n = 0;
-        for p in parts {
-            if skip >= p.len() {
-                skip -= p.len();
-                continue;
-            }
-            if n == slices.len() {
-                break;
-            }
-            slices[n] = IoSlice::new(&p[skip..]);
-            skip = 0;
-            n += 1;
-        }
+        let n = crate::wire::slices_from(parts, done, &mut slices);
         match stream.try_io(Interest::WRITABLE, || write(&slices[..n])) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(k) => done += k,

@@ -29,7 +29,10 @@
 //!   refuses ambiguously framed HTTP/1.1 requests on the byte stream; [`sendfile`]
 //!   sends large hit bodies from the volume file; [`client`] says who a request is
 //!   from (the peer, or the client a trusted proxy names); [`refuse`] turns away
-//!   request heads the RFCs forbid before they are routed.
+//!   request heads the RFCs forbid before they are routed; [`tls`] holds the
+//!   certificate and rustls' settings, and `wire` is the connection underneath
+//!   (cleartext or TLS) that the fast path and hyper both run on; `redirect` is the
+//!   plain-HTTP listener that sends clients to HTTPS.
 
 #![deny(unsafe_code)]
 
@@ -58,6 +61,7 @@ mod pass;
 pub mod purge;
 mod put;
 mod recompress;
+mod redirect;
 mod refuse;
 mod reply;
 mod sendfile;
@@ -69,7 +73,9 @@ pub mod state;
     reason = "the two socket calls with no safe form; see the module doc"
 )]
 mod sys;
+pub mod tls;
 pub mod upstream;
+mod wire;
 
 pub use clock::Clock;
 pub use config::Config;

@@ -84,6 +84,37 @@ impl Outcome {
     }
 }
 
+/// How a TLS handshake ended: the `result` label of `quire_tls_handshakes_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Completed; the client chose HTTP/2.
+    H2,
+    /// Completed; HTTP/1.1 (by ALPN, or no ALPN at all).
+    Http1,
+    /// Failed: not TLS, no shared version or cipher, a bad record.
+    Failed,
+    /// Not completed within `tls.handshake_timeout`.
+    TimedOut,
+}
+
+impl Handshake {
+    const ALL: [Handshake; 4] = [
+        Handshake::H2,
+        Handshake::Http1,
+        Handshake::Failed,
+        Handshake::TimedOut,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Handshake::H2 => "h2",
+            Handshake::Http1 => "http1",
+            Handshake::Failed => "failed",
+            Handshake::TimedOut => "timeout",
+        }
+    }
+}
+
 /// What a fill did with the origin's response: the `result` label of
 /// `quire_fills_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +279,7 @@ pub struct Metrics {
     connections_refused: AtomicU64,
     connections_reaped: AtomicU64,
     fills_in_flight: AtomicI64,
+    handshakes: [AtomicU64; Handshake::ALL.len()],
 }
 
 impl Default for Metrics {
@@ -272,6 +304,7 @@ impl Metrics {
             connections_refused: AtomicU64::new(0),
             connections_reaped: AtomicU64::new(0),
             fills_in_flight: AtomicI64::new(0),
+            handshakes: Default::default(),
         }
     }
 
@@ -341,6 +374,16 @@ impl Metrics {
     /// `limits.connections`).
     pub fn record_connection_reaped(&self) {
         self.connections_reaped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A TLS handshake ended with `result`.
+    pub fn record_handshake(&self, result: Handshake) {
+        self.handshakes[result as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Handshakes so far that ended with `result`.
+    pub fn handshakes(&self, result: Handshake) -> u64 {
+        self.handshakes[result as usize].load(Ordering::Relaxed)
     }
 
     /// Connections refused and reaped so far.
@@ -465,6 +508,20 @@ impl Metrics {
             writeln!(out, "quire_fills_total{{result=\"{}\"}} {n}", f.label())?;
         }
 
+        family(
+            out,
+            "quire_tls_handshakes_total",
+            "counter",
+            "TLS handshakes, by how they ended (the protocol chosen, or why they failed).",
+        )?;
+        for h in Handshake::ALL {
+            let n = self.handshakes(h);
+            writeln!(
+                out,
+                "quire_tls_handshakes_total{{result=\"{}\"}} {n}",
+                h.label()
+            )?;
+        }
         counter(
             out,
             "quire_fills_coalesced_total",
@@ -1130,6 +1187,7 @@ mod tests {
             "quire_fills_coalesced_total",
             "quire_fills_busy_total",
             "quire_fastpath_handovers_total",
+            "quire_tls_handshakes_total",
             "quire_connections_refused_total",
             "quire_connections_reaped_total",
             "quire_purged_entries_total",

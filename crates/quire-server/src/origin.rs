@@ -262,6 +262,16 @@ fn set_forwarded_for(h: &mut HeaderMap, from: &crate::client::Client) {
     };
 }
 
+/// Sets `X-Forwarded-Proto` to the scheme the client used (see
+/// [`crate::client::Peer::scheme`]), replacing whatever the client sent: an origin
+/// that builds absolute links from it builds them for the key the response is
+/// stored under.
+pub fn set_forwarded_proto(h: &mut HeaderMap, scheme: &str) {
+    if let Ok(v) = HeaderValue::from_str(scheme) {
+        h.insert("x-forwarded-proto", v);
+    }
+}
+
 /// The head of a fill: only the fields a stored response may depend on (see the module
 /// doc). `host` is the normalised authority, `vary` the field names the URL's stored
 /// `Vary` selects on (lower-case).

@@ -51,7 +51,7 @@ impl Exchange<'_> {
         } = self;
         let method = req.method().clone();
         let accept = encoding::parse_accept_encoding(req.headers());
-        let (out, body_failed) = outbound(req, &client);
+        let (out, body_failed) = outbound(req, &client, url.scheme());
         let t0 = std::time::Instant::now();
         let resp = ctx.origin.send(out).await;
         ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
@@ -108,9 +108,14 @@ impl Exchange<'_> {
 /// own body fails while it is forwarded (a bad chunk, a hang-up): that fails the
 /// exchange on the origin side too, and it is the client's 400, not the origin's
 /// 502.
-fn outbound(req: Request<OutBody>, client: &Client) -> (Request<OutBody>, Arc<AtomicBool>) {
+fn outbound(
+    req: Request<OutBody>,
+    client: &Client,
+    scheme: &str,
+) -> (Request<OutBody>, Arc<AtomicBool>) {
     let (parts, body) = req.into_parts();
     let mut headers = origin::pass_headers(&parts.headers, client);
+    origin::set_forwarded_proto(&mut headers, scheme);
     if !headers.contains_key(header::HOST) {
         // HTTP/2 carries the host in :authority.
         if let Some(v) = parts

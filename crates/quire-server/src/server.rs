@@ -1,5 +1,6 @@
-//! The listener: accepts connections (bounded), serves HTTP/1.1 and HTTP/2 (h2c,
-//! prior knowledge) on one port, and drains on shutdown.
+//! The listener: accepts connections (bounded), serves HTTP/1.1 and HTTP/2 on one
+//! port — cleartext (HTTP/2 by prior knowledge) or, with `[tls]`, HTTPS (HTTP/2 or
+//! HTTP/1.1 by ALPN) — and drains on shutdown.
 //!
 //! Key decisions:
 //! - **`TCP_NODELAY` on every accepted socket.** hyper writes a response head and
@@ -13,6 +14,11 @@
 //! - **Graceful shutdown**: on the shutdown signal the listener closes, idle
 //!   keep-alive connections are closed, in-flight requests finish (HTTP/2 gets a
 //!   GOAWAY), for at most `limits.shutdown_grace`.
+//! - **TLS handshakes run in the connection's task**, inside its slot and bounded by
+//!   `tls.handshake_timeout`: a client that never finishes one holds one slot for
+//!   that long and no more, and the accept loop never waits on a handshake. A
+//!   connection that chose `h2` goes to hyper at once; HTTP/1.1 starts on the fast
+//!   path as cleartext does ([`crate::wire`]).
 //! - Every connection's reads pass through [`crate::guard`], which refuses ambiguously
 //!   framed requests (`Content-Length` with `Transfer-Encoding`, several lengths).
 //! - Oversized request heads get 431 from hyper (`max_buf_size` = `limits.header_bytes`),
@@ -30,18 +36,23 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::client::Peer;
 use crate::conns::{self, Conns};
 use crate::fastpath;
 use crate::guard::Guarded;
+use crate::metrics::Handshake;
 use crate::sendfile::Volume;
 use crate::service;
 use crate::state::{Ctx, StartError};
+use crate::wire::Wire;
 
 /// A bound server, ready to run.
 #[derive(Debug)]
 pub struct Server {
     ctx: Arc<Ctx>,
     listener: TcpListener,
+    /// The plain-HTTP listener that redirects to HTTPS (`listen_http`).
+    redirect: Option<TcpListener>,
 }
 
 impl Server {
@@ -57,7 +68,24 @@ impl Server {
         socket.set_reuseaddr(true).map_err(listen)?;
         socket.bind(addr).map_err(listen)?;
         let listener = socket.listen(1024).map_err(listen)?;
-        Ok(Server { ctx, listener })
+        let redirect = match ctx.cfg.listen_http {
+            Some(addr) => Some(
+                crate::redirect::bind(addr)
+                    .await
+                    .map_err(|source| StartError::Listen { addr, source })?,
+            ),
+            None => None,
+        };
+        Ok(Server {
+            ctx,
+            listener,
+            redirect,
+        })
+    }
+
+    /// The bound plain-HTTP redirect address, when there is one.
+    pub fn redirect_addr(&self) -> Option<SocketAddr> {
+        self.redirect.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The bound address (the port when 0 was asked for).
@@ -67,12 +95,28 @@ impl Server {
 
     /// Serves until `shutdown` resolves, then drains.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
-        let Server { ctx, listener } = self;
+        let Server {
+            ctx,
+            listener,
+            redirect,
+        } = self;
         let limits = &ctx.cfg.limits;
         let builder = hyper_builder(&ctx);
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        if let (Some(plain), Ok(https)) = (redirect, listener.local_addr()) {
+            let mut stop = stop_rx.clone();
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            tokio::spawn(crate::redirect::run(
+                ctx.clone(),
+                plain,
+                https.port(),
+                stopped,
+            ));
+        }
         let permits = Arc::new(Semaphore::new(limits.connections));
         let conns = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
         tokio::pin!(shutdown);
@@ -108,15 +152,17 @@ impl Server {
             ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
             let conn = Connection {
                 ctx: ctx.clone(),
-                stream,
-                peer,
+                peer: Peer {
+                    addr: peer,
+                    tls: ctx.tls.is_some(),
+                },
                 builder: builder.clone(),
                 volume: volume.clone(),
                 stop: stop_rx.clone(),
                 reap: conns.reaper(),
             };
             tokio::spawn(async move {
-                conn.serve().await;
+                conn.serve(stream).await;
                 drop(admitted);
                 drop(permit);
             });
@@ -164,8 +210,7 @@ async fn drain(permits: &Semaphore, connections: usize, grace: std::time::Durati
 /// One accepted connection and what it needs for its life.
 struct Connection {
     ctx: Arc<Ctx>,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
+    peer: Peer,
     builder: auto::Builder<TokioExecutor>,
     volume: Option<Volume>,
     /// Turns true when the server shuts down.
@@ -178,30 +223,63 @@ impl Connection {
     /// Serves the connection to its end: the fast path first (hits off the socket,
     /// plain requests through the service); from the first request that needs
     /// protocol machinery on, hyper (see [`crate::fastpath`]).
-    async fn serve(mut self) {
-        let (ctx, peer) = (self.ctx.clone(), self.peer);
-        let signals = fastpath::Signals {
-            shutdown: &mut self.stop,
-            reap: self.reap.clone(),
-        };
-        let exit = fastpath::run(&ctx, &self.stream, peer, self.volume.as_ref(), signals).await;
-        match exit {
-            Ok(fastpath::Exit::Handover(prefix)) => {
-                ctx.metrics.record_handover();
-                self.on_hyper(prefix).await;
+    async fn serve(mut self, stream: tokio::net::TcpStream) {
+        let ctx = self.ctx.clone();
+        match self.wire(stream).await {
+            Some((wire, true)) => self.on_hyper(wire, bytes::Bytes::new()).await,
+            Some((mut wire, false)) => {
+                let signals = fastpath::Signals {
+                    shutdown: &mut self.stop,
+                    reap: self.reap.clone(),
+                };
+                let volume = self.volume.as_ref();
+                let exit = fastpath::run(&ctx, &mut wire, self.peer, volume, signals).await;
+                match exit {
+                    Ok(fastpath::Exit::Handover(prefix)) => {
+                        ctx.metrics.record_handover();
+                        self.on_hyper(wire, prefix).await;
+                    }
+                    Ok(fastpath::Exit::Closed) => {}
+                    Err(e) => {
+                        tracing::debug!(error = %e, peer = %self.peer.addr, "connection failed")
+                    }
+                }
             }
-            Ok(fastpath::Exit::Closed) => {}
-            Err(e) => tracing::debug!(error = %e, %peer, "connection failed"),
+            None => {}
         }
         ctx.metrics.connections().fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// The connection's transport, and whether it goes straight to hyper (HTTPS
+    /// with `h2` chosen); `None` when the TLS handshake failed or timed out.
+    async fn wire(&self, stream: tokio::net::TcpStream) -> Option<(Wire, bool)> {
+        let Some(tls) = &self.ctx.tls else {
+            return Some((Wire::Plain(stream), false));
+        };
+        let metrics = &self.ctx.metrics;
+        let handshake = tls.acceptor().accept(stream);
+        let tls_stream = match tokio::time::timeout(tls.handshake_timeout(), handshake).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                metrics.record_handshake(Handshake::Failed);
+                tracing::debug!(error = %e, peer = %self.peer.addr, "TLS handshake failed");
+                return None;
+            }
+            Err(_) => {
+                metrics.record_handshake(Handshake::TimedOut);
+                return None;
+            }
+        };
+        let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        metrics.record_handshake(if h2 { Handshake::H2 } else { Handshake::Http1 });
+        Some((Wire::Tls(Box::new(tls_stream)), h2))
+    }
+
     /// The rest of the connection on hyper, starting with the unanswered bytes
     /// `prefix` the fast path read.
-    async fn on_hyper(self, prefix: bytes::Bytes) {
+    async fn on_hyper(self, wire: Wire, prefix: bytes::Bytes) {
         let Connection {
             ctx,
-            stream,
             peer,
             builder,
             mut stop,
@@ -212,7 +290,7 @@ impl Connection {
         let send_timeout = ctx.cfg.limits.client_idle_timeout.0;
         // No sendfile on hyper's path: it drops a body's pin as soon as the write
         // returns (see `sendfile`).
-        let io = Guarded::new(stream, prefix, head_limit, send_timeout);
+        let io = Guarded::new(wire, prefix, head_limit, send_timeout);
         let svc_ctx = ctx.clone();
         let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let ctx = svc_ctx.clone();
@@ -248,7 +326,7 @@ impl Connection {
             }
         };
         if let Err(e) = ended {
-            tracing::debug!(error = %e, %peer, "connection ended with an error");
+            tracing::debug!(error = %e, peer = %peer.addr, "connection ended with an error");
         }
     }
 }

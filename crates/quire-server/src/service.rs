@@ -14,7 +14,6 @@
 //! out that involve the origin are [`crate::exchange::Exchange`]'s; the small
 //! answers quire writes itself are [`crate::reply`]'s.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::header;
@@ -28,7 +27,7 @@ use quire_store::Handle;
 
 use crate::admin;
 use crate::body::Body;
-use crate::client::Client;
+use crate::client::{Client, Peer};
 use crate::exchange::{Answered, Exchange};
 use crate::hit::{self, NotServed, Prepared};
 use crate::lookup::{self, keyed, Lookup};
@@ -38,16 +37,17 @@ use crate::refuse;
 use crate::reply;
 use crate::state::Ctx;
 
-/// Answers one request and records it in the metrics.
-pub(crate) async fn handle(
-    ctx: Arc<Ctx>,
-    req: Request<OutBody>,
-    peer: SocketAddr,
-) -> Response<Body> {
+/// Answers one request and records it in the metrics; over HTTPS, the answer
+/// carries `Strict-Transport-Security` when `tls.hsts` is set.
+pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Response<Body> {
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
-    let (resp, outcome) = route(&ctx, req, peer).await;
+    let (mut resp, outcome) = route(&ctx, req, peer).await;
+    if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
+        resp.headers_mut()
+            .insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
+    }
     if let Some(uri) = target.filter(|_| matches!(resp.status().as_u16(), 200 | 304)) {
         ctx.origin
             .served(uri.path_and_query().map_or("/", |p| p.as_str()));
@@ -65,7 +65,7 @@ pub(crate) async fn handle(
 
 /// Routes a request: refusals, the admin API, then the cache (or the origin, for
 /// what the cache does not take).
-async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: SocketAddr) -> Answered {
+async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
     // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::guard` refuses it
     // on the byte stream, before hyper folds the evidence away.
     if let Some(r) = refuse::check(&req) {
@@ -78,8 +78,9 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: SocketAddr) -> Answe
     if req.method().as_str() == "PURGE" {
         return admin::purge_method(ctx, &req);
     }
+    let scheme = peer.scheme(req.headers(), &ctx.trusted_proxies);
     let url = match key::normalize(
-        "http",
+        scheme,
         req.headers().get(header::HOST),
         req.uri(),
         &ctx.keys,
@@ -94,7 +95,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: SocketAddr) -> Answe
         let path = url.path().to_owned();
         return admin::handle(ctx, req, &path).await;
     }
-    let client = Client::resolve(peer, req.headers(), &ctx.trusted_proxies);
+    let client = Client::resolve(peer.addr, req.headers(), &ctx.trusted_proxies);
     let now = ctx.clock.now();
     let x = Exchange {
         ctx,

@@ -153,6 +153,8 @@ pub struct Ctx {
     pub started: Instant,
     /// The wall clock freshness is decided by (tests move it forward).
     pub clock: Clock,
+    /// TLS on the listener, when configured.
+    pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
 /// Why the server could not start.
@@ -191,6 +193,9 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
+    /// The TLS certificate or key cannot be used.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 impl Ctx {
@@ -219,6 +224,7 @@ impl Ctx {
             .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
         let mut keys = cfg.key_config();
         keys.query_paths = origin.query_paths();
+        let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         Ok(Arc::new(Ctx {
             keys,
             bypass: cfg.bypass_config(),
@@ -236,6 +242,7 @@ impl Ctx {
             trusted_proxies,
             started: Instant::now(),
             clock: Clock::default(),
+            tls,
             store,
             origin,
             cfg,

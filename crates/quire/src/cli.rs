@@ -56,6 +56,9 @@ pub(crate) struct ProxyArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// HTTPS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// Arguments of `quire serve`. Flags override the config file.
@@ -81,9 +84,28 @@ pub(crate) struct ServeArgs {
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// HTTPS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Do not watch the vault for changes (pages change only on restart).
     #[arg(long)]
     pub no_watch: bool,
+}
+
+/// The HTTPS flags of `quire serve` and `quire proxy` (the `[tls]` section and
+/// `listen_http` of the config file).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct TlsArgs {
+    /// Certificate chain, PEM (the site's certificate first): with --tls-key,
+    /// --listen serves HTTPS (HTTP/2 and HTTP/1.1).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key, PEM.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With TLS on, also serve plain HTTP here, redirecting every request to HTTPS.
+    #[arg(long, value_name = "ADDR")]
+    pub listen_http: Option<std::net::SocketAddr>,
 }
 
 /// Arguments of `quire purge`.

@@ -38,6 +38,7 @@ pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
         args.cache_size.as_deref(),
         args.workers,
     )?;
+    apply_tls_flags(&mut cfg, &args.tls);
     Ok(cfg)
 }
 
@@ -66,6 +67,17 @@ pub(crate) fn apply_flags(
     Ok(())
 }
 
+/// Sets the HTTPS flags over `cfg`.
+pub(crate) fn apply_tls_flags(cfg: &mut Config, tls: &crate::cli::TlsArgs) {
+    if let (Some(cert), Some(key)) = (&tls.tls_cert, &tls.tls_key) {
+        cfg.tls.cert = Some(cert.clone());
+        cfg.tls.key = Some(key.clone());
+    }
+    if let Some(a) = tls.listen_http {
+        cfg.listen_http = Some(a);
+    }
+}
+
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
 pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
@@ -75,7 +87,8 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
         let server = Server::bind(ctx.clone()).await?;
         let addr = server.local_addr()?;
         eprintln!(
-            "quire: proxying http://{addr} -> {} (cache {}, {} workers)",
+            "quire: proxying {}://{addr} -> {} (cache {}, {} workers)",
+            if ctx.tls.is_some() { "https" } else { "http" },
             ctx.cfg.origin.as_deref().unwrap_or("?"),
             ctx.cfg.cache.path.display(),
             workers

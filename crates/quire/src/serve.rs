@@ -11,7 +11,7 @@ use quire_server::{Config, Ctx, Server};
 use quire_site::Site;
 
 use crate::cli::ServeArgs;
-use crate::proxy::{apply_flags, load_config, runtime, shutdown_signal};
+use crate::proxy::{apply_flags, apply_tls_flags, load_config, runtime, shutdown_signal};
 
 /// The default cache size of `quire serve` (a site is smaller than what a proxy
 /// fronts).
@@ -36,6 +36,7 @@ pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
         args.cache_size.as_deref(),
         args.workers,
     )?;
+    apply_tls_flags(&mut cfg, &args.tls);
     Ok(cfg)
 }
 
@@ -59,9 +60,10 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let addr = server.local_addr()?;
         let snap = site.snapshot();
         eprintln!(
-            "quire: serving {} ({} notes) on http://{addr} (cache {}, {} workers{})",
+            "quire: serving {} ({} notes) on {}://{addr} (cache {}, {} workers{})",
             args.vault.display(),
             snap.vault.notes().len(),
+            if ctx.tls.is_some() { "https" } else { "http" },
             ctx.cfg.cache.path.display(),
             workers,
             if watcher.is_some() {
