@@ -1211,7 +1211,7 @@ mod tests {
         ] {
             assert!(sampled.contains(name), "missing family {name}");
         }
-        assert_eq!(types.len(), 30);
+        assert_eq!(types.len(), 31);
 
         for line in [
             "quire_store_hits_total 1",
