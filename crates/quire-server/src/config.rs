@@ -447,7 +447,7 @@ impl Config {
             Some(_) if !self.tls.enabled() => {
                 return bad("listen_http redirects to HTTPS: it needs tls.cert and tls.key".into())
             }
-            Some(a) if a == self.listen => {
+            Some(a) if a == self.listen && a.port() != 0 => {
                 return bad(format!("listen_http {a} is the same address as listen"))
             }
             _ => {}

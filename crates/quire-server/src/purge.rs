@@ -12,6 +12,10 @@
 //!   a fill or background rewrite in flight for a purged URL will not store fresh
 //!   bytes after it, and no request that arrives after the purge joins such a fill.
 //!   A soft purge's own rewrites pass the same gate, so a hard purge racing them wins.
+//! - **A URL or prefix purge covers both schemes.** Keys carry the scheme the client
+//!   used, so `https://h/a` and `http://h/a` are two entries; purging either
+//!   spelling removes both, so an operator who names the page one way never leaves
+//!   the other serving what they meant to remove.
 //! - **Soft purge rewrites records**: the freshness lifetime is cut to the current
 //!   age, so the next request revalidates with the stored validators (or, with
 //!   `stale-while-revalidate`, is served stale once while it does); the bodies are
@@ -40,11 +44,15 @@ pub enum Target {
 }
 
 impl Target {
-    fn tag(&self) -> String {
+    /// The store tags the target names: for a URL or a directory, its own and its
+    /// twin's under the other scheme.
+    fn tags(&self) -> Vec<String> {
         match self {
-            Target::Url(u) => object::url_tag(u.as_str()),
-            Target::Directory(d) => object::dir_tag(d),
-            Target::Key(k) => object::key_tag(k),
+            Target::Url(u) => both_schemes(u.as_str())
+                .map(|u| object::url_tag(&u))
+                .collect(),
+            Target::Directory(d) => both_schemes(d).map(|d| object::dir_tag(&d)).collect(),
+            Target::Key(k) => vec![object::key_tag(k)],
         }
     }
 
@@ -56,30 +64,50 @@ impl Target {
     }
 }
 
+/// `url`, and its twin under the other of `http`/`https` when it has one.
+fn both_schemes(url: &str) -> impl Iterator<Item = String> {
+    let twin = if let Some(rest) = url.strip_prefix("http://") {
+        Some(format!("https://{rest}"))
+    } else {
+        url.strip_prefix("https://")
+            .map(|rest| format!("http://{rest}"))
+    };
+    std::iter::once(url.to_owned()).chain(twin)
+}
+
 /// Logs the invalidation of `targets` (see [`crate::invalidate`]); returns the
 /// sequence number after it, where the purge's own rewrites start.
 fn log(ctx: &Ctx, targets: &[Target], soft: bool) -> u64 {
-    let tags: Vec<_> = targets.iter().map(|t| (t.tag(), t.kind())).collect();
+    let tags: Vec<_> = targets
+        .iter()
+        .flat_map(|t| t.tags().into_iter().map(|tag| (tag, t.kind())))
+        .collect();
     ctx.invalidations.record(&tags, soft) + 1
 }
 
 /// Removes every record of `target`; returns how many. The invalidation must be
 /// logged already.
 fn hard(ctx: &Ctx, target: &Target) -> u64 {
-    match ctx.store.remove_tagged(target.tag().as_bytes()) {
-        Ok(n) => n as u64,
-        Err(e) => {
-            tracing::warn!(error = %e, "purge failed");
-            0
+    let mut removed = 0;
+    for tag in target.tags() {
+        match ctx.store.remove_tagged(tag.as_bytes()) {
+            Ok(n) => removed += n as u64,
+            Err(e) => tracing::warn!(error = %e, "purge failed"),
         }
     }
+    removed
 }
 
 /// Marks every record of `target` stale; returns how many. The invalidation must be
 /// logged already; `since` is the log position after it.
 fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
     let mut n = 0;
-    for key in ctx.store.tagged_keys(target.tag().as_bytes()) {
+    let keys = target
+        .tags()
+        .iter()
+        .flat_map(|tag| ctx.store.tagged_keys(tag.as_bytes()))
+        .collect::<Vec<_>>();
+    for key in keys {
         let Some(Record::Object(first)) =
             ctx.store.get(&key).and_then(|h| object::decode(h.meta()))
         else {
@@ -144,4 +172,19 @@ pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
         "purged"
     );
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_and_prefix_purges_name_both_schemes() {
+        let dir = Target::Directory("https://h/blog/".into());
+        assert_eq!(dir.tags(), ["d:https://h/blog/", "d:http://h/blog/"]);
+        let key = Target::Key("post-1".into());
+        assert_eq!(key.tags(), ["t:post-1"]);
+        let twins: Vec<_> = both_schemes("http://h:8080/a?b").collect();
+        assert_eq!(twins, ["http://h:8080/a?b", "https://h:8080/a?b"]);
+    }
 }

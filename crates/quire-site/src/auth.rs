@@ -98,6 +98,15 @@ pub struct Login<'a> {
     pub limiter: &'a LoginLimiter,
 }
 
+/// Whether the request reached quire over HTTPS: quire's server sets
+/// `X-Forwarded-Proto` on every request it hands the site, replacing any a client
+/// sent, so the value is quire's own.
+pub fn over_https(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| v.as_bytes() == b"https")
+}
+
 /// `POST /login`: signs in and redirects to `next`, or shows the form again.
 pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let form = String::from_utf8_lossy(body);
@@ -135,7 +144,11 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
             tracing::info!(reader = %reader.name, "signed in");
             Reply::redirect(&next).with(
                 header::SET_COOKIE,
-                set_cookie_header(&cookie, l.sessions.ttl(), l.snap.config.secure_cookies),
+                set_cookie_header(
+                    &cookie,
+                    l.sessions.ttl(),
+                    l.snap.config.secure_cookies || over_https(headers),
+                ),
             )
         }
         None => {

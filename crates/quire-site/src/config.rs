@@ -28,7 +28,9 @@ pub struct SiteConfig {
     pub feed_entries: usize,
     /// How long a sign-in lasts, in hours.
     pub session_hours: u64,
-    /// Mark the session cookie `Secure` (set this when quire is behind HTTPS).
+    /// Mark the session cookie `Secure` even on plain HTTP (set this when a TLS
+    /// terminator in front of quire does not send `X-Forwarded-Proto`); over HTTPS
+    /// quire marks it `Secure` anyway.
     pub secure_cookies: bool,
 }
 

@@ -421,7 +421,14 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
         path: &path,
         query: parts.uri.query(),
         viewer: viewer.as_ref(),
-        base: format!("http://{host}"),
+        base: format!(
+            "{}://{host}",
+            if auth::over_https(&parts.headers) {
+                "https"
+            } else {
+                "http"
+            }
+        ),
     };
     match (&parts.method, path.as_str()) {
         (&Method::GET | &Method::HEAD, _) => respond::page(

@@ -339,6 +339,8 @@ impl futures_core::Stream for Endless {
 pub struct Quire {
     /// Where quire listens.
     pub addr: SocketAddr,
+    /// Where its plain-HTTP redirect listener is (`listen_http`), if configured.
+    pub redirect_addr: Option<SocketAddr>,
     /// quire's shared state (metrics, store, clock).
     pub ctx: Arc<Ctx>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -363,12 +365,14 @@ impl Quire {
         let ctx = Ctx::new(cfg).unwrap();
         let server = Server::bind(ctx.clone()).await.unwrap();
         let addr = server.local_addr().unwrap();
+        let redirect_addr = server.redirect_addr();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = rx.await;
         }));
         Quire {
             addr,
+            redirect_addr,
             ctx,
             stop: Some(tx),
             task: Some(task),
