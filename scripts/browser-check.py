@@ -7,7 +7,10 @@ fd 4), so only the Python standard library is needed. The script publishes a cop
 examples/vault, loads the index (desktop and mobile), a note (light and dark), the
 search page, signs in with hostile and good `next` targets (it must never leave the
 site), and the sign-in flow to a private note and back, checks what a reader would
-see, and leaves screenshots and report.json in the out folder.
+see, and leaves screenshots and report.json in the out folder. Then it serves the
+vault over HTTPS (a certificate made with openssl for the run, which chromium is told
+to accept by its key's hash) with a plain-HTTP redirect listener, and checks the
+browser loads pages over HTTP/2 and follows the redirect to them.
 
     python3 scripts/browser-check.py [--quire target/release/quire] [--out DIR]
                                      [--chromium chromium] [--timeout 90]
@@ -17,6 +20,7 @@ Exit status: 0 every check passed, 1 a check failed, 2 chromium or quire missing
 import argparse
 import base64
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -24,6 +28,7 @@ import select
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -120,7 +125,7 @@ def copy_vault(dst):
 class Cdp:
     """A CDP client on chromium's --remote-debugging-pipe, with one page attached."""
 
-    def __init__(self, chromium, profile, log_path):
+    def __init__(self, chromium, profile, log_path, extra_args=()):
         to_r, self.to_w = os.pipe()
         self.from_r, from_w = os.pipe()
 
@@ -137,7 +142,7 @@ class Cdp:
                 # The open-redirect checks' foreign host: should a redirect reach it,
                 # it fails at once instead of waiting on DNS.
                 f"--host-resolver-rules=MAP {EVIL_HOST} ~NOTFOUND",
-                "about:blank"]
+                *extra_args, "about:blank"]
         if os.geteuid() == 0:
             args.insert(1, "--no-sandbox")
         self.log = open(log_path, "w")
@@ -342,7 +347,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_until_up(server, base, log_path, seconds=20):
+def wait_until_up(server, base, log_path, seconds=20, context=None):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -350,7 +355,7 @@ def wait_until_up(server, base, log_path, seconds=20):
                 tail = f.read()[-2000:]
             raise RuntimeError(f"quire serve exited with {server.returncode}:\n{tail}")
         try:
-            with urllib.request.urlopen(base + "/robots.txt", timeout=2) as r:
+            with urllib.request.urlopen(base + "/robots.txt", timeout=2, context=context) as r:
                 r.read()
             return
         except urllib.error.HTTPError:
@@ -537,6 +542,64 @@ def run_checks(cdp, base, vault, out, check, shots):
     return expected_404
 
 
+# ---- HTTPS: a certificate for the run, and the browser over HTTP/2 -------------------
+
+def make_cert(folder):
+    """A self-signed P-256 certificate for localhost and 127.0.0.1 made with openssl;
+    returns (cert, key, the base64 SHA-256 of its public key) or None without openssl.
+    Chromium accepts it by that hash (--ignore-certificate-errors-spki-list), so the
+    run needs no change to any trust store."""
+    if not shutil.which("openssl"):
+        return None
+    cert, key = os.path.join(folder, "tls.crt"), os.path.join(folder, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    pub = subprocess.run(["openssl", "x509", "-in", cert, "-pubkey", "-noout"],
+                         check=True, capture_output=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub,
+                         check=True, capture_output=True).stdout
+
+    return cert, key, base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
+def check_https(cdp, quire, vault, tmp, out, tls, check):
+    """Serves `vault` over HTTPS with a redirect listener; checks the browser gets the
+    index over HTTP/2 with HSTS-free defaults, and that plain HTTP lands on HTTPS."""
+
+    cert, key, _ = tls
+    port, plain = free_port(), free_port()
+    base = f"https://localhost:{port}"
+    log_path = os.path.join(out, "quire-https.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([quire, "serve", vault, "--listen", f"127.0.0.1:{port}",
+                                   "--listen-http", f"127.0.0.1:{plain}",
+                                   "--tls-cert", cert, "--tls-key", key,
+                                   "--cache", os.path.join(tmp, "cache-https.vol"),
+                                   "--workers", "1"],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        wait_until_up(server, base, log_path, context=ssl.create_default_context(cafile=cert))
+        status, _, url = cdp.navigate(base + "/")
+        proto = cdp.eval("performance.getEntriesByType('navigation')[0].nextHopProtocol")
+        check("HTTPS: the index loads over HTTP/2", status == 200 and proto == "h2",
+              f"status {status}, protocol {proto!r}, url {url}")
+        status, _, url = cdp.navigate(f"http://localhost:{plain}/search")
+        proto = cdp.eval("performance.getEntriesByType('navigation')[0].nextHopProtocol")
+        check("HTTPS: plain HTTP is redirected to the same path over HTTPS",
+              status == 200 and url == base + "/search" and proto == "h2",
+              f"status {status}, landed on {url}, protocol {proto!r}")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_quire = os.path.join(ROOT, "target", "release", "quire")
@@ -590,10 +653,17 @@ def main():
                                        "--cache", os.path.join(tmp, "cache.vol"), "--workers", "1"],
                                       stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         wait_until_up(server, base, quire_log)
-        cdp = Cdp(chromium, os.path.join(tmp, "profile"), os.path.join(out, "chromium.log"))
+        tls = make_cert(tmp)
+        extra = [f"--ignore-certificate-errors-spki-list={tls[2]}"] if tls else []
+        cdp = Cdp(chromium, os.path.join(tmp, "profile"), os.path.join(out, "chromium.log"),
+                  extra)
         version = cdp.call("Browser.getVersion", session=False).get("product")
         cdp.open_page()
         expected_404 = run_checks(cdp, base, vault, out, check, shots)
+        if tls:
+            check_https(cdp, args.quire, vault, tmp, out, tls, check)
+        else:
+            print("openssl not found: skipping the HTTPS checks", flush=True)
 
         # 6. Nothing went wrong in the console over the whole run: no script errors, no
         # CSP violations, no failed loads but the 404s asked for above (and favicons).
