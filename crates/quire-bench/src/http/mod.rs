@@ -24,17 +24,24 @@
 //! (`procstat`), with warnings when the machine was not quiet or the generator
 //! saturated its core. Output: a table, `--json FILE` (`runs`, `ratios`), and
 //! `--plot FILE.svg` (`plot`).
+//!
+//! Over TLS (`--tls`, `tls`): a test CA and certificate made for the run, quire and
+//! nginx serving HTTPS with it, each server measured as several subjects in the same
+//! rounds: HTTP/1.1 over TLS and, with `--http2`, HTTP/2 (both from `h2load`). The
+//! warm-up's client speaks HTTPS and checks the certificate against the CA.
 
+mod h2load;
 pub mod load;
 mod plot;
 mod procstat;
 mod servers;
 mod summary;
+mod tls;
 mod urls;
 mod warm;
 mod wrk;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -43,6 +50,7 @@ use clap::{Args, ValueEnum};
 use load::LoadResult;
 use servers::Server;
 use summary::Run;
+use tls::{Protocol, TestPki};
 pub use urls::Order;
 
 /// Arguments of `quire bench http`.
@@ -121,6 +129,18 @@ pub struct BenchHttpArgs {
     /// Also draw latency distributions and throughput over time to FILE.svg.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Serve and measure HTTPS: a test CA and an ECDSA P-256 certificate made for the
+    /// run, quire started with --tls-cert/--tls-key and nginx with the same
+    /// certificate; HTTP/1.1 over TLS from h2load (Debian's nghttp2-client). Not with
+    /// Varnish (no TLS).
+    #[arg(long, conflicts_with_all = ["target", "rate"])]
+    pub tls: bool,
+    /// With --tls: also measure HTTP/2 (h2load, --streams per connection).
+    #[arg(long, requires = "tls")]
+    pub http2: bool,
+    /// HTTP/2 streams in flight per connection (--http2).
+    #[arg(long, default_value_t = 10)]
+    pub streams: usize,
 }
 
 /// A peer cache `quire bench http` can start.
@@ -144,10 +164,12 @@ pub enum Loadgen {
 /// The cookie of `--uncached` runs: any cookie makes quire bypass its cache.
 const BYPASS_COOKIE: &str = "quire_bench=1";
 
-/// One thing measured: a server, and whether its requests bypass the cache.
+/// One thing measured: a server, whether its requests bypass the cache, and (over
+/// TLS) how it is spoken to.
 #[derive(Debug)]
 struct Subject {
-    /// The name in tables and JSON: `quire`, `uncached`, `nginx`, `varnish`.
+    /// The name in tables and JSON: `quire`, `uncached`, `nginx`, `varnish`; over
+    /// TLS with the protocol's label (`quire/tls-h2`).
     name: String,
     /// `host:port`.
     host: String,
@@ -155,6 +177,54 @@ struct Subject {
     server: Option<usize>,
     /// A `Cookie` field for every request.
     cookie: Option<&'static str>,
+    /// Over TLS: what is measured; `None`: cleartext HTTP/1.1.
+    protocol: Option<Protocol>,
+}
+
+/// Each subject once per protocol measured over TLS (`quire` becomes
+/// `quire/tls-h1`, `quire/tls-h2`).
+fn over_tls(subjects: Vec<Subject>, http2: bool) -> Vec<Subject> {
+    let mut protocols = vec![Protocol::Https1];
+    if http2 {
+        protocols.push(Protocol::H2);
+    }
+    let mut out = Vec::new();
+    for s in subjects {
+        for p in protocols.iter().copied() {
+            out.push(Subject {
+                name: format!("{}/{}", s.name, p.label()),
+                host: s.host.clone(),
+                server: s.server,
+                cookie: s.cookie,
+                protocol: Some(p),
+            });
+        }
+    }
+    out
+}
+
+/// What `--tls` needs before anything starts: no Varnish, no other generator, h2load
+/// installed; then the run's certificate.
+fn tls_setup(args: &BenchHttpArgs) -> anyhow::Result<Option<TestPki>> {
+    if !args.tls {
+        return Ok(None);
+    }
+    anyhow::ensure!(
+        !args.peer.contains(&Peer::Varnish),
+        "--tls: Varnish has no TLS (it needs a separate TLS proxy in front): drop --peer varnish"
+    );
+    anyhow::ensure!(
+        args.loadgen == Loadgen::Builtin,
+        "--tls: the load over TLS comes from h2load; --loadgen applies to cleartext runs"
+    );
+    anyhow::ensure!(
+        std::process::Command::new("h2load")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "--tls: h2load not found (apt-get install nghttp2-client)"
+    );
+    Ok(Some(TestPki::make(servers::scratch()?)?))
 }
 
 /// Runs the benchmark.
@@ -167,9 +237,10 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     if args.rate.is_some() && args.loadgen == Loadgen::Wrk {
         anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
     }
+    let pki = tls_setup(args)?;
     let mut started: Vec<Server> = Vec::new();
     let mut subjects = Vec::new();
-    let quire = start_quire(args)?;
+    let quire = start_quire(args, pki.as_ref())?;
     let name = if args.target.is_some() {
         "target"
     } else {
@@ -189,6 +260,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         host: host.clone(),
         server: quire_index,
         cookie: None,
+        protocol: None,
     });
     if args.uncached {
         subjects.push(Subject {
@@ -196,10 +268,14 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
             host: host.clone(),
             server: quire_index,
             cookie: Some(BYPASS_COOKIE),
+            protocol: None,
         });
     }
     if !args.peer.is_empty() {
-        start_peers(args, &mut started, &mut subjects)?;
+        start_peers(args, &mut started, &mut subjects, pki.as_ref())?;
+    }
+    if args.tls {
+        subjects = over_tls(subjects, args.http2);
     }
     let server_pid = if args.target.is_some() {
         args.server_pid
@@ -213,18 +289,22 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         subjects: &subjects,
         started: &started,
         target_pid: server_pid,
+        client: servers::client(pki.as_ref()),
+        pki: pki.as_ref(),
     }
     .measure()
 }
 
-/// The quire that `--serve` or `--proxy` asks for, started; `None` with `--target`.
-fn start_quire(args: &BenchHttpArgs) -> anyhow::Result<Option<Server>> {
+/// The quire that `--serve` or `--proxy` asks for, started (over TLS with `pki`);
+/// `None` with `--target`.
+fn start_quire(args: &BenchHttpArgs, pki: Option<&TestPki>) -> anyhow::Result<Option<Server>> {
     Ok(match (&args.serve, &args.proxy, &args.target) {
         (Some(vault), _, _) => Some(servers::quire(
             Some(vault),
             None,
             args.quire_config.as_deref(),
             &args.server_cpus,
+            pki,
         )?),
         (None, Some(origin), _) => {
             let (o, _) = urls::split_url(origin)?;
@@ -233,6 +313,7 @@ fn start_quire(args: &BenchHttpArgs) -> anyhow::Result<Option<Server>> {
                 Some(&format!("http://{o}")),
                 args.quire_config.as_deref(),
                 &args.server_cpus,
+                pki,
             )?)
         }
         (None, None, Some(_)) => None,
@@ -241,11 +322,13 @@ fn start_quire(args: &BenchHttpArgs) -> anyhow::Result<Option<Server>> {
 }
 
 /// Starts the `--peer` caches in front of the origin (with `--serve`, a second quire
-/// serve of the vault, started here too) and adds them to `started` and `subjects`.
+/// serve of the vault, started here too; always cleartext) and adds them to
+/// `started` and `subjects`; they serve HTTPS with `pki`.
 fn start_peers(
     args: &BenchHttpArgs,
     started: &mut Vec<Server>,
     subjects: &mut Vec<Subject>,
+    pki: Option<&TestPki>,
 ) -> anyhow::Result<()> {
     let origin = match (&args.serve, &args.proxy) {
         (Some(vault), _) => {
@@ -261,7 +344,7 @@ fn start_peers(
     };
     for peer in &args.peer {
         let s = match peer {
-            Peer::Nginx => servers::nginx(&origin, &args.server_cpus)?,
+            Peer::Nginx => servers::nginx(&origin, &args.server_cpus, pki)?,
             Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
         };
         subjects.push(Subject {
@@ -269,14 +352,15 @@ fn start_peers(
             host: s.host.clone(),
             server: Some(started.len()),
             cookie: None,
+            protocol: None,
         });
         started.push(s);
     }
     Ok(())
 }
 
-/// The paths to request: from `--urls`, else the server's sitemap.
-fn paths(args: &BenchHttpArgs, host: &str) -> anyhow::Result<Vec<String>> {
+/// The paths to request: from `--urls`, else the server's sitemap (through `client`).
+fn paths(args: &BenchHttpArgs, client: &urls::Client, host: &str) -> anyhow::Result<Vec<String>> {
     let paths: Vec<String> = match &args.urls {
         Some(f) => std::fs::read_to_string(f)
             .with_context(|| format!("reading {}", f.display()))?
@@ -286,14 +370,11 @@ fn paths(args: &BenchHttpArgs, host: &str) -> anyhow::Result<Vec<String>> {
             .map(str::to_owned)
             .collect(),
         None => {
-            let (status, _, body) = urls::get_encoded(host, "/sitemap.xml", "identity")
-                .with_context(|| {
-                    format!("fetching http://{host}/sitemap.xml (or give --urls FILE)")
-                })?;
-            anyhow::ensure!(
-                status == 200,
-                "http://{host}/sitemap.xml answered {status}: give --urls FILE"
-            );
+            let url = format!("{}://{host}/sitemap.xml", client.scheme());
+            let (status, _, body) = client
+                .get(host, "/sitemap.xml", "identity")
+                .with_context(|| format!("fetching {url} (or give --urls FILE)"))?;
+            anyhow::ensure!(status == 200, "{url} answered {status}: give --urls FILE");
             urls::sitemap_paths(&String::from_utf8_lossy(&body))
         }
     };
@@ -301,33 +382,69 @@ fn paths(args: &BenchHttpArgs, host: &str) -> anyhow::Result<Vec<String>> {
     Ok(paths)
 }
 
-/// One load run against `host`.
+/// One load run against subject `s`: from the cleartext generator `--loadgen`
+/// chose, or over TLS from h2load.
 fn load_run(
     args: &BenchHttpArgs,
     duration: Duration,
-    host: &str,
-    list: &Path,
-    script: &Path,
-    cookie: Option<&str>,
+    s: &Subject,
+    files: &RequestFiles,
 ) -> anyhow::Result<(LoadResult, u64)> {
-    match args.loadgen {
-        Loadgen::Builtin => load::run(&load::Spec {
-            host,
-            paths: list,
+    match (s.protocol, args.loadgen) {
+        (Some(protocol), _) => h2load::run(&h2load::Spec {
+            host: &s.host,
+            paths: &files.list,
+            protocol,
+            connections: args.connections,
+            streams: args.streams,
+            duration,
+            accept_encoding: &args.accept_encoding,
+            cookie: s.cookie,
+            cpus: &args.loadgen_cpus,
+            log: &files.log,
+        }),
+        (None, Loadgen::Builtin) => load::run(&load::Spec {
+            host: &s.host,
+            paths: &files.list,
             connections: args.connections,
             duration,
             rate: args.rate,
             accept_encoding: &args.accept_encoding,
-            cookie,
+            cookie: s.cookie,
             cpus: &args.loadgen_cpus,
         }),
-        Loadgen::Wrk => wrk::run(
-            &format!("http://{host}"),
-            script,
+        (None, Loadgen::Wrk) => wrk::run(
+            &format!("http://{}", s.host),
+            if s.cookie.is_some() {
+                &files.bypass
+            } else {
+                &files.cached
+            },
             args.connections,
             duration,
             &args.loadgen_cpus,
         ),
+    }
+}
+
+/// What the load generators were, for the report.
+fn loadgen_line(args: &BenchHttpArgs) -> String {
+    if args.tls {
+        let h2 = if args.http2 {
+            format!(
+                "; HTTP/2: {} streams in flight per connection",
+                args.streams
+            )
+        } else {
+            String::new()
+        };
+        return format!(
+            "h2load (1 thread; HTTP/1.1 over TLS: --h1, one request in flight per connection{h2})"
+        );
+    }
+    match args.loadgen {
+        Loadgen::Builtin => "quire bench load (1 thread, epoll)".into(),
+        Loadgen::Wrk => "wrk (1 thread)".into(),
     }
 }
 
@@ -339,6 +456,8 @@ struct RequestFiles {
     list: PathBuf,
     cached: PathBuf,
     bypass: PathBuf,
+    /// Where h2load writes its per-request log.
+    log: PathBuf,
 }
 
 impl RequestFiles {
@@ -357,6 +476,7 @@ impl RequestFiles {
             )?;
         }
         Ok(RequestFiles {
+            log: dir.path().join("h2load.log"),
             _dir: dir,
             list,
             cached,
@@ -373,6 +493,10 @@ struct Bench<'a> {
     started: &'a [Server],
     /// The `--target` server's pid, for its CPU use.
     target_pid: Option<u32>,
+    /// How the harness's own requests reach the servers.
+    client: urls::Client,
+    /// `--tls`: the run's CA and certificate.
+    pki: Option<&'a TestPki>,
 }
 
 impl Bench<'_> {
@@ -380,7 +504,7 @@ impl Bench<'_> {
     /// `--plot`.
     fn measure(&self) -> anyhow::Result<()> {
         let args = self.args;
-        let paths = paths(args, &self.subjects[0].host)?;
+        let paths = paths(args, &self.client, &self.subjects[0].host)?;
         eprintln!(
             "bench http: {} URLs from {}",
             paths.len(),
@@ -423,25 +547,68 @@ impl Bench<'_> {
         if self.args.no_warmup {
             return Ok(warnings);
         }
+        // Over TLS a server is several subjects: warmed once, its warnings shared.
+        let mut warmed: Vec<(&str, Vec<String>)> = Vec::new();
         for (i, s) in subjects.iter().enumerate() {
             if s.cookie.is_some() {
                 continue;
             }
-            let w = warm::warm(&s.host, paths, &self.args.accept_encoding)?;
-            eprintln!(
-                "bench http: warm-up: {}: {}/{} URLs were cache hits on their second request{}",
-                s.name,
-                w.hits,
-                w.urls,
-                if w.unknown > 0 {
-                    format!(" ({} without Cache-Status or X-Cache)", w.unknown)
-                } else {
-                    String::new()
-                }
-            );
-            warnings[i].extend(w.warnings(&s.name));
+            if let Some((_, w)) = warmed.iter().find(|(h, _)| *h == s.host) {
+                warnings[i].extend(w.iter().cloned());
+            } else {
+                let w = self.warm_one(s, paths)?;
+                warnings[i].extend(w.iter().cloned());
+                warmed.push((&s.host, w));
+            }
+            if let (Some(Protocol::H2), Some(pki)) = (s.protocol, self.pki) {
+                warnings[i].extend(self.check_h2(s, pki, paths)?);
+            }
         }
         Ok(warnings)
+    }
+
+    /// Warms subject `s`'s server (over HTTPS/1.1 with `--tls`) and returns the
+    /// check's warnings.
+    fn warm_one(&self, s: &Subject, paths: &[String]) -> anyhow::Result<Vec<String>> {
+        let w = warm::warm(&self.client, &s.host, paths, &self.args.accept_encoding)?;
+        eprintln!(
+            "bench http: warm-up: {}: {}/{} URLs were cache hits on their second request{}",
+            s.name,
+            w.hits,
+            w.urls,
+            if w.unknown > 0 {
+                format!(" ({} without Cache-Status or X-Cache)", w.unknown)
+            } else {
+                String::new()
+            }
+        );
+        Ok(w.warnings(&s.name))
+    }
+
+    /// Checks a sample of the URLs are hits over HTTP/2 too (curl), and returns the
+    /// check's warnings.
+    fn check_h2(
+        &self,
+        s: &Subject,
+        pki: &TestPki,
+        paths: &[String],
+    ) -> anyhow::Result<Vec<String>> {
+        let sample = &paths[..paths.len().min(warm::H2_SAMPLE)];
+        let Some(w) = warm::check_h2(&pki.ca, &s.host, sample, &self.args.accept_encoding)? else {
+            eprintln!(
+                "bench http: warm-up: {}: curl not found, HTTP/2 hits not checked",
+                s.name
+            );
+            return Ok(vec![format!(
+                "{}: HTTP/2 hits not checked (no curl)",
+                s.name
+            )]);
+        };
+        eprintln!(
+            "bench http: warm-up: {}: {}/{} URLs were cache hits over HTTP/2 (curl)",
+            s.name, w.hits, w.urls
+        );
+        Ok(w.warnings(&s.name))
     }
 
     /// Round `rep` (from 0) of subject `i`: one load run, with the CPU time of the
@@ -461,12 +628,7 @@ impl Bench<'_> {
         };
         let before = procstat::machine().unwrap_or_default();
         let server_before = cpu();
-        let script = if s.cookie.is_some() {
-            &files.bypass
-        } else {
-            &files.cached
-        };
-        let (r, loadgen) = load_run(args, self.duration, &s.host, &files.list, script, s.cookie)?;
+        let (r, loadgen) = load_run(args, self.duration, s, files)?;
         let after = procstat::machine().unwrap_or_default();
         let server = match (server_before, cpu()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -477,7 +639,11 @@ impl Bench<'_> {
         let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
         let mut w = warnings.to_vec();
         w.extend(q.warnings.iter().cloned());
-        let run = Run::new(&s.name, rep + 1, &r, &q, w);
+        if let Some(p) = s.protocol {
+            w.extend(summary::tls_warning(p, r.tls.as_ref()));
+        }
+        let mut run = Run::new(&s.name, rep + 1, &r, &q, w);
+        run.protocol = s.protocol.map(|p| p.describe().to_owned());
         eprintln!(
             "bench http: round {} of {}: {}: {:.0} requests/s, p99 {:.2} ms",
             rep + 1,
@@ -497,10 +663,7 @@ impl Bench<'_> {
         summary::print(runs, &names);
         println!(
             "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
-            match args.loadgen {
-                Loadgen::Builtin => "quire bench load (1 thread, epoll)",
-                Loadgen::Wrk => "wrk (1 thread)",
-            },
+            loadgen_line(args),
             args.connections,
             args.rate
                 .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
@@ -511,22 +674,23 @@ impl Bench<'_> {
             args.accept_encoding
         );
         let ratios = summary::ratios(runs, &names);
-        for (peer, x) in &ratios {
-            let x = x.as_f64().unwrap_or(0.0);
-            match peer.as_str() {
-                "uncached" => println!("cached/uncached: {x:.1}x (medians of requests/s)"),
-                p => println!("{}/{p}: {x:.2}x (medians of requests/s)", names[0]),
-            }
+        summary::print_ratios(runs, &names, &ratios);
+        if args.tls {
+            summary::print_tls(runs);
         }
         if let Some(path) = &args.json {
-            let doc = serde_json::json!({
+            let mut doc = serde_json::json!({
                 "servers": names,
                 "urls": paths.len(),
                 "order": args.order,
                 "connections": args.connections,
                 "rate": args.rate,
                 "duration_s": self.duration.as_secs(),
-                "loadgen": format!("{:?}", args.loadgen).to_lowercase(),
+                "loadgen": if args.tls {
+                    "h2load".to_owned()
+                } else {
+                    format!("{:?}", args.loadgen).to_lowercase()
+                },
                 "loadgen_cpus": args.loadgen_cpus,
                 "server_cpus": args.server_cpus,
                 "accept_encoding": args.accept_encoding,
@@ -534,6 +698,9 @@ impl Bench<'_> {
                 "runs": runs,
                 "ratios": ratios,
             });
+            if args.tls {
+                doc["tls"] = self.tls_json();
+            }
             std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
@@ -550,5 +717,16 @@ impl Bench<'_> {
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         Ok(())
+    }
+    /// `--tls`: what the clients offered and how each protocol was measured.
+    fn tls_json(&self) -> serde_json::Value {
+        let args = self.args;
+        serde_json::json!({
+            "offered": {"version": "TLSv1.3", "cipher": tls::CIPHER, "group": tls::GROUP},
+            "certificate": "ECDSA P-256 for localhost and 127.0.0.1, then the CA made for the run",
+            "http2": args.http2,
+            "streams": args.http2.then_some(args.streams),
+            "loadgen": loadgen_line(args),
+        })
     }
 }

@@ -17,6 +17,11 @@
 //!   threads all share the pinned CPUs).
 //! - **CPU is counted over the process tree** (nginx's master and worker, Varnish's
 //!   manager and child), from `/proc`.
+//! - **Over TLS (`--tls`), one listener each with the same certificate**: quire gets
+//!   `--tls-cert`/`--tls-key` (HTTPS with ALPN `h2` and `http/1.1` on `--listen`),
+//!   nginx `listen ... ssl` with HTTP/2 on, TLS 1.3 only, the clients' one cipher
+//!   suite and group, and `ssl_session_cache`. Varnish has no TLS and is refused
+//!   before anything starts.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -26,6 +31,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::procstat;
+use super::tls::TestPki;
 use super::urls;
 
 /// What a started server is.
@@ -108,21 +114,21 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// A scratch directory other users can enter: nginx's workers and Varnish's child
 /// drop root's privileges and must still read their files.
-fn scratch() -> anyhow::Result<tempfile::TempDir> {
+pub(crate) fn scratch() -> anyhow::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new().prefix("quire-bench-").tempdir()?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
     Ok(dir)
 }
 
 /// Starts `argv` under `taskset -c cpus` (no pinning when `cpus` is empty), its
-/// output in `dir/log`, and waits until `host` answers `probe`.
+/// output in `dir/log`, and waits until `host` answers `probe` (through `client`).
 fn spawn(
     kind: Kind,
     argv: &[&std::ffi::OsStr],
     cpus: &str,
     dir: tempfile::TempDir,
-    host: String,
-    probe: &str,
+    (host, probe): (String, &str),
+    client: &urls::Client,
 ) -> anyhow::Result<Server> {
     let log = std::fs::File::create(dir.path().join("log"))?;
     let mut cmd = if cpus.is_empty() {
@@ -147,7 +153,7 @@ fn spawn(
         vault_copy: None,
     };
     for _ in 0..600 {
-        if urls::get_encoded(&s.host, probe, "identity").is_ok() {
+        if client.get(&s.host, probe, "identity").is_ok() {
             return Ok(s);
         }
         if let Some(status) = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -164,12 +170,14 @@ fn spawn(
 }
 
 /// Starts `quire serve VAULT` (when `origin` is `None`) or `quire proxy --origin`,
-/// one worker, a fresh cache volume, pinned to `cpus`, with `config` when given.
+/// one worker, a fresh cache volume, pinned to `cpus`, with `config` when given,
+/// serving HTTPS with `tls`'s certificate when given.
 pub(crate) fn quire(
     vault: Option<&Path>,
     origin: Option<&str>,
     config: Option<&Path>,
     cpus: &str,
+    tls: Option<&TestPki>,
 ) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let port = free_port()?;
@@ -199,8 +207,28 @@ pub(crate) fn quire(
     if let Some(c) = config {
         argv.extend(["--config".into(), c.into()]);
     }
+    if let Some(t) = tls {
+        argv.extend([
+            "--tls-cert".into(),
+            t.cert.clone().into(),
+            "--tls-key".into(),
+            t.key.clone().into(),
+        ]);
+    }
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
-    spawn(kind, &argv, cpus, dir, listen, "/_quire/health")
+    spawn(
+        kind,
+        &argv,
+        cpus,
+        dir,
+        (listen, "/_quire/health"),
+        &client(tls),
+    )
+}
+
+/// The harness's client for a server with `tls` (or without).
+pub(crate) fn client(tls: Option<&TestPki>) -> urls::Client {
+    tls.map_or(urls::Client::Plain, |t| urls::Client::Tls(t.client.clone()))
 }
 
 /// Starts `quire serve` on a copy of `vault` (its search and view databases left
@@ -212,7 +240,7 @@ pub(crate) fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
         .tempdir()?;
     copy_vault(vault, copy.path())
         .with_context(|| format!("copying {} for the peers' origin", vault.display()))?;
-    let mut server = quire(Some(copy.path()), None, None, cpus)?;
+    let mut server = quire(Some(copy.path()), None, None, cpus, None)?;
     server.vault_copy = Some(copy);
     Ok(server)
 }
@@ -243,12 +271,72 @@ fn root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// nginx's TLS listener: the certificate files, and how this nginx turns HTTP/2 on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NginxTls<'a> {
+    /// Leaf then chain, PEM.
+    pub cert: &'a Path,
+    /// PKCS#8 key, PEM.
+    pub key: &'a Path,
+    /// nginx 1.25.1 and later say `http2 on;`; earlier ones (Debian 12 has 1.22)
+    /// take `http2` on the `listen` line.
+    pub http2_directive: bool,
+}
+
+/// The `listen` line (and the TLS settings, with `tls`) of nginx's server block: TLS
+/// 1.3 with the clients' one suite and group (see `tls`), a shared session cache as
+/// a site would run, HTTP/2 on (the client picks by ALPN, as with quire).
+fn nginx_listener(listen: &str, tls: Option<&NginxTls>) -> String {
+    let Some(t) = tls else {
+        return format!("listen {listen} backlog=4096;");
+    };
+    let (listen_h2, http2_on) = if t.http2_directive {
+        ("", "\n        http2 on;")
+    } else {
+        (" http2", "")
+    };
+    format!(
+        "listen {listen} ssl{listen_h2} backlog=4096;{http2_on}
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.3;
+        ssl_conf_command Ciphersuites {cipher};
+        ssl_ecdh_curve {group};
+        ssl_session_cache shared:SSL:10m;",
+        cert = t.cert.display(),
+        key = t.key.display(),
+        cipher = super::tls::CIPHER,
+        group = super::tls::GROUP,
+    )
+}
+
+/// Whether the installed nginx takes `http2 on;` (1.25.1 and later), from
+/// `nginx -v`'s line (`nginx version: nginx/1.22.1`).
+fn nginx_has_http2_directive(version_line: &str) -> bool {
+    let v: Vec<u32> = version_line
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .take(3)
+        .collect();
+    v.as_slice() >= [1, 25, 1].as_slice()
+}
+
 /// The nginx configuration: `proxy_cache` in front of `origin` (`host:port`), one
-/// worker on `cpu` (the first of the server CPUs).
-pub(crate) fn nginx_conf(dir: &Path, listen: &str, origin: &str, cpu: usize) -> String {
+/// worker on `cpu` (the first of the server CPUs), over TLS with `tls`.
+pub(crate) fn nginx_conf(
+    dir: &Path,
+    listen: &str,
+    origin: &str,
+    cpu: usize,
+    tls: Option<&NginxTls>,
+) -> String {
     let d = dir.display();
     let user = if root() { "user root;\n" } else { "" };
     let affinity = format!("1{}", "0".repeat(cpu));
+    let listener = nginx_listener(listen, tls);
     format!(
         r#"# Rendered by quire bench http: nginx proxy_cache, equivalent to quire's cache.
 {user}worker_processes 1;
@@ -273,7 +361,7 @@ http {{
     proxy_cache_path {d}/cache levels=1:2 keys_zone=pages:32m max_size=1g inactive=2h use_temp_path=off;
     upstream origin {{ server {origin}; keepalive 16; }}
     server {{
-        listen {listen} backlog=4096;
+        {listener}
         location / {{
             proxy_pass http://origin;
             proxy_http_version 1.1;
@@ -297,13 +385,25 @@ http {{
     )
 }
 
-/// Starts nginx `proxy_cache` in front of `origin` (`host:port`), pinned to `cpus`.
-pub(crate) fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
+/// Starts nginx `proxy_cache` in front of `origin` (`host:port`), pinned to `cpus`,
+/// serving HTTPS with `tls`'s certificate when given.
+pub(crate) fn nginx(origin: &str, cpus: &str, tls: Option<&TestPki>) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let listen = format!("127.0.0.1:{}", free_port()?);
     let cpu = first_cpu(cpus);
     let conf = dir.path().join("nginx.conf");
-    std::fs::write(&conf, nginx_conf(dir.path(), &listen, origin, cpu))?;
+    let ssl = tls.map(|t| NginxTls {
+        cert: &t.cert,
+        key: &t.key,
+        http2_directive: Command::new("nginx")
+            .arg("-v")
+            .output()
+            .is_ok_and(|o| nginx_has_http2_directive(&String::from_utf8_lossy(&o.stderr))),
+    });
+    std::fs::write(
+        &conf,
+        nginx_conf(dir.path(), &listen, origin, cpu, ssl.as_ref()),
+    )?;
     let prefix: PathBuf = dir.path().into();
     let argv = [
         "nginx".as_ref(),
@@ -312,8 +412,15 @@ pub(crate) fn nginx(origin: &str, cpus: &str) -> anyhow::Result<Server> {
         "-c".as_ref(),
         conf.as_os_str(),
     ];
-    spawn(Kind::Nginx, &argv, cpus, dir, listen, "/robots.txt")
-        .context("nginx (apt-get install nginx)")
+    spawn(
+        Kind::Nginx,
+        &argv,
+        cpus,
+        dir,
+        (listen, "/robots.txt"),
+        &client(tls),
+    )
+    .context("nginx (apt-get install nginx)")
 }
 
 /// The Varnish VCL: cache a 200 for an hour in front of `origin` (`host:port`).
@@ -371,8 +478,8 @@ pub(crate) fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
         &argv,
         cpus,
         dir,
-        listen.clone(),
-        "/robots.txt",
+        (listen.clone(), "/robots.txt"),
+        &urls::Client::Plain,
     )
     .context("varnish (apt-get install varnish)")
 }
@@ -391,17 +498,65 @@ mod tests {
 
     #[test]
     fn peer_configurations_name_the_origin_and_the_cpu() {
-        let conf = nginx_conf(Path::new("/tmp/x"), "127.0.0.1:81", "127.0.0.1:9000", 2);
+        let conf = nginx_conf(
+            Path::new("/tmp/x"),
+            "127.0.0.1:81",
+            "127.0.0.1:9000",
+            2,
+            None,
+        );
         assert!(conf.contains("server 127.0.0.1:9000;"));
         assert!(conf.contains("listen 127.0.0.1:81 "));
         assert!(conf.contains("worker_cpu_affinity 100;"));
         assert!(conf.contains("proxy_cache_path /tmp/x/cache "));
         assert!(conf.contains("proxy_ignore_headers Cache-Control"));
+        assert!(!conf.contains("ssl"), "cleartext stays cleartext");
         let vcl = varnish_vcl("127.0.0.1:9000");
         assert!(vcl.contains(r#".host = "127.0.0.1"; .port = "9000";"#));
         assert_eq!(first_cpu("3"), 3);
         assert_eq!(first_cpu("0-1"), 0);
         assert_eq!(first_cpu("2,3"), 2);
         assert_eq!(first_cpu(""), 0);
+    }
+
+    #[test]
+    fn nginx_over_tls_gets_the_same_certificate_suite_and_session_cache() {
+        let (cert, key) = (Path::new("/s/cert.pem"), Path::new("/s/key.pem"));
+        let tls = |http2_directive| NginxTls {
+            cert,
+            key,
+            http2_directive,
+        };
+        let old = nginx_conf(
+            Path::new("/s"),
+            "127.0.0.1:8443",
+            "o:1",
+            0,
+            Some(&tls(false)),
+        );
+        assert!(old.contains("listen 127.0.0.1:8443 ssl http2 backlog=4096;"));
+        assert!(!old.contains("http2 on;"));
+        let new = nginx_conf(
+            Path::new("/s"),
+            "127.0.0.1:8443",
+            "o:1",
+            0,
+            Some(&tls(true)),
+        );
+        assert!(new.contains("listen 127.0.0.1:8443 ssl backlog=4096;\n        http2 on;"));
+        for conf in [&old, &new] {
+            assert!(conf.contains("ssl_certificate /s/cert.pem;"));
+            assert!(conf.contains("ssl_certificate_key /s/key.pem;"));
+            assert!(conf.contains("ssl_protocols TLSv1.3;"));
+            assert!(conf.contains("ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;"));
+            assert!(conf.contains("ssl_ecdh_curve X25519;"));
+            assert!(conf.contains("ssl_session_cache shared:SSL:10m;"));
+            assert!(conf.contains("keepalive_requests 1000000;"), "HTTP/2 too");
+        }
+        assert!(!nginx_has_http2_directive("nginx version: nginx/1.22.1"));
+        assert!(nginx_has_http2_directive("nginx version: nginx/1.25.1"));
+        assert!(nginx_has_http2_directive("nginx version: nginx/1.26.0\n"));
+        assert!(!nginx_has_http2_directive("nginx version: nginx/1.25.0"));
+        assert!(!nginx_has_http2_directive("garbage"));
     }
 }

@@ -1,10 +1,13 @@
 //! What a benchmark reports: one [`Run`] per server and round (the JSON shape other
 //! tools read, plus the machine's state and the run's own figures over
-//! time), the table on the terminal, and the ratios of medians.
+//! time), the table on the terminal, and the ratios of medians. Over TLS a subject
+//! is a server and a protocol (`quire/tls-h2`): ratios compare servers within one
+//! protocol, and the report adds what TLS negotiated.
 
 use super::load::LoadResult;
 use super::plot;
 use super::procstat::Quiet;
+use super::tls::{self, Negotiated, Protocol};
 
 /// One run of one server.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -50,6 +53,12 @@ pub(crate) struct Run {
     pub per_second: Vec<f64>,
     /// `[percentile, microseconds]` of the latency distribution.
     pub latency: Vec<(f64, f64)>,
+    /// Over TLS: what was measured (`HTTP/2 over TLS`); absent in cleartext runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Over TLS: what the generator saw negotiated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<Negotiated>,
     /// Why the figures may not be the server's.
     pub warnings: Vec<String>,
     #[serde(skip)]
@@ -107,6 +116,8 @@ impl Run {
             unsent: r.unsent,
             per_second: plot::per_second(&r.timeline, STEP_MS),
             latency: r.latency.clone(),
+            protocol: None,
+            tls: r.tls.clone(),
             warnings,
             timeline: r.timeline.clone(),
         }
@@ -134,22 +145,132 @@ pub(crate) fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Opt
     }
 }
 
+/// The protocol label of a subject's name (`quire/tls-h2` → `tls-h2`); `None` in
+/// cleartext runs.
+fn label_of(name: &str) -> Option<&str> {
+    name.split_once('/').map(|(_, p)| p)
+}
+
+/// The subject `name` is compared with: the first of `names` measured the same way
+/// (in cleartext runs, the first of all).
+fn reference_of<'a>(names: &[&'a str], name: &str) -> Option<&'a str> {
+    names
+        .iter()
+        .copied()
+        .find(|n| label_of(n) == label_of(name))
+}
+
 /// The first server's median requests/s over each other's (`uncached`: cached over
-/// uncached), keyed by the other's name.
+/// uncached), keyed by the other's name; over TLS, within each protocol
+/// (`nginx/tls-h2`: quire's over nginx's, both over HTTP/2).
 pub(crate) fn ratios(runs: &[Run], names: &[&str]) -> serde_json::Map<String, serde_json::Value> {
     let mut out = serde_json::Map::new();
-    let Some(first) = names
-        .first()
-        .and_then(|n| median(runs, n, |r| r.requests_per_sec))
-    else {
-        return out;
-    };
-    for name in names.iter().skip(1) {
-        if let Some(m) = median(runs, name, |r| r.requests_per_sec) {
-            out.insert((*name).into(), (first / m.max(1e-9)).into());
+    for name in names {
+        let Some(reference) = reference_of(names, name).filter(|r| r != name) else {
+            continue;
+        };
+        let rps = |n| median(runs, n, |r| r.requests_per_sec);
+        if let (Some(a), Some(b)) = (rps(reference), rps(name)) {
+            out.insert((*name).into(), (a / b.max(1e-9)).into());
         }
     }
     out
+}
+
+/// Prints the ratios: `quire/nginx: 1.70x`, `cached/uncached: 25.1x`; over TLS one
+/// line per protocol, with both servers' p99 and CPU per request.
+pub(crate) fn print_ratios(
+    runs: &[Run],
+    names: &[&str],
+    ratios: &serde_json::Map<String, serde_json::Value>,
+) {
+    // Cleartext: the map's order, as always; over TLS the subjects' order.
+    let order: Vec<&str> = if names.iter().any(|n| n.contains('/')) {
+        names.to_vec()
+    } else {
+        ratios.keys().map(String::as_str).collect()
+    };
+    for peer in order {
+        let Some(x) = ratios.get(peer) else {
+            continue;
+        };
+        let x = x.as_f64().unwrap_or(0.0);
+        let (Some((server, label)), Some(reference)) =
+            (peer.split_once('/'), reference_of(names, peer))
+        else {
+            match peer {
+                "uncached" => println!("cached/uncached: {x:.1}x (medians of requests/s)"),
+                p => println!("{}/{p}: {x:.2}x (medians of requests/s)", names[0]),
+            }
+            continue;
+        };
+        let p = Protocol::from_label(label).unwrap_or(Protocol::Https1);
+        let first = reference.split_once('/').map_or(reference, |(s, _)| s);
+        if server == "uncached" {
+            println!(
+                "cached/uncached, {}: {x:.1}x (medians of requests/s)",
+                p.describe()
+            );
+            continue;
+        }
+        let m = |n: &str, f: fn(&Run) -> f64| median(runs, n, f).unwrap_or(0.0);
+        println!(
+            "{first}/{server}, {}: {x:.2}x (medians of requests/s); p99 {:.2} vs {:.2} ms; server CPU {:.1} vs {:.1} us per request",
+            p.describe(),
+            m(reference, |r| r.p99_ms),
+            m(peer, |r| r.p99_ms),
+            m(reference, |r| r.server_us_per_request),
+            m(peer, |r| r.server_us_per_request),
+        );
+    }
+}
+
+/// What is wrong with what a TLS run negotiated (`None`: what the clients offered,
+/// and the ALPN protocol `p` needs).
+pub(crate) fn tls_warning(p: Protocol, seen: Option<&Negotiated>) -> Option<String> {
+    let Some(n) = seen else {
+        return Some("the generator did not say what TLS negotiated".into());
+    };
+    if n.alpn != p.alpn() {
+        return Some(format!(
+            "ALPN selected {:?}, not {:?}: the run did not measure {}",
+            n.alpn,
+            p.alpn(),
+            p.describe()
+        ));
+    }
+    (n.cipher != tls::CIPHER || n.group != tls::GROUP).then(|| {
+        format!(
+            "negotiated {} with {}, not {} with {}",
+            n.cipher,
+            n.group,
+            tls::CIPHER,
+            tls::GROUP
+        )
+    })
+}
+
+/// Prints what TLS negotiated (one line when every run agrees).
+pub(crate) fn print_tls(runs: &[Run]) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in runs {
+        let n = r.tls.as_ref().map_or("nothing reported".into(), |n| {
+            format!("{}, {}, {}", n.version, n.cipher, n.group)
+        });
+        if !seen.iter().any(|(s, m)| *s == r.server && *m == n) {
+            seen.push((r.server.clone(), n));
+        }
+    }
+    match seen.first() {
+        Some((_, n)) if seen.iter().all(|(_, m)| m == n) => {
+            println!("TLS: every run negotiated {n} (the clients offer only these)");
+        }
+        _ => {
+            for (server, n) in &seen {
+                println!("TLS: {server} negotiated {n}");
+            }
+        }
+    }
 }
 
 /// How a sustained run's rate moved, from its requests per second in each second.
@@ -189,8 +310,10 @@ impl Spread {
 /// Prints the table: one line per run, medians per server, and each run's
 /// warnings; a sustained run (a minute or more) also gets its per-second spread.
 pub(crate) fn print(runs: &[Run], names: &[&str]) {
+    // The run column fits `name round`: 12 wide, wider for TLS subjects' names.
+    let w = names.iter().map(|n| n.len() + 3).max().unwrap_or(0).max(12);
     println!(
-        "{:>12} {:>11} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
+        "{:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
         "run",
         "requests/s",
         "p50 ms",
@@ -206,7 +329,7 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
     );
     for r in runs {
         println!(
-            "{:>12} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
+            "{:>w$} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
             format!("{} {}", r.server, r.round),
             r.requests_per_sec,
             r.p50_ms,
@@ -222,12 +345,12 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
         );
         if let Some(sp) = Spread::of(&r.per_second) {
             println!(
-                "{:>12} per second: min {:.0}, median {:.0}, max {:.0}; first minute {:.0}/s, last minute {:.0}/s",
+                "{:>w$} per second: min {:.0}, median {:.0}, max {:.0}; first minute {:.0}/s, last minute {:.0}/s",
                 "", sp.min, sp.median, sp.max, sp.first_minute, sp.last_minute
             );
         }
-        for w in &r.warnings {
-            println!("{:>12} warning: {w}", "");
+        for warning in &r.warnings {
+            println!("{:>w$} warning: {warning}", "");
         }
     }
     if runs.len() > names.len() {
@@ -238,7 +361,7 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
             ) {
                 let us = median(runs, n, |r| r.server_us_per_request).unwrap_or(0.0);
                 println!(
-                    "{:>12} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, {us:.1} us of server CPU per request",
+                    "{:>w$} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, {us:.1} us of server CPU per request",
                     n,
                 );
             }

@@ -32,21 +32,74 @@ pub(crate) fn split_url(url: &str) -> anyhow::Result<(String, String)> {
     Ok((host, format!("/{path}")))
 }
 
-/// One GET over a fresh connection asking for `accept_encoding` (`identity` to read
-/// the body): status, head (lower-cased), body (still encoded).
-pub(crate) fn get_encoded(
+/// How the harness's own requests (probes, sitemap, warm-up) reach a server.
+#[derive(Debug, Clone)]
+pub(crate) enum Client {
+    /// Cleartext HTTP/1.1.
+    Plain,
+    /// HTTP/1.1 over TLS, trusting the run's test CA (`--tls`).
+    Tls(std::sync::Arc<rustls::ClientConfig>),
+}
+
+impl Client {
+    /// `http` or `https`, for messages.
+    pub(crate) fn scheme(&self) -> &'static str {
+        match self {
+            Client::Plain => "http",
+            Client::Tls(_) => "https",
+        }
+    }
+
+    /// One GET over a fresh connection asking for `accept_encoding` (`identity` to
+    /// read the body): status, head (lower-cased), body (still encoded).
+    pub(crate) fn get(
+        &self,
+        host: &str,
+        path: &str,
+        accept_encoding: &str,
+    ) -> anyhow::Result<(u16, String, Vec<u8>)> {
+        let mut s = TcpStream::connect(host)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {accept_encoding}\r\nConnection: close\r\n\r\n"
+        );
+        let raw = match self {
+            Client::Plain => {
+                s.write_all(request.as_bytes())?;
+                let mut raw = Vec::new();
+                s.read_to_end(&mut raw)?;
+                raw
+            }
+            Client::Tls(cfg) => tls_exchange(cfg, host, s, request.as_bytes())?,
+        };
+        response(path, &raw)
+    }
+}
+
+/// Sends `request` over TLS on `sock` and reads until the server closes.
+fn tls_exchange(
+    cfg: &std::sync::Arc<rustls::ClientConfig>,
     host: &str,
-    path: &str,
-    accept_encoding: &str,
-) -> anyhow::Result<(u16, String, Vec<u8>)> {
-    let mut s = TcpStream::connect(host)?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {accept_encoding}\r\nConnection: close\r\n\r\n"
-    )?;
+    sock: TcpStream,
+    request: &[u8],
+) -> anyhow::Result<Vec<u8>> {
+    let conn = rustls::ClientConnection::new(cfg.clone(), super::tls::server_name(host)?)?;
+    let mut s = rustls::StreamOwned::new(conn, sock);
+    s.write_all(request)?;
+    s.flush()?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
+    match s.read_to_end(&mut raw) {
+        Ok(_) => {}
+        // A server may close without close_notify after `Connection: close`: the
+        // response is whole when its head was (the caller checks).
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(raw)
+}
+
+/// Status, lower-cased head and de-chunked body of a whole response.
+fn response(path: &str, raw: &[u8]) -> anyhow::Result<(u16, String, Vec<u8>)> {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

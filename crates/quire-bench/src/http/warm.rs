@@ -1,7 +1,13 @@
 //! The warm-up pass and its check (a cold cache, or a single URL, measures misses or
 //! one page, not the cache). Every URL is requested once, then again until the server says it was a
 //! cache hit: quire in `Cache-Status` (`quire; hit`), the peers in `X-Cache: HIT`.
-//! A server that says neither is counted as unknown, not as warm.
+//! A server that says neither is counted as unknown, not as warm. Over TLS the
+//! pass runs over HTTPS/1.1 (the harness's client checks the certificate against the
+//! run's CA), and [`check_h2`] asks a sample again over HTTP/2 with curl: a server
+//! whose HTTP/2 answers miss what HTTP/1.1 stored would measure misses.
+
+use std::path::Path;
+use std::process::Command;
 
 use std::time::Duration;
 
@@ -62,22 +68,27 @@ pub(crate) fn hit_in(head: &str) -> Option<bool> {
     field("x-cache:").map(|x| x.eq_ignore_ascii_case("hit"))
 }
 
-/// Requests every path on `host` (asking for `accept_encoding`, as the run will),
-/// then checks each is a hit, retrying a while: stores land just after the answers
-/// stream.
-pub(crate) fn warm(host: &str, paths: &[String], accept_encoding: &str) -> anyhow::Result<Warmth> {
+/// Requests every path on `host` through `client` (asking for `accept_encoding`, as
+/// the run will), then checks each is a hit, retrying a while: stores land just
+/// after the answers stream.
+pub(crate) fn warm(
+    client: &urls::Client,
+    host: &str,
+    paths: &[String],
+    accept_encoding: &str,
+) -> anyhow::Result<Warmth> {
     let mut w = Warmth {
         urls: paths.len(),
         ..Warmth::default()
     };
     for p in paths {
-        let _ = urls::get_encoded(host, p, accept_encoding)?;
+        let _ = client.get(host, p, accept_encoding)?;
     }
     std::thread::sleep(Duration::from_millis(300));
     for p in paths {
         let mut tries = 0;
         loop {
-            let (status, head, _) = urls::get_encoded(host, p, accept_encoding)?;
+            let (status, head, _) = client.get(host, p, accept_encoding)?;
             let hit = hit_in(&head);
             let ok = (200..400).contains(&status);
             if hit != Some(false) || tries == 10 || !ok {
@@ -96,6 +107,73 @@ pub(crate) fn warm(host: &str, paths: &[String], accept_encoding: &str) -> anyho
         }
     }
     Ok(w)
+}
+
+/// URLs [`check_h2`] asks over HTTP/2.
+pub(crate) const H2_SAMPLE: usize = 50;
+
+/// What curl prints per URL: HTTP version, status, then the two cache fields.
+const CURL_FORMAT: &str = "%{http_version} %{http_code} %header{cache-status}|%header{x-cache}\n";
+
+/// Asks `paths` of `host` over HTTP/2 with TLS (curl, trusting `ca`, one connection)
+/// and counts the hits; an answer that is not HTTP/2 or not 2xx/3xx is a failure.
+/// `None` when curl is not installed.
+pub(crate) fn check_h2(
+    ca: &Path,
+    host: &str,
+    paths: &[String],
+    accept_encoding: &str,
+) -> anyhow::Result<Option<Warmth>> {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "--http2", "--cacert"])
+        .arg(ca)
+        .arg("-H")
+        .arg(format!("Accept-Encoding: {accept_encoding}"))
+        .args(["-w", CURL_FORMAT]);
+    for p in paths {
+        cmd.args(["-o", "/dev/null"])
+            .arg(format!("https://{host}{p}"));
+    }
+    let Ok(out) = cmd.output() else {
+        return Ok(None);
+    };
+    let mut w = h2_warmth(&String::from_utf8_lossy(&out.stdout), paths);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        w.failed.push(format!("curl: {}", err.trim()));
+    }
+    Ok(Some(w))
+}
+
+/// Counts curl's lines (in the order of `paths`).
+fn h2_warmth(stdout: &str, paths: &[String]) -> Warmth {
+    let mut w = Warmth {
+        urls: paths.len(),
+        ..Warmth::default()
+    };
+    let mut lines = stdout.lines();
+    for p in paths {
+        let line = lines.next().unwrap_or("");
+        let mut f = line.splitn(3, ' ');
+        let (version, status) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
+        let (cs, xc) = f.next().unwrap_or("").split_once('|').unwrap_or(("", ""));
+        let status: u16 = status.parse().unwrap_or(0);
+        if version != "2" || !(200..400).contains(&status) {
+            w.failed.push(format!("{p} (HTTP/{version} {status})"));
+        }
+        let mut head = String::new();
+        for (name, v) in [("cache-status", cs), ("x-cache", xc)] {
+            if !v.trim().is_empty() {
+                head.push_str(&format!("{name}: {}\r\n", v.trim().to_ascii_lowercase()));
+            }
+        }
+        match hit_in(&head) {
+            Some(true) => w.hits += 1,
+            Some(false) => {}
+            None => w.unknown += 1,
+        }
+    }
+    w
 }
 
 #[cfg(test)]
@@ -123,5 +201,16 @@ mod tests {
         let warnings = w.warnings("nginx");
         assert!(warnings[0].contains("2 URLs were not cache hits"));
         assert!(warnings[1].contains("/a (500)"));
+    }
+
+    #[test]
+    fn curls_http2_lines_count_hits_and_protocol() {
+        let paths: Vec<String> = ["/a", "/b", "/c", "/d"].map(String::from).to_vec();
+        let out = "2 200 quire; hit|\n2 200 |HIT\n1.1 200 |MISS\n2 200 |\n";
+        let w = h2_warmth(out, &paths);
+        assert_eq!((w.hits, w.unknown, w.urls), (2, 1, 4));
+        assert_eq!(w.failed, ["/c (HTTP/1.1 200)"]);
+        let short = h2_warmth("", &paths[..1]);
+        assert_eq!(short.failed.len(), 1, "a missing line is a failure");
     }
 }

@@ -30,7 +30,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 
-pub(crate) use report::LoadResult;
+pub(crate) use report::{LoadResult, POINTS};
 
 /// Arguments of `quire bench load` (hidden: the harness runs it).
 #[derive(Debug, Clone, Args)]

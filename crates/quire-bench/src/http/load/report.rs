@@ -55,6 +55,9 @@ pub struct LoadResult {
     pub latency: Vec<(f64, f64)>,
     /// The generator's own CPU time at the end (utime + stime, jiffies), when known.
     pub cpu_jiffies: Option<u64>,
+    /// Over TLS: what the generator saw negotiated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<crate::http::tls::Negotiated>,
 }
 
 impl LoadResult {
@@ -81,6 +84,7 @@ impl LoadResult {
             timeline: s.timeline.clone(),
             latency: POINTS.iter().map(|&p| (p, h.percentile(p))).collect(),
             cpu_jiffies: None,
+            tls: None,
         }
     }
 
