@@ -38,7 +38,7 @@ pub(crate) struct Spec<'a> {
     pub host: &'a str,
     /// Paths to request, one per line, in order.
     pub paths: &'a Path,
-    /// HTTPS/1.1 or HTTP/2.
+    /// HTTPS/1.1 or HTTP/2 (not [`Protocol::Handshake`]).
     pub protocol: Protocol,
     /// Connections.
     pub connections: usize,
@@ -67,7 +67,7 @@ impl Spec<'_> {
         match self.protocol {
             Protocol::H2 => a.push(format!("--max-concurrent-streams={}", self.streams.max(1))),
             // Streams would pipeline HTTP/1.1: one request in flight per connection.
-            Protocol::Https1 => a.push("--h1".into()),
+            Protocol::Https1 | Protocol::Handshake => a.push("--h1".into()),
         }
         a.extend([
             format!("--base-uri=https://{}", self.host),

@@ -27,7 +27,8 @@
 //!
 //! Over TLS (`--tls`, `tls`): a test CA and certificate made for the run, quire and
 //! nginx serving HTTPS with it, each server measured as several subjects in the same
-//! rounds: HTTP/1.1 over TLS and, with `--http2`, HTTP/2 (both from `h2load`). The
+//! rounds: HTTP/1.1 over TLS and, with `--http2`, HTTP/2 (both from `h2load`), and
+//! new connections, a full handshake per request (`load`'s handshake client). The
 //! warm-up's client speaks HTTPS and checks the certificate against the CA.
 
 mod h2load;
@@ -131,8 +132,8 @@ pub struct BenchHttpArgs {
     pub plot: Option<PathBuf>,
     /// Serve and measure HTTPS: a test CA and an ECDSA P-256 certificate made for the
     /// run, quire started with --tls-cert/--tls-key and nginx with the same
-    /// certificate; HTTP/1.1 over TLS from h2load (Debian's nghttp2-client). Not with
-    /// Varnish (no TLS).
+    /// certificate; HTTP/1.1 over TLS from h2load (Debian's nghttp2-client), and new
+    /// connections (a full handshake for every request). Not with Varnish (no TLS).
     #[arg(long, conflicts_with_all = ["target", "rate"])]
     pub tls: bool,
     /// With --tls: also measure HTTP/2 (h2load, --streams per connection).
@@ -182,7 +183,8 @@ struct Subject {
 }
 
 /// Each subject once per protocol measured over TLS (`quire` becomes
-/// `quire/tls-h1`, `quire/tls-h2`).
+/// `quire/tls-h1`, `quire/tls-h2`, `quire/handshake`); new connections are measured
+/// for the cached subjects only.
 fn over_tls(subjects: Vec<Subject>, http2: bool) -> Vec<Subject> {
     let mut protocols = vec![Protocol::Https1];
     if http2 {
@@ -190,7 +192,8 @@ fn over_tls(subjects: Vec<Subject>, http2: bool) -> Vec<Subject> {
     }
     let mut out = Vec::new();
     for s in subjects {
-        for p in protocols.iter().copied() {
+        let handshake = s.cookie.is_none().then_some(Protocol::Handshake);
+        for p in protocols.iter().copied().chain(handshake) {
             out.push(Subject {
                 name: format!("{}/{}", s.name, p.label()),
                 host: s.host.clone(),
@@ -383,14 +386,26 @@ fn paths(args: &BenchHttpArgs, client: &urls::Client, host: &str) -> anyhow::Res
 }
 
 /// One load run against subject `s`: from the cleartext generator `--loadgen`
-/// chose, or over TLS from h2load.
+/// chose, or over TLS from h2load or the handshake client.
 fn load_run(
     args: &BenchHttpArgs,
     duration: Duration,
     s: &Subject,
     files: &RequestFiles,
 ) -> anyhow::Result<(LoadResult, u64)> {
+    let builtin = |handshakes| load::Spec {
+        host: &s.host,
+        paths: &files.list,
+        connections: args.connections,
+        duration,
+        rate: args.rate,
+        accept_encoding: &args.accept_encoding,
+        cookie: s.cookie,
+        cpus: &args.loadgen_cpus,
+        handshakes,
+    };
     match (s.protocol, args.loadgen) {
+        (Some(Protocol::Handshake), _) => load::run(&builtin(true)),
         (Some(protocol), _) => h2load::run(&h2load::Spec {
             host: &s.host,
             paths: &files.list,
@@ -403,16 +418,7 @@ fn load_run(
             cpus: &args.loadgen_cpus,
             log: &files.log,
         }),
-        (None, Loadgen::Builtin) => load::run(&load::Spec {
-            host: &s.host,
-            paths: &files.list,
-            connections: args.connections,
-            duration,
-            rate: args.rate,
-            accept_encoding: &args.accept_encoding,
-            cookie: s.cookie,
-            cpus: &args.loadgen_cpus,
-        }),
+        (None, Loadgen::Builtin) => load::run(&builtin(false)),
         (None, Loadgen::Wrk) => wrk::run(
             &format!("http://{}", s.host),
             if s.cookie.is_some() {
@@ -439,7 +445,9 @@ fn loadgen_line(args: &BenchHttpArgs) -> String {
             String::new()
         };
         return format!(
-            "h2load (1 thread; HTTP/1.1 over TLS: --h1, one request in flight per connection{h2})"
+            "h2load (1 thread; HTTP/1.1 over TLS: --h1, one request in flight per connection{h2}) \
+             and for new connections quire bench load --handshakes (1 thread, one task per \
+             connection, full TLS 1.3 handshakes without resumption)"
         );
     }
     match args.loadgen {
@@ -726,6 +734,9 @@ impl Bench<'_> {
             "certificate": "ECDSA P-256 for localhost and 127.0.0.1, then the CA made for the run",
             "http2": args.http2,
             "streams": args.http2.then_some(args.streams),
+            "handshake": "a new connection per request: a full TLS 1.3 handshake (no resumption, \
+                          the certificate not checked by the client), one GET with \
+                          Connection: close, closed by the server",
             "loadgen": loadgen_line(args),
         })
     }

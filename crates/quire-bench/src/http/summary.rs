@@ -2,7 +2,7 @@
 //! tools read, plus the machine's state and the run's own figures over
 //! time), the table on the terminal, and the ratios of medians. Over TLS a subject
 //! is a server and a protocol (`quire/tls-h2`): ratios compare servers within one
-//! protocol, and the report adds what TLS negotiated.
+//! protocol, and the report adds what TLS negotiated and the handshakes per second.
 
 use super::load::LoadResult;
 use super::plot;
@@ -215,12 +215,14 @@ pub(crate) fn print_ratios(
         }
         let m = |n: &str, f: fn(&Run) -> f64| median(runs, n, f).unwrap_or(0.0);
         println!(
-            "{first}/{server}, {}: {x:.2}x (medians of requests/s); p99 {:.2} vs {:.2} ms; server CPU {:.1} vs {:.1} us per request",
+            "{first}/{server}, {}: {x:.2}x (medians of {unit}/s); p99 {:.2} vs {:.2} ms; server CPU {:.1} vs {:.1} us per {}",
             p.describe(),
             m(reference, |r| r.p99_ms),
             m(peer, |r| r.p99_ms),
             m(reference, |r| r.server_us_per_request),
             m(peer, |r| r.server_us_per_request),
+            p.unit().trim_end_matches('s'),
+            unit = p.unit(),
         );
     }
 }
@@ -250,7 +252,8 @@ pub(crate) fn tls_warning(p: Protocol, seen: Option<&Negotiated>) -> Option<Stri
     })
 }
 
-/// Prints what TLS negotiated (one line when every run agrees).
+/// Prints what TLS negotiated (one line when every run agrees) and the handshakes
+/// per second of each server.
 pub(crate) fn print_tls(runs: &[Run]) {
     let mut seen: Vec<(String, String)> = Vec::new();
     for r in runs {
@@ -269,6 +272,21 @@ pub(crate) fn print_tls(runs: &[Run]) {
             for (server, n) in &seen {
                 println!("TLS: {server} negotiated {n}");
             }
+        }
+    }
+    let mut hs = Vec::new();
+    for r in runs {
+        let Some((server, label)) = r.server.split_once('/') else {
+            continue;
+        };
+        if Protocol::from_label(label) == Some(Protocol::Handshake) && !hs.contains(&server) {
+            let rate = median(runs, &r.server, |r| r.requests_per_sec).unwrap_or(0.0);
+            let us = median(runs, &r.server, |r| r.server_us_per_request).unwrap_or(0.0);
+            println!(
+                "handshakes: {server} {rate:.0}/s, {us:.1} us of server CPU each (medians; a new \
+                 connection, a full TLS 1.3 handshake without resumption and one GET each)"
+            );
+            hs.push(server);
         }
     }
 }

@@ -8,10 +8,11 @@
 //!   run's scratch directory: the cert file holds the leaf then the chain, the key
 //!   file the leaf's PKCS#8 key. quire and nginx load the same two files.
 //! - **One cipher suite and one key exchange, chosen by the clients**: every client
-//!   (h2load, the warm-up's) offers TLS 1.3 with `TLS_AES_128_GCM_SHA256` and X25519
-//!   only, first choices of both rustls and OpenSSL, so both servers must negotiate
-//!   exactly those or fail the handshake; nginx is configured with the same pair.
-//!   What was negotiated is read back from h2load and printed with the figures.
+//!   (h2load, the warm-up's, the handshake client) offers TLS 1.3 with
+//!   `TLS_AES_128_GCM_SHA256` and X25519 only, first choices of both rustls and
+//!   OpenSSL, so both servers must negotiate exactly those or fail the handshake;
+//!   nginx is configured with the same pair. What was negotiated is read back from
+//!   h2load and the handshake client and printed with the figures.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +32,9 @@ pub(crate) enum Protocol {
     Https1,
     /// HTTP/2 over TLS, several streams per connection (h2load).
     H2,
+    /// A new TLS connection for every request: a full handshake (no resumption), one
+    /// GET, closed by the server (`Connection: close`).
+    Handshake,
 }
 
 impl Protocol {
@@ -39,6 +43,7 @@ impl Protocol {
         match self {
             Protocol::Https1 => "tls-h1",
             Protocol::H2 => "tls-h2",
+            Protocol::Handshake => "handshake",
         }
     }
 
@@ -47,26 +52,35 @@ impl Protocol {
         match self {
             Protocol::Https1 => "HTTP/1.1 over TLS",
             Protocol::H2 => "HTTP/2 over TLS",
+            Protocol::Handshake => "a new TLS connection per request",
         }
     }
 
     /// The protocol a [`Protocol::label`] names.
     pub(crate) fn from_label(label: &str) -> Option<Protocol> {
-        [Protocol::Https1, Protocol::H2]
+        [Protocol::Https1, Protocol::H2, Protocol::Handshake]
             .into_iter()
             .find(|p| p.label() == label)
+    }
+
+    /// What one of its requests is called in the report.
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            Protocol::Handshake => "handshakes",
+            Protocol::Https1 | Protocol::H2 => "requests",
+        }
     }
 
     /// The ALPN protocol the server must select.
     pub(crate) fn alpn(self) -> &'static str {
         match self {
             Protocol::H2 => "h2",
-            Protocol::Https1 => "http/1.1",
+            Protocol::Https1 | Protocol::Handshake => "http/1.1",
         }
     }
 }
 
-/// What a client saw negotiated (from h2load's output).
+/// What a client saw negotiated (from h2load's output or the handshake client).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Negotiated {
     /// `TLSv1.3`.
@@ -181,6 +195,12 @@ pub(crate) fn server_name(host: &str) -> anyhow::Result<rustls_pki_types::Server
         .with_context(|| format!("{host}: not a TLS server name"))
 }
 
+/// rustls's name for a negotiated cipher suite, in OpenSSL's spelling (what h2load
+/// prints): `TLS13_AES_128_GCM_SHA256` → `TLS_AES_128_GCM_SHA256`.
+pub(crate) fn openssl_name(rustls_name: &str) -> String {
+    rustls_name.replacen("TLS13_", "TLS_", 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,16 +249,16 @@ mod tests {
         c.read_to_end(&mut got).unwrap();
         assert_eq!(got, b"pong");
         let suite = c.conn.negotiated_cipher_suite().unwrap().suite();
-        assert_eq!(suite.as_str(), Some("TLS13_AES_128_GCM_SHA256"));
+        assert_eq!(openssl_name(suite.as_str().unwrap()), CIPHER);
         t.join().unwrap();
     }
 
     #[test]
     fn protocols_have_their_labels() {
         assert_eq!(Protocol::H2.alpn(), "h2");
-        assert_eq!(Protocol::Https1.alpn(), "http/1.1");
+        assert_eq!(Protocol::Handshake.alpn(), "http/1.1");
         assert_eq!(Protocol::Https1.label(), "tls-h1");
-        for p in [Protocol::Https1, Protocol::H2] {
+        for p in [Protocol::Https1, Protocol::H2, Protocol::Handshake] {
             assert_eq!(Protocol::from_label(p.label()), Some(p));
         }
         assert_eq!(Protocol::from_label("h3"), None);

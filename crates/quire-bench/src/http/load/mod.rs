@@ -11,9 +11,12 @@
 //!
 //! [`run`] starts it as a separate process pinned with `taskset` (as `wrk::run`
 //! does for wrk) and returns its `LoadResult` and CPU time; [`main`] is the process.
+//! With `--handshakes` the process runs the new-connection TLS client of `handshake`
+//! instead (`quire bench http --tls`), and prints the same result line.
 
 mod conn;
 mod engine;
+mod handshake;
 mod parse;
 mod report;
 mod request;
@@ -60,6 +63,10 @@ pub struct BenchLoadArgs {
     /// Seconds before an unanswered request is an error.
     #[arg(long, value_name = "SECS", default_value_t = 2.0)]
     pub timeout: f64,
+    /// Every request on a new TLS connection (a full TLS 1.3 handshake, no
+    /// resumption), closed by the server after its answer; `--rate` is not used.
+    #[arg(long, conflicts_with = "rate")]
+    pub handshakes: bool,
 }
 
 /// One run of the generator as a separate process.
@@ -81,6 +88,8 @@ pub struct Spec<'a> {
     pub cookie: Option<&'a str>,
     /// CPUs for the generator (a taskset list).
     pub cpus: &'a str,
+    /// A new TLS connection for every request (`--handshakes`).
+    pub handshakes: bool,
 }
 
 /// Runs `quire bench load` (this binary) pinned to `spec.cpus`, and returns its
@@ -104,6 +113,9 @@ pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
     }
     if let Some(c) = spec.cookie {
         cmd.arg("--cookie").arg(c);
+    }
+    if spec.handshakes {
+        cmd.arg("--handshakes");
     }
     let child = cmd
         .stdout(Stdio::piped())
@@ -135,7 +147,6 @@ pub fn main(args: &BenchLoadArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.paths)
         .with_context(|| format!("reading {}", args.paths.display()))?;
     let paths = request::paths_from(&text);
-    let reqs = request::Requests::new(&paths, host, &args.accept_encoding, args.cookie.as_deref())?;
     let secs = |name: &str, s: f64| {
         Duration::try_from_secs_f64(s)
             .ok()
@@ -153,8 +164,16 @@ pub fn main(args: &BenchLoadArgs) -> anyhow::Result<()> {
         rate: args.rate,
         timeout: secs("timeout", args.timeout)?,
     };
-    let stats = engine::run(&cfg, &reqs).context("running the load")?;
+    let (ae, cookie) = (&args.accept_encoding, args.cookie.as_deref());
+    let (stats, tls) = if args.handshakes {
+        let reqs = request::Requests::closing(&paths, host, ae, cookie)?;
+        handshake::run(&cfg, reqs).context("running the handshakes")?
+    } else {
+        let reqs = request::Requests::new(&paths, host, ae, cookie)?;
+        (engine::run(&cfg, &reqs).context("running the load")?, None)
+    };
     let mut result = LoadResult::from_stats(&stats, args.rate, args.connections);
+    result.tls = tls;
     result.cpu_jiffies = super::procstat::process(std::process::id());
     println!("{}", result.line());
     Ok(())

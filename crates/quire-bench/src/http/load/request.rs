@@ -26,6 +26,33 @@ impl Requests {
         accept_encoding: &str,
         cookie: Option<&str>,
     ) -> anyhow::Result<Requests> {
+        Requests::build(paths, host, accept_encoding, cookie, "")
+    }
+
+    /// As [`Requests::new`], each asking the server to close the connection after
+    /// its answer (`Connection: close`: the handshake runs).
+    pub(crate) fn closing(
+        paths: &[String],
+        host: &str,
+        accept_encoding: &str,
+        cookie: Option<&str>,
+    ) -> anyhow::Result<Requests> {
+        Requests::build(
+            paths,
+            host,
+            accept_encoding,
+            cookie,
+            "Connection: close\r\n",
+        )
+    }
+
+    fn build(
+        paths: &[String],
+        host: &str,
+        accept_encoding: &str,
+        cookie: Option<&str>,
+        extra: &str,
+    ) -> anyhow::Result<Requests> {
         anyhow::ensure!(!paths.is_empty(), "no paths to request");
         anyhow::ensure!(paths.len() <= u32::MAX as usize, "too many paths");
         let mut bytes = Vec::new();
@@ -40,7 +67,7 @@ impl Requests {
                 let path: String = p.chars().filter(|c| !c.is_whitespace()).collect();
                 bytes.extend_from_slice(
                     format!(
-                        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {ae}\r\n{}\r\n",
+                        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {ae}\r\n{}{extra}\r\n",
                         cookie.as_deref().unwrap_or("")
                     )
                     .as_bytes(),
@@ -103,5 +130,10 @@ mod tests {
             b"GET /a HTTP/1.1\r\nHost: h\r\nAccept-Encoding: identity\r\n\r\n"
         );
         assert!(Requests::new(&[], "h", "x", None).is_err());
+        let r = Requests::closing(&paths, "h", "gzip", None).unwrap();
+        assert_eq!(
+            r.nth(0),
+            b"GET /a HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
+        );
     }
 }
