@@ -111,6 +111,59 @@ pub struct TlsSection {
     pub hsts: Option<String>,
     /// Longest a client may take to complete the TLS handshake.
     pub handshake_timeout: Secs,
+    /// Certificates obtained and renewed automatically (instead of `cert`/`key`).
+    pub acme: Option<AcmeSection>,
+}
+
+/// Let's Encrypt's production directory, the default ACME server.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+/// The `[tls.acme]` section: automatic certificates (RFC 8555).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcmeSection {
+    /// The names the certificate covers (DNS names pointing at this server).
+    pub domains: Vec<String>,
+    /// Contact addresses for the CA's expiry and policy mail (`mailto:` added when
+    /// missing).
+    pub contact: Vec<String>,
+    /// The ACME directory URL.
+    pub directory: String,
+    /// Extra roots (PEM) trusted for the directory's HTTPS, for a test CA.
+    pub ca_file: Option<PathBuf>,
+    /// Where the account key and certificates are kept (created `0700`).
+    pub state_dir: PathBuf,
+    /// How the CA checks control of the names: `tls-alpn-01` on the HTTPS port
+    /// (443), or `http-01` on `listen_http` (port 80).
+    pub challenge: AcmeChallenge,
+    /// Renew when the certificate has less than this left (or a third of its
+    /// lifetime, if that is less).
+    pub renew_before: Secs,
+}
+
+impl Default for AcmeSection {
+    fn default() -> Self {
+        AcmeSection {
+            domains: Vec::new(),
+            contact: Vec::new(),
+            directory: LETS_ENCRYPT.to_owned(),
+            ca_file: None,
+            state_dir: PathBuf::from("quire-acme"),
+            challenge: AcmeChallenge::TlsAlpn01,
+            renew_before: Secs(Duration::from_secs(30 * 86_400)),
+        }
+    }
+}
+
+/// See [`AcmeSection::challenge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum AcmeChallenge {
+    /// RFC 8737: answered in the TLS handshake on the HTTPS listener.
+    #[serde(rename = "tls-alpn-01")]
+    TlsAlpn01,
+    /// RFC 8555 §8.3: answered on the plain-HTTP listener.
+    #[serde(rename = "http-01")]
+    Http01,
 }
 
 impl Default for TlsSection {
@@ -120,14 +173,15 @@ impl Default for TlsSection {
             key: None,
             hsts: None,
             handshake_timeout: Secs(Duration::from_secs(10)),
+            acme: None,
         }
     }
 }
 
 impl TlsSection {
-    /// Whether TLS is on (a certificate is configured).
+    /// Whether TLS is on (a certificate is configured, or obtained by ACME).
     pub fn enabled(&self) -> bool {
-        self.cert.is_some() || self.key.is_some()
+        self.cert.is_some() || self.key.is_some() || self.acme.is_some()
     }
 
     /// Checks the section on its own: both files or neither, a well-formed HSTS
@@ -147,8 +201,51 @@ impl TlsSection {
         if self.handshake_timeout.0.is_zero() {
             return bad("tls.handshake_timeout must be above 0");
         }
+        if let Some(acme) = &self.acme {
+            if self.cert.is_some() {
+                return bad("tls.cert/tls.key and [tls.acme] exclude each other: give files or let ACME obtain them");
+            }
+            acme.validate()?;
+        }
         Ok(())
     }
+}
+
+impl AcmeSection {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.domains.is_empty() {
+            return Err(ConfigError(
+                "tls.acme.domains: give at least one name".into(),
+            ));
+        }
+        for d in &self.domains {
+            if !is_dns_name(d) {
+                return Err(ConfigError(format!(
+                    "tls.acme.domains: {d:?} is not a DNS name (no wildcards, addresses or ports)"
+                )));
+            }
+        }
+        if !(self.directory.starts_with("https://") || self.directory.starts_with("http://")) {
+            return Err(ConfigError(
+                "tls.acme.directory must be an https:// URL".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A DNS name as a certificate may carry it: dot-separated labels of letters,
+/// digits and inner hyphens, at most 253 bytes.
+fn is_dns_name(s: &str) -> bool {
+    s.len() <= 253
+        && s.parse::<std::net::IpAddr>().is_err()
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
 }
 
 /// See [`Config::fill_headers`].
@@ -445,7 +542,21 @@ impl Config {
         self.tls.validate()?;
         match self.listen_http {
             Some(_) if !self.tls.enabled() => {
-                return bad("listen_http redirects to HTTPS: it needs tls.cert and tls.key".into())
+                return bad(
+                    "listen_http redirects to HTTPS: it needs tls.cert and tls.key, or [tls.acme]"
+                        .into(),
+                )
+            }
+            None if self
+                .tls
+                .acme
+                .as_ref()
+                .is_some_and(|a| a.challenge == AcmeChallenge::Http01) =>
+            {
+                return bad(
+                    "tls.acme.challenge = \"http-01\" is answered on listen_http: set it (port 80)"
+                        .into(),
+                )
             }
             Some(a) if a == self.listen && a.port() != 0 => {
                 return bad(format!("listen_http {a} is the same address as listen"))

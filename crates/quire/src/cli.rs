@@ -103,9 +103,14 @@ pub(crate) struct TlsArgs {
     /// The certificate's private key, PEM.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// With TLS on, also serve plain HTTP here, redirecting every request to HTTPS.
+    /// With TLS on, also serve plain HTTP here, redirecting every request to HTTPS
+    /// (and answering ACME HTTP-01 challenges).
     #[arg(long, value_name = "ADDR")]
     pub listen_http: Option<std::net::SocketAddr>,
+    /// Obtain and renew the certificate for NAME with ACME (Let's Encrypt unless
+    /// `[tls.acme] directory` says otherwise). Repeatable.
+    #[arg(long = "acme-domain", value_name = "NAME", conflicts_with = "tls_cert")]
+    pub acme_domains: Vec<String>,
 }
 
 /// Arguments of `quire purge`.

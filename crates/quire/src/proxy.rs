@@ -76,6 +76,10 @@ pub(crate) fn apply_tls_flags(cfg: &mut Config, tls: &crate::cli::TlsArgs) {
     if let Some(a) = tls.listen_http {
         cfg.listen_http = Some(a);
     }
+    if !tls.acme_domains.is_empty() {
+        let acme = cfg.tls.acme.get_or_insert_with(Default::default);
+        acme.domains = tls.acme_domains.clone();
+    }
 }
 
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
