@@ -83,6 +83,10 @@ async fn a_fill_over_https_is_stored_and_the_next_request_hits() {
         );
     }
     assert_eq!(o.hits("/a"), 2, "one fill per quire");
+    // SNI names the host; an address is not sent (RFC 6066 §3).
+    let mut names = o.server_names();
+    names.dedup();
+    assert_eq!(names, [Some("localhost".to_string()), None]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

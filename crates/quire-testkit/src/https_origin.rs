@@ -109,6 +109,8 @@ impl Origin {
                     let Ok(stream) = acceptor.accept(stream).await else {
                         return;
                     };
+                    let sni = stream.get_ref().1.server_name().map(str::to_owned);
+                    st.server_names.lock().unwrap().push(sni);
                     let svc = service_fn(move |req| answer(st.clone(), req));
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), svc)
@@ -117,6 +119,12 @@ impl Origin {
             }
         });
         Origin { addr, state }
+    }
+
+    /// The SNI name of each TLS connection it accepted (`None`: the client sent
+    /// none, as for an address).
+    pub fn server_names(&self) -> Vec<Option<String>> {
+        self.state.server_names.lock().unwrap().clone()
     }
 
     /// Its https URL under the name `host` (`https://host:port`): the name quire

@@ -122,6 +122,8 @@ pub struct Seen {
 pub struct OriginState {
     routes: Mutex<HashMap<String, Route>>,
     seen: Mutex<Vec<Seen>>,
+    /// The SNI names of the TLS connections an https origin accepted.
+    server_names: Mutex<Vec<Option<String>>>,
 }
 
 /// A scripted origin on 127.0.0.1.
