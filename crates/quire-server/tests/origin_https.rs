@@ -10,7 +10,7 @@ use std::time::Duration;
 use quire_server::origin::{empty_body, Origin as OriginClient, OriginError, OriginOptions};
 use quire_server::{Config, Ctx};
 use quire_store::Engine;
-use quire_testkit::https_origin::TestCa;
+use quire_testkit::https_origin::{Leaf, TestCa};
 use quire_testkit::*;
 
 /// A cacheable page at `/a` on `o`.
@@ -87,6 +87,20 @@ async fn a_fill_over_https_is_stored_and_the_next_request_hits() {
     let mut names = o.server_names();
     names.dedup();
     assert_eq!(names, [Some("localhost".to_string()), None]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_origin_certificate_given_as_origin_ca_file_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaf = Leaf::self_signed(&["localhost"]);
+    let pinned = dir.path().join("origin.pem");
+    std::fs::write(&pinned, leaf.pem()).unwrap();
+    let o = Origin::start_https(leaf.server_config()).await;
+    route_page(&o);
+    let q = quire_for(&o, o.https_url("localhost"), Some(pinned)).await;
+    let r = get(&q, "/a", &[]).await;
+    assert_eq!(r.status, 200, "{}", r.cache_status());
+    assert_eq!(r.body, page(3000));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

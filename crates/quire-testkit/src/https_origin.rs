@@ -55,10 +55,7 @@ impl TestCa {
             .push(DnType::CommonName, "quire test origin");
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf {
-            chain: vec![cert.der().clone()],
-            key: PrivatePkcs8KeyDer::from(key.serialize_der()),
-        }
+        Leaf::new(&cert, &key)
     }
 }
 
@@ -68,9 +65,34 @@ pub struct Leaf {
     /// The certificate (the CA's is not sent: a client trusts it or not).
     pub chain: Vec<CertificateDer<'static>>,
     key: PrivatePkcs8KeyDer<'static>,
+    pem: String,
 }
 
 impl Leaf {
+    fn new(cert: &rcgen::Certificate, key: &KeyPair) -> Leaf {
+        Leaf {
+            chain: vec![cert.der().clone()],
+            key: PrivatePkcs8KeyDer::from(key.serialize_der()),
+            pem: cert.pem(),
+        }
+    }
+
+    /// A self-signed server certificate (no CA) valid for `names`.
+    pub fn self_signed(names: &[&str]) -> Leaf {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(names)
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        Leaf::new(&cert, &key)
+    }
+
+    /// The certificate, PEM.
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
     /// A rustls server configuration presenting this certificate, offering
     /// `http/1.1` by ALPN.
     pub fn server_config(&self) -> Arc<rustls::ServerConfig> {

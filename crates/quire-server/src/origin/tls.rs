@@ -14,9 +14,9 @@
 //!   every certificate in `origin_ca_file` (PEM) is added to it. A machine with no
 //!   bundle works when `origin_ca_file` names the origin's CA; with neither, start-up
 //!   fails rather than every fill. A bad `origin_ca_file` (missing, unreadable, not
-//!   PEM, no certificate, a certificate that is no CA) is a start-up error naming
-//!   the file, whatever the origin's scheme: a typo must not wait for the day the
-//!   origin moves to https.
+//!   PEM, no certificate, a certificate that does not parse) is a start-up error
+//!   naming the file, whatever the origin's scheme: a typo must not wait for the day
+//!   the origin moves to https. A self-signed origin certificate is a valid entry.
 //! - **Checks are on by default.** SNI is the origin's host name; the certificate
 //!   must chain to a trusted root and name that host (an IP-literal origin is
 //!   checked against the certificate's IP addresses). `origin_insecure_skip_verify`
