@@ -38,7 +38,8 @@ pub(crate) enum Command {
 /// Arguments of `quire proxy`. Flags override the config file.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ProxyArgs {
-    /// The origin, http://host[:port].
+    /// The origin, http://host[:port] or https://host[:port] (certificates checked
+    /// against the system's CAs and `origin_ca_file` in the config file).
     #[arg(long, value_name = "URL")]
     pub origin: Option<String>,
     /// Address to listen on (default 127.0.0.1:8080).

@@ -181,6 +181,23 @@ mod tests {
     }
 
     #[test]
+    fn https_origin_keys_parse_and_skipping_checks_is_never_the_default() {
+        let cfg = parse_config(
+            "origin = \"https://origin.example:8443\"\norigin_ca_file = \"/etc/quire/origin-ca.pem\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.origin_ca_file.as_deref(),
+            Some(Path::new("/etc/quire/origin-ca.pem"))
+        );
+        assert!(!cfg.origin_insecure_skip_verify);
+        cfg.validate().unwrap();
+        let cfg = parse_config("origin_insecure_skip_verify = true").unwrap();
+        assert!(cfg.origin_insecure_skip_verify);
+        assert!(parse_config("origin_insecure_skip_verify = \"yes\"").is_err());
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_errors() {
         assert!(parse_config("listen = \"127.0.0.1:1\"\nlisen = 3").is_err());
         assert!(parse_config("[cache]\nsize = \"lots\"").is_err());
