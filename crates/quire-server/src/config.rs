@@ -28,8 +28,17 @@ use crate::compress::Levels;
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
-    /// The origin, `http://host[:port]` (proxy mode).
+    /// The origin, `http://host[:port]` or `https://host[:port]` (proxy mode).
     pub origin: Option<String>,
+    /// A PEM file of CA certificates trusted for an `https://` origin besides the
+    /// system's (a private CA, or a self-signed origin certificate). Read at start-up
+    /// whatever the origin's scheme: a missing, unreadable or empty file, or one
+    /// without a PEM certificate, is an error naming it.
+    pub origin_ca_file: Option<PathBuf>,
+    /// Accept any certificate from an `https://` origin, for any name: the traffic is
+    /// encrypted, but to whoever answers. Off by default, and logged at start-up as a
+    /// warning when on; for a test origin, never for one across a network.
+    pub origin_insecure_skip_verify: bool,
     /// Worker threads of the runtime; 0 means one per available core.
     pub workers: usize,
     /// Bearer token for `/_quire/*` admin endpoints and `PURGE`. The environment
@@ -78,6 +87,8 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             origin: None,
+            origin_ca_file: None,
+            origin_insecure_skip_verify: false,
             workers: 0,
             admin_token: None,
             cache: CacheConfig::default(),
@@ -111,6 +122,59 @@ pub struct TlsSection {
     pub hsts: Option<String>,
     /// Longest a client may take to complete the TLS handshake.
     pub handshake_timeout: Secs,
+    /// Certificates obtained and renewed automatically (instead of `cert`/`key`).
+    pub acme: Option<AcmeSection>,
+}
+
+/// Let's Encrypt's production directory, the default ACME server.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+/// The `[tls.acme]` section: automatic certificates (RFC 8555).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcmeSection {
+    /// The names the certificate covers (DNS names pointing at this server).
+    pub domains: Vec<String>,
+    /// Contact addresses for the CA's expiry and policy mail (`mailto:` added when
+    /// missing).
+    pub contact: Vec<String>,
+    /// The ACME directory URL.
+    pub directory: String,
+    /// Extra roots (PEM) trusted for the directory's HTTPS, for a test CA.
+    pub ca_file: Option<PathBuf>,
+    /// Where the account key and certificates are kept (created `0700`).
+    pub state_dir: PathBuf,
+    /// How the CA checks control of the names: `tls-alpn-01` on the HTTPS port
+    /// (443), or `http-01` on `listen_http` (port 80).
+    pub challenge: AcmeChallenge,
+    /// Renew when the certificate has less than this left (or a third of its
+    /// lifetime, if that is less).
+    pub renew_before: Secs,
+}
+
+impl Default for AcmeSection {
+    fn default() -> Self {
+        AcmeSection {
+            domains: Vec::new(),
+            contact: Vec::new(),
+            directory: LETS_ENCRYPT.to_owned(),
+            ca_file: None,
+            state_dir: PathBuf::from("quire-acme"),
+            challenge: AcmeChallenge::TlsAlpn01,
+            renew_before: Secs(Duration::from_secs(30 * 86_400)),
+        }
+    }
+}
+
+/// See [`AcmeSection::challenge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum AcmeChallenge {
+    /// RFC 8737: answered in the TLS handshake on the HTTPS listener.
+    #[serde(rename = "tls-alpn-01")]
+    TlsAlpn01,
+    /// RFC 8555 §8.3: answered on the plain-HTTP listener.
+    #[serde(rename = "http-01")]
+    Http01,
 }
 
 impl Default for TlsSection {
@@ -120,14 +184,15 @@ impl Default for TlsSection {
             key: None,
             hsts: None,
             handshake_timeout: Secs(Duration::from_secs(10)),
+            acme: None,
         }
     }
 }
 
 impl TlsSection {
-    /// Whether TLS is on (a certificate is configured).
+    /// Whether TLS is on (a certificate is configured, or obtained by ACME).
     pub fn enabled(&self) -> bool {
-        self.cert.is_some() || self.key.is_some()
+        self.cert.is_some() || self.key.is_some() || self.acme.is_some()
     }
 
     /// Checks the section on its own: both files or neither, a well-formed HSTS
@@ -147,8 +212,51 @@ impl TlsSection {
         if self.handshake_timeout.0.is_zero() {
             return bad("tls.handshake_timeout must be above 0");
         }
+        if let Some(acme) = &self.acme {
+            if self.cert.is_some() {
+                return bad("tls.cert/tls.key and [tls.acme] exclude each other: give files or let ACME obtain them");
+            }
+            acme.validate()?;
+        }
         Ok(())
     }
+}
+
+impl AcmeSection {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.domains.is_empty() {
+            return Err(ConfigError(
+                "tls.acme.domains: give at least one name".into(),
+            ));
+        }
+        for d in &self.domains {
+            if !is_dns_name(d) {
+                return Err(ConfigError(format!(
+                    "tls.acme.domains: {d:?} is not a DNS name (no wildcards, addresses or ports)"
+                )));
+            }
+        }
+        if !(self.directory.starts_with("https://") || self.directory.starts_with("http://")) {
+            return Err(ConfigError(
+                "tls.acme.directory must be an https:// URL".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A DNS name as a certificate may carry it: dot-separated labels of letters,
+/// digits and inner hyphens, at most 253 bytes.
+fn is_dns_name(s: &str) -> bool {
+    s.len() <= 253
+        && s.parse::<std::net::IpAddr>().is_err()
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
 }
 
 /// See [`Config::fill_headers`].
@@ -430,6 +538,13 @@ impl Config {
         if let Some(origin) = &self.origin {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
+        if self
+            .origin_ca_file
+            .as_ref()
+            .is_some_and(|p| p.as_os_str().is_empty())
+        {
+            return bad("origin_ca_file is empty: name a PEM file, or leave it out".into());
+        }
         if let Some(t) = &self.admin_token {
             check_admin_token(t).map_err(|e| ConfigError(format!("admin_token {e}")))?;
         }
@@ -445,7 +560,21 @@ impl Config {
         self.tls.validate()?;
         match self.listen_http {
             Some(_) if !self.tls.enabled() => {
-                return bad("listen_http redirects to HTTPS: it needs tls.cert and tls.key".into())
+                return bad(
+                    "listen_http redirects to HTTPS: it needs tls.cert and tls.key, or [tls.acme]"
+                        .into(),
+                )
+            }
+            None if self
+                .tls
+                .acme
+                .as_ref()
+                .is_some_and(|a| a.challenge == AcmeChallenge::Http01) =>
+            {
+                return bad(
+                    "tls.acme.challenge = \"http-01\" is answered on listen_http: set it (port 80)"
+                        .into(),
+                )
             }
             Some(a) if a == self.listen && a.port() != 0 => {
                 return bad(format!("listen_http {a} is the same address as listen"))
@@ -640,6 +769,10 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
+        assert!(
+            !Config::default().origin_insecure_skip_verify,
+            "origin certificates are checked unless asked otherwise"
+        );
     }
 
     #[test]
@@ -672,6 +805,16 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().is_err());
+        let c = Config {
+            origin: Some("https://example.com".into()),
+            ..Config::default()
+        };
+        c.validate().unwrap();
+        let c = Config {
+            origin_ca_file: Some(PathBuf::new()),
+            ..Config::default()
+        };
+        assert!(c.validate().is_err(), "an empty origin_ca_file");
         let mut c = Config::default();
         c.storage.heuristic_fraction = 2.0;
         assert!(c.validate().is_err());

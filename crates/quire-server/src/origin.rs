@@ -21,12 +21,21 @@
 //!   minus hop-by-hop fields (RFC 9110 §7.6.1), plus `Via` and `X-Forwarded-For`.
 //! - Timeouts: connect ([`Limits::origin_connect_timeout`](crate::config::Limits)) in
 //!   the connector; time to the response head here; between body chunks in the fill.
-//! - Only `http://` origins: quire has no TLS client built in yet, and says so.
+//! - **`http://` and `https://` origins through one pool.** The TLS side — trusted
+//!   roots, `origin_ca_file`, `origin_insecure_skip_verify`, handshake failures in
+//!   words — is [`tls`]'s. A failed handshake is an origin failure like any other
+//!   (502, or the stale copy `stale-if-error` allows); its log line names what failed.
 
-use std::time::Duration;
+mod tls;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::{Authority, Scheme};
 use http::{Request, Response, Uri};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty};
@@ -82,61 +91,194 @@ pub struct OriginUrlError {
     why: &'static str,
 }
 
+/// Why the origin client could not be built at start-up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OriginSetupError {
+    /// The origin URL is invalid.
+    #[error(transparent)]
+    Url(#[from] OriginUrlError),
+    /// `origin_ca_file` cannot be used.
+    #[error("origin_ca_file {}: {why}", path.display())]
+    CaFile {
+        /// The file, as configured.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// An `https://` origin, and no CA certificate to check it against.
+    #[error(
+        "the https origin cannot be checked: this machine has no CA certificates \
+         (install ca-certificates) and origin_ca_file is not set"
+    )]
+    NoRoots,
+    /// rustls refused the client configuration.
+    #[error("origin TLS client: {0}")]
+    Tls(String),
+}
+
+/// A checked origin URL: a scheme (`http` or `https`) and an authority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginUrl {
+    scheme: Scheme,
+    authority: Authority,
+}
+
+impl OriginUrl {
+    /// Whether the origin is reached over TLS.
+    pub fn is_https(&self) -> bool {
+        self.scheme == Scheme::HTTPS
+    }
+
+    /// The host: a name, or an address (an IPv6 one in brackets).
+    pub fn host(&self) -> &str {
+        self.authority.host()
+    }
+
+    /// The port: the one given, else the scheme's (80 or 443).
+    pub fn port(&self) -> u16 {
+        let default = if self.is_https() { 443 } else { 80 };
+        self.authority.port_u16().unwrap_or(default)
+    }
+}
+
+impl std::fmt::Display for OriginUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}", self.scheme, self.authority)
+    }
+}
+
+/// How quire reaches the origin: timeouts and the TLS settings of the
+/// configuration's top level (see [`OriginOptions::from_config`]).
+#[derive(Debug, Clone)]
+pub struct OriginOptions {
+    /// TCP connect timeout (`limits.origin_connect_timeout`).
+    pub connect_timeout: Duration,
+    /// Time to the response head, and between body chunks
+    /// (`limits.origin_read_timeout`).
+    pub read_timeout: Duration,
+    /// PEM CA certificates trusted besides the system's (`origin_ca_file`).
+    pub ca_file: Option<PathBuf>,
+    /// Accept any certificate from an https origin
+    /// (`origin_insecure_skip_verify`; never the default).
+    pub insecure_skip_verify: bool,
+}
+
+impl OriginOptions {
+    /// The options `cfg` describes.
+    pub fn from_config(cfg: &crate::config::Config) -> OriginOptions {
+        OriginOptions {
+            connect_timeout: cfg.limits.origin_connect_timeout.0,
+            read_timeout: cfg.limits.origin_read_timeout.0,
+            ca_file: cfg.origin_ca_file.clone(),
+            insecure_skip_verify: cfg.origin_insecure_skip_verify,
+        }
+    }
+}
+
+impl Default for OriginOptions {
+    fn default() -> Self {
+        OriginOptions::from_config(&crate::config::Config::default())
+    }
+}
+
+/// At most one `warn` line per this interval for failed origin handshakes (each
+/// fill fails the same way while a certificate is wrong); the rest stay at `debug`
+/// in the fill's own line.
+const TLS_WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// When the next failed-handshake warning may be logged.
+#[derive(Debug)]
+struct TlsWarnings {
+    since: Instant,
+    next_ms: AtomicU64,
+}
+
+impl TlsWarnings {
+    fn new() -> TlsWarnings {
+        TlsWarnings {
+            since: Instant::now(),
+            next_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a warning is due now (and if so, the next one is not until later).
+    fn due(&self) -> bool {
+        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let next = self.next_ms.load(Ordering::Relaxed);
+        let after = now.saturating_add(TLS_WARN_EVERY.as_millis() as u64);
+        now >= next
+            && self
+                .next_ms
+                .compare_exchange(next, after, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
 /// The origin's address and the client that talks to it.
 #[derive(Debug, Clone)]
 pub struct Origin {
-    /// `host[:port]` as given.
-    authority: http::uri::Authority,
-    client: Client<HttpConnector, OutBody>,
+    url: OriginUrl,
+    client: Client<tls::Connector, OutBody>,
     read_timeout: Duration,
+    tls_warnings: Arc<TlsWarnings>,
 }
 
 impl Origin {
-    /// Checks an origin URL: `http://host[:port]` with nothing after an optional `/`.
-    pub fn parse(url: &str) -> Result<http::uri::Authority, OriginUrlError> {
+    /// Checks an origin URL: `http://host[:port]` or `https://host[:port]`, with
+    /// nothing after an optional `/`.
+    pub fn parse(url: &str) -> Result<OriginUrl, OriginUrlError> {
         let err = |why| OriginUrlError {
             url: url.to_owned(),
             why,
         };
         let uri: Uri = url.parse().map_err(|_| err("not a URL"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(err(
-                    "https origins are not supported yet (quire has no TLS client); put the origin on http on a private address",
-                ))
-            }
-            _ => return Err(err("the scheme must be http://")),
-        }
+        let scheme = match uri.scheme_str() {
+            Some("http") => Scheme::HTTP,
+            Some("https") => Scheme::HTTPS,
+            _ => return Err(err("the scheme must be http:// or https://")),
+        };
         if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
             return Err(err("an origin is scheme://host[:port], without a path"));
         }
-        uri.authority().cloned().ok_or_else(|| err("no host"))
+        let authority = uri.authority().cloned().ok_or_else(|| err("no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(err("an origin URL carries no user or password"));
+        }
+        Ok(OriginUrl { scheme, authority })
     }
 
-    /// An origin client with the given timeouts.
-    pub fn new(
-        url: &str,
-        connect_timeout: Duration,
-        read_timeout: Duration,
-    ) -> Result<Origin, OriginUrlError> {
-        let authority = Origin::parse(url)?;
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(connect_timeout));
-        connector.set_nodelay(true);
+    /// An origin client for `url` with `opts`; an `https://` origin gets the TLS
+    /// client (see [`tls`]).
+    pub fn new(url: &str, opts: &OriginOptions) -> Result<Origin, OriginSetupError> {
+        let url = Origin::parse(url)?;
+        let mut tcp = HttpConnector::new();
+        tcp.set_connect_timeout(Some(opts.connect_timeout));
+        tcp.set_nodelay(true);
+        let connector = tls::connector(tcp, url.is_https(), opts)?;
+        if opts.insecure_skip_verify && url.is_https() {
+            tracing::warn!(
+                "origin_insecure_skip_verify is on: the certificate of {url} is NOT \
+                 checked; whoever answers on the way to it is trusted as the origin, \
+                 and what it sends is cached and served"
+            );
+        } else if opts.insecure_skip_verify {
+            tracing::warn!("origin_insecure_skip_verify has no effect: the origin {url} is http");
+        }
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(256)
             .build(connector);
         Ok(Origin {
-            authority,
+            url,
             client,
-            read_timeout,
+            read_timeout: opts.read_timeout,
+            tls_warnings: Arc::new(TlsWarnings::new()),
         })
     }
 
-    /// Sends `req` (its URI path-and-query only; the authority is the origin's) and
-    /// waits for the response head.
+    /// Sends `req` (its URI path-and-query only; the scheme and authority are the
+    /// origin's) and waits for the response head.
     pub async fn send(&self, mut req: Request<OutBody>) -> Result<Response<Incoming>, OriginError> {
         let pq = req
             .uri()
@@ -144,14 +286,14 @@ impl Origin {
             .map_or("/", |p| p.as_str())
             .to_owned();
         *req.uri_mut() = Uri::builder()
-            .scheme("http")
-            .authority(self.authority.clone())
+            .scheme(self.url.scheme.clone())
+            .authority(self.url.authority.clone())
             .path_and_query(pq)
             .build()
             .map_err(|e| OriginError::Failed(format!("bad request target: {e}")))?;
         match tokio::time::timeout(self.read_timeout, self.client.request(req)).await {
             Err(_) => Err(OriginError::Timeout),
-            Ok(Err(e)) => Err(OriginError::Failed(error_chain(&e))),
+            Ok(Err(e)) => Err(OriginError::Failed(self.failure(&e))),
             Ok(Ok(resp)) => Ok(resp),
         }
     }
@@ -159,6 +301,20 @@ impl Origin {
     /// The read timeout (also used between body chunks).
     pub fn read_timeout(&self) -> Duration {
         self.read_timeout
+    }
+
+    /// Why a request failed, as the log says it. A failed TLS handshake is named
+    /// in words and also logged at `warn` (at most once per [`TLS_WARN_EVERY`]): it
+    /// is a configuration to fix, not a passing fault.
+    fn failure(&self, e: &hyper_util::client::legacy::Error) -> String {
+        let Some(tls) = tls::describe(e) else {
+            return error_chain(e);
+        };
+        let why = format!("TLS handshake with the origin failed: {tls}");
+        if self.tls_warnings.due() {
+            tracing::warn!(origin = %self.url, "{why}");
+        }
+        why
     }
 }
 
@@ -350,10 +506,39 @@ mod tests {
     fn origin_urls_are_checked() {
         assert!(Origin::parse("http://127.0.0.1:9000").is_ok());
         assert!(Origin::parse("http://example.com/").is_ok());
-        assert!(Origin::parse("https://example.com").is_err());
+        assert!(Origin::parse("https://example.com").is_ok());
         assert!(Origin::parse("http://example.com/app").is_err());
+        assert!(Origin::parse("https://example.com/app").is_err());
+        assert!(Origin::parse("https://example.com/?a=1").is_err());
+        assert!(Origin::parse("https://user:secret@example.com").is_err());
+        assert!(Origin::parse("ftp://example.com").is_err());
         assert!(Origin::parse("example.com").is_err());
         assert!(Origin::parse("").is_err());
+    }
+
+    #[test]
+    fn https_origins_parse_with_their_port() {
+        let u = Origin::parse("https://origin.example:8443").unwrap();
+        assert!(u.is_https());
+        assert_eq!((u.host(), u.port()), ("origin.example", 8443));
+        assert_eq!(u.to_string(), "https://origin.example:8443");
+        let u = Origin::parse("https://origin.example/").unwrap();
+        assert_eq!(u.port(), 443, "https's default port");
+        let u = Origin::parse("HTTPS://127.0.0.1").unwrap();
+        assert!(u.is_https());
+        assert_eq!((u.host(), u.port()), ("127.0.0.1", 443));
+        let u = Origin::parse("https://[::1]:9443").unwrap();
+        assert_eq!((u.host(), u.port()), ("[::1]", 9443));
+        let u = Origin::parse("http://origin.example").unwrap();
+        assert!(!u.is_https());
+        assert_eq!(u.port(), 80);
+    }
+
+    #[test]
+    fn failed_handshake_warnings_are_spaced() {
+        let w = TlsWarnings::new();
+        assert!(w.due(), "the first one is logged");
+        assert!(!w.due(), "the next one waits");
     }
 
     #[test]

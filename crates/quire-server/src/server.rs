@@ -105,6 +105,9 @@ impl Server {
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
+            tokio::spawn(crate::tls::acme::run(tls, stop_rx.clone()));
+        }
         if let (Some(plain), Ok(https)) = (redirect, listener.local_addr()) {
             let mut stop = stop_rx.clone();
             let stopped = async move {
@@ -270,7 +273,12 @@ impl Connection {
                 return None;
             }
         };
-        let h2 = tls_stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        let alpn = tls_stream.get_ref().1.alpn_protocol();
+        if alpn == Some(crate::tls::ACME_TLS_ALPN) {
+            // An ACME server checked the TLS-ALPN-01 certificate: nothing follows.
+            return None;
+        }
+        let h2 = alpn == Some(b"h2");
         metrics.record_handshake(if h2 { Handshake::H2 } else { Handshake::Http1 });
         Some((Wire::Tls(Box::new(tls_stream)), h2))
     }

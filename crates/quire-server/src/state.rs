@@ -20,7 +20,7 @@ use crate::fill::Fills;
 use crate::hit::Records;
 use crate::invalidate::Invalidations;
 use crate::metrics::Metrics;
-use crate::origin::Origin;
+use crate::origin::{Origin, OriginOptions};
 use crate::upstream::{versioned, Upstream};
 
 /// Store-entry overhead kept free when deriving the largest body from the region
@@ -182,9 +182,10 @@ pub enum StartError {
     /// No origin configured.
     #[error("no origin: give --origin http://host:port or `origin` in the config file")]
     NoOrigin,
-    /// The origin URL is invalid.
+    /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
+    /// certificates for an https origin.
     #[error(transparent)]
-    Origin(#[from] crate::origin::OriginUrlError),
+    Origin(#[from] crate::origin::OriginSetupError),
     /// Binding the listener failed.
     #[error("listen on {addr}: {source}")]
     Listen {
@@ -204,11 +205,7 @@ impl Ctx {
     pub fn new(cfg: Config) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
         let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
-        let origin = Origin::new(
-            &origin_url,
-            cfg.limits.origin_connect_timeout.0,
-            cfg.limits.origin_read_timeout.0,
-        )?;
+        let origin = Origin::new(&origin_url, &OriginOptions::from_config(&cfg))?;
         Ctx::with_upstream(cfg, Arc::new(origin))
     }
 

@@ -5,8 +5,13 @@
 //! A crate of its own (dev-only) rather than a `tests/common` module, so each test
 //! file takes what it uses and the kit's items are its API, documented like any
 //! other.
+//!
+//! [`https_origin`] adds an origin behind TLS, with a CA and certificates made in
+//! the test.
 
 #![forbid(unsafe_code)]
+
+pub mod https_origin;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -117,6 +122,8 @@ pub struct Seen {
 pub struct OriginState {
     routes: Mutex<HashMap<String, Route>>,
     seen: Mutex<Vec<Seen>>,
+    /// The SNI names of the TLS connections an https origin accepted.
+    server_names: Mutex<Vec<Option<String>>>,
 }
 
 /// A scripted origin on 127.0.0.1.

@@ -38,7 +38,8 @@ pub(crate) enum Command {
 /// Arguments of `quire proxy`. Flags override the config file.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ProxyArgs {
-    /// The origin, http://host[:port].
+    /// The origin, http://host[:port] or https://host[:port] (certificates checked
+    /// against the system's CAs and `origin_ca_file` in the config file).
     #[arg(long, value_name = "URL")]
     pub origin: Option<String>,
     /// Address to listen on (default 127.0.0.1:8080).
@@ -103,9 +104,14 @@ pub(crate) struct TlsArgs {
     /// The certificate's private key, PEM.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// With TLS on, also serve plain HTTP here, redirecting every request to HTTPS.
+    /// With TLS on, also serve plain HTTP here, redirecting every request to HTTPS
+    /// (and answering ACME HTTP-01 challenges).
     #[arg(long, value_name = "ADDR")]
     pub listen_http: Option<std::net::SocketAddr>,
+    /// Obtain and renew the certificate for NAME with ACME (Let's Encrypt unless
+    /// `[tls.acme] directory` says otherwise). Repeatable.
+    #[arg(long = "acme-domain", value_name = "NAME", conflicts_with = "tls_cert")]
+    pub acme_domains: Vec<String>,
 }
 
 /// Arguments of `quire purge`.

@@ -76,6 +76,10 @@ pub(crate) fn apply_tls_flags(cfg: &mut Config, tls: &crate::cli::TlsArgs) {
     if let Some(a) = tls.listen_http {
         cfg.listen_http = Some(a);
     }
+    if !tls.acme_domains.is_empty() {
+        let acme = cfg.tls.acme.get_or_insert_with(Default::default);
+        acme.domains = tls.acme_domains.clone();
+    }
 }
 
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
@@ -174,6 +178,23 @@ mod tests {
         assert_eq!(cfg.storage.stale_if_error_grace.0.as_secs(), 3600);
         assert!(!cfg.encodings.zstd);
         cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn https_origin_keys_parse_and_skipping_checks_is_never_the_default() {
+        let cfg = parse_config(
+            "origin = \"https://origin.example:8443\"\norigin_ca_file = \"/etc/quire/origin-ca.pem\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.origin_ca_file.as_deref(),
+            Some(Path::new("/etc/quire/origin-ca.pem"))
+        );
+        assert!(!cfg.origin_insecure_skip_verify);
+        cfg.validate().unwrap();
+        let cfg = parse_config("origin_insecure_skip_verify = true").unwrap();
+        assert!(cfg.origin_insecure_skip_verify);
+        assert!(parse_config("origin_insecure_skip_verify = \"yes\"").is_err());
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! TLS on the listener: the certificate read from PEM files ([`load`], errors that
-//! name the file), presented by a resolver that can swap it while connections stay
-//! up ([`resolve`]), and rustls' server settings.
+//! name the file) or obtained and renewed by ACME ([`acme`]), presented by a
+//! resolver that can swap it while connections stay up ([`resolve`]), and rustls'
+//! server settings.
 //!
 //! Key decisions:
 //! - **rustls with the ring provider**: memory-safe, no OpenSSL, and ring builds with
 //!   the C compiler every machine has (aws-lc-rs, rustls' default, also needs cmake).
 //! - **ALPN offers `h2` then `http/1.1`**: browsers get HTTP/2; HTTP/1.1 clients (and
 //!   every benchmark tool's default) keep the fast path, which runs over TLS too
-//!   (see [`crate::wire`]).
+//!   (see `wire`). With ACME's TLS-ALPN-01, `acme-tls/1` is offered too; only a
+//!   validator asks for it, and its connection is closed after the handshake.
 //! - **TLS 1.3 and 1.2** (rustls' safe defaults: no CBC suites, no renegotiation, no
 //!   compression). **Resumption by stateless tickets** (rotated every 6 hours by
 //!   rustls' ticketer) plus a bounded session cache for TLS 1.2 clients without
@@ -18,6 +20,7 @@
 //!   connection's slot, so a flood of handshakes is held to the same connection
 //!   limits as any other client and never delays an established connection's reads.
 
+pub mod acme;
 mod load;
 mod resolve;
 
@@ -30,64 +33,106 @@ use http::HeaderValue;
 use tokio_rustls::TlsAcceptor;
 
 pub use load::{certified, load, Loaded, TlsError};
+pub(crate) use resolve::ACME_TLS_ALPN;
 
-use crate::config::TlsSection;
+use crate::config::{AcmeChallenge, AcmeSection, TlsSection};
 
 /// Sessions remembered for TLS 1.2 clients that do not take tickets.
 const SESSION_CACHE_ENTRIES: usize = 4096;
+
+/// Where the certificate comes from.
+#[derive(Debug)]
+enum Source {
+    /// The operator's files.
+    Files { cert: PathBuf, key: PathBuf },
+    /// ACME, kept in its state directory.
+    Acme(AcmeSection),
+}
 
 /// The listener's TLS: settings, current certificate, and where it came from.
 #[derive(Debug)]
 pub struct Tls {
     config: Arc<rustls::ServerConfig>,
     certs: Arc<resolve::Certs>,
-    files: (PathBuf, PathBuf),
+    source: Source,
     hsts: Option<HeaderValue>,
     handshake_timeout: Duration,
     /// ACME HTTP-01 challenges pending: token → key authorization (answered on
-    /// `listen_http`, see [`crate::redirect`]).
+    /// `listen_http`, see `redirect`).
     http01: RwLock<HashMap<String, String>>,
 }
 
 impl Tls {
-    /// TLS as the `[tls]` section configures it; `None` when it is off.
+    /// TLS as the `[tls]` section configures it; `None` when it is off. With ACME,
+    /// a certificate kept from an earlier run is presented at once (if still
+    /// valid); [`acme::run`] obtains one when there is none or it is due.
     pub fn from_config(section: &TlsSection) -> Result<Option<Tls>, TlsError> {
-        let (Some(cert), Some(key)) = (&section.cert, &section.key) else {
-            return Ok(None);
+        let source = match (&section.cert, &section.key, &section.acme) {
+            (Some(cert), Some(key), _) => Source::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            (_, _, Some(acme)) => Source::Acme(acme.clone()),
+            _ => return Ok(None),
         };
-        let loaded = load(cert, key, SystemTime::now())?;
-        let certs = Arc::new(resolve::Certs::new(loaded.key));
-        let config = server_config(certs.clone());
-        let hsts = section
-            .hsts
-            .as_deref()
-            .and_then(|h| HeaderValue::from_str(h).ok());
-        Ok(Some(Tls {
-            config,
+        let certs = Arc::new(resolve::Certs::default());
+        let alpn_challenge =
+            matches!(&source, Source::Acme(a) if a.challenge == AcmeChallenge::TlsAlpn01);
+        let tls = Tls {
+            config: server_config(certs.clone(), alpn_challenge),
             certs,
-            files: (cert.clone(), key.clone()),
-            hsts,
+            source,
+            hsts: section
+                .hsts
+                .as_deref()
+                .and_then(|h| HeaderValue::from_str(h).ok()),
             handshake_timeout: section.handshake_timeout.0,
             http01: RwLock::default(),
-        }))
+        };
+        match &tls.source {
+            Source::Files { .. } => {
+                tls.reload()?;
+            }
+            Source::Acme(a) => {
+                acme::prepare_state_dir(&a.state_dir)?;
+                if let Err(e) = tls.reload() {
+                    tracing::info!(reason = %e, "no usable ACME certificate yet; one will be obtained");
+                }
+            }
+        }
+        Ok(Some(tls))
     }
 
-    /// Reads the certificate files again and presents what they hold from the next
-    /// handshake on; on an error the current certificate stays.
+    /// Reads the certificate files again (the operator's, or ACME's in its state
+    /// directory) and presents what they hold from the next handshake on; on an
+    /// error the current certificate stays.
     pub fn reload(&self) -> Result<Loaded, TlsError> {
-        let loaded = load(&self.files.0, &self.files.1, SystemTime::now())?;
-        self.certs.swap(loaded.key.clone());
+        let loaded = match &self.source {
+            Source::Files { cert, key } => load(cert, key, SystemTime::now())?,
+            Source::Acme(a) => {
+                let (cert, key) = acme::files(&a.state_dir);
+                load(&cert, &key, SystemTime::now())?
+            }
+        };
+        self.certs.swap(resolve::Current {
+            key: loaded.key.clone(),
+            not_after: loaded.not_after,
+        });
         Ok(loaded)
     }
 
-    /// The certificate chain presented now (the site's first), DER.
-    pub fn chain(&self) -> Vec<Vec<u8>> {
-        self.certs
-            .current()
-            .cert
-            .iter()
-            .map(|c| c.as_ref().to_vec())
-            .collect()
+    /// When the certificate presented now expires; `None` before ACME has obtained
+    /// a first one.
+    pub fn not_after(&self) -> Option<SystemTime> {
+        self.certs.current().map(|c| c.not_after)
+    }
+
+    /// The ACME settings, when certificates come from ACME.
+    pub fn acme(&self) -> Option<&AcmeSection> {
+        match &self.source {
+            Source::Acme(a) => Some(a),
+            Source::Files { .. } => None,
+        }
     }
 
     /// The acceptor for new connections.
@@ -100,20 +145,35 @@ impl Tls {
         self.hsts.as_ref()
     }
 
+    /// Longest a handshake may take.
+    pub(crate) fn handshake_timeout(&self) -> Duration {
+        self.handshake_timeout
+    }
+
     /// The key authorization for an HTTP-01 challenge `token`, while one is pending.
     pub(crate) fn http01(&self, token: &str) -> Option<String> {
         let pending = self.http01.read().unwrap_or_else(|p| p.into_inner());
         pending.get(token).cloned()
     }
 
-    /// Longest a handshake may take.
-    pub(crate) fn handshake_timeout(&self) -> Duration {
-        self.handshake_timeout
+    /// Answers the HTTP-01 challenge `token` with `key_authorization` until cleared.
+    fn set_http01(&self, token: &str, key_authorization: &str) {
+        let mut pending = self.http01.write().unwrap_or_else(|p| p.into_inner());
+        pending.insert(token.to_owned(), key_authorization.to_owned());
+    }
+
+    /// Forgets every pending challenge (HTTP-01 tokens, TLS-ALPN-01 certificates).
+    fn clear_challenges(&self) {
+        self.http01
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.certs.clear_challenges();
     }
 }
 
 /// rustls' server settings around `certs` (see the module doc).
-fn server_config(certs: Arc<resolve::Certs>) -> Arc<rustls::ServerConfig> {
+fn server_config(certs: Arc<resolve::Certs>, alpn_challenge: bool) -> Arc<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -121,6 +181,9 @@ fn server_config(certs: Arc<resolve::Certs>) -> Arc<rustls::ServerConfig> {
         .with_no_client_auth()
         .with_cert_resolver(certs);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    if alpn_challenge {
+        config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
+    }
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES);
     match rustls::crypto::ring::Ticketer::new() {
         Ok(t) => config.ticketer = t,
