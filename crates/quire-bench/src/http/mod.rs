@@ -445,7 +445,7 @@ fn loadgen_line(args: &BenchHttpArgs) -> String {
             String::new()
         };
         return format!(
-            "h2load (1 thread; HTTP/1.1 over TLS: --h1, one request in flight per connection{h2}) \
+            "h2load (a thread per CPU; HTTP/1.1 over TLS: --h1, one request in flight per connection{h2}) \
              and for new connections quire bench load --handshakes (1 thread, one task per \
              connection, full TLS 1.3 handshakes without resumption)"
         );
@@ -643,7 +643,7 @@ impl Bench<'_> {
             _ => None,
         };
         let secs = r.duration_us as f64 / 1e6;
-        let loadgen_cores = args.loadgen_cpus.split(',').count().max(1);
+        let loadgen_cores = servers::cpu_count(&args.loadgen_cpus);
         let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
         let mut w = warnings.to_vec();
         w.extend(q.warnings.iter().cloned());

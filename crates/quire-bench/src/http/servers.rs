@@ -492,6 +492,21 @@ pub(crate) fn first_cpu(cpus: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// How many CPUs a taskset list names (`"1"`: 1, `"0-3"`: 4, `"2,4-5"`: 3); at
+/// least 1.
+pub(crate) fn cpu_count(cpus: &str) -> usize {
+    cpus.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => match (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 1,
+            },
+            None => 1,
+        })
+        .sum::<usize>()
+        .max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,6 +532,10 @@ mod tests {
         assert_eq!(first_cpu("0-1"), 0);
         assert_eq!(first_cpu("2,3"), 2);
         assert_eq!(first_cpu(""), 0);
+        assert_eq!(cpu_count("1"), 1);
+        assert_eq!(cpu_count("0-3"), 4);
+        assert_eq!(cpu_count("2,4-5"), 3);
+        assert_eq!(cpu_count(""), 1);
     }
 
     #[test]
