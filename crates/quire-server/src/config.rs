@@ -558,6 +558,12 @@ impl Config {
             return bad("encodings.brotli_upgrade_level must be within 0..=11".into());
         }
         self.tls.validate()?;
+        self.validate_listen_http()
+    }
+
+    /// `listen_http` needs TLS and a port of its own, and HTTP-01 needs it.
+    fn validate_listen_http(&self) -> Result<(), ConfigError> {
+        let bad = |s: String| Err(ConfigError(s));
         match self.listen_http {
             Some(_) if !self.tls.enabled() => {
                 return bad(
