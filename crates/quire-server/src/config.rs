@@ -776,7 +776,14 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("exclude each other"), "{e}");
-        for bad in ["*.example.org", "127.0.0.1", "a..b", "-a.org", "a.org:443", ""] {
+        for bad in [
+            "*.example.org",
+            "127.0.0.1",
+            "a..b",
+            "-a.org",
+            "a.org:443",
+            "",
+        ] {
             let e = check(&|c| {
                 acme(c);
                 c.tls.acme.as_mut().unwrap().domains = vec![bad.into()];
