@@ -347,6 +347,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def stop(server):
+    """SIGTERM (quire drains), SIGKILL after 10 s."""
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def wait_until_up(server, base, log_path, seconds=20, context=None):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -592,12 +602,7 @@ def check_https(cdp, quire, vault, tmp, out, tls, check):
               status == 200 and url == base + "/search" and proto == "h2",
               f"status {status}, landed on {url}, protocol {proto!r}")
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
 
 
 def main():
@@ -692,12 +697,7 @@ def main():
         if cdp:
             cdp.close()
         if server and server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server)
         shutil.rmtree(tmp, ignore_errors=True)
 
     failed = [r for r in results if not r["ok"]]

@@ -558,6 +558,12 @@ impl Config {
             return bad("encodings.brotli_upgrade_level must be within 0..=11".into());
         }
         self.tls.validate()?;
+        self.validate_listen_http()
+    }
+
+    /// `listen_http` needs TLS and a port of its own, and HTTP-01 needs it.
+    fn validate_listen_http(&self) -> Result<(), ConfigError> {
+        let bad = |s: String| Err(ConfigError(s));
         match self.listen_http {
             Some(_) if !self.tls.enabled() => {
                 return bad(
@@ -741,6 +747,56 @@ impl<'de> Deserialize<'de> for Secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_settings_that_cannot_work_are_refused() {
+        let check = |f: &dyn Fn(&mut Config)| {
+            let mut c = Config::default();
+            f(&mut c);
+            c.validate().map_err(|e| e.to_string())
+        };
+        let acme = |c: &mut Config| {
+            c.tls.acme = Some(AcmeSection {
+                domains: vec!["example.org".into()],
+                ..AcmeSection::default()
+            });
+        };
+        assert!(check(&|_| {}).is_ok());
+        let e = check(&|c| c.tls.cert = Some("a.pem".into())).unwrap_err();
+        assert!(e.contains("go together"), "{e}");
+        let e = check(&|c| c.listen_http = Some("127.0.0.1:80".parse().unwrap())).unwrap_err();
+        assert!(e.contains("needs tls.cert"), "{e}");
+        let e = check(&|c| c.tls.hsts = Some("includeSubDomains".into())).unwrap_err();
+        assert!(e.contains("max-age"), "{e}");
+        assert!(check(&acme).is_ok());
+        let e = check(&|c| {
+            acme(c);
+            c.tls.cert = Some("a".into());
+            c.tls.key = Some("b".into());
+        })
+        .unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        for bad in [
+            "*.example.org",
+            "127.0.0.1",
+            "a..b",
+            "-a.org",
+            "a.org:443",
+            "",
+        ] {
+            let e = check(&|c| {
+                acme(c);
+                c.tls.acme.as_mut().unwrap().domains = vec![bad.into()];
+            });
+            assert!(e.is_err(), "{bad:?} accepted");
+        }
+        let e = check(&|c| {
+            acme(c);
+            c.tls.acme.as_mut().unwrap().challenge = AcmeChallenge::Http01;
+        })
+        .unwrap_err();
+        assert!(e.contains("listen_http"), "{e}");
+    }
 
     #[test]
     fn sizes_parse_with_units() {

@@ -9,8 +9,9 @@
 //!   — no user info, no path, no spaces — or the answer is 400. A redirect never
 //!   names a host the request did not.
 //! - **Nothing here reaches the cache or the origin**; the listener has its own
-//!   connection limit (`limits.connections`) and hyper's header limits and
-//!   timeouts, so a flood on port 80 cannot take slots from HTTPS clients.
+//!   connection limits (`limits.connections` in all, `connections_per_client` for
+//!   one client, over which it answers 429) and hyper's header limits and timeouts,
+//!   so a flood on port 80 cannot take slots from HTTPS clients.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,6 +26,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::conns::Conns;
 use crate::state::Ctx;
 
 /// Where ACME HTTP-01 challenges are fetched (RFC 8555 §8.3).
@@ -40,6 +42,7 @@ pub(crate) async fn run(
 ) {
     let limits = &ctx.cfg.limits;
     let permits = Arc::new(Semaphore::new(limits.connections));
+    let per_client = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(TokioTimer::new())
@@ -54,9 +57,9 @@ pub(crate) async fn run(
             },
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
-                Ok((s, _)) => s,
+                Ok(s) => s,
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed (plain HTTP)");
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -64,6 +67,11 @@ pub(crate) async fn run(
                 }
             },
             () = &mut shutdown => break,
+        };
+        let Some(admitted) = per_client.admit(peer.ip()) else {
+            ctx.metrics.record_connection_refused();
+            let _ = stream.try_write(crate::conns::TOO_MANY);
+            continue;
         };
         let _ = stream.set_nodelay(true);
         let ctx = ctx.clone();
@@ -74,6 +82,7 @@ pub(crate) async fn run(
         let conn = http1.serve_connection(TokioIo::new(stream), svc);
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(admitted);
             drop(permit);
         });
     }

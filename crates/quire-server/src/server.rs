@@ -105,21 +105,7 @@ impl Server {
         let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
             .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
-            tokio::spawn(crate::tls::acme::run(tls, stop_rx.clone()));
-        }
-        if let (Some(plain), Ok(https)) = (redirect, listener.local_addr()) {
-            let mut stop = stop_rx.clone();
-            let stopped = async move {
-                let _ = stop.wait_for(|s| *s).await;
-            };
-            tokio::spawn(crate::redirect::run(
-                ctx.clone(),
-                plain,
-                https.port(),
-                stopped,
-            ));
-        }
+        spawn_companions(&ctx, redirect, &listener, &stop_rx);
         let permits = Arc::new(Semaphore::new(limits.connections));
         let conns = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
         tokio::pin!(shutdown);
@@ -174,6 +160,31 @@ impl Server {
         // Fast-path connections close when idle; hyper's get the graceful signal.
         let _ = stop_tx.send(true);
         drain(&permits, limits.connections, limits.shutdown_grace.0).await;
+    }
+}
+
+/// Starts what runs beside the listener until shutdown: ACME renewal, and the
+/// plain-HTTP listener that redirects to this one.
+fn spawn_companions(
+    ctx: &Arc<Ctx>,
+    redirect: Option<TcpListener>,
+    listener: &TcpListener,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) {
+    if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
+        tokio::spawn(crate::tls::acme::run(tls, stop.clone()));
+    }
+    if let (Some(plain), Ok(https)) = (redirect, listener.local_addr()) {
+        let mut stop = stop.clone();
+        let stopped = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        tokio::spawn(crate::redirect::run(
+            ctx.clone(),
+            plain,
+            https.port(),
+            stopped,
+        ));
     }
 }
 

@@ -180,7 +180,7 @@ pub enum StartError {
         source: std::io::Error,
     },
     /// No origin configured.
-    #[error("no origin: give --origin http://host:port or `origin` in the config file")]
+    #[error("no origin: give --origin http(s)://host[:port] or `origin` in the config file")]
     NoOrigin,
     /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
     /// certificates for an https origin.

@@ -407,3 +407,39 @@ async fn curl_trusting_the_test_ca_gets_http2_and_https_http1() {
     assert_eq!(run("--http1.1").await.unwrap(), "1.1 200");
     assert_eq!(o.hits("/page"), 1, "the HTTP/1.1 request was a hit");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_the_plain_http_port_is_held_to_the_per_client_cap() {
+    let o = Origin::start().await;
+    let pki = Pki::new();
+    let q = https_quire(&o, &pki, |c| {
+        c.listen_http = Some("127.0.0.1:0".parse().unwrap());
+        c.limits.connections_per_client = 2;
+    })
+    .await;
+    let plain = q.redirect_addr.unwrap();
+    // Two idle keep-alive connections hold this client's share...
+    let _held: Vec<TcpStream> = futures_hold(plain, 2).await;
+    // ...so a third is told so and closed, and nothing else is spent on it.
+    let r = raw_async(plain, b"GET / HTTP/1.1\r\nHost: example.org\r\n\r\n").await;
+    assert!(r.starts_with("HTTP/1.1 429"), "{r}");
+    // HTTPS clients are not affected by port 80's state.
+    let mut s = connect(&q, &pki, &[b"http/1.1"]).await;
+    cacheable(&o, "/f", "foxtrot");
+    let (head, body) = get_on(&mut s, "/f").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(body, b"foxtrot");
+}
+
+/// `n` keep-alive connections to `addr`, each admitted (it answered a request)
+/// and left open.
+async fn futures_hold(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let (head, _) = get_on(&mut s, "/").await;
+        assert!(head.starts_with("HTTP/1.1 308"), "{head}");
+        held.push(s);
+    }
+    held
+}

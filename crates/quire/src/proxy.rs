@@ -97,6 +97,7 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             ctx.cfg.cache.path.display(),
             workers
         );
+        reload_certificates_on_sighup(&ctx);
         server.run(shutdown_signal()).await;
         eprintln!("quire: stopped");
         anyhow::Ok(())
@@ -125,6 +126,34 @@ pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime
         .build()
         .context("starting the runtime")?;
     Ok((rt, workers))
+}
+
+/// On SIGHUP, reads the TLS certificate files (or ACME's stored ones) again and
+/// presents them to new connections; open connections keep theirs. A file that
+/// fails the start-up checks is logged and the current certificate stays.
+/// (Re-reading the rest of the configuration on SIGHUP is not done yet.)
+pub(crate) fn reload_certificates_on_sighup(ctx: &std::sync::Arc<Ctx>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(tls) = ctx.tls.clone() else {
+        return;
+    };
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            match tls.reload() {
+                Ok(l) => {
+                    let left = l.not_after.duration_since(std::time::SystemTime::now());
+                    let days = left.map_or(0, |d| d.as_secs() / 86_400);
+                    eprintln!("quire: SIGHUP: certificate reloaded ({days} days left)");
+                }
+                Err(e) => {
+                    eprintln!("quire: SIGHUP: certificate not reloaded, the current one stays: {e}")
+                }
+            }
+        }
+    });
 }
 
 /// Resolves on the first SIGTERM or SIGINT.

@@ -72,6 +72,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 ""
             },
         );
+        crate::proxy::reload_certificates_on_sighup(&ctx);
         server.run(shutdown_signal()).await;
         drop(watcher);
         site.flush();
