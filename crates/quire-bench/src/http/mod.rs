@@ -36,6 +36,7 @@ pub mod load;
 mod plot;
 mod procstat;
 mod servers;
+mod settle;
 mod summary;
 mod tls;
 mod urls;
@@ -121,6 +122,11 @@ pub struct BenchHttpArgs {
     /// Skip the warm-up pass (and its check that every URL is a hit).
     #[arg(long)]
     pub no_warmup: bool,
+    /// Start the rounds right after the warm-up, without waiting for each started
+    /// server to go quiet (quire compresses the pages it just stored in the
+    /// background; see `settle`).
+    #[arg(long)]
+    pub no_settle: bool,
     /// Seed of the request order.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -572,7 +578,42 @@ impl Bench<'_> {
                 warnings[i].extend(self.check_h2(s, pki, paths)?);
             }
         }
+        if !self.args.no_settle {
+            self.settle(&mut warnings);
+        }
         Ok(warnings)
+    }
+
+    /// Waits until every started server is quiet after its warm-up (see
+    /// `settle`), at most 10 minutes each; a server still busy then gets a warning.
+    fn settle(&self, warnings: &mut [Vec<String>]) {
+        let mut done: Vec<usize> = Vec::new();
+        for (i, s) in self.subjects.iter().enumerate() {
+            let Some(k) = s.server.filter(|k| !done.contains(k)) else {
+                continue;
+            };
+            done.push(k);
+            let server = &self.started[k];
+            match settle::until_quiet(server, Duration::from_secs(600)) {
+                Some(t) => eprintln!(
+                    "bench http: {} went quiet {:.0} s after its warm-up",
+                    server.kind.name(),
+                    t.as_secs_f64()
+                ),
+                None => {
+                    let w = format!(
+                        "{} was still busy 10 minutes after its warm-up: its rounds share the CPU with that work",
+                        server.kind.name()
+                    );
+                    eprintln!("bench http: warning: {w}");
+                    for (j, t) in self.subjects.iter().enumerate().skip(i) {
+                        if t.server == Some(k) {
+                            warnings[j].push(w.clone());
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Warms subject `s`'s server (over HTTPS/1.1 with `--tls`) and returns the
