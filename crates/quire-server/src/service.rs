@@ -10,6 +10,14 @@
 //! coalesced fill ([`crate::exchange`]) that revalidates when it can and falls back
 //! on the stale copy where `stale-if-error` allows.
 //!
+//! The ways to the origin (a fill, a pass, the admin API) are boxed where they are
+//! awaited: an async function's future holds the state of every future it awaits,
+//! and with them inline one request's future was 13,112 bytes, copied whole into
+//! each HTTP/2 stream's task; boxed, it is 4,232 (`request_futures_stay_small`),
+//! and HTTP/2 hits went from 39.6k and 33.3k to 42.9k and 42.6k requests/s in two
+//! paired rounds of h2load (64 connections, 10 streams each, HTTPS). A hit
+//! allocates nothing for it; a miss pays one allocation beside its origin trip.
+//!
 //! The lookup itself is [`crate::lookup`]'s, shared with the fast path; the ways
 //! out that involve the origin are [`crate::exchange::Exchange`]'s; the small
 //! answers quire writes itself are [`crate::reply`]'s.
@@ -73,7 +81,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
     }
     if req.uri().path().starts_with(admin::PREFIX) {
         let path = req.uri().path().to_owned();
-        return admin::handle(ctx, req, &path).await;
+        return Box::pin(admin::handle(ctx, req, &path)).await;
     }
     if req.method().as_str() == "PURGE" {
         return admin::purge_method(ctx, &req);
@@ -93,7 +101,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
     // be stored (a stored copy would answer the other spelling from cache).
     if url.path().starts_with(admin::PREFIX) {
         let path = url.path().to_owned();
-        return admin::handle(ctx, req, &path).await;
+        return Box::pin(admin::handle(ctx, req, &path)).await;
     }
     let client = Client::resolve(peer.addr, req.headers(), &ctx.trusted_proxies);
     let now = ctx.clock.now();
@@ -106,13 +114,11 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
     };
     let Some(class) = MethodClass::of(x.req.method()) else {
         // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
-        return x
-            .pass(CacheStatus::forward(Fwd::Method), Outcome::Pass)
-            .await;
+        return Box::pin(x.pass(CacheStatus::forward(Fwd::Method), Outcome::Pass)).await;
     };
     if let Some(b) = bypass::bypass(x.req.method(), x.req.headers(), &ctx.bypass) {
         let status = CacheStatus::forward(Fwd::Bypass).with_detail(b.detail());
-        return x.pass(status, Outcome::Bypass).await;
+        return Box::pin(x.pass(status, Outcome::Bypass)).await;
     }
     cached(x, class).await
 }
@@ -130,7 +136,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
             return (reply::only_if_cached(), Outcome::Error);
         }
         let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
-        return x.fill(look, status, None, None).await;
+        return Box::pin(x.fill(look, status, None, None)).await;
     };
     match freshness::reuse(rec.timing(), &req_cc, &x.ctx.reuse, x.now) {
         Decision::MustRevalidate { stale_if_error } => {
@@ -143,8 +149,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
             let fwd = if explicit { Fwd::Request } else { Fwd::Stale };
             let stale = stale_if_error.map(|_| rec.clone());
             let status = keyed(x.ctx, &x.url, CacheStatus::forward(fwd));
-            x.fill(look, status, Some(Arc::new(rec.rec.clone())), stale)
-                .await
+            Box::pin(x.fill(look, status, Some(Arc::new(rec.rec.clone())), stale)).await
         }
         decision => {
             let served = Stored { look, rec, entry };
@@ -188,12 +193,35 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
         Ok(r) if decision == Decision::Fresh => (r, Outcome::Hit),
         Ok(r) => (r, Outcome::Stale),
         Err(NotServed::Forward) => {
-            x.pass(CacheStatus::forward(Fwd::Request), Outcome::Pass)
-                .await
+            Box::pin(x.pass(CacheStatus::forward(Fwd::Request), Outcome::Pass)).await
         }
         Err(NotServed::BodyGone) => {
             let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&s.look)));
-            x.fill(s.look, status, None, None).await
+            Box::pin(x.fill(s.look, status, None, None)).await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn request_futures_stay_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = crate::Config {
+            origin: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        };
+        cfg.cache.path = dir.path().join("c.vol");
+        cfg.cache.size = crate::config::ByteSize(8 << 20);
+        let ctx = crate::Ctx::new(cfg).unwrap();
+        let req = http::Request::new(crate::origin::empty_body());
+        let peer = crate::client::Peer::plain("127.0.0.1:1".parse().unwrap());
+        let f = super::handle(ctx, req, peer);
+        // 4,232 bytes when written; 13,112 with the origin-bound futures inline.
+        assert!(
+            std::mem::size_of_val(&f) < 8 << 10,
+            "{} bytes",
+            std::mem::size_of_val(&f)
+        );
     }
 }
