@@ -51,6 +51,7 @@ pub mod fill;
 pub mod guard;
 mod h1;
 mod hit;
+mod inline;
 mod invalidate;
 mod lookup;
 pub mod metrics;

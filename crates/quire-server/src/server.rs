@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -40,6 +40,7 @@ use crate::client::Peer;
 use crate::conns::{self, Conns};
 use crate::fastpath;
 use crate::guard::Guarded;
+use crate::inline::InlineFirst;
 use crate::metrics::Handshake;
 use crate::sendfile::Volume;
 use crate::service;
@@ -190,9 +191,9 @@ fn spawn_companions(
 
 /// hyper's settings for the connections handed to it: header limits and timers from
 /// `limits` (cloned into each connection task; the builder is a bundle of settings).
-fn hyper_builder(ctx: &Ctx) -> auto::Builder<TokioExecutor> {
+fn hyper_builder(ctx: &Ctx) -> auto::Builder<InlineFirst> {
     let limits = &ctx.cfg.limits;
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(InlineFirst);
     builder
         .http1()
         .timer(TokioTimer::new())
@@ -225,7 +226,7 @@ async fn drain(permits: &Semaphore, connections: usize, grace: std::time::Durati
 struct Connection {
     ctx: Arc<Ctx>,
     peer: Peer,
-    builder: auto::Builder<TokioExecutor>,
+    builder: auto::Builder<InlineFirst>,
     volume: Option<Volume>,
     /// Turns true when the server shuts down.
     stop: tokio::sync::watch::Receiver<bool>,
