@@ -127,6 +127,9 @@ pub async fn handle(
                 .render(&ctx.store.stats(), ctx.started.elapsed());
             fill_path_metrics(ctx, &mut text);
             ctx.origin.metrics(&mut text);
+            if let Some(tls) = &ctx.tls {
+                tls.write_metrics(&mut text);
+            }
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

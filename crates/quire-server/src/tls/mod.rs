@@ -127,6 +127,24 @@ impl Tls {
         self.certs.current().map(|c| c.not_after)
     }
 
+    /// Appends the certificate's Prometheus gauge to `out`:
+    /// `quire_tls_certificate_expiry_timestamp_seconds`, when the certificate
+    /// presented now expires (0 while ACME has not obtained one), for an alert well
+    /// before a renewal that keeps failing runs out.
+    pub fn write_metrics(&self, out: &mut String) {
+        let expiry = self
+            .not_after()
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        out.push_str(
+            "# HELP quire_tls_certificate_expiry_timestamp_seconds When the certificate presented now expires (Unix time; 0: none yet).\n\
+             # TYPE quire_tls_certificate_expiry_timestamp_seconds gauge\n",
+        );
+        out.push_str(&format!(
+            "quire_tls_certificate_expiry_timestamp_seconds {expiry}\n"
+        ));
+    }
+
     /// The ACME settings, when certificates come from ACME.
     pub fn acme(&self) -> Option<&AcmeSection> {
         match &self.source {
@@ -192,4 +210,34 @@ fn server_config(certs: Arc<resolve::Certs>, alpn_challenge: bool) -> Arc<rustls
         Err(e) => tracing::warn!(error = %e, "TLS session tickets are off"),
     }
     Arc::new(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_expiry_gauge_says_when_the_certificate_runs_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(2090, 1, 1);
+        let cert = params.self_signed(&key).unwrap();
+        let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        let section = TlsSection {
+            cert: Some(c),
+            key: Some(k),
+            ..TlsSection::default()
+        };
+        let tls = Tls::from_config(&section).unwrap().unwrap();
+        let mut out = String::new();
+        tls.write_metrics(&mut out);
+        // 2090-01-01T00:00:00Z
+        assert!(
+            out.contains("quire_tls_certificate_expiry_timestamp_seconds 3786912000\n"),
+            "{out}"
+        );
+    }
 }
