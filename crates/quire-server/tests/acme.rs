@@ -1,7 +1,8 @@
 //! Automatic certificates against Let's Encrypt's test CA, `pebble` (Debian's
 //! package), run by the test with its own API certificate, and
 //! `pebble-challtestsrv` as its DNS (every name resolves to 127.0.0.1). For each
-//! challenge type: the first certificate is obtained and served, renewed (pebble
+//! challenge type: the first certificate is obtained and served (a client that
+//! trusts only pebble's root verifies the chain quire presents for the name), renewed (pebble
 //! issues one-hour certificates and quire renews with less than
 //! `renew_before` left), and the new one is presented to new connections while a
 //! connection opened before the renewal goes on.
@@ -14,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use quire_server::config::{AcmeChallenge, AcmeSection, Secs};
 use quire_testkit::*;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::DigitallySignedStruct;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
@@ -39,6 +39,8 @@ struct Pebble {
     procs: Vec<Child>,
     dir: tempfile::TempDir,
     directory: String,
+    /// pebble's management API (`/roots/0`: the root it issues under).
+    management: u16,
 }
 
 impl Drop for Pebble {
@@ -99,6 +101,7 @@ impl Pebble {
         let p = Pebble {
             procs: vec![challtest, pebble],
             directory: format!("https://127.0.0.1:{api}/dir"),
+            management: mgmt,
             dir,
         };
         let up = Instant::now();
@@ -126,61 +129,54 @@ impl Pebble {
     }
 }
 
-/// Accepts whatever certificate the server presents (pebble's roots are made fresh
-/// at each start); the test compares it with the one ACME stored instead.
-#[derive(Debug)]
-struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
+/// A rustls client trusting only `root`, offering `alpn`.
+fn client(root: CertificateDer<'static>, alpn: &[u8]) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(cfg))
+}
 
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+impl Pebble {
+    /// The root pebble issues under (made fresh at each start), from its
+    /// management API.
+    async fn issuing_root(&self) -> CertificateDer<'static> {
+        let pem = std::fs::read(self.ca_file()).unwrap();
+        let api_cert = CertificateDer::from_pem_slice(&pem).unwrap();
+        let tcp = TcpStream::connect(("127.0.0.1", self.management))
+            .await
+            .unwrap();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut s = client(api_cert, b"http/1.1")
+            .connect(name, tcp)
+            .await
+            .unwrap();
+        s.write_all(b"GET /roots/0 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        // pebble may end without close_notify: what arrived is the answer.
+        let _ = s.read_to_end(&mut answer).await;
+        let body = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        CertificateDer::from_pem_slice(&answer[body..])
+            .expect("pebble's root, PEM")
+            .into_owned()
     }
 }
 
-/// An HTTP/1.1 TLS connection to `addr` asking for `DOMAIN`.
-async fn connect(addr: SocketAddr) -> TlsStream<TcpStream> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
-        .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+/// An HTTP/1.1 TLS connection to `addr` for `DOMAIN`, verified against `root`.
+async fn connect(addr: SocketAddr, root: &CertificateDer<'static>) -> TlsStream<TcpStream> {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    tokio_rustls::TlsConnector::from(Arc::new(cfg))
+    client(root.clone(), b"http/1.1")
         .connect(ServerName::try_from(DOMAIN).unwrap(), tcp)
         .await
-        .unwrap()
+        .expect("the served chain verifies against pebble's root for the domain")
 }
 
 /// The leaf certificate the server presented on `s`.
@@ -190,7 +186,6 @@ fn presented(s: &TlsStream<TcpStream>) -> Vec<u8> {
 
 /// The leaf certificate ACME stored in `state_dir`.
 fn stored(state_dir: &Path) -> Vec<u8> {
-    use rustls_pki_types::pem::PemObject;
     let pem = std::fs::read(state_dir.join("cert.pem")).unwrap();
     CertificateDer::pem_slice_iter(&pem)
         .next()
@@ -268,7 +263,8 @@ async fn obtain_serve_and_renew(challenge: AcmeChallenge) {
     .await;
     let state_dir = state.path().join("acme");
     let first = stored(&state_dir);
-    let mut old = connect(q.addr).await;
+    let root = pebble.issuing_root().await;
+    let mut old = connect(q.addr, &root).await;
     assert_eq!(presented(&old), first, "the ACME certificate is served");
     assert!(get_root(&mut old).await.starts_with("HTTP/1.1 200"));
     let (_, cert) = x509_parser::parse_x509_certificate(&first).unwrap();
@@ -291,7 +287,7 @@ async fn obtain_serve_and_renew(challenge: AcmeChallenge) {
 
     eventually("the renewal", &pebble, || stored(&state_dir) != first).await;
     let renewed = stored(&state_dir);
-    let fresh = connect(q.addr).await;
+    let fresh = connect(q.addr, &root).await;
     assert_eq!(
         presented(&fresh),
         renewed,
