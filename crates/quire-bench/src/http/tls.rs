@@ -201,6 +201,23 @@ pub(crate) fn openssl_name(rustls_name: &str) -> String {
     rustls_name.replacen("TLS13_", "TLS_", 1)
 }
 
+/// A rustls server configuration on `pki`'s certificate (the tests' servers).
+#[cfg(test)]
+pub(crate) fn test_server_config(pki: &TestPki) -> rustls::ServerConfig {
+    use rustls_pki_types::pem::PemObject;
+    let chain: Vec<_> = rustls_pki_types::CertificateDer::pem_file_iter(&pki.cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&pki.key).unwrap();
+    rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,20 +232,7 @@ mod tests {
         assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "PKCS#8");
         // A rustls server on the files; the warm-up's client must accept it and
         // negotiate the one suite and group it offers.
-        use rustls_pki_types::pem::PemObject;
-        let chain: Vec<_> = rustls_pki_types::CertificateDer::pem_file_iter(&pki.cert)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&pki.key).unwrap();
-        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+        let server = test_server_config(&pki);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let t = std::thread::spawn(move || {

@@ -296,22 +296,9 @@ mod tests {
     /// A rustls server on the run's certificate, answering every connection with one
     /// `200` and closing it; counts the handshakes that resumed a session.
     fn server(resumed: Arc<std::sync::atomic::AtomicUsize>) -> SocketAddr {
-        use rustls_pki_types::pem::PemObject;
         use std::io::{Read, Write};
         let pki = crate::http::tls::TestPki::make(tempfile::tempdir().unwrap()).unwrap();
-        let chain = rustls_pki_types::CertificateDer::pem_file_iter(&pki.cert)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&pki.key).unwrap();
-        let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+        let mut cfg = crate::http::tls::test_server_config(&pki);
         cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
         let cfg = Arc::new(cfg);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
