@@ -88,9 +88,9 @@ pub fn load(cert: &Path, key: &Path, now: SystemTime) -> Result<Loaded, TlsError
     certified(chain, der, cert, key, now)
 }
 
-/// Checks a chain and key already in memory (files named for errors): the key
+/// Checks a chain and key read from `cert` and `key` (named in errors): the key
 /// signs, belongs to the first certificate, and that certificate is valid at `now`.
-pub fn certified(
+fn certified(
     chain: Vec<CertificateDer<'static>>,
     der: PrivateKeyDer<'static>,
     cert: &Path,

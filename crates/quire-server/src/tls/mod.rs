@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime};
 use http::HeaderValue;
 use tokio_rustls::TlsAcceptor;
 
-pub use load::{certified, load, Loaded, TlsError};
+pub use load::{load, Loaded, TlsError};
 pub(crate) use resolve::ACME_TLS_ALPN;
 
 use crate::config::{AcmeChallenge, AcmeSection, TlsSection};
