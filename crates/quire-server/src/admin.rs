@@ -130,6 +130,9 @@ pub async fn handle(
             if let Some(tls) = &ctx.tls {
                 tls.write_metrics(&mut text);
             }
+            if let Some(log) = &ctx.access_log {
+                log.write_metrics(&mut text);
+            }
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

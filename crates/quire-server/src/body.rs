@@ -59,6 +59,8 @@ pub enum Body {
     Fill(FillBody),
     /// An origin response passed through as it arrives.
     Origin(crate::upstream::UpBody),
+    /// A body whose end (or drop) writes its request's access-log line.
+    Logged(Box<Body>, Box<crate::access_log::Ticket>),
 }
 
 impl Body {
@@ -91,6 +93,13 @@ impl http_body::Body for Body {
                 Poll::Ready(Some(Chunk::Failed(why))) => Poll::Ready(Some(Err(why.into()))),
             },
             Body::Origin(inc) => Pin::new(inc).poll_frame(cx),
+            Body::Logged(inner, ticket) => {
+                let frame = Pin::new(inner.as_mut()).poll_frame(cx);
+                if let Poll::Ready(Some(Ok(f))) = &frame {
+                    ticket.bytes += f.data_ref().map_or(0, |d| d.len() as u64);
+                }
+                frame
+            }
         }
     }
 
@@ -100,6 +109,7 @@ impl http_body::Body for Body {
             Body::Bytes(q) => q.is_empty(),
             Body::Fill(_) => false,
             Body::Origin(inc) => inc.is_end_stream(),
+            Body::Logged(inner, _) => inner.is_end_stream(),
         }
     }
 
@@ -109,6 +119,7 @@ impl http_body::Body for Body {
             Body::Bytes(q) => SizeHint::with_exact(q.iter().map(|b| b.len() as u64).sum()),
             Body::Fill(_) => SizeHint::default(),
             Body::Origin(inc) => inc.size_hint(),
+            Body::Logged(inner, _) => inner.size_hint(),
         }
     }
 }

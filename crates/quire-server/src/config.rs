@@ -80,6 +80,8 @@ pub struct Config {
     /// With TLS on, a second, plain-HTTP address whose every request is redirected to
     /// HTTPS (308, same host and path).
     pub listen_http: Option<SocketAddr>,
+    /// The access log (off by default).
+    pub log: crate::access_log::LogSection,
 }
 
 impl Default for Config {
@@ -103,6 +105,7 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             tls: TlsSection::default(),
             listen_http: None,
+            log: crate::access_log::LogSection::default(),
         }
     }
 }

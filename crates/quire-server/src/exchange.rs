@@ -311,7 +311,10 @@ impl Miss<'_> {
         };
         drop(look);
         match served {
-            Ok(r) => (r, Outcome::Miss),
+            Ok(mut r) => {
+                r.extensions_mut().insert(miss::upstream_of(head));
+                (r, Outcome::Miss)
+            }
             Err(NotServed::Forward) => self.pass(CacheStatus::forward(Fwd::Request)).await,
             Err(NotServed::BodyGone) if !head.vary.is_empty() => self.own_variant().await,
             Err(NotServed::BodyGone) => self.pass(CacheStatus::forward(Fwd::UriMiss)).await,

@@ -44,6 +44,7 @@ use quire_http::key::{self, MethodClass};
 use quire_http::status::CacheStatus;
 use tokio::net::TcpStream;
 
+use crate::access_log::{self, AccessLog, Entry};
 use crate::client::Peer;
 use crate::h1;
 use crate::hit;
@@ -238,6 +239,7 @@ async fn serve(
         let Some(req) = parse(&c.buf[..end]) else {
             return Ok(Exit::Handover(c.buf.freeze()));
         };
+        let start = ctx.access_log.is_some().then(std::time::Instant::now);
         let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
             // Not a fresh hit: the service answers, and the connection stays here.
             c.buf.advance(end);
@@ -251,8 +253,37 @@ async fn serve(
         }
         ctx.metrics
             .record_request(Outcome::Hit, answer.status, answer.body_len);
+        if let (Some(log), Some(start)) = (&ctx.access_log, start) {
+            log_hit(log, ctx, &req, peer, &answer, start);
+        }
         c.buf.advance(end);
     }
+}
+
+/// The access-log line of a hit the fast path answered.
+fn log_hit(
+    log: &AccessLog,
+    ctx: &Ctx,
+    req: &Plain,
+    peer: Peer,
+    answer: &Answer,
+    start: std::time::Instant,
+) {
+    let h = &req.headers;
+    log.record(&Entry {
+        time: std::time::SystemTime::now(),
+        client: access_log::client_ip(peer.addr, h, &ctx.trusted_proxies),
+        method: req.method.as_str(),
+        target: req.uri.path_and_query().map_or("/", |p| p.as_str()),
+        version: http::Version::HTTP_11,
+        status: answer.status,
+        bytes: answer.body_len,
+        duration: start.elapsed(),
+        cache: Outcome::Hit.label(),
+        upstream: None,
+        user_agent: h.get(header::USER_AGENT).map(HeaderValue::as_bytes),
+        referer: h.get(header::REFERER).map(HeaderValue::as_bytes),
+    });
 }
 
 impl Conn<'_> {

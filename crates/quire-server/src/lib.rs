@@ -15,7 +15,8 @@
 //! - [`fill`]: coalesced, streamed fills; [`miss`] fetches, [`commit`] stores,
 //!   every record write going through [`put`].
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
-//! - [`metrics`]: lock-free counters and the Prometheus rendering.
+//! - [`metrics`]: lock-free counters and the Prometheus rendering; [`access_log`]:
+//!   one line per request, written off the request path.
 //! - [`service`]: one request start to finish. [`lookup`] finds what the store holds
 //!   for it (the fast path calls the same lookup); [`hit`] serves it; an
 //!   [`exchange`] takes it to the origin ([`pass`], or a fill); [`reply`] writes
@@ -36,6 +37,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod access_log;
 pub mod admin;
 mod body;
 pub mod client;

@@ -569,7 +569,20 @@ pub(crate) fn respond(
     let mut r = Response::new(b);
     *r.status_mut() = head.status;
     *r.headers_mut() = h;
+    r.extensions_mut().insert(upstream_of(head));
     r
+}
+
+/// What the origin said to a fill, for the access log: its status and how long its
+/// head took.
+pub(crate) fn upstream_of(head: &Head) -> crate::access_log::Upstream {
+    crate::access_log::Upstream {
+        status: head.status.as_u16(),
+        time: head
+            .response_time
+            .duration_since(head.request_time)
+            .unwrap_or_default(),
+    }
 }
 
 #[cfg(test)]

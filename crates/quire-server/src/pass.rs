@@ -24,6 +24,7 @@ use quire_http::freshness;
 use quire_http::key::{self, NormalizedUrl};
 use quire_http::status::CacheStatus;
 
+use crate::access_log::Upstream;
 use crate::body::Body;
 use crate::client::Client;
 use crate::compress::Levels;
@@ -54,7 +55,8 @@ impl Exchange<'_> {
         let (out, body_failed) = outbound(req, &client, url.scheme());
         let t0 = std::time::Instant::now();
         let resp = ctx.origin.send(out).await;
-        ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
+        let waited = t0.elapsed();
+        ctx.metrics.record_origin(waited, resp.is_err());
         let resp = match resp {
             Ok(r) => r,
             Err(_) if body_failed.load(Ordering::Relaxed) => {
@@ -63,6 +65,10 @@ impl Exchange<'_> {
             Err(e) => return (reply::origin_error(&e, status), Outcome::Error),
         };
         let (mut rparts, mut rbody) = resp.into_parts();
+        rparts.extensions.insert(Upstream {
+            status: rparts.status.as_u16(),
+            time: waited,
+        });
         // What arrives at once is read before answering, so a body that fails at
         // once is a 502 the client can read rather than a status line and a cut
         // connection.

@@ -161,6 +161,13 @@ impl Server {
         // Fast-path connections close when idle; hyper's get the graceful signal.
         let _ = stop_tx.send(true);
         drain(&permits, limits.connections, limits.shutdown_grace.0).await;
+        if let Some(log) = &ctx.access_log {
+            // The lines of the drained requests; a writer blocked (a FIFO nobody
+            // reads) is left behind rather than waited for.
+            let log = log.clone();
+            let wait = std::time::Duration::from_secs(2);
+            let _ = tokio::task::spawn_blocking(move || log.finish(wait)).await;
+        }
     }
 }
 

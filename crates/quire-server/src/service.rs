@@ -33,6 +33,7 @@ use quire_http::key::{self, MethodClass};
 use quire_http::status::{CacheStatus, Fwd};
 use quire_store::Handle;
 
+use crate::access_log::{self, Ticket};
 use crate::admin;
 use crate::body::Body;
 use crate::client::{Client, Peer};
@@ -51,6 +52,10 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> 
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
+    let ticket = ctx.access_log.as_ref().map(|log| {
+        let client = access_log::client_ip(peer.addr, req.headers(), &ctx.trusted_proxies);
+        Ticket::new(log.clone(), &req, client, std::time::Instant::now())
+    });
     let (mut resp, outcome) = route(&ctx, req, peer).await;
     if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
         resp.headers_mut()
@@ -68,7 +73,17 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> 
         .unwrap_or(0);
     ctx.metrics
         .record_request(outcome, resp.status().as_u16(), bytes);
-    resp
+    match ticket {
+        Some(t) => logged(resp, t, outcome),
+        None => resp,
+    }
+}
+
+/// `resp` with a body that writes its access-log line when it ends.
+fn logged(resp: Response<Body>, mut ticket: Ticket, outcome: Outcome) -> Response<Body> {
+    let upstream = resp.extensions().get::<access_log::Upstream>().copied();
+    ticket.answered(resp.status().as_u16(), outcome.label(), upstream);
+    resp.map(|b| Body::Logged(Box::new(b), Box::new(ticket)))
 }
 
 /// Routes a request: refusals, the admin API, then the cache (or the origin, for

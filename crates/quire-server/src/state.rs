@@ -155,6 +155,8 @@ pub struct Ctx {
     pub clock: Clock,
     /// TLS on the listener, when configured.
     pub tls: Option<Arc<crate::tls::Tls>>,
+    /// The access log, when configured.
+    pub access_log: Option<Arc<crate::access_log::AccessLog>>,
 }
 
 /// Why the server could not start.
@@ -197,6 +199,9 @@ pub enum StartError {
     /// The TLS certificate or key cannot be used.
     #[error("tls: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The access log cannot be opened.
+    #[error(transparent)]
+    Log(#[from] crate::access_log::LogError),
 }
 
 impl Ctx {
@@ -222,6 +227,7 @@ impl Ctx {
         let mut keys = cfg.key_config();
         keys.query_paths = origin.query_paths();
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
+        let access_log = crate::access_log::AccessLog::open(&cfg.log)?;
         Ok(Arc::new(Ctx {
             keys,
             bypass: cfg.bypass_config(),
@@ -240,6 +246,7 @@ impl Ctx {
             started: Instant::now(),
             clock: Clock::default(),
             tls,
+            access_log,
             store,
             origin,
             cfg,

@@ -60,6 +60,9 @@ pub(crate) struct ProxyArgs {
     /// HTTPS.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// The access log.
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// Arguments of `quire serve`. Flags override the config file.
@@ -88,6 +91,9 @@ pub(crate) struct ServeArgs {
     /// HTTPS.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// The access log.
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Do not watch the vault for changes (pages change only on restart).
     #[arg(long)]
     pub no_watch: bool,
@@ -112,6 +118,20 @@ pub(crate) struct TlsArgs {
     /// `[tls.acme] directory` says otherwise). Repeatable.
     #[arg(long = "acme-domain", value_name = "NAME", conflicts_with = "tls_cert")]
     pub acme_domains: Vec<String>,
+}
+
+/// The access-log flags of `quire serve` and `quire proxy` (the `[log]` section of
+/// the config file).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct LogArgs {
+    /// Write an access log to FILE (appended; reopened on SIGUSR1), or `-` for
+    /// standard output.
+    #[arg(long, value_name = "FILE|-")]
+    pub access_log: Option<PathBuf>,
+    /// The access log's format: `combined` (nginx's, plus the cache outcome) or
+    /// `json` (one object a line).
+    #[arg(long, value_name = "FORMAT", value_parser = ["combined", "json"])]
+    pub access_log_format: Option<String>,
 }
 
 /// Arguments of `quire purge`.

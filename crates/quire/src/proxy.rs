@@ -39,6 +39,7 @@ pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
         args.workers,
     )?;
     apply_tls_flags(&mut cfg, &args.tls);
+    apply_log_flags(&mut cfg, &args.log);
     Ok(cfg)
 }
 
@@ -82,6 +83,18 @@ pub(crate) fn apply_tls_flags(cfg: &mut Config, tls: &crate::cli::TlsArgs) {
     }
 }
 
+/// Sets the access-log flags over `cfg`.
+pub(crate) fn apply_log_flags(cfg: &mut Config, log: &crate::cli::LogArgs) {
+    if let Some(path) = &log.access_log {
+        cfg.log.access = Some(path.clone());
+    }
+    match log.access_log_format.as_deref() {
+        Some("json") => cfg.log.format = quire_server::access_log::Format::Json,
+        Some(_) => cfg.log.format = quire_server::access_log::Format::Combined,
+        None => {}
+    }
+}
+
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
 pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
@@ -98,10 +111,28 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             workers
         );
         reload_certificates_on_sighup(&ctx);
+        reopen_log_on_sigusr1(&ctx);
         server.run(shutdown_signal()).await;
         eprintln!("quire: stopped");
         anyhow::Ok(())
     })
+}
+
+/// On SIGUSR1 (logrotate's convention), reopens the access log: lines go to a new
+/// file at the configured path once the old one was moved away.
+pub(crate) fn reopen_log_on_sigusr1(ctx: &std::sync::Arc<Ctx>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Some(log) = ctx.access_log.clone() else {
+        return;
+    };
+    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+        return;
+    };
+    tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            log.reopen();
+        }
+    });
 }
 
 /// The runtime for `workers` (0: one per core), and the worker count.

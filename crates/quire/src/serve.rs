@@ -37,6 +37,7 @@ pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
         args.workers,
     )?;
     apply_tls_flags(&mut cfg, &args.tls);
+    crate::proxy::apply_log_flags(&mut cfg, &args.log);
     Ok(cfg)
 }
 
@@ -73,6 +74,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
             },
         );
         crate::proxy::reload_certificates_on_sighup(&ctx);
+        crate::proxy::reopen_log_on_sigusr1(&ctx);
         server.run(shutdown_signal()).await;
         drop(watcher);
         site.flush();
