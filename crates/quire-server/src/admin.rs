@@ -79,7 +79,8 @@ fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
 
 /// `None` when authorised, else the response to send.
 fn authorise(ctx: &Ctx, req: &Request<OutBody>) -> Option<Response<Body>> {
-    let Some(expected) = ctx.admin_token.as_deref() else {
+    let policy = ctx.peek();
+    let Some(expected) = policy.admin_token.as_deref() else {
         return Some(error(
             StatusCode::FORBIDDEN,
             "the admin API is disabled: set admin_token in the config or QUIRE_ADMIN_TOKEN",
@@ -130,7 +131,7 @@ pub async fn handle(
             if let Some(tls) = &ctx.tls {
                 tls.write_metrics(&mut text);
             }
-            if let Some(log) = &ctx.access_log {
+            if let Some(log) = &ctx.peek().access_log {
                 log.write_metrics(&mut text);
             }
             let mut r = plain(StatusCode::OK, &text, admin_status());
@@ -175,7 +176,7 @@ pub fn purge_method(ctx: &Arc<Ctx>, req: &Request<OutBody>) -> (Response<Body>, 
         "http",
         req.headers().get(header::HOST),
         req.uri(),
-        &ctx.keys,
+        &ctx.peek().keys,
     ) {
         Ok(u) => u,
         Err(e) => {
@@ -223,14 +224,14 @@ async fn purge_post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
     };
     let mut targets = Vec::new();
     for u in &pr.urls {
-        match key::normalize_absolute(u, &ctx.keys) {
+        match key::normalize_absolute(u, &ctx.peek().keys) {
             Ok(n) => targets.push(Target::Url(n)),
             Err(e) => return error(StatusCode::BAD_REQUEST, &format!("url {u:?}: {e}")),
         }
     }
     let mut dirs = Vec::new();
     for p in &pr.prefixes {
-        match key::normalize_absolute(p, &ctx.keys)
+        match key::normalize_absolute(p, &ctx.peek().keys)
             .ok()
             .and_then(|n| object::prefix_directory(n.as_str()))
         {
@@ -278,7 +279,7 @@ fn explain(ctx: &Ctx, query: &str) -> Response<Body> {
     else {
         return error(StatusCode::BAD_REQUEST, "give ?url=<absolute URL>");
     };
-    let url = match key::normalize_absolute(&raw, &ctx.keys) {
+    let url = match key::normalize_absolute(&raw, &ctx.peek().keys) {
         Ok(u) => u,
         Err(e) => return error(StatusCode::BAD_REQUEST, &format!("url: {e}")),
     };
@@ -309,7 +310,7 @@ fn explain(ctx: &Ctx, query: &str) -> Response<Body> {
         }
         Some(Record::Object(rec)) => {
             let t = rec.meta.timing();
-            let decision = freshness::reuse(&t, &CacheControl::default(), &ctx.reuse, now);
+            let decision = freshness::reuse(&t, &CacheControl::default(), &ctx.peek().reuse, now);
             out["cached"] = true.into();
             out["status"] = rec.meta.status.into();
             out["age_secs"] = t.age(now).as_secs().into();

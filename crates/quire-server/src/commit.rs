@@ -35,6 +35,7 @@ use crate::compress_pool::Priority;
 use crate::invalidate::{Tags, Verdict};
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
+use crate::policy::Policy;
 use crate::put::{make_stale, put_record};
 use crate::recompress;
 use crate::state::Ctx;
@@ -80,6 +81,8 @@ pub(crate) struct StorePlan {
     pub start: u64,
     /// The tags the record carries (URL, directories, surrogate keys).
     pub tags: Tags,
+    /// The policy of the request that started the fill.
+    pub policy: Arc<Policy>,
 }
 
 /// The bodies a commit stores: identity, and gzip when it was made.
@@ -136,10 +139,10 @@ fn wants_codings(headers: &HeaderMap, len: usize) -> bool {
 
 /// Identity (decoded when the origin sent a coding) and gzip, made on the pool.
 async fn encode(ctx: &Arc<Ctx>, plan: &StorePlan, body: Bytes) -> Result<Coded, FillResult> {
-    let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(plan.policy.object_limit).unwrap_or(usize::MAX);
     let sent = origin_coding(&plan.headers).unwrap_or(None);
-    let gzip = ctx.codings.contains(&Coding::Gzip) && wants_codings(&plan.headers, 0);
-    let levels = ctx.levels;
+    let gzip = plan.policy.codings.contains(&Coding::Gzip) && wants_codings(&plan.headers, 0);
+    let levels = plan.policy.levels;
     let url = plan.url.clone();
     let cost = body.len() as u64;
     let kept = body.clone();
@@ -184,7 +187,7 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
         bodies.push((Coding::Gzip, g));
     }
     // All codings go into one entry: identity alone must fit.
-    let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(p.policy.object_limit).unwrap_or(usize::MAX);
     while bodies.len() > 1 && bodies.iter().map(|(_, b)| b.len()).sum::<usize>() > limit {
         bodies.pop();
     }
@@ -193,7 +196,7 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
         id,
         url: p.url.clone(),
         codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
-        meta: response_meta(ctx, p, coded.identity.len() as u64),
+        meta: response_meta(p, coded.identity.len() as u64),
     };
     let parts: Vec<&[u8]> = bodies.iter().map(|(_, b)| *b).collect();
     let result = ctx.invalidations.commit(p.start, &p.tags, |v| {
@@ -216,15 +219,15 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
 }
 
 /// The stored head of a complete response.
-fn response_meta(ctx: &Ctx, p: &StorePlan, identity_len: u64) -> StoredMeta {
-    let cc = CacheControl::for_response(&p.headers, &ctx.storage.targeted_fields);
+fn response_meta(p: &StorePlan, identity_len: u64) -> StoredMeta {
+    let cc = CacheControl::for_response(&p.headers, &p.policy.storage.targeted_fields);
     let timing = StoredTiming::new(
         p.status,
         &p.headers,
         &cc,
         p.request_time,
         p.response_time,
-        &ctx.storage.heuristic,
+        &p.policy.storage.heuristic,
     );
     let mut meta = build_meta(p.status, &p.headers, &timing, surrogate_keys(&p.headers));
     if origin_coding(&p.headers).ok().flatten().is_some() {

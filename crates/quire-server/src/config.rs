@@ -18,12 +18,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::compress::Levels;
 
 /// The whole configuration of a quire server.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Address to listen on.
@@ -111,7 +111,7 @@ impl Default for Config {
 }
 
 /// The `[tls]` section: the listener's certificate and what HTTPS responses carry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsSection {
     /// The certificate chain, PEM: the site's certificate first, then the
@@ -133,7 +133,7 @@ pub struct TlsSection {
 pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
 
 /// The `[tls.acme]` section: automatic certificates (RFC 8555).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AcmeSection {
     /// The names the certificate covers (DNS names pointing at this server).
@@ -170,7 +170,7 @@ impl Default for AcmeSection {
 }
 
 /// See [`AcmeSection::challenge`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub enum AcmeChallenge {
     /// RFC 8737: answered in the TLS handshake on the HTTPS listener.
     #[serde(rename = "tls-alpn-01")]
@@ -263,7 +263,7 @@ fn is_dns_name(s: &str) -> bool {
 }
 
 /// See [`Config::fill_headers`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FillHeaders {
     /// Only fields the key covers.
@@ -273,7 +273,7 @@ pub enum FillHeaders {
 }
 
 /// The cache volume.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
     /// The volume file (created, preallocated to `size`).
@@ -298,7 +298,7 @@ impl Default for CacheConfig {
 }
 
 /// Limits and timeouts.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Largest request head (request line and headers) accepted; larger gets 431.
@@ -349,7 +349,7 @@ impl Default for Limits {
 }
 
 /// URL normalisation.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KeysConfig {
     /// Query parameters dropped before keying (`name` or `prefix*`).
@@ -372,7 +372,7 @@ impl Default for KeysConfig {
 }
 
 /// Bypass rules.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BypassSection {
     /// Cookies that mark a session; empty means every cookie not ignored does.
@@ -396,7 +396,7 @@ impl Default for BypassSection {
 }
 
 /// Storage and reuse rules.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSection {
     /// Store `Cache-Control: private` responses (makes quire a private cache).
@@ -432,7 +432,7 @@ impl Default for StorageSection {
 }
 
 /// Stored encodings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EncodingsConfig {
     /// Compress into gzip at fill time.
@@ -712,6 +712,13 @@ impl std::str::FromStr for ByteSize {
     }
 }
 
+/// Written back as a count of bytes (what [`Config`]'s TOML reads again).
+impl Serialize for ByteSize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         int_or_text(d, ByteSize)
@@ -738,6 +745,17 @@ impl std::str::FromStr for Secs {
         Duration::try_from_secs_f64(secs)
             .map(Secs)
             .map_err(|_| format!("duration `{s}` is out of range"))
+    }
+}
+
+/// Written back as whole seconds, or as `"<n>ms"` when it has a fraction.
+impl Serialize for Secs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.subsec_nanos() == 0 {
+            s.serialize_u64(self.0.as_secs())
+        } else {
+            s.serialize_str(&format!("{}ms", self.0.as_millis()))
+        }
     }
 }
 

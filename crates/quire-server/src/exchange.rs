@@ -29,6 +29,7 @@ use crate::metrics::Outcome;
 use crate::miss::{self, FillSpec};
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OutBody};
+use crate::policy::Policy;
 use crate::reply;
 use crate::state::Ctx;
 
@@ -47,6 +48,9 @@ pub(crate) struct Exchange<'a> {
     pub(crate) url: NormalizedUrl,
     /// When it arrived, by the server's clock.
     pub(crate) now: SystemTime,
+    /// The policy it started under: every decision it and its fill take uses it,
+    /// whatever a reload swaps in meanwhile.
+    pub(crate) policy: Arc<Policy>,
 }
 
 impl Exchange<'_> {
@@ -111,7 +115,7 @@ impl Exchange<'_> {
     /// invalidation log, the URL's tags and the client it is counted against.
     fn new_fill(&self) -> NewFill {
         NewFill {
-            limit: self.ctx.object_limit,
+            limit: self.policy.object_limit,
             start: self.ctx.invalidations.now(),
             tags: Tags::new(&object::record_tags(self.url.as_str(), &[]), false),
             client: self.client.ip,
@@ -125,7 +129,7 @@ impl Exchange<'_> {
         fill_key: Vec<u8>,
         revalidate: Option<Arc<ObjectRecord>>,
     ) -> FillSpec {
-        let (ctx, url, req_headers) = (self.ctx, &self.url, self.req.headers());
+        let (url, req_headers) = (&self.url, self.req.headers());
         let vary_names = look
             .vary
             .as_ref()
@@ -135,7 +139,7 @@ impl Exchange<'_> {
             Some(p) => format!("{}:{p}", url.host()),
             None => url.host().to_owned(),
         };
-        let headers = match ctx.cfg.fill_headers {
+        let headers = match self.policy.cfg.fill_headers {
             FillHeaders::Keyed => {
                 origin::fill_headers(req_headers, &host, &vary_names, &self.client)
             }
@@ -151,6 +155,7 @@ impl Exchange<'_> {
             client_headers: req_headers.clone(),
             revalidate,
             fill_key,
+            policy: self.policy.clone(),
         }
     }
 }

@@ -135,7 +135,7 @@ pub(crate) async fn run(
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
     let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight).await;
-    let idle = ctx.cfg.limits.client_idle_timeout.0;
+    let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
     let drained = in_flight.settle(wire.tcp(), idle).await;
     match exit {
         Ok(Exit::Handover(_)) if !drained => Ok(Exit::Closed),
@@ -209,7 +209,7 @@ async fn serve(
     in_flight: &mut InFlight,
 ) -> io::Result<Exit> {
     let Signals { shutdown, reap } = signals;
-    let idle = ctx.cfg.limits.client_idle_timeout.0;
+    let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
     let mut c = Conn {
         ctx,
         wire,
@@ -239,7 +239,8 @@ async fn serve(
         let Some(req) = parse(&c.buf[..end]) else {
             return Ok(Exit::Handover(c.buf.freeze()));
         };
-        let start = ctx.access_log.is_some().then(std::time::Instant::now);
+        let log = ctx.peek().access_log.clone();
+        let start = log.is_some().then(std::time::Instant::now);
         let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
             // Not a fresh hit: the service answers, and the connection stays here.
             c.buf.advance(end);
@@ -253,8 +254,8 @@ async fn serve(
         }
         ctx.metrics
             .record_request(Outcome::Hit, answer.status, answer.body_len);
-        if let (Some(log), Some(start)) = (&ctx.access_log, start) {
-            log_hit(log, ctx, &req, peer, &answer, start);
+        if let (Some(log), Some(start)) = (log, start) {
+            log_hit(&log, ctx, &req, peer, &answer, start);
         }
         c.buf.advance(end);
     }
@@ -272,7 +273,7 @@ fn log_hit(
     let h = &req.headers;
     log.record(&Entry {
         time: std::time::SystemTime::now(),
-        client: access_log::client_ip(peer.addr, h, &ctx.trusted_proxies),
+        client: access_log::client_ip(peer.addr, h, &ctx.peek().trusted_proxies),
         method: req.method.as_str(),
         target: req.uri.path_and_query().map_or("/", |p| p.as_str()),
         version: http::Version::HTTP_11,
@@ -291,7 +292,7 @@ impl Conn<'_> {
     /// between requests, or a head trickling in — is bounded as a whole (a client
     /// sending a byte a minute does not hold the connection forever).
     async fn read_head<C: Future>(&mut self, w: &mut Waits<'_, C>) -> io::Result<Read> {
-        let limit = self.ctx.cfg.limits.header_bytes.0 as usize;
+        let limit = self.ctx.peek().cfg.limits.header_bytes.0 as usize;
         let deadline = tokio::time::Instant::now() + self.idle;
         loop {
             if let Some(e) = head_end(&self.buf) {
@@ -481,17 +482,18 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     if req.ranged_or_conditional || path.starts_with(crate::admin::PREFIX) {
         return None;
     }
-    if bypass::bypass(method, headers, &ctx.bypass).is_some() {
+    let policy = ctx.peek();
+    if bypass::bypass(method, headers, &policy.bypass).is_some() {
         return None;
     }
-    let scheme = peer.scheme(headers, &ctx.trusted_proxies);
-    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &ctx.keys).ok()?;
+    let scheme = peer.scheme(headers, &policy.trusted_proxies);
+    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
     let class = MethodClass::of(method)?;
     let now = ctx.clock.now();
     let look = crate::lookup::lookup(ctx, class, &url, headers);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
-    if freshness::reuse(prepared.timing(), &req_cc, &ctx.reuse, now) != Decision::Fresh {
+    if freshness::reuse(prepared.timing(), &req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;
     }
     let status = crate::lookup::keyed(ctx, &url, CacheStatus::hit());

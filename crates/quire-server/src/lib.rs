@@ -4,7 +4,8 @@
 //! key) comes from `quire-http`; bytes live in `quire-store`.
 //!
 //! - [`config`]: every option with its default (the TOML the binary reads).
-//! - [`state`]: the shared state built from it.
+//! - [`state`]: the shared state built from it; [`policy`]: what the configuration
+//!   decides per request, swapped whole on reload.
 //! - [`object`]: how a response lies in the store (record, bodies per coding, tags).
 //! - [`compress`]: content codings, computed once per response on the bounded
 //!   [`compress_pool`]; [`recompress`] adds the slower codings in the background.
@@ -61,6 +62,7 @@ mod miss;
 pub mod object;
 pub mod origin;
 mod pass;
+pub mod policy;
 pub mod purge;
 mod put;
 mod recompress;

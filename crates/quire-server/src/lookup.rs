@@ -101,7 +101,7 @@ pub(crate) fn same_version(ctx: &Ctx, key: &[u8], p: &Prepared) -> Option<Arc<Ha
 
 /// `status` with the cache key (`key=`, RFC 9211 §2.7) when `expose_key` is set.
 pub(crate) fn keyed(ctx: &Ctx, url: &NormalizedUrl, status: CacheStatus) -> CacheStatus {
-    if ctx.cfg.expose_key {
+    if ctx.peek().cfg.expose_key {
         status.with_key(url.as_str())
     } else {
         status

@@ -40,6 +40,7 @@ use crate::invalidate::Verdict;
 use crate::metrics::FillResult;
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OriginError};
+use crate::policy::Policy;
 use crate::put;
 use crate::state::Ctx;
 use crate::upstream::{self, Ahead, UpBody};
@@ -74,6 +75,9 @@ pub(crate) struct FillSpec {
     /// The record key the fill is registered under: the key the request's lookup
     /// counted, so admission decides on it.
     pub fill_key: Vec<u8>,
+    /// The policy of the request that started the fill: its storage rules, limits
+    /// and codings decide what is stored.
+    pub policy: Arc<Policy>,
 }
 
 /// Runs a fill to the end and unregisters it.
@@ -164,7 +168,13 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
                     conditional = None;
                     continue;
                 }
-                let rec = refreshed(ctx, old, &parts.headers, request_time, response_time);
+                let rec = refreshed(
+                    &spec.policy,
+                    old,
+                    &parts.headers,
+                    request_time,
+                    response_time,
+                );
                 let stored = store_refreshed(ctx, fill, spec, rec.clone()).await;
                 fill.publish_revalidated(Arc::new(rec));
                 return Err(stored);
@@ -274,6 +284,7 @@ fn plan(ctx: &Ctx, fill: &Fill, spec: &FillSpec, fetched: Fetched) -> (Head, Sto
         response_time,
         start: fill.start(),
         tags,
+        policy: spec.policy.clone(),
     };
     (head, plan, body)
 }
@@ -340,7 +351,7 @@ async fn stream(
 ) -> BodyEnd {
     let limits = ReadLimits {
         gap: ctx.origin.read_timeout(),
-        deadline: started + ctx.cfg.limits.fill_deadline.0,
+        deadline: started + spec.policy.cfg.limits.fill_deadline.0,
     };
     fill::stream_body(&ctx.fills, &spec.fill_key, fill, body, limits, commit).await
 }
@@ -390,7 +401,7 @@ fn decide(
         &spec.client_headers,
         status,
         headers,
-        &ctx.storage,
+        &spec.policy.storage,
     )
     .map_err(|n| n.detail())?;
     if let Some(len) = headers
@@ -398,7 +409,7 @@ fn decide(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
     {
-        if len > ctx.object_limit {
+        if len > spec.policy.object_limit {
             return Err("too-large");
         }
     }
@@ -445,7 +456,7 @@ fn add_validators(h: &mut HeaderMap, m: &StoredMeta) {
 /// The record after a 304: the stored head updated with the 304's fields and timing
 /// recomputed from the merged head (RFC 9111 §4.3.4).
 fn refreshed(
-    ctx: &Ctx,
+    policy: &Policy,
     old: &ObjectRecord,
     not_modified: &HeaderMap,
     request_time: SystemTime,
@@ -465,14 +476,14 @@ fn refreshed(
     }
     let merged = freshness::merge_304(&stored, not_modified);
     let status = StatusCode::from_u16(old.meta.status).unwrap_or(StatusCode::OK);
-    let cc = CacheControl::for_response(&merged, &ctx.storage.targeted_fields);
+    let cc = CacheControl::for_response(&merged, &policy.storage.targeted_fields);
     let timing = StoredTiming::new(
         status,
         &merged,
         &cc,
         request_time,
         response_time,
-        &ctx.storage.heuristic,
+        &policy.storage.heuristic,
     );
     let mut meta = commit::build_meta(status, &merged, &timing, old.meta.tags.clone());
     meta.vary = old.meta.vary.clone();

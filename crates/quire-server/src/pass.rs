@@ -253,7 +253,7 @@ async fn encode_passed(
 fn invalidate(ctx: &Ctx, url: &NormalizedUrl, resp_headers: &http::HeaderMap) {
     let mut targets = vec![url.clone()];
     for loc in freshness::invalidation_locations(resp_headers) {
-        if let Some(t) = resolve(url, loc, &ctx.keys) {
+        if let Some(t) = resolve(url, loc, &ctx.peek().keys) {
             // Same origin only (§4.4: "only ... if the host part is the same").
             if t.host() == url.host() && t.port() == url.port() && t.scheme() == url.scheme() {
                 targets.push(t);

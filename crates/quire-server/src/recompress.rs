@@ -62,14 +62,15 @@ pub(crate) struct Later {
 
 /// The codings still to make for an entry, with the brotli level to use.
 fn wanted(ctx: &Ctx, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
-    let codings = ctx
+    let policy = ctx.peek();
+    let codings = policy
         .codings
         .iter()
         .copied()
         .filter(|c| matches!(c, Coding::Br | Coding::Zstd))
         .collect();
-    let upgrade = ctx.cfg.encodings.brotli_upgrade_level;
-    let mut levels = ctx.levels;
+    let upgrade = ctx.peek().cfg.encodings.brotli_upgrade_level;
+    let mut levels = ctx.peek().levels;
     if upgrade > levels.brotli && identity_len <= UPGRADE_BYTES_MAX {
         levels.brotli = upgrade;
     }
@@ -148,7 +149,7 @@ fn rewrite(
         parts.push((*c, b));
     }
     // Drop the last added while the whole is over the object limit.
-    let limit = usize::try_from(ctx.object_limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(ctx.peek().object_limit).unwrap_or(usize::MAX);
     while parts.len() > 1 && parts.iter().map(|(_, b)| b.len()).sum::<usize>() > limit {
         parts.pop();
     }

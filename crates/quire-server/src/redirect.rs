@@ -40,9 +40,10 @@ pub(crate) async fn run(
     https_port: u16,
     shutdown: impl Future<Output = ()>,
 ) {
-    let limits = &ctx.cfg.limits;
+    let start = ctx.policy();
+    let limits = &start.cfg.limits;
     let permits = Arc::new(Semaphore::new(limits.connections));
-    let per_client = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
+    let per_client = Conns::new(limits.connections_per_client, start.trusted_proxies.clone());
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(TokioTimer::new())

@@ -59,7 +59,10 @@ pub struct Server {
 impl Server {
     /// Binds the configured address (`SO_REUSEADDR`, backlog 1024).
     pub async fn bind(ctx: Arc<Ctx>) -> Result<Server, StartError> {
-        let addr = ctx.cfg.listen;
+        let (addr, listen_http) = {
+            let cfg = &ctx.peek().cfg;
+            (cfg.listen, cfg.listen_http)
+        };
         let listen = |source| StartError::Listen { addr, source };
         let socket = match addr {
             SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
@@ -69,7 +72,7 @@ impl Server {
         socket.set_reuseaddr(true).map_err(listen)?;
         socket.bind(addr).map_err(listen)?;
         let listener = socket.listen(1024).map_err(listen)?;
-        let redirect = match ctx.cfg.listen_http {
+        let redirect = match listen_http {
             Some(addr) => Some(
                 crate::redirect::bind(addr)
                     .await
@@ -101,14 +104,17 @@ impl Server {
             listener,
             redirect,
         } = self;
-        let limits = &ctx.cfg.limits;
-        let builder = hyper_builder(&ctx);
-        let volume = (ctx.cfg.sendfile_min_bytes.0 > 0)
-            .then(|| Volume::new(ctx.clone(), ctx.cfg.sendfile_min_bytes.0 as usize));
+        // What the listener sized at start-up stays for its life (a reload says
+        // which of these changed and need a restart: see `crate::policy`).
+        let start = ctx.policy();
+        let limits = &start.cfg.limits;
+        let builder = hyper_builder(&start.cfg);
+        let sendfile_min = start.cfg.sendfile_min_bytes.0;
+        let volume = (sendfile_min > 0).then(|| Volume::new(ctx.clone(), sendfile_min as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         spawn_companions(&ctx, redirect, &listener, &stop_rx);
         let permits = Arc::new(Semaphore::new(limits.connections));
-        let conns = Conns::new(limits.connections_per_client, ctx.trusted_proxies.clone());
+        let conns = Conns::new(limits.connections_per_client, start.trusted_proxies.clone());
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -161,10 +167,9 @@ impl Server {
         // Fast-path connections close when idle; hyper's get the graceful signal.
         let _ = stop_tx.send(true);
         drain(&permits, limits.connections, limits.shutdown_grace.0).await;
-        if let Some(log) = &ctx.access_log {
+        if let Some(log) = ctx.policy().access_log.clone() {
             // The lines of the drained requests; a writer blocked (a FIFO nobody
             // reads) is left behind rather than waited for.
-            let log = log.clone();
             let wait = std::time::Duration::from_secs(2);
             let _ = tokio::task::spawn_blocking(move || log.finish(wait)).await;
         }
@@ -198,8 +203,8 @@ fn spawn_companions(
 
 /// hyper's settings for the connections handed to it: header limits and timers from
 /// `limits` (cloned into each connection task; the builder is a bundle of settings).
-fn hyper_builder(ctx: &Ctx) -> auto::Builder<InlineFirst> {
-    let limits = &ctx.cfg.limits;
+fn hyper_builder(cfg: &crate::config::Config) -> auto::Builder<InlineFirst> {
+    let limits = &cfg.limits;
     let mut builder = auto::Builder::new(InlineFirst);
     builder
         .http1()
@@ -313,8 +318,10 @@ impl Connection {
             reap,
             ..
         } = self;
-        let head_limit = ctx.cfg.limits.header_bytes.0 as usize;
-        let send_timeout = ctx.cfg.limits.client_idle_timeout.0;
+        let (head_limit, send_timeout) = {
+            let limits = &ctx.peek().cfg.limits;
+            (limits.header_bytes.0 as usize, limits.client_idle_timeout.0)
+        };
         // No sendfile on hyper's path: it drops a body's pin as soon as the write
         // returns (see `sendfile`).
         let io = Guarded::new(wire, prefix, head_limit, send_timeout);

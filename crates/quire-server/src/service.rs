@@ -42,6 +42,7 @@ use crate::hit::{self, NotServed, Prepared};
 use crate::lookup::{self, keyed, Lookup};
 use crate::metrics::Outcome;
 use crate::origin::OutBody;
+use crate::policy::Policy;
 use crate::refuse;
 use crate::reply;
 use crate::state::Ctx;
@@ -52,11 +53,12 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> 
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
-    let ticket = ctx.access_log.as_ref().map(|log| {
-        let client = access_log::client_ip(peer.addr, req.headers(), &ctx.trusted_proxies);
+    let policy = ctx.policy();
+    let ticket = policy.access_log.as_ref().map(|log| {
+        let client = access_log::client_ip(peer.addr, req.headers(), &policy.trusted_proxies);
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
-    let (mut resp, outcome) = route(&ctx, req, peer).await;
+    let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
     if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
         resp.headers_mut()
             .insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
@@ -88,7 +90,7 @@ fn logged(resp: Response<Body>, mut ticket: Ticket, outcome: Outcome) -> Respons
 
 /// Routes a request: refusals, the admin API, then the cache (or the origin, for
 /// what the cache does not take).
-async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
+async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Policy>) -> Answered {
     // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::guard` refuses it
     // on the byte stream, before hyper folds the evidence away.
     if let Some(r) = refuse::check(&req) {
@@ -101,12 +103,12 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
     if req.method().as_str() == "PURGE" {
         return admin::purge_method(ctx, &req);
     }
-    let scheme = peer.scheme(req.headers(), &ctx.trusted_proxies);
+    let scheme = peer.scheme(req.headers(), &policy.trusted_proxies);
     let url = match key::normalize(
         scheme,
         req.headers().get(header::HOST),
         req.uri(),
-        &ctx.keys,
+        &policy.keys,
     ) {
         Ok(u) => u,
         Err(e) => return (reply::bad_request(&e.to_string()), Outcome::Error),
@@ -118,7 +120,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
         let path = url.path().to_owned();
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
-    let client = Client::resolve(peer.addr, req.headers(), &ctx.trusted_proxies);
+    let client = Client::resolve(peer.addr, req.headers(), &policy.trusted_proxies);
     let now = ctx.clock.now();
     let x = Exchange {
         ctx,
@@ -126,12 +128,13 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Answered {
         client,
         url,
         now,
+        policy,
     };
     let Some(class) = MethodClass::of(x.req.method()) else {
         // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
         return Box::pin(x.pass(CacheStatus::forward(Fwd::Method), Outcome::Pass)).await;
     };
-    if let Some(b) = bypass::bypass(x.req.method(), x.req.headers(), &ctx.bypass) {
+    if let Some(b) = bypass::bypass(x.req.method(), x.req.headers(), &x.policy.bypass) {
         let status = CacheStatus::forward(Fwd::Bypass).with_detail(b.detail());
         return Box::pin(x.pass(status, Outcome::Bypass)).await;
     }
@@ -153,7 +156,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
         let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
         return Box::pin(x.fill(look, status, None, None)).await;
     };
-    match freshness::reuse(rec.timing(), &req_cc, &x.ctx.reuse, x.now) {
+    match freshness::reuse(rec.timing(), &req_cc, &x.policy.reuse, x.now) {
         Decision::MustRevalidate { stale_if_error } => {
             drop(entry);
             if req_cc.only_if_cached {

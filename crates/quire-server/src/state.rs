@@ -1,19 +1,16 @@
-//! The state every request shares: configuration turned into the policy structs of
-//! `quire-http`, the store, the origin client, the fill registry and the metrics.
-//! Built once at start-up; read-only afterwards except for the lock-free parts.
+//! The state every request shares: the policy the configuration decides
+//! ([`crate::policy`], swapped whole on reload), the store, the origin client, the
+//! fill registry and the metrics. Built once at start-up; afterwards only the
+//! policy is replaced, and only the lock-free parts change.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use quire_http::bypass::BypassConfig;
-use quire_http::encoding::Coding;
-use quire_http::freshness::{ReuseConfig, StorageConfig};
-use quire_http::key::{self, KeyConfig, MethodClass, NormalizedUrl, VaryFields};
+use arc_swap::ArcSwap;
+use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Options, Store};
 
-use crate::client::TrustedProxies;
 use crate::clock::Clock;
-use crate::compress::Levels;
 use crate::compress_pool::CompressPool;
 use crate::config::Config;
 use crate::fill::Fills;
@@ -21,13 +18,9 @@ use crate::hit::Records;
 use crate::invalidate::Invalidations;
 use crate::metrics::Metrics;
 use crate::origin::{Origin, OriginOptions};
+use crate::policy::{Policy, Reloaded};
 use crate::upstream::{versioned, Upstream};
 
-/// Store-entry overhead kept free when deriving the largest body from the region
-/// size: entry header, key, tags and the record are far below this. A quarter of
-/// the region at most, so the smallest volumes (64 KiB regions below 16 MiB) still
-/// store bodies of up to 48 KiB — a fixed 64 KiB left them storing nothing at all,
-/// silently. (A put whose record turns out larger is declined by the store.)
 /// Opens (or creates) the configured cache volume, with its directory.
 fn open_store(cfg: &Config) -> Result<Store, StartError> {
     if let Some(dir) = cfg
@@ -52,70 +45,14 @@ fn open_store(cfg: &Config) -> Result<Store, StartError> {
     })
 }
 
-/// The largest response stored: `limits.object_bytes`, or less when the volume's
-/// regions cannot hold it (said once in the log, with the size that would).
-fn object_limit(cfg: &Config, store: &Store) -> u64 {
-    let store_max = store.object_bytes_max();
-    let object_limit = cfg
-        .limits
-        .object_bytes
-        .0
-        .min(store_max - entry_overhead_bytes(store_max));
-    if object_limit < cfg.limits.object_bytes.0 / 2 {
-        // (A region is 1/128 of the volume, a power of two.)
-        let region = (cfg.limits.object_bytes.0 + (64 << 10) + 64).next_power_of_two();
-        tracing::warn!(
-            "responses larger than {object_limit} bytes will not be stored: the \
-             volume's regions are too small for limits.object_bytes ({}); a \
-             cache.size of {} bytes or more stores them",
-            cfg.limits.object_bytes.0,
-            region.saturating_mul(128) + 4096
-        );
-    }
-    object_limit
-}
-
-/// The codings derived from identity at commit, by preference.
-fn derived_codings(cfg: &Config) -> Vec<Coding> {
-    let e = &cfg.encodings;
-    [
-        (e.br, Coding::Br),
-        (e.zstd, Coding::Zstd),
-        (e.gzip, Coding::Gzip),
-    ]
-    .into_iter()
-    .filter_map(|(on, c)| on.then_some(c))
-    .collect()
-}
-
-/// The admin token: `QUIRE_ADMIN_TOKEN` over the config's, checked.
-fn admin_token(cfg: &Config) -> Result<Option<String>, StartError> {
-    let token = std::env::var("QUIRE_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .or_else(|| cfg.admin_token.clone());
-    if let Some(t) = &token {
-        crate::config::check_admin_token(t).map_err(|e| {
-            StartError::Config(crate::config::ConfigError(format!(
-                "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
-            )))
-        })?;
-    }
-    Ok(token)
-}
-
-fn entry_overhead_bytes(object_bytes_max: u64) -> u64 {
-    (64 << 10).min(object_bytes_max / 4)
-}
-
 /// Decoded records kept ready (a few hundred bytes to a few KiB each).
 const RECORDS_CACHED: usize = 32 * 1024;
 
 /// Shared state of a running server.
 #[derive(Debug)]
 pub struct Ctx {
-    /// The configuration as loaded.
-    pub cfg: Config,
+    /// What the configuration decides per request; swapped on reload.
+    policy: ArcSwap<Policy>,
     /// The cache.
     pub store: Store,
     /// Where fills and passed requests go: the origin client, or the renderer of
@@ -131,32 +68,14 @@ pub struct Ctx {
     pub invalidations: Invalidations,
     /// Counters for `/_quire/metrics`.
     pub metrics: Metrics,
-    /// Whose `X-Forwarded-For` names the client (`trusted_proxies`).
-    pub trusted_proxies: TrustedProxies,
-    /// URL normalisation.
-    pub keys: KeyConfig,
-    /// Bypass rules.
-    pub bypass: BypassConfig,
-    /// Storage rules.
-    pub storage: StorageConfig,
-    /// Reuse rules.
-    pub reuse: ReuseConfig,
-    /// Compression levels.
-    pub levels: Levels,
-    /// Codings compressed at fill time, besides identity.
-    pub codings: Vec<Coding>,
-    /// Largest body stored.
-    pub object_limit: u64,
-    /// The admin token (config or `QUIRE_ADMIN_TOKEN`).
-    pub admin_token: Option<String>,
     /// When the server started.
     pub started: Instant,
     /// The wall clock freshness is decided by (tests move it forward).
     pub clock: Clock,
     /// TLS on the listener, when configured.
     pub tls: Option<Arc<crate::tls::Tls>>,
-    /// The access log, when configured.
-    pub access_log: Option<Arc<crate::access_log::AccessLog>>,
+    /// Serialises reloads (two `SIGHUP`s at once build one policy each, in turn).
+    reloading: std::sync::Mutex<()>,
 }
 
 /// Why the server could not start.
@@ -219,38 +138,53 @@ impl Ctx {
     pub fn with_upstream(cfg: Config, origin: Arc<dyn Upstream>) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
         let store = open_store(&cfg)?;
-        let object_limit = object_limit(&cfg, &store);
-        let codings = derived_codings(&cfg);
-        let admin_token = admin_token(&cfg)?;
-        let trusted_proxies = TrustedProxies::parse(&cfg.trusted_proxies)
-            .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
-        let mut keys = cfg.key_config();
-        keys.query_paths = origin.query_paths();
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
-        let access_log = crate::access_log::AccessLog::open(&cfg.log)?;
+        let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
+        let compress = CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0);
+        let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         Ok(Arc::new(Ctx {
-            keys,
-            bypass: cfg.bypass_config(),
-            storage: cfg.storage_config(),
-            reuse: cfg.reuse_config(),
-            levels: cfg.encodings.levels(),
-            fills: Fills::new(cfg.limits.fills, cfg.limits.fills_per_client),
+            policy: ArcSwap::from_pointee(policy),
+            fills,
             records: Records::new(RECORDS_CACHED),
-            compress: CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0),
+            compress,
             invalidations: Invalidations::default(),
             metrics: Metrics::new(),
-            codings,
-            object_limit,
-            admin_token,
-            trusted_proxies,
             started: Instant::now(),
             clock: Clock::default(),
             tls,
-            access_log,
             store,
             origin,
-            cfg,
+            reloading: std::sync::Mutex::new(()),
         }))
+    }
+
+    /// The policy now: what a request reads once and keeps (a lock-free load).
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy.load_full()
+    }
+
+    /// The policy now, without taking a reference count: for a read that ends
+    /// before the caller next awaits.
+    pub fn peek(&self) -> arc_swap::Guard<Arc<Policy>> {
+        self.policy.load()
+    }
+
+    /// Applies `cfg` to requests that start from now on; requests in flight finish
+    /// under the policy they started with. An invalid `cfg` (or an access log that
+    /// cannot be opened) changes nothing. Settings sized at start-up are left as
+    /// they are and listed in the answer (see [`crate::policy`]).
+    pub fn reload(&self, cfg: Config) -> Result<Reloaded, StartError> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.policy.load_full();
+        let needs_restart = crate::policy::needs_restart(&old.cfg, &cfg);
+        let new = Policy::build(
+            cfg,
+            self.store.object_bytes_max(),
+            self.origin.as_ref(),
+            Some(&old),
+        )?;
+        self.policy.store(Arc::new(new));
+        Ok(Reloaded { needs_restart })
     }
 
     /// The version [`Upstream::key_version`] gives `url` now. Read it once per

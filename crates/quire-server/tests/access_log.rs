@@ -18,7 +18,7 @@ fn read_lines(path: &Path) -> Vec<String> {
 
 fn metric(q: &Quire, name: &str) -> u64 {
     let mut text = String::new();
-    if let Some(log) = &q.ctx.access_log {
+    if let Some(log) = &q.ctx.peek().access_log {
         log.write_metrics(&mut text);
     }
     text.lines()
@@ -98,7 +98,7 @@ async fn combined_lines_go_to_the_new_file_after_a_reopen() {
     let mut q = Quire::start(&origin, move |c| c.log.access = Some(p)).await;
     send(&q, "GET", "/a", &[("user-agent", "one")], b"").await;
     // Rotated as logrotate does: moved away, then the server told.
-    let log = q.ctx.access_log.clone().unwrap();
+    let log = q.ctx.peek().access_log.clone().unwrap();
     assert!(
         wait_for(|| read_lines(&path).len() == 1).await,
         "first line written"

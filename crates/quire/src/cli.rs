@@ -33,6 +33,9 @@ pub(crate) enum Command {
     /// Manage a vault's readers (VAULT/.quire/users.toml).
     #[command(subcommand)]
     User(crate::user::UserCommand),
+    /// Check a configuration file.
+    #[command(subcommand)]
+    Config(crate::config_cmd::ConfigCommand),
 }
 
 /// Arguments of `quire proxy`. Flags override the config file.

@@ -4,6 +4,7 @@
 //! - `quire proxy` ([`proxy`]): a caching reverse proxy in front of an origin;
 //! - `quire purge` ([`purge`]): purge through a running quire's admin API;
 //! - `quire user` ([`user`]): manage a vault's readers;
+//! - `quire config check` ([`config_cmd`]): validate a configuration file;
 //! - `quire bench store`, `bench search`, `bench serve`, `bench http` and the hidden
 //!   `bench load` (the load generator `bench http` starts as a process of its own):
 //!   the benchmarks, which live in the `quire-bench` crate; this binary only parses
@@ -14,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod config_cmd;
 mod proxy;
 mod purge;
 mod serve;
@@ -45,7 +47,7 @@ fn main() -> ExitCode {
 /// `e` and its causes joined with `: `, leaving out a cause its outer message already
 /// says: the library errors put their source in their own message (`preallocating
 /// VOL: No space left on device`), so anyhow's `{:#}` printed it once per level.
-fn error_chain(e: &anyhow::Error) -> String {
+pub(crate) fn error_chain(e: &anyhow::Error) -> String {
     let mut out = e.to_string();
     for cause in e.chain().skip(1) {
         let c = cause.to_string();
@@ -74,6 +76,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
         Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
+        Command::Config(cmd) => config_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
     }
 }
 

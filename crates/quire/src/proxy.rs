@@ -106,11 +106,12 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
         eprintln!(
             "quire: proxying {}://{addr} -> {} (cache {}, {} workers)",
             if ctx.tls.is_some() { "https" } else { "http" },
-            ctx.cfg.origin.as_deref().unwrap_or("?"),
-            ctx.cfg.cache.path.display(),
+            ctx.peek().cfg.origin.as_deref().unwrap_or("?"),
+            ctx.peek().cfg.cache.path.display(),
             workers
         );
-        reload_certificates_on_sighup(&ctx);
+        let flags = args.clone();
+        reload_on_sighup(&ctx, move || config_from(&flags));
         reopen_log_on_sigusr1(&ctx);
         server.run(shutdown_signal()).await;
         eprintln!("quire: stopped");
@@ -122,15 +123,16 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
 /// file at the configured path once the old one was moved away.
 pub(crate) fn reopen_log_on_sigusr1(ctx: &std::sync::Arc<Ctx>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let Some(log) = ctx.access_log.clone() else {
-        return;
-    };
     let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
         return;
     };
+    let ctx = ctx.clone();
     tokio::spawn(async move {
         while usr1.recv().await.is_some() {
-            log.reopen();
+            // The log of the policy now (a reload may have moved it).
+            if let Some(log) = ctx.peek().access_log.clone() {
+                log.reopen();
+            }
         }
     });
 }
@@ -159,32 +161,59 @@ pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime
     Ok((rt, workers))
 }
 
-/// On SIGHUP, reads the TLS certificate files (or ACME's stored ones) again and
-/// presents them to new connections; open connections keep theirs. A file that
-/// fails the start-up checks is logged and the current certificate stays.
-/// (Re-reading the rest of the configuration on SIGHUP is not done yet.)
-pub(crate) fn reload_certificates_on_sighup(ctx: &std::sync::Arc<Ctx>) {
+/// On SIGHUP, reads the configuration again with `load` (the file, then the
+/// command line's flags over it) and applies it to requests that start from then
+/// on; requests in flight finish under the old one. A configuration that does not
+/// parse or validate is logged and the old one stays. Then the TLS certificate
+/// files (or ACME's stored ones) are read again and presented to new connections;
+/// open connections keep theirs, and a file that fails the start-up checks is
+/// logged and the current certificate stays. Reloads run one at a time, off the
+/// runtime's threads (they read files).
+pub(crate) fn reload_on_sighup(
+    ctx: &std::sync::Arc<Ctx>,
+    load: impl Fn() -> anyhow::Result<Config> + Send + Sync + 'static,
+) {
     use tokio::signal::unix::{signal, SignalKind};
-    let Some(tls) = ctx.tls.clone() else {
-        return;
-    };
     let Ok(mut hup) = signal(SignalKind::hangup()) else {
         return;
     };
+    let ctx = ctx.clone();
+    let load = std::sync::Arc::new(load);
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
-            match tls.reload() {
-                Ok(l) => {
-                    let left = l.not_after.duration_since(std::time::SystemTime::now());
-                    let days = left.map_or(0, |d| d.as_secs() / 86_400);
-                    eprintln!("quire: SIGHUP: certificate reloaded ({days} days left)");
-                }
-                Err(e) => {
-                    eprintln!("quire: SIGHUP: certificate not reloaded, the current one stays: {e}")
-                }
-            }
+            let (ctx, load) = (ctx.clone(), load.clone());
+            let _ = tokio::task::spawn_blocking(move || reload(&ctx, load.as_ref())).await;
         }
     });
+}
+
+/// One reload: the configuration, then the certificates (see [`reload_on_sighup`]).
+pub(crate) fn reload(ctx: &Ctx, load: &dyn Fn() -> anyhow::Result<Config>) {
+    let applied = load().and_then(|cfg| Ok(ctx.reload(cfg)?));
+    match applied {
+        Ok(r) if r.needs_restart.is_empty() => eprintln!("quire: SIGHUP: configuration reloaded"),
+        Ok(r) => eprintln!(
+            "quire: SIGHUP: configuration reloaded; changed but applied only on restart: {}",
+            r.needs_restart.join(", ")
+        ),
+        Err(e) => eprintln!(
+            "quire: SIGHUP: configuration not reloaded, the current one stays: {}",
+            crate::error_chain(&e)
+        ),
+    }
+    let Some(tls) = &ctx.tls else {
+        return;
+    };
+    match tls.reload() {
+        Ok(l) => {
+            let left = l.not_after.duration_since(std::time::SystemTime::now());
+            let days = left.map_or(0, |d| d.as_secs() / 86_400);
+            eprintln!("quire: SIGHUP: certificate reloaded ({days} days left)");
+        }
+        Err(e) => {
+            eprintln!("quire: SIGHUP: certificate not reloaded, the current one stays: {e}")
+        }
+    }
 }
 
 /// Resolves on the first SIGTERM or SIGINT.

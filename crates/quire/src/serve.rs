@@ -65,7 +65,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
             args.vault.display(),
             snap.vault.notes().len(),
             if ctx.tls.is_some() { "https" } else { "http" },
-            ctx.cfg.cache.path.display(),
+            ctx.peek().cfg.cache.path.display(),
             workers,
             if watcher.is_some() {
                 ", watching for changes"
@@ -73,7 +73,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 ""
             },
         );
-        crate::proxy::reload_certificates_on_sighup(&ctx);
+        let flags = args.clone();
+        crate::proxy::reload_on_sighup(&ctx, move || config_from(&flags));
         crate::proxy::reopen_log_on_sigusr1(&ctx);
         server.run(shutdown_signal()).await;
         drop(watcher);

@@ -53,7 +53,7 @@ pub(crate) struct Entry<'a> {
 }
 
 /// A line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// nginx/Apache `combined`, plus `cache=<outcome>`.

@@ -32,7 +32,7 @@ use crate::client::{Client, TrustedProxies};
 use writer::{Output, Queue};
 
 /// The `[log]` section.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSection {
     /// Where the access log goes: a file (appended to, created `0640`), or `-` for

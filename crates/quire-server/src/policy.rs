@@ -1,0 +1,211 @@
+//! What the configuration decides for each request, built from a [`Config`] and
+//! swapped whole when the configuration is reloaded (`SIGHUP`).
+//!
+//! A request reads the policy with [`crate::Ctx::policy`] (a lock-free load) and
+//! keeps what it read: a reload applies to requests that start after it, and
+//! requests in flight finish under the policy they started with. Everything the
+//! server sized or opened at start-up stays as it was: the listeners, the workers,
+//! the volume, the connection, fill and compression budgets, TLS, the origin. A
+//! reload that changes one of those says which in its answer
+//! ([`Reloaded::needs_restart`]) and in the log, and applies the rest.
+//!
+//! An invalid configuration changes nothing: [`Policy::build`] fails before the
+//! swap, and the old policy stays.
+
+use std::sync::Arc;
+
+use quire_http::bypass::BypassConfig;
+use quire_http::encoding::Coding;
+use quire_http::freshness::{ReuseConfig, StorageConfig};
+use quire_http::key::KeyConfig;
+
+use crate::access_log::AccessLog;
+use crate::client::TrustedProxies;
+use crate::compress::Levels;
+use crate::config::Config;
+use crate::state::StartError;
+use crate::upstream::Upstream;
+
+/// The per-request policy: the configuration and what is derived from it.
+#[derive(Debug)]
+pub struct Policy {
+    /// The configuration it was built from.
+    pub cfg: Config,
+    /// Whose `X-Forwarded-For` names the client (`trusted_proxies`).
+    pub trusted_proxies: TrustedProxies,
+    /// URL normalisation.
+    pub keys: KeyConfig,
+    /// Bypass rules.
+    pub bypass: BypassConfig,
+    /// Storage rules.
+    pub storage: StorageConfig,
+    /// Reuse rules.
+    pub reuse: ReuseConfig,
+    /// Compression levels.
+    pub levels: Levels,
+    /// Codings compressed at fill time, besides identity.
+    pub codings: Vec<Coding>,
+    /// Largest body stored.
+    pub object_limit: u64,
+    /// The admin token (config or `QUIRE_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
+    /// The access log, when configured.
+    pub access_log: Option<Arc<AccessLog>>,
+}
+
+impl Policy {
+    /// Builds the policy of `cfg` (validated). `store_max` is the largest body the
+    /// volume's regions hold; `prev` is the policy being replaced, whose access
+    /// log is kept when the `[log]` section did not change.
+    pub(crate) fn build(
+        cfg: Config,
+        store_max: u64,
+        origin: &dyn Upstream,
+        prev: Option<&Policy>,
+    ) -> Result<Policy, StartError> {
+        cfg.validate()?;
+        let admin_token = admin_token(&cfg)?;
+        let trusted_proxies = TrustedProxies::parse(&cfg.trusted_proxies)
+            .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
+        let access_log = match prev {
+            Some(p) if p.cfg.log == cfg.log => p.access_log.clone(),
+            _ => AccessLog::open(&cfg.log)?,
+        };
+        let mut keys = cfg.key_config();
+        keys.query_paths = origin.query_paths();
+        Ok(Policy {
+            trusted_proxies,
+            keys,
+            bypass: cfg.bypass_config(),
+            storage: cfg.storage_config(),
+            reuse: cfg.reuse_config(),
+            levels: cfg.encodings.levels(),
+            codings: derived_codings(&cfg),
+            object_limit: object_limit(&cfg, store_max, prev.is_none()),
+            admin_token,
+            access_log,
+            cfg,
+        })
+    }
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reloaded {
+    /// The settings that changed but apply only after a restart (`listen`,
+    /// `cache.size`, ...); everything else applies to new requests now.
+    pub needs_restart: Vec<&'static str>,
+}
+
+/// The settings of `new` that differ from `old` and that the running server cannot
+/// take without a restart.
+pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
+    let l = (&old.limits, &new.limits);
+    let e = (&old.encodings, &new.encodings);
+    let checks = [
+        ("listen", old.listen != new.listen),
+        ("listen_http", old.listen_http != new.listen_http),
+        ("workers", old.workers != new.workers),
+        ("origin", old.origin != new.origin),
+        ("origin_ca_file", old.origin_ca_file != new.origin_ca_file),
+        (
+            "origin_insecure_skip_verify",
+            old.origin_insecure_skip_verify != new.origin_insecure_skip_verify,
+        ),
+        ("cache", old.cache != new.cache),
+        ("tls", old.tls != new.tls),
+        ("limits.connections", l.0.connections != l.1.connections),
+        (
+            "limits.connections_per_client",
+            l.0.connections_per_client != l.1.connections_per_client,
+        ),
+        ("limits.header_bytes", l.0.header_bytes != l.1.header_bytes),
+        (
+            "limits.client_idle_timeout",
+            l.0.client_idle_timeout != l.1.client_idle_timeout,
+        ),
+        ("limits.fills", l.0.fills != l.1.fills),
+        (
+            "limits.fills_per_client",
+            l.0.fills_per_client != l.1.fills_per_client,
+        ),
+        (
+            "limits.origin_connect_timeout",
+            l.0.origin_connect_timeout != l.1.origin_connect_timeout,
+        ),
+        (
+            "limits.origin_read_timeout",
+            l.0.origin_read_timeout != l.1.origin_read_timeout,
+        ),
+        ("encodings.threads", e.0.threads != e.1.threads),
+        ("encodings.budget", e.0.budget != e.1.budget),
+        (
+            "sendfile_min_bytes",
+            old.sendfile_min_bytes != new.sendfile_min_bytes,
+        ),
+    ];
+    checks
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect()
+}
+
+/// The codings derived from identity at commit, by preference.
+fn derived_codings(cfg: &Config) -> Vec<Coding> {
+    let e = &cfg.encodings;
+    [
+        (e.br, Coding::Br),
+        (e.zstd, Coding::Zstd),
+        (e.gzip, Coding::Gzip),
+    ]
+    .into_iter()
+    .filter_map(|(on, c)| on.then_some(c))
+    .collect()
+}
+
+/// The admin token: `QUIRE_ADMIN_TOKEN` over the config's, checked.
+fn admin_token(cfg: &Config) -> Result<Option<String>, StartError> {
+    let token = std::env::var("QUIRE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .or_else(|| cfg.admin_token.clone());
+    if let Some(t) = &token {
+        crate::config::check_admin_token(t).map_err(|e| {
+            StartError::Config(crate::config::ConfigError(format!(
+                "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
+            )))
+        })?;
+    }
+    Ok(token)
+}
+
+/// Store-entry overhead kept free when deriving the largest body from the region
+/// size: entry header, key, tags and the record are far below this. A quarter of
+/// the region at most, so the smallest volumes (64 KiB regions below 16 MiB) still
+/// store bodies of up to 48 KiB — a fixed 64 KiB left them storing nothing at all,
+/// silently. (A put whose record turns out larger is declined by the store.)
+fn entry_overhead_bytes(object_bytes_max: u64) -> u64 {
+    (64 << 10).min(object_bytes_max / 4)
+}
+
+/// The largest response stored: `limits.object_bytes`, or less when the volume's
+/// regions cannot hold it (said in the log at start-up, with the size that would).
+fn object_limit(cfg: &Config, store_max: u64, warn: bool) -> u64 {
+    let object_limit = cfg
+        .limits
+        .object_bytes
+        .0
+        .min(store_max - entry_overhead_bytes(store_max));
+    if warn && object_limit < cfg.limits.object_bytes.0 / 2 {
+        // (A region is 1/128 of the volume, a power of two.)
+        let region = (cfg.limits.object_bytes.0 + (64 << 10) + 64).next_power_of_two();
+        tracing::warn!(
+            "responses larger than {object_limit} bytes will not be stored: the \
+             volume's regions are too small for limits.object_bytes ({}); a \
+             cache.size of {} bytes or more stores them",
+            cfg.limits.object_bytes.0,
+            region.saturating_mul(128) + 4096
+        );
+    }
+    object_limit
+}
