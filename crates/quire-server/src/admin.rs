@@ -134,6 +134,7 @@ pub async fn handle(
             if let Some(log) = &ctx.peek().access_log {
                 log.write_metrics(&mut text);
             }
+            ctx.reloads.write_metrics(&mut text);
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

@@ -12,6 +12,7 @@
 //! An invalid configuration changes nothing: [`Policy::build`] fails before the
 //! swap, and the old policy stays.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use quire_http::bypass::BypassConfig;
@@ -95,6 +96,50 @@ pub struct Reloaded {
     /// The settings that changed but apply only after a restart (`listen`,
     /// `cache.size`, ...); everything else applies to new requests now.
     pub needs_restart: Vec<&'static str>,
+}
+
+/// Reloads counted for the metrics endpoint.
+#[derive(Debug, Default)]
+pub struct ReloadStats {
+    ok: AtomicU64,
+    failed: AtomicU64,
+    /// Unix seconds of the last reload that applied (0: none yet).
+    last_ok: AtomicU64,
+}
+
+impl ReloadStats {
+    /// Counts a reload that applied.
+    pub fn applied(&self) {
+        self.ok.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.last_ok.store(now, Ordering::Relaxed);
+    }
+
+    /// Counts a reload that changed nothing: the file did not read, parse or
+    /// validate.
+    pub fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters in Prometheus text format.
+    pub fn write_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "# HELP quire_config_reloads_total Configuration reloads (SIGHUP), by result: a failed one changed nothing.\n\
+             # TYPE quire_config_reloads_total counter\n\
+             quire_config_reloads_total{{result=\"ok\"}} {}\n\
+             quire_config_reloads_total{{result=\"failed\"}} {}\n\
+             # HELP quire_config_last_reload_success_timestamp_seconds When a reload last applied (0: none since start).\n\
+             # TYPE quire_config_last_reload_success_timestamp_seconds gauge\n\
+             quire_config_last_reload_success_timestamp_seconds {}",
+            self.ok.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+            self.last_ok.load(Ordering::Relaxed),
+        );
+    }
 }
 
 /// The settings of `new` that differ from `old` and that the running server cannot

@@ -76,6 +76,8 @@ pub struct Ctx {
     pub tls: Option<Arc<crate::tls::Tls>>,
     /// Serialises reloads (two `SIGHUP`s at once build one policy each, in turn).
     reloading: std::sync::Mutex<()>,
+    /// Reloads, for the metrics.
+    pub reloads: crate::policy::ReloadStats,
 }
 
 /// Why the server could not start.
@@ -155,6 +157,7 @@ impl Ctx {
             store,
             origin,
             reloading: std::sync::Mutex::new(()),
+            reloads: crate::policy::ReloadStats::default(),
         }))
     }
 
@@ -182,8 +185,10 @@ impl Ctx {
             self.store.object_bytes_max(),
             self.origin.as_ref(),
             Some(&old),
-        )?;
+        )
+        .inspect_err(|_| self.reloads.failed())?;
         self.policy.store(Arc::new(new));
+        self.reloads.applied();
         Ok(Reloaded { needs_restart })
     }
 

@@ -58,6 +58,16 @@ async fn a_reload_applies_to_new_requests_and_an_invalid_one_changes_nothing() {
     let r = q.ctx.reload(sized).unwrap();
     assert_eq!(r.needs_restart, vec!["cache", "limits.connections"]);
     assert!(q.ctx.policy().cfg.storage.store_private);
+    let mut text = String::new();
+    q.ctx.reloads.write_metrics(&mut text);
+    assert!(
+        text.contains("quire_config_reloads_total{result=\"ok\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quire_config_reloads_total{result=\"failed\"} 1"),
+        "{text}"
+    );
     q.shutdown().await;
 }
 

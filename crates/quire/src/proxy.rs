@@ -187,9 +187,21 @@ pub(crate) fn reload_on_sighup(
     });
 }
 
+/// `text` on one line (TOML's errors quote the offending line under the message),
+/// so that a log line says the whole of it.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.trim_start_matches(['|', '^', ' ']).len() > 0)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// One reload: the configuration, then the certificates (see [`reload_on_sighup`]).
 pub(crate) fn reload(ctx: &Ctx, load: &dyn Fn() -> anyhow::Result<Config>) {
-    let applied = load().and_then(|cfg| Ok(ctx.reload(cfg)?));
+    let applied = load()
+        .inspect_err(|_| ctx.reloads.failed())
+        .and_then(|cfg| Ok(ctx.reload(cfg)?));
     match applied {
         Ok(r) if r.needs_restart.is_empty() => eprintln!("quire: SIGHUP: configuration reloaded"),
         Ok(r) => eprintln!(
@@ -198,7 +210,7 @@ pub(crate) fn reload(ctx: &Ctx, load: &dyn Fn() -> anyhow::Result<Config>) {
         ),
         Err(e) => eprintln!(
             "quire: SIGHUP: configuration not reloaded, the current one stays: {}",
-            crate::error_chain(&e)
+            one_line(&crate::error_chain(&e))
         ),
     }
     let Some(tls) = &ctx.tls else {

@@ -1,0 +1,255 @@
+//! The operator's signals on a real `quire serve` process: `SIGHUP` re-reads the
+//! configuration (and keeps the old one when the new one is invalid), `SIGUSR1`
+//! reopens the access log after a rotation, `SIGTERM` drains and exits; and
+//! `quire config check` on good and bad files.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const QUIRE: &str = env!("CARGO_BIN_EXE_quire");
+const TOKEN_A: &str = "first-admin-token-0123456789";
+const TOKEN_B: &str = "second-admin-token-0123456789";
+
+/// A running `quire serve` with its stderr collected line by line.
+struct Server {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(vault: &Path, config: &Path) -> Server {
+        let mut child = Command::new(QUIRE)
+            .arg("serve")
+            .arg(vault)
+            .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
+            .arg("--config")
+            .arg(config)
+            .env_remove("QUIRE_ADMIN_TOKEN")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("quire starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(l);
+            }
+        });
+        let mut s = Server {
+            child,
+            lines,
+            addr: "127.0.0.1:1".parse().unwrap(),
+        };
+        let line = s.wait_line("serving");
+        let addr = line.rsplit("http://").next().unwrap();
+        let addr = addr.split(' ').next().unwrap();
+        s.addr = addr
+            .parse()
+            .unwrap_or_else(|_| panic!("an address in {line}"));
+        s
+    }
+
+    /// The first stderr line containing `what` (waiting up to 20 s for it).
+    fn wait_line(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
+                return l.clone();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    /// Status of `GET path` (connection closed after it).
+    fn get(&self, path: &str, token: Option<&str>) -> u16 {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        let auth = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nhost: localhost\r\n{auth}connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn write_config(path: &Path, dir: &Path, token: &str) {
+    let text = format!(
+        "admin_token = \"{token}\"\n\
+         [cache]\npath = \"{cache}\"\nsize = \"16MiB\"\n\
+         [log]\naccess = \"{log}\"\n",
+        cache = dir.join("c.vol").display(),
+        log = dir.join("access.log").display(),
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+fn vault_copy(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault");
+    let dst = dir.join("vault");
+    let ok = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    dst
+}
+
+fn lines_of(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn sighup_reloads_sigusr1_reopens_the_log_sigterm_drains() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = vault_copy(dir.path());
+    let config = dir.path().join("quire.toml");
+    write_config(&config, dir.path(), TOKEN_A);
+    let mut server = Server::start(&vault, &config);
+    assert_eq!(server.get("/", None), 200);
+    assert_eq!(server.get("/_quire/metrics", Some(TOKEN_A)), 200);
+
+    // SIGHUP: the new token applies, the old one is refused.
+    write_config(&config, dir.path(), TOKEN_B);
+    server.signal("-HUP");
+    server.wait_line("configuration reloaded");
+    assert_eq!(server.get("/_quire/metrics", Some(TOKEN_B)), 200);
+    assert_eq!(server.get("/_quire/metrics", Some(TOKEN_A)), 401);
+
+    // An invalid file: said in the log, the running configuration stays.
+    std::fs::write(&config, "admin_token = \"x\"\nno_such_key = 1\n").unwrap();
+    server.signal("-HUP");
+    let line = server.wait_line("not reloaded");
+    assert!(line.contains("no_such_key"), "{line}");
+    assert_eq!(server.get("/_quire/metrics", Some(TOKEN_B)), 200);
+
+    // SIGUSR1 after a rotation: new lines go to a new file at the path.
+    let log = dir.path().join("access.log");
+    assert!(wait_until(|| lines_of(&log) >= 5), "lines written");
+    let rotated = dir.path().join("access.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    let before = lines_of(&rotated);
+    server.signal("-USR1");
+    assert!(wait_until(|| log.exists()), "reopened");
+    assert_eq!(server.get("/", None), 200);
+    assert!(
+        wait_until(|| lines_of(&log) == 1),
+        "the next line in the new file"
+    );
+    assert_eq!(lines_of(&rotated), before);
+
+    // SIGTERM: drains and exits cleanly.
+    server.signal("-TERM");
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    server.wait_line("stopped");
+}
+
+#[test]
+fn config_check_prints_the_effective_config_or_names_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.toml");
+    write_config(&good, dir.path(), TOKEN_A);
+    let out = Command::new(QUIRE)
+        .args(["config", "check", "--config"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.contains(TOKEN_A),
+        "the token is never printed:\n{text}"
+    );
+    assert!(text.contains("# admin_token is set"), "{text}");
+    // Every default is filled in, and the output reads back as a configuration.
+    assert!(
+        text.contains("[limits]") && text.contains("shutdown_grace = 30"),
+        "{text}"
+    );
+    assert!(
+        text.contains("access = ") && text.contains("format = \"combined\""),
+        "{text}"
+    );
+    let again = dir.path().join("again.toml");
+    std::fs::write(&again, &text).unwrap();
+    let out = Command::new(QUIRE)
+        .args(["config", "check", "--config"])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    for (text, says) in [
+        ("[limits]\nconections = 5\n", "conections"),
+        ("[cache]\nsize = \"12 parsecs\"\n", "parsecs"),
+        ("[log]\nformat = \"xml\"\n", "xml"),
+        (
+            "[tls]\ncert = \"/nonexistent/cert.pem\"\nkey = \"/nonexistent/key.pem\"\n",
+            "/nonexistent/cert.pem",
+        ),
+    ] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, text).unwrap();
+        let out = Command::new(QUIRE)
+            .args(["config", "check", "--config"])
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text} was accepted");
+        assert!(
+            err.contains(says) && err.contains("bad.toml"),
+            "{text}: {err}"
+        );
+    }
+}
