@@ -192,7 +192,7 @@ pub(crate) fn reload_on_sighup(
 fn one_line(text: &str) -> String {
     text.lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && l.trim_start_matches(['|', '^', ' ']).len() > 0)
+        .filter(|l| !l.trim_start_matches(['|', '^', ' ']).is_empty())
         .collect::<Vec<_>>()
         .join(" ")
 }
