@@ -94,6 +94,35 @@ pub struct KeyConfig {
     /// read their query sets it, so `?u=1`, `?u=2`, … are one page and one fill,
     /// not a new key (and a new compression) each.
     pub query_paths: Option<Vec<String>>,
+    /// Which query parameters are kept, by path prefix (as normalised; the longest
+    /// matching prefix decides; no match keeps them all). A site whose pages read no
+    /// query string says so here, and `?x=1`, `?x=2`, … stop making a key (and a
+    /// fill, and a stored copy) each: a cache-busting flood costs the origin one
+    /// fill per page, not one per request.
+    pub query_rules: Vec<(String, QueryRule)>,
+}
+
+/// What a path keeps of a query (see [`KeyConfig::query_rules`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryRule {
+    /// Every parameter (but `drop_params`).
+    All,
+    /// None: the URL is keyed, and fetched, without its query.
+    None,
+    /// Only these parameters (exact names, or `prefix*`).
+    Only(Vec<String>),
+}
+
+impl KeyConfig {
+    /// The rule of the longest prefix in [`KeyConfig::query_rules`] that `path`
+    /// starts with.
+    fn query_rule(&self, path: &str) -> &QueryRule {
+        self.query_rules
+            .iter()
+            .filter(|(prefix, _)| path.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map_or(&QueryRule::All, |(_, r)| r)
+    }
 }
 
 impl Default for KeyConfig {
@@ -105,6 +134,7 @@ impl Default for KeyConfig {
             path_bytes_max: URL_PART_BYTES_MAX_DEFAULT,
             query_bytes_max: URL_PART_BYTES_MAX_DEFAULT,
             query_paths: None,
+            query_rules: Vec::new(),
         }
     }
 }
@@ -272,7 +302,11 @@ pub fn normalize(
         {
             None
         }
-        Some(q) => normalize_query(q, &cfg.drop_params),
+        Some(q) => match cfg.query_rule(&path) {
+            QueryRule::All => normalize_query(q, &cfg.drop_params, None),
+            QueryRule::None => None,
+            QueryRule::Only(keep) => normalize_query(q, &cfg.drop_params, Some(keep.as_slice())),
+        },
         None => None,
     };
     Ok(assemble(scheme, host, port, path, query))
@@ -517,14 +551,16 @@ fn remove_dot_segments(path: &str) -> String {
 /// RFC 3986 §6.2.3 keeps an empty query distinct in general, but a URL whose only
 /// parameters were tracking ones must key as the bare URL, and no origin we know
 /// answers `/a?` differently from `/a`.
-fn normalize_query(raw: &str, drop: &[String]) -> Option<String> {
+fn normalize_query(raw: &str, drop: &[String], keep: Option<&[String]>) -> Option<String> {
     let mut items: Vec<(String, usize)> = raw
         .split('&')
         .filter(|item| !item.is_empty())
         .map(normalize_percent)
         .filter_map(|item| {
             let key_len = item.find('=').unwrap_or(item.len());
-            (!matches_any(&item[..key_len], drop)).then_some((item, key_len))
+            let name = &item[..key_len];
+            let kept = keep.is_none_or(|k| matches_any(name, k)) && !matches_any(name, drop);
+            kept.then_some((item, key_len))
         })
         .collect();
     if items.is_empty() {

@@ -358,6 +358,10 @@ pub struct KeysConfig {
     pub host_aliases: std::collections::BTreeMap<String, String>,
     /// Host used for requests without one.
     pub default_host: String,
+    /// Which query parameters make the key: `"all"` (default), `"none"`, or a list
+    /// of the ones kept; for every path, or as a table by path prefix (the longest
+    /// matching prefix decides).
+    pub query: QuerySetting,
 }
 
 impl Default for KeysConfig {
@@ -367,6 +371,62 @@ impl Default for KeysConfig {
             drop_params: k.drop_params,
             host_aliases: Default::default(),
             default_host: k.default_host,
+            query: QuerySetting::One(QueryValue::Word("all".into())),
+        }
+    }
+}
+
+/// `[keys] query`: one rule for every path, or rules by path prefix.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum QuerySetting {
+    /// `query = "none"`: every path.
+    One(QueryValue),
+    /// `[keys.query] "/" = "none"`, `"/search" = ["q"]`.
+    ByPrefix(std::collections::BTreeMap<String, QueryValue>),
+}
+
+/// One query rule as written: `"all"`, `"none"`, or the parameters kept.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum QueryValue {
+    /// `"all"` or `"none"`.
+    Word(String),
+    /// The parameters kept (`name` or `prefix*`).
+    Params(Vec<String>),
+}
+
+impl QuerySetting {
+    /// The rules by path prefix, checked.
+    pub fn rules(&self) -> Result<Vec<(String, quire_http::key::QueryRule)>, ConfigError> {
+        let pairs: Vec<(String, &QueryValue)> = match self {
+            QuerySetting::One(v) => vec![("/".to_owned(), v)],
+            QuerySetting::ByPrefix(m) => m.iter().map(|(p, v)| (p.clone(), v)).collect(),
+        };
+        pairs
+            .into_iter()
+            .map(|(prefix, v)| {
+                if !prefix.starts_with('/') {
+                    return Err(ConfigError(format!(
+                        "keys.query: `{prefix}` is not a path prefix (it starts with /)"
+                    )));
+                }
+                Ok((prefix, v.rule()?))
+            })
+            .collect()
+    }
+}
+
+impl QueryValue {
+    fn rule(&self) -> Result<quire_http::key::QueryRule, ConfigError> {
+        use quire_http::key::QueryRule;
+        match self {
+            QueryValue::Word(w) if w == "all" => Ok(QueryRule::All),
+            QueryValue::Word(w) if w == "none" => Ok(QueryRule::None),
+            QueryValue::Word(w) => Err(ConfigError(format!(
+                "keys.query: `{w}` is not \"all\", \"none\" or a list of parameters"
+            ))),
+            QueryValue::Params(p) => Ok(QueryRule::Only(p.clone())),
         }
     }
 }
@@ -538,6 +598,7 @@ impl Config {
         if !(0.0..=1.0).contains(&self.storage.heuristic_fraction) {
             return bad("storage.heuristic_fraction must be within 0..=1".into());
         }
+        self.keys.query.rules()?;
         if let Some(origin) = &self.origin {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
@@ -604,6 +665,8 @@ impl Config {
                 .map(|(a, c)| (a.clone(), c.clone()))
                 .collect(),
             default_host: self.keys.default_host.clone(),
+            // Checked by `validate`; an unchecked config keeps every parameter.
+            query_rules: self.keys.query.rules().unwrap_or_default(),
             ..quire_http::key::KeyConfig::default()
         }
     }

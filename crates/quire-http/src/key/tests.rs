@@ -647,3 +647,42 @@ fn only_the_paths_that_read_their_query_keep_it() {
         "http://h/notes/a?u=1"
     );
 }
+
+#[test]
+fn query_rules_keep_what_each_prefix_allows_the_longest_prefix_deciding() {
+    let cfg = KeyConfig {
+        query_rules: vec![
+            ("/".into(), QueryRule::None),
+            (
+                "/search".into(),
+                QueryRule::Only(vec!["q".into(), "page".into()]),
+            ),
+            ("/api/".into(), QueryRule::All),
+        ],
+        ..KeyConfig::default()
+    };
+    let n = |t: &str| {
+        normalize_absolute(&format!("http://h{t}"), &cfg)
+            .unwrap()
+            .as_str()
+            .to_owned()
+    };
+    // Cache busting: every `?x=` is the one page.
+    assert_eq!(n("/notes/a?x=1"), "http://h/notes/a");
+    assert_eq!(n("/notes/a?x=2&y=3"), "http://h/notes/a");
+    // Only the allowed parameters, sorted; `drop_params` still applies.
+    assert_eq!(
+        n("/search?x=9&q=rust&page=2"),
+        "http://h/search?page=2&q=rust"
+    );
+    assert_eq!(n("/search?q=rust&utm_source=z"), "http://h/search?q=rust");
+    assert_eq!(n("/search?x=1"), "http://h/search");
+    // The longest prefix wins.
+    assert_eq!(n("/api/v1?b=2&a=1"), "http://h/api/v1?a=1&b=2");
+    // No rule: everything kept (the default).
+    let all = KeyConfig::default();
+    assert_eq!(
+        normalize_absolute("http://h/p?x=1", &all).unwrap().as_str(),
+        "http://h/p?x=1"
+    );
+}
