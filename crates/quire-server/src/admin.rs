@@ -135,6 +135,7 @@ pub async fn handle(
                 log.write_metrics(&mut text);
             }
             ctx.reloads.write_metrics(&mut text);
+            ctx.limiter.write_metrics(&mut text);
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

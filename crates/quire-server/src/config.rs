@@ -82,6 +82,8 @@ pub struct Config {
     pub listen_http: Option<SocketAddr>,
     /// The access log (off by default).
     pub log: crate::access_log::LogSection,
+    /// Per-client request rates.
+    pub rate_limit: crate::rate_limit::RateLimitSection,
 }
 
 impl Default for Config {
@@ -106,6 +108,7 @@ impl Default for Config {
             tls: TlsSection::default(),
             listen_http: None,
             log: crate::access_log::LogSection::default(),
+            rate_limit: crate::rate_limit::RateLimitSection::default(),
         }
     }
 }
@@ -599,6 +602,7 @@ impl Config {
             return bad("storage.heuristic_fraction must be within 0..=1".into());
         }
         self.keys.query.rules()?;
+        self.rate_limit.validate().map_err(ConfigError)?;
         if let Some(origin) = &self.origin {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }

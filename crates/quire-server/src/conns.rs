@@ -42,16 +42,17 @@ connection: close\r\n\
 \r\n\
 too many connections from this address.\n";
 
-/// A client as the cap counts it.
+/// A client as the cap counts it (and the rate limits, [`crate::rate_limit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum ClientKey {
+pub(crate) enum ClientKey {
     V4([u8; 4]),
     /// The /64 the address is in.
     V6([u8; 8]),
 }
 
 impl ClientKey {
-    fn of(ip: IpAddr) -> ClientKey {
+    /// The client `ip` counts as: itself, or its /64.
+    pub(crate) fn of(ip: IpAddr) -> ClientKey {
         match ip {
             IpAddr::V4(v4) => ClientKey::V4(v4.octets()),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

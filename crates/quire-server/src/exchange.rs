@@ -30,6 +30,7 @@ use crate::miss::{self, FillSpec};
 use crate::object::{self, ObjectRecord};
 use crate::origin::{self, OutBody};
 use crate::policy::Policy;
+use crate::rate_limit::Class;
 use crate::reply;
 use crate::state::Ctx;
 
@@ -54,6 +55,18 @@ pub(crate) struct Exchange<'a> {
 }
 
 impl Exchange<'_> {
+    /// The 429 when the client is over its `class` budget (`[rate_limit]`).
+    pub(crate) fn over_rate(&self, class: Class) -> Option<Answered> {
+        let cfg = &self.policy.cfg.rate_limit;
+        let now = std::time::Instant::now();
+        let wait = self
+            .ctx
+            .limiter
+            .admit(self.client.ip, class, cfg, now)
+            .err()?;
+        Some((reply::too_many_requests(wait), Outcome::Error))
+    }
+
     /// What serving a stored record needs from the request.
     pub(crate) fn hit_request(&self) -> HitRequest<'_> {
         HitRequest {

@@ -50,6 +50,7 @@ use crate::h1;
 use crate::hit;
 use crate::metrics::Outcome;
 use crate::origin::OutBody;
+use crate::rate_limit::Class;
 use crate::sendfile::Volume;
 use crate::state::Ctx;
 use crate::wire::Wire;
@@ -249,25 +250,46 @@ async fn serve(
             }
             continue;
         };
-        if !c.send_hit(&answer, in_flight).await? {
+        let sent = match admit_hit(ctx, &req, peer) {
+            Ok(()) => c.send_hit(&answer, in_flight).await?.then_some((
+                Outcome::Hit,
+                answer.status,
+                answer.body_len,
+            )),
+            Err(wait) => {
+                drop(answer);
+                c.send_limited(wait, req.method == Method::HEAD).await?
+            }
+        };
+        let Some((outcome, status, bytes)) = sent else {
             return Ok(Exit::Closed);
-        }
-        ctx.metrics
-            .record_request(Outcome::Hit, answer.status, answer.body_len);
+        };
+        ctx.metrics.record_request(outcome, status, bytes);
         if let (Some(log), Some(start)) = (log, start) {
-            log_hit(&log, ctx, &req, peer, &answer, start);
+            log_answer(&log, ctx, &req, peer, (outcome, status, bytes), start);
         }
         c.buf.advance(end);
     }
 }
 
-/// The access-log line of a hit the fast path answered.
-fn log_hit(
+/// Takes a hit token for the request's client (`[rate_limit]`); the wait until
+/// one is back when it has none.
+fn admit_hit(ctx: &Ctx, req: &Plain, peer: Peer) -> Result<(), Duration> {
+    let policy = ctx.peek();
+    let client = access_log::client_ip(peer.addr, &req.headers, &policy.trusted_proxies);
+    let now = std::time::Instant::now();
+    ctx.limiter
+        .admit(client, Class::Hit, &policy.cfg.rate_limit, now)
+}
+
+/// The access-log line of an answer the fast path wrote: outcome, status, body
+/// bytes.
+fn log_answer(
     log: &AccessLog,
     ctx: &Ctx,
     req: &Plain,
     peer: Peer,
-    answer: &Answer,
+    (outcome, status, bytes): (Outcome, u16, u64),
     start: std::time::Instant,
 ) {
     let h = &req.headers;
@@ -277,10 +299,10 @@ fn log_hit(
         method: req.method.as_str(),
         target: req.uri.path_and_query().map_or("/", |p| p.as_str()),
         version: http::Version::HTTP_11,
-        status: answer.status,
-        bytes: answer.body_len,
+        status,
+        bytes,
         duration: start.elapsed(),
-        cache: Outcome::Hit.label(),
+        cache: outcome.label(),
         upstream: None,
         user_agent: h.get(header::USER_AGENT).map(HeaderValue::as_bytes),
         referer: h.get(header::REFERER).map(HeaderValue::as_bytes),
@@ -356,6 +378,24 @@ impl Conn<'_> {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Writes the 429 of a client over its hit rate; what was sent, or `None` when
+    /// the connection is to close.
+    async fn send_limited(
+        &mut self,
+        wait: Duration,
+        head_only: bool,
+    ) -> io::Result<Option<(Outcome, u16, u64)>> {
+        use http_body::Body as _;
+        let resp = crate::reply::too_many_requests(wait);
+        let len = if head_only {
+            0
+        } else {
+            resp.body().size_hint().exact().unwrap_or(0)
+        };
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.idle);
+        Ok((after.await? == h1::After::KeepAlive).then_some((Outcome::Error, 429, len)))
     }
 
     /// Writes a fresh hit whose head is in `out`, keeping a body sent by sendfile

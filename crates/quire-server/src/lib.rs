@@ -17,7 +17,8 @@
 //!   every record write going through [`put`].
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
 //! - [`metrics`]: lock-free counters and the Prometheus rendering; [`access_log`]:
-//!   one line per request, written off the request path.
+//!   one line per request, written off the request path; [`rate_limit`]: the
+//!   per-client token buckets for hits and for requests to the origin.
 //! - [`service`]: one request start to finish. [`lookup`] finds what the store holds
 //!   for it (the fast path calls the same lookup); [`hit`] serves it; an
 //!   [`exchange`] takes it to the origin ([`pass`], or a fill); [`reply`] writes
@@ -65,6 +66,7 @@ mod pass;
 pub mod policy;
 pub mod purge;
 mod put;
+pub mod rate_limit;
 mod recompress;
 mod redirect;
 mod refuse;

@@ -41,6 +41,21 @@ pub(crate) fn refused(r: Refusal) -> Response<Body> {
     closing(plain(r.status, &format!("{}\n", r.reason), status))
 }
 
+/// 429 for a client over its rate (see [`crate::rate_limit`]), with the seconds
+/// until it may try again; the connection stays open.
+pub(crate) fn too_many_requests(wait: std::time::Duration) -> Response<Body> {
+    let status = CacheStatus::default().with_detail("rate-limited");
+    let mut r = plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many requests from this address; try again later\n",
+        status,
+    );
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
+}
+
 /// A 400 that closes the connection (the framing may be off).
 pub(crate) fn bad_request(why: &str) -> Response<Body> {
     let status = CacheStatus::default().with_detail("bad-request");

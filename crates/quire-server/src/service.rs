@@ -43,6 +43,7 @@ use crate::lookup::{self, keyed, Lookup};
 use crate::metrics::Outcome;
 use crate::origin::OutBody;
 use crate::policy::Policy;
+use crate::rate_limit::Class;
 use crate::refuse;
 use crate::reply;
 use crate::state::Ctx;
@@ -131,10 +132,16 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         policy,
     };
     let Some(class) = MethodClass::of(x.req.method()) else {
+        if let Some(limited) = x.over_rate(Class::Miss) {
+            return limited;
+        }
         // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
         return Box::pin(x.pass(CacheStatus::forward(Fwd::Method), Outcome::Pass)).await;
     };
     if let Some(b) = bypass::bypass(x.req.method(), x.req.headers(), &x.policy.bypass) {
+        if let Some(limited) = x.over_rate(Class::Miss) {
+            return limited;
+        }
         let status = CacheStatus::forward(Fwd::Bypass).with_detail(b.detail());
         return Box::pin(x.pass(status, Outcome::Bypass)).await;
     }
@@ -153,6 +160,9 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
         if req_cc.only_if_cached {
             return (reply::only_if_cached(), Outcome::Error);
         }
+        if let Some(limited) = x.over_rate(Class::Miss) {
+            return limited;
+        }
         let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
         return Box::pin(x.fill(look, status, None, None)).await;
     };
@@ -161,6 +171,9 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
             drop(entry);
             if req_cc.only_if_cached {
                 return (reply::only_if_cached(), Outcome::Error);
+            }
+            if let Some(limited) = x.over_rate(Class::Miss) {
+                return limited;
             }
             let explicit =
                 req_cc.no_cache.is_some() || req_cc.max_age.is_some() || req_cc.min_fresh.is_some();
@@ -197,6 +210,9 @@ fn miss_fwd(look: &Lookup) -> Fwd {
 /// revalidates in the background); refills when its body is gone, passes when the
 /// request's preconditions are the origin's.
 async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
+    if let Some(limited) = x.over_rate(Class::Hit) {
+        return limited;
+    }
     let mut status = keyed(x.ctx, &x.url, CacheStatus::hit());
     if decision == Decision::StaleWhileRevalidate {
         status = status.with_detail("stale-while-revalidate");

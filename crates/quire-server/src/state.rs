@@ -78,6 +78,8 @@ pub struct Ctx {
     reloading: std::sync::Mutex<()>,
     /// Reloads, for the metrics.
     pub reloads: crate::policy::ReloadStats,
+    /// The per-client rate limits' buckets (their rates are the policy's).
+    pub limiter: crate::rate_limit::Limiter,
 }
 
 /// Why the server could not start.
@@ -158,6 +160,7 @@ impl Ctx {
             origin,
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
+            limiter: crate::rate_limit::Limiter::default(),
         }))
     }
 

@@ -56,3 +56,75 @@ async fn cache_busting_query_strings_make_one_fill_per_page() {
     assert_eq!(searches(), ["/search?q=a", "/search?q=b"]);
     q.shutdown().await;
 }
+
+/// One client over its budgets gets 429 with `Retry-After`; another client, behind
+/// the same trusted proxy, is served as before. Misses and hits have budgets of
+/// their own.
+#[tokio::test]
+async fn rate_limit_a_flooding_client_gets_429_and_others_are_served() {
+    let origin = Origin::start().await;
+    for i in 0..20 {
+        origin.route(
+            &format!("/p{i}"),
+            Route::ok("page", &[("cache-control", "max-age=600")]),
+        );
+    }
+    let mut q = Quire::start(&origin, |c| {
+        c.trusted_proxies = vec!["127.0.0.1".into()];
+        c.rate_limit.misses_per_sec = 1.0;
+        c.rate_limit.misses_burst = 5;
+        c.rate_limit.hits_per_sec = 1.0;
+        c.rate_limit.hits_burst = 10;
+    })
+    .await;
+    let from = |ip: &'static str| [("x-forwarded-for", ip)];
+    // Misses: five pass, the next is refused before it reaches the origin.
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        let got = send(&q, "GET", &format!("/p{i}"), &from("192.0.2.1"), b"").await;
+        settle(&q).await;
+        if got.status == 429 {
+            let wait: u64 = got.header("retry-after").unwrap().parse().unwrap();
+            assert!((1..=2).contains(&wait), "{wait}");
+            assert!(
+                got.cache_status().contains("rate-limited"),
+                "{}",
+                got.cache_status()
+            );
+        }
+        statuses.push(got.status);
+    }
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429, 429, 429]);
+    assert_eq!(
+        origin.seen_all().len(),
+        5,
+        "refused misses never reach the origin"
+    );
+    // Hits (the five stored pages) draw on their own budget: ten, then 429 —
+    // on the fast path (HTTP/1.1 hits) as through the service.
+    let mut hits = 0;
+    for i in 0..15 {
+        let got = send(&q, "GET", &format!("/p{}", i % 5), &from("192.0.2.1"), b"").await;
+        if got.status == 200 {
+            assert!(got.cache_status().contains("hit"));
+            hits += 1;
+        } else {
+            assert_eq!(got.status, 429);
+        }
+    }
+    assert_eq!(hits, 10);
+    // Another client is not affected.
+    let other = send(&q, "GET", "/p6", &from("198.51.100.7"), b"").await;
+    assert_eq!(other.status, 200);
+    let mut text = String::new();
+    q.ctx.limiter.write_metrics(&mut text);
+    assert!(
+        text.contains("quire_rate_limit_requests_total{class=\"miss\",result=\"limited\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("quire_rate_limit_requests_total{class=\"hit\",result=\"limited\"} 5"),
+        "{text}"
+    );
+    q.shutdown().await;
+}
