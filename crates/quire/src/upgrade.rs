@@ -130,14 +130,17 @@ impl Start {
         })
     }
 
-    /// In a process an upgrade started: runs `check` (what could fail later, done
-    /// while the old process still serves), tells the old process this one is up,
-    /// and waits until the old one has closed the volume. Elsewhere: nothing.
+    /// Call first on the runtime. In a process an upgrade started: runs `check`
+    /// (what could fail later, done while the old process still serves), tells the
+    /// old process this one is up, and waits until the old one has closed the
+    /// volume. In every process: SIGHUP, SIGUSR1 and SIGUSR2 stop being fatal at
+    /// once ([`hold_signals`]).
     pub(crate) async fn take_over(
         &mut self,
         cfg: &Config,
         check: impl FnOnce() -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
+        hold_signals();
         let Some(mut pair) = self.handover.take() else {
             return Ok(());
         };
@@ -223,6 +226,26 @@ impl Start {
                 () = shutdown => systemd::stopping(),
                 Ok(()) = upgraded => {}
             }
+        }
+    }
+}
+
+/// Registers SIGHUP, SIGUSR1 and SIGUSR2 with the runtime, whose handlers stay for
+/// the process's life: their default action (the end of the process) no longer
+/// applies while it starts. That matters most in an upgrade: systemd names the new
+/// process the main one (`MAINPID=`) while it still waits for the volume, and a
+/// `systemctl reload` then must not end it. A signal that arrives before the
+/// command's own handler exists is ignored: a new process reads its configuration
+/// and certificates afresh anyway, and upgrades once it serves.
+fn hold_signals() {
+    use tokio::signal::unix::{signal, SignalKind};
+    for kind in [
+        SignalKind::hangup(),
+        SignalKind::user_defined1(),
+        SignalKind::user_defined2(),
+    ] {
+        if let Err(e) = signal(kind) {
+            eprintln!("quire: handling signal {}: {e}", kind.as_raw_value());
         }
     }
 }
