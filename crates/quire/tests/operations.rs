@@ -1,7 +1,8 @@
 //! Operations, with real processes: the built `quire` binary started as an operator
 //! (or systemd) would, signalled, and loaded over real sockets.
 //!
-//! - a binary upgrade (`SIGUSR2`) under load, three times: no request fails;
+//! - a binary upgrade (`SIGUSR2`) under load, three times (and twice for `quire
+//!   serve`): no request fails; ten reloads (`SIGHUP`) under load: none fails;
 //! - systemd notifications: `READY=1`, `RELOADING=1` on SIGHUP, `WATCHDOG=1`,
 //!   `STOPPING=1` on SIGTERM;
 //! - socket activation: quire serves the socket it is handed as descriptor 3;
@@ -396,15 +397,14 @@ fn wait_for_progress(tally: &Tally, more: u64) {
     }
 }
 
-/// Four keep-alive clients load `paths` on `addr` across `upgrades` binary
-/// upgrades of `quire` (`after` runs after each, with the new pid), with a few
-/// hundred requests before, between and after them.
-fn load_across_upgrades(
+/// Four keep-alive clients load `paths` on `addr` while `step` runs `steps` times
+/// (an upgrade, a reload), with a few hundred requests before, between and after.
+fn load_across(
     quire: &mut Quire,
     addr: SocketAddr,
     paths: Vec<(String, Vec<u8>)>,
-    upgrades: usize,
-    mut after: impl FnMut(u32),
+    steps: usize,
+    mut step: impl FnMut(&mut Quire),
 ) -> Arc<Tally> {
     let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Tally::default());
@@ -416,9 +416,8 @@ fn load_across_upgrades(
         })
         .collect();
     wait_for_progress(&tally, 300);
-    for _ in 0..upgrades {
-        let new = quire.upgrade();
-        after(new);
+    for _ in 0..steps {
+        step(quire);
         wait_for_progress(&tally, 300);
     }
     stop.store(true, Ordering::Relaxed);
@@ -539,8 +538,8 @@ fn binary_upgrades_under_load_fail_no_request() {
     notify.wait("READY=1", |m| {
         (field(m, "READY") == Some("1")).then_some(())
     });
-    let tally = load_across_upgrades(&mut quire, addr, paths, 3, |new| {
-        let new = new.to_string();
+    let tally = load_across(&mut quire, addr, paths, 3, |quire| {
+        let new = quire.upgrade().to_string();
         notify.wait("MAINPID= of the new process", |m| {
             (field(m, "MAINPID") == Some(&new)).then_some(())
         });
@@ -592,11 +591,63 @@ fn binary_upgrades_of_quire_serve_fail_no_request() {
         .into_iter()
         .map(|p| (p.to_string(), get(addr, p)))
         .collect();
-    let tally = load_across_upgrades(&mut quire, addr, paths, 2, |_| {});
+    let tally = load_across(&mut quire, addr, paths, 2, |quire| {
+        quire.upgrade();
+    });
     tally.assert_none_failed("2 upgrades of quire serve");
     let last = quire.pid();
     quire.signal(last, rustix::process::Signal::TERM);
     quire.wait_gone(last);
+}
+
+/// Ten reloads (SIGHUP, the configuration read again) under load: nothing fails,
+/// the process stays, systemd hears `RELOADING=1` and `READY=1` around each.
+#[test]
+fn reloads_under_load_fail_no_request() {
+    let body = quire_testkit::page(1);
+    let routes = [
+        (
+            "/page".to_string(),
+            Route::ok(body.clone(), &[("cache-control", "max-age=3600")]),
+        ),
+        (
+            "/fresh".to_string(),
+            Route::ok("fresh", &[("cache-control", "no-store")]),
+        ),
+    ];
+    let (_rt, origin) = origin(&routes);
+    let mut notify = Notify::bind();
+    let (dir, config) = scratch();
+    let mut cmd = proxy_command(QUIRE, &origin.url(), dir.path(), &config);
+    cmd.env("NOTIFY_SOCKET", &notify.path);
+    let mut quire = Quire::start(&mut cmd, dir);
+    let addr = quire.addr();
+    let pid = quire.pid();
+    notify.wait("READY=1", |m| {
+        (field(m, "READY") == Some("1")).then_some(())
+    });
+    let paths = vec![("/page".into(), body), ("/fresh".into(), b"fresh".to_vec())];
+    let tally = load_across(&mut quire, addr, paths, 10, |quire| {
+        quire.signal(pid, rustix::process::Signal::HUP);
+        quire.wait_line("saying the configuration was reloaded", |l| {
+            l.starts_with("quire: SIGHUP: configuration reloaded")
+                .then_some(())
+        });
+        notify.wait("RELOADING=1", |m| {
+            (field(m, "RELOADING") == Some("1")).then_some(())
+        });
+        notify.wait("READY=1 after it", |m| {
+            (field(m, "READY") == Some("1")).then_some(())
+        });
+    });
+    tally.assert_none_failed("10 reloads");
+    assert_eq!(quire.pids, [pid]);
+    assert!(
+        tally.retried.load(Ordering::Relaxed) == 0,
+        "a reload closes no connection"
+    );
+    quire.signal(pid, rustix::process::Signal::TERM);
+    quire.wait_gone(pid);
 }
 
 /// An upgrade whose new process cannot start (a configuration made invalid since)
