@@ -16,7 +16,8 @@
 //!   `WATCHDOG_USEC` (systemd's advice): a runtime stalled long enough to stop
 //!   serving stops pinging, and systemd restarts the service. It pings only when
 //!   `WATCHDOG_PID` is absent or names this process (sd_watchdog_enabled(3)); an
-//!   upgrade removes `WATCHDOG_PID` for the new process, which becomes the main one.
+//!   upgrade removes `WATCHDOG_PID` for the new process, which pings from the moment
+//!   it says it is up (and becomes the main one) while the old one drains.
 //! - **`MAINPID=` with `READY=1`**: under `NotifyAccess=main` systemd reads only the
 //!   main process's messages, so after an upgrade it is the old process that names
 //!   the new one (`MAINPID=`, see [`crate::upgrade`]); the new one repeats its own
@@ -109,11 +110,16 @@ pub(crate) fn main_pid(pid: u32) {
     send(|| format!("MAINPID={pid}\nSTATUS=upgraded; the previous process drains"));
 }
 
-/// Starts pinging the watchdog from the current runtime, when systemd asked for it.
+/// Starts pinging the watchdog from the current runtime, when systemd asked for it
+/// (once: later calls do nothing).
 pub(crate) fn start_watchdog() {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let Some(n) = notifier() else {
         return;
     };
+    if STARTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let usec = std::env::var_os("WATCHDOG_USEC");
     let pid = std::env::var_os("WATCHDOG_PID");
     let period = match watchdog_period(usec.as_deref(), pid.as_deref(), std::process::id()) {

@@ -9,7 +9,8 @@
 //!    copies of its listening sockets (`QUIRE_LISTEN_FDS`) and one end of a socket
 //!    pair (`QUIRE_UPGRADE_FD`);
 //! 2. new: takes the sockets, loads and checks its configuration (origin, TLS files,
-//!    admin token), writes `up` on the pair — and does not touch the cache volume;
+//!    admin token, access log), writes `up` on the pair and starts pinging systemd's
+//!    watchdog — and does not touch the cache volume;
 //! 3. old, on `up`: names the new process to systemd (`MAINPID=`), stops accepting
 //!    (new connections wait in the kernel's backlog: the socket stays open in the
 //!    new process), closes idle keep-alive connections and drains in-flight
@@ -117,7 +118,7 @@ impl Program {
 
 impl Start {
     /// Reads what this process was handed: systemd's or an old process's listening
-    /// sockets, the upgrade's pair. Call it first, before anything opens files.
+    /// sockets, the upgrade's pair. Call it once, before the runtime starts.
     pub(crate) fn from_env() -> anyhow::Result<Start> {
         let program = Program::at_start();
         let inherited = inherit::listeners().context("the listening sockets handed over")?;
@@ -148,6 +149,9 @@ impl Start {
         pair.write_all(UP)
             .context("telling the old process this one is up")?;
         drop(pair);
+        // systemd now takes this process for the main one: its pings count from here
+        // (the old one's no longer do), through the old one's drain.
+        systemd::start_watchdog();
         let wait = cfg.limits.shutdown_grace.0 + TAKEOVER_MARGIN;
         let deadline = tokio::time::Instant::now() + wait;
         self.takeover_deadline = Some(deadline);
