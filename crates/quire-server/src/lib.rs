@@ -35,7 +35,8 @@
 //!   request heads the RFCs forbid before they are routed; [`tls`] holds the
 //!   certificate and rustls' settings, and `wire` is the connection underneath
 //!   (cleartext or TLS) that the fast path and hyper both run on; `redirect` is the
-//!   plain-HTTP listener that sends clients to HTTPS.
+//!   plain-HTTP listener that sends clients to HTTPS; [`inherit`] takes the
+//!   listening sockets systemd or an upgrading quire hands over.
 
 #![deny(unsafe_code)]
 
@@ -55,6 +56,11 @@ pub mod fill;
 pub mod guard;
 mod h1;
 mod hit;
+#[expect(
+    unsafe_code,
+    reason = "owning a descriptor handed over at exec, by number; see the module doc"
+)]
+pub mod inherit;
 mod inline;
 mod invalidate;
 mod lookup;

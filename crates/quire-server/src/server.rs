@@ -87,6 +87,62 @@ impl Server {
         })
     }
 
+    /// Serves on listening sockets this process was handed instead of binding its
+    /// own ([`crate::inherit`]: systemd's socket activation, or the process a binary
+    /// upgrade replaces). `listen` is served whatever the configured address; with
+    /// no `listen_http` socket handed over the configured one is bound, and a handed
+    /// one the configuration has no use for is closed (with a warning).
+    pub async fn adopt(
+        ctx: Arc<Ctx>,
+        listen: std::net::TcpListener,
+        listen_http: Option<std::net::TcpListener>,
+    ) -> Result<Server, StartError> {
+        let (addr, http_addr) = {
+            let cfg = &ctx.peek().cfg;
+            (cfg.listen, cfg.listen_http)
+        };
+        let listener = adopt_listener(listen, addr)?;
+        let redirect = match (listen_http, http_addr) {
+            (Some(l), Some(addr)) => Some(adopt_listener(l, addr)?),
+            (None, Some(addr)) => Some(
+                crate::redirect::bind(addr)
+                    .await
+                    .map_err(|source| StartError::Listen { addr, source })?,
+            ),
+            (Some(l), None) => {
+                tracing::warn!(
+                    addr = ?l.local_addr().ok(),
+                    "a socket for listen_http was handed over but listen_http is not configured; closing it"
+                );
+                None
+            }
+            (None, None) => None,
+        };
+        Ok(Server {
+            ctx,
+            listener,
+            redirect,
+        })
+    }
+
+    /// Copies of the listening sockets (`listen`, then `listen_http` when there is
+    /// one), close-on-exec: what a binary upgrade hands to the new process. The
+    /// sockets stay open in the kernel while any copy is.
+    pub fn dup_listeners(
+        &self,
+    ) -> std::io::Result<(std::net::TcpListener, Option<std::net::TcpListener>)> {
+        use std::os::fd::AsFd;
+        let dup = |l: &TcpListener| {
+            l.as_fd()
+                .try_clone_to_owned()
+                .map(std::net::TcpListener::from)
+        };
+        Ok((
+            dup(&self.listener)?,
+            self.redirect.as_ref().map(dup).transpose()?,
+        ))
+    }
+
     /// The bound plain-HTTP redirect address, when there is one.
     pub fn redirect_addr(&self) -> Option<SocketAddr> {
         self.redirect.as_ref().and_then(|l| l.local_addr().ok())
@@ -174,6 +230,14 @@ impl Server {
             let _ = tokio::task::spawn_blocking(move || log.finish(wait)).await;
         }
     }
+}
+
+/// A listening socket from elsewhere, on the runtime (`addr`: what errors name).
+fn adopt_listener(l: std::net::TcpListener, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    let addr = l.local_addr().unwrap_or(addr);
+    l.set_nonblocking(true)
+        .and_then(|()| TcpListener::from_std(l))
+        .map_err(|source| StartError::Listen { addr, source })
 }
 
 /// Starts what runs beside the listener until shutdown: ACME renewal, and the

@@ -10,6 +10,9 @@
 //!   the benchmarks, which live in the `quire-bench` crate; this binary only parses
 //!   their arguments and calls their `run`.
 //!
+//! Around `serve` and `proxy`: [`upgrade`] (socket activation, the binary upgrade on
+//! `SIGUSR2`) and [`systemd`] (readiness, reload and stop notifications, watchdog).
+//!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
 #![forbid(unsafe_code)]
@@ -19,6 +22,8 @@ mod config_cmd;
 mod proxy;
 mod purge;
 mod serve;
+mod systemd;
+mod upgrade;
 mod user;
 
 use std::process::ExitCode;

@@ -1,13 +1,15 @@
 //! `quire proxy`: loads the configuration (file, then flags), starts the runtime and
-//! the server, and drains on SIGTERM or SIGINT.
+//! the server (on sockets handed over when there are: [`crate::upgrade`]), and drains
+//! on SIGTERM or SIGINT, or once a binary upgrade has taken over.
 
 use std::path::Path;
 
 use anyhow::Context;
 use quire_server::config::ByteSize;
-use quire_server::{Config, Ctx, Server};
+use quire_server::{Config, Ctx};
 
 use crate::cli::ProxyArgs;
+use crate::upgrade::{self, Start};
 
 /// Reads a TOML configuration file; unknown keys and bad values are errors that
 /// name the file and the key.
@@ -98,10 +100,18 @@ pub(crate) fn apply_log_flags(cfg: &mut Config, log: &crate::cli::LogArgs) {
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
 pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
+    let mut start = Start::from_env()?;
     let (rt, workers) = runtime(cfg.workers)?;
     rt.block_on(async move {
-        let ctx = Ctx::new(cfg)?;
-        let server = Server::bind(ctx.clone()).await?;
+        start.take_over(&cfg, || upgrade::check_proxy(&cfg)).await?;
+        let ctx = start.open(|| Ctx::new(cfg.clone())).await?;
+        let server = start.server(ctx.clone()).await?;
+        // Every signal handler before `serving` tells systemd (and the log) that
+        // the server is ready: a signal sent on READY=1 must find its handler.
+        let flags = args.clone();
+        reload_on_sighup(&ctx, move || config_from(&flags));
+        reopen_log_on_sigusr1(&ctx);
+        let stop = start.serving(&server);
         let addr = server.local_addr()?;
         eprintln!(
             "quire: proxying {}://{addr} -> {} (cache {}, {} workers)",
@@ -110,10 +120,7 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             ctx.peek().cfg.cache.path.display(),
             workers
         );
-        let flags = args.clone();
-        reload_on_sighup(&ctx, move || config_from(&flags));
-        reopen_log_on_sigusr1(&ctx);
-        server.run(shutdown_signal()).await;
+        server.run(stop).await;
         eprintln!("quire: stopped");
         anyhow::Ok(())
     })
@@ -168,7 +175,8 @@ pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime
 /// files (or ACME's stored ones) are read again and presented to new connections;
 /// open connections keep theirs, and a file that fails the start-up checks is
 /// logged and the current certificate stays. Reloads run one at a time, off the
-/// runtime's threads (they read files).
+/// runtime's threads (they read files); systemd hears `RELOADING=1` before each and
+/// `READY=1` after.
 pub(crate) fn reload_on_sighup(
     ctx: &std::sync::Arc<Ctx>,
     load: impl Fn() -> anyhow::Result<Config> + Send + Sync + 'static,
@@ -181,8 +189,10 @@ pub(crate) fn reload_on_sighup(
     let load = std::sync::Arc::new(load);
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
+            crate::systemd::reloading();
             let (ctx, load) = (ctx.clone(), load.clone());
             let _ = tokio::task::spawn_blocking(move || reload(&ctx, load.as_ref())).await;
+            crate::systemd::ready();
         }
     });
 }
@@ -228,22 +238,27 @@ pub(crate) fn reload(ctx: &Ctx, load: &dyn Fn() -> anyhow::Result<Config>) {
     }
 }
 
-/// Resolves on the first SIGTERM or SIGINT.
-pub(crate) async fn shutdown_signal() {
+/// Resolves on the first SIGTERM or SIGINT. The handlers are installed on the
+/// call, not on the first poll: from then on neither signal ends the process
+/// without a drain.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
+    let signals = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) else {
-        // Without signal handlers, run until killed.
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    );
+    async move {
+        let (Ok(mut term), Ok(mut int)) = signals else {
+            // Without signal handlers, run until killed.
+            std::future::pending::<()>().await;
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        eprintln!("quire: shutting down, draining in-flight requests");
     }
-    eprintln!("quire: shutting down, draining in-flight requests");
 }
 
 #[cfg(test)]

@@ -1,17 +1,19 @@
 //! `quire serve`: publishes a vault through the cache. Loads the server
 //! configuration (file, then flags), opens the site, starts the server with the site
-//! as its upstream and the vault watcher, and drains on SIGTERM or SIGINT.
+//! as its upstream and the vault watcher, and drains on SIGTERM or SIGINT, or once
+//! a binary upgrade has taken over ([`crate::upgrade`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
 use quire_server::config::ByteSize;
-use quire_server::{Config, Ctx, Server};
+use quire_server::{Config, Ctx};
 use quire_site::Site;
 
 use crate::cli::ServeArgs;
-use crate::proxy::{apply_flags, apply_tls_flags, load_config, runtime, shutdown_signal};
+use crate::proxy::{apply_flags, apply_tls_flags, load_config, runtime};
+use crate::upgrade::{self, Start};
 
 /// The default cache size of `quire serve` (a site is smaller than what a proxy
 /// fronts).
@@ -41,14 +43,22 @@ pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-/// Serves the vault until SIGTERM/SIGINT, then drains.
+/// Serves the vault until SIGTERM/SIGINT (or a binary upgrade took over), then drains.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
-    let site = Site::open(&args.vault)
-        .with_context(|| format!("opening the vault {}", args.vault.display()))?;
+    let mut start = Start::from_env()?;
     let (rt, workers) = runtime(cfg.workers)?;
     rt.block_on(async move {
-        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone()))?;
+        start
+            .take_over(&cfg, || upgrade::check_serve(&cfg, &args.vault))
+            .await?;
+        // After a take-over, the old process has flushed and closed the vault's
+        // databases by now (it lets go of the volume last).
+        let site = Site::open(&args.vault)
+            .with_context(|| format!("opening the vault {}", args.vault.display()))?;
+        let ctx = start
+            .open(|| Ctx::with_upstream(cfg.clone(), Arc::new(site.clone())))
+            .await?;
         let watcher = if args.no_watch {
             None
         } else {
@@ -57,7 +67,13 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                     .context("watching the vault for changes")?,
             )
         };
-        let server = Server::bind(ctx.clone()).await?;
+        let server = start.server(ctx.clone()).await?;
+        // Every signal handler before `serving` tells systemd (and the log) that
+        // the server is ready: a signal sent on READY=1 must find its handler.
+        let flags = args.clone();
+        crate::proxy::reload_on_sighup(&ctx, move || config_from(&flags));
+        crate::proxy::reopen_log_on_sigusr1(&ctx);
+        let stop = start.serving(&server);
         let addr = server.local_addr()?;
         let snap = site.snapshot();
         eprintln!(
@@ -73,10 +89,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 ""
             },
         );
-        let flags = args.clone();
-        crate::proxy::reload_on_sighup(&ctx, move || config_from(&flags));
-        crate::proxy::reopen_log_on_sigusr1(&ctx);
-        server.run(shutdown_signal()).await;
+        server.run(stop).await;
         drop(watcher);
         site.flush();
         eprintln!("quire: stopped");
