@@ -90,6 +90,20 @@ impl Policy {
     }
 }
 
+/// Whether a policy could be built from `cfg`, with every check [`Policy::build`]
+/// makes (and TLS's, which [`crate::Ctx`] makes at start-up) — opening the access
+/// log's file as it would, without starting its writer. A process about to take
+/// over from another (a binary upgrade) checks this before the old one steps down.
+pub fn check(cfg: &Config) -> Result<(), StartError> {
+    cfg.validate()?;
+    admin_token(cfg)?;
+    TrustedProxies::parse(&cfg.trusted_proxies)
+        .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
+    AccessLog::check(&cfg.log)?;
+    crate::tls::Tls::from_config(&cfg.tls)?;
+    Ok(())
+}
+
 /// What a reload did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reloaded {

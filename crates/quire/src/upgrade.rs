@@ -446,27 +446,7 @@ pub(crate) fn check_serve(cfg: &Config, vault: &Path) -> anyhow::Result<()> {
 }
 
 fn check_common(cfg: &Config) -> anyhow::Result<()> {
-    cfg.validate()?;
-    quire_server::tls::Tls::from_config(&cfg.tls)?;
-    quire_server::client::TrustedProxies::parse(&cfg.trusted_proxies)
-        .map_err(|e| anyhow::anyhow!("trusted_proxies: {e}"))?;
-    let token = std::env::var("QUIRE_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-        .or_else(|| cfg.admin_token.clone());
-    if let Some(t) = token {
-        quire_server::config::check_admin_token(&t)
-            .map_err(|e| anyhow::anyhow!("the admin token {e}"))?;
-    }
-    if let Some(path) = cfg.log.access.as_deref().filter(|p| p.as_os_str() != "-") {
-        // As the log opens it (appended to, created 0640).
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o640)
-            .open(path)
-            .with_context(|| format!("access log {}", path.display()))?;
-    }
+    // The same checks the server's start makes (but the volume's).
+    quire_server::policy::check(cfg)?;
     Ok(())
 }

@@ -95,6 +95,21 @@ impl AccessLog {
         })))
     }
 
+    /// Opens the file `section` names as [`AccessLog::open`] would (creating it),
+    /// and closes it again: whether the log can be opened.
+    pub fn check(section: &LogSection) -> Result<(), LogError> {
+        match &section.access {
+            Some(path) if path.as_os_str() != "-" => {
+                let output = Output::File(path.clone());
+                output.open().map(drop).map_err(|source| LogError {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Formats `e` and queues it (or drops it, counted, when the queue is full).
     pub(crate) fn record(&self, e: &Entry<'_>) {
         let mut line = Vec::with_capacity(256);
