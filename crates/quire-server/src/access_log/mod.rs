@@ -112,9 +112,18 @@ impl AccessLog {
 
     /// Formats `e` and queues it (or drops it, counted, when the queue is full).
     pub(crate) fn record(&self, e: &Entry<'_>) {
-        let mut line = Vec::with_capacity(256);
-        e.write(self.format, &mut line);
-        self.queue.push(line);
+        // Formatted outside the queue's lock, into this thread's scratch buffer.
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            e.write(self.format, line);
+            self.queue.push(line);
+            if line.capacity() > 64 << 10 {
+                *line = Vec::new();
+            }
+        });
     }
 
     /// Reopens the file after what is queued (`SIGUSR1`, after logrotate moved it).
@@ -131,7 +140,7 @@ impl AccessLog {
     /// The log's counters in Prometheus text format.
     pub fn write_metrics(&self, out: &mut String) {
         use std::fmt::Write as _;
-        let c = &self.queue.counters;
+        let c = self.queue.counters();
         let rows = [
             (
                 "quire_log_lines_total",
@@ -155,7 +164,7 @@ impl AccessLog {
                 "quire_log_queue_bytes",
                 "gauge",
                 "Access-log bytes queued for the writer.",
-                c.queued.load(Ordering::Relaxed) as u64,
+                self.queue.queued() as u64,
             ),
         ];
         for (name, kind, help, v) in rows {
