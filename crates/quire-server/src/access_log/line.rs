@@ -74,7 +74,7 @@ impl Entry<'_> {
     }
 
     fn combined(&self, out: &mut Vec<u8>) {
-        push_display(out, self.client);
+        push_ip(out, self.client);
         out.extend_from_slice(b" - - [");
         push_clf_time(out, self.time);
         out.extend_from_slice(b"] \"");
@@ -103,7 +103,7 @@ impl Entry<'_> {
         out.extend_from_slice(b"{\"time\":\"");
         push_rfc3339(out, self.time);
         out.extend_from_slice(b"\",\"client\":\"");
-        push_display(out, self.client);
+        push_ip(out, self.client);
         out.extend_from_slice(b"\",\"method\":");
         push_json_str(out, self.method.as_bytes());
         out.extend_from_slice(b",\"target\":");
@@ -151,10 +151,25 @@ fn version_text(v: http::Version) -> &'static str {
     }
 }
 
-fn push_display(out: &mut Vec<u8>, v: impl std::fmt::Display) {
-    let mut s = String::new();
-    let _ = write!(s, "{v}");
-    out.extend_from_slice(s.as_bytes());
+/// `ip` as text, without an allocation.
+fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(v4) => {
+            for (i, o) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                push_decimal(out, u64::from(o));
+            }
+        }
+        IpAddr::V6(v6) => {
+            let mut buf = [0u8; 48];
+            let mut w = &mut buf[..];
+            let _ = std::io::Write::write_fmt(&mut w, format_args!("{v6}"));
+            let left = w.len();
+            out.extend_from_slice(&buf[..buf.len() - left]);
+        }
+    }
 }
 
 /// `bytes` with `"`, `\` and every byte outside printable ASCII as `\xHH`.
@@ -263,8 +278,25 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// `25/Nov/2026:05:34:33 +0000` (the common log format's time, in UTC).
+/// `25/Nov/2026:05:34:33 +0000` (the common log format's time, in UTC). The text
+/// of the current second is kept per thread: a busy server writes thousands of
+/// lines a second, all with the same time.
 fn push_clf_time(out: &mut Vec<u8>, t: SystemTime) {
+    thread_local! {
+        static LAST: std::cell::RefCell<(u64, Vec<u8>)> = const { std::cell::RefCell::new((u64::MAX, Vec::new())) };
+    }
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != secs {
+            text.clear();
+            write_clf_time(text, t);
+            *at = secs;
+        }
+        out.extend_from_slice(text);
+    });
+}
+
+fn write_clf_time(out: &mut Vec<u8>, t: SystemTime) {
     let c = Civil::of(t);
     push_padded(out, u64::from(c.day), 2);
     out.push(b'/');
@@ -330,6 +362,13 @@ mod tests {
             text(&e, Format::Combined),
             "192.0.2.7 - - [25/Nov/2026:05:34:33 +0000] \"GET /a?b=1 HTTP/1.1\" 200 512 \"-\" \"curl/8.5\" cache=hit\n"
         );
+    }
+
+    #[test]
+    fn ipv6_clients_are_written_in_full() {
+        let mut e = entry("/", None);
+        e.client = "2001:db8::7".parse().unwrap();
+        assert!(text(&e, Format::Combined).starts_with("2001:db8::7 - - ["));
     }
 
     #[test]

@@ -250,7 +250,11 @@ impl Writer {
             return;
         }
         let c = &self.shared.counters;
-        match self.out.write_all(&self.spare).and_then(|()| self.out.flush()) {
+        match self
+            .out
+            .write_all(&self.spare)
+            .and_then(|()| self.out.flush())
+        {
             Ok(()) => {
                 c.lines.fetch_add(lines, Ordering::Relaxed);
             }
