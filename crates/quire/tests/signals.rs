@@ -186,16 +186,21 @@ fn sighup_reloads_sigusr1_reopens_the_log_sigterm_drains() {
     server.wait_line("stopped");
 }
 
+/// `quire config check --config path`, run to its end.
+fn config_check(path: &Path) -> std::process::Output {
+    Command::new(QUIRE)
+        .args(["config", "check", "--config"])
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn config_check_prints_the_effective_config_or_names_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.toml");
     write_config(&good, dir.path(), TOKEN_A);
-    let out = Command::new(QUIRE)
-        .args(["config", "check", "--config"])
-        .arg(&good)
-        .output()
-        .unwrap();
+    let out = config_check(&good);
     assert!(
         out.status.success(),
         "{}",
@@ -218,11 +223,7 @@ fn config_check_prints_the_effective_config_or_names_what_is_wrong() {
     );
     let again = dir.path().join("again.toml");
     std::fs::write(&again, &text).unwrap();
-    let out = Command::new(QUIRE)
-        .args(["config", "check", "--config"])
-        .arg(&again)
-        .output()
-        .unwrap();
+    let out = config_check(&again);
     assert!(
         out.status.success(),
         "{}",
@@ -240,11 +241,7 @@ fn config_check_prints_the_effective_config_or_names_what_is_wrong() {
     ] {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, text).unwrap();
-        let out = Command::new(QUIRE)
-            .args(["config", "check", "--config"])
-            .arg(&bad)
-            .output()
-            .unwrap();
+        let out = config_check(&bad);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{text} was accepted");
         assert!(
