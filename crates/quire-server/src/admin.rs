@@ -136,6 +136,7 @@ pub async fn handle(
             }
             ctx.reloads.write_metrics(&mut text);
             ctx.limiter.write_metrics(&mut text);
+            ctx.tunnels.write_metrics(&mut text);
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,

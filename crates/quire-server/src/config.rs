@@ -331,6 +331,8 @@ pub struct Limits {
     pub client_idle_timeout: Secs,
     /// On SIGTERM, in-flight requests get this long to finish.
     pub shutdown_grace: Secs,
+    /// Upgraded connections (WebSocket) open at once.
+    pub upgrades: usize,
 }
 
 impl Default for Limits {
@@ -347,6 +349,7 @@ impl Default for Limits {
             origin_read_timeout: Secs(Duration::from_secs(30)),
             client_idle_timeout: Secs(Duration::from_secs(60)),
             shutdown_grace: Secs(Duration::from_secs(30)),
+            upgrades: 1024,
         }
     }
 }

@@ -36,7 +36,8 @@
 //!   certificate and rustls' settings, and `wire` is the connection underneath
 //!   (cleartext or TLS) that the fast path and hyper both run on; `redirect` is the
 //!   plain-HTTP listener that sends clients to HTTPS; [`inherit`] takes the
-//!   listening sockets systemd or an upgrading quire hands over.
+//!   listening sockets systemd or an upgrading quire hands over; [`tunnel`] passes
+//!   WebSocket (any `Upgrade`) connections through to the origin.
 
 #![deny(unsafe_code)]
 
@@ -87,6 +88,7 @@ pub mod state;
 )]
 mod sys;
 pub mod tls;
+pub mod tunnel;
 pub mod upstream;
 mod wire;
 

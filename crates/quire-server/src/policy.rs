@@ -184,6 +184,7 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
             l.0.client_idle_timeout != l.1.client_idle_timeout,
         ),
         ("limits.fills", l.0.fills != l.1.fills),
+        ("limits.upgrades", l.0.upgrades != l.1.upgrades),
         (
             "limits.fills_per_client",
             l.0.fills_per_client != l.1.fills_per_client,

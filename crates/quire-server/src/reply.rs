@@ -56,6 +56,19 @@ pub(crate) fn too_many_requests(wait: std::time::Duration) -> Response<Body> {
     r
 }
 
+/// 503 when every upgraded-connection slot is taken (`limits.upgrades`).
+pub(crate) fn no_tunnel_slot() -> Response<Body> {
+    let status = CacheStatus::default().with_detail("upgrades-full");
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many upgraded connections; try again later\n",
+        status,
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 /// A 400 that closes the connection (the framing may be off).
 pub(crate) fn bad_request(why: &str) -> Response<Body> {
     let status = CacheStatus::default().with_detail("bad-request");

@@ -395,7 +395,9 @@ impl Connection {
             let req = req.map(crate::origin::boxed_incoming);
             async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
         });
-        let conn = builder.serve_connection(TokioIo::new(io), svc).into_owned();
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), svc)
+            .into_owned();
         // On shutdown, and when the server is full, the connection is asked to close
         // gracefully: at once if idle, else after the request in flight (HTTP/2 gets
         // a GOAWAY). hyper does not say whether it is idle: one handed over less than

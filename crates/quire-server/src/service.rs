@@ -131,6 +131,12 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         now,
         policy,
     };
+    if crate::tunnel::is_upgrade(&x.req) {
+        if let Some(limited) = x.over_rate(Class::Miss) {
+            return limited;
+        }
+        return Box::pin(x.tunnel()).await;
+    }
     let Some(class) = MethodClass::of(x.req.method()) else {
         if let Some(limited) = x.over_rate(Class::Miss) {
             return limited;

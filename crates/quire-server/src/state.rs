@@ -80,6 +80,8 @@ pub struct Ctx {
     pub reloads: crate::policy::ReloadStats,
     /// The per-client rate limits' buckets (their rates are the policy's).
     pub limiter: crate::rate_limit::Limiter,
+    /// Upgraded connections (WebSocket) passed through.
+    pub tunnels: crate::tunnel::Tunnels,
 }
 
 /// Why the server could not start.
@@ -144,6 +146,7 @@ impl Ctx {
         let store = open_store(&cfg)?;
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
+        let tunnels = crate::tunnel::Tunnels::new(cfg.limits.upgrades);
         let compress = CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         Ok(Arc::new(Ctx {
@@ -161,6 +164,7 @@ impl Ctx {
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::rate_limit::Limiter::default(),
+            tunnels,
         }))
     }
 
