@@ -112,6 +112,9 @@ impl AccessLog {
 
     /// Formats `e` and queues it (or drops it, counted, when the queue is full).
     pub(crate) fn record(&self, e: &Entry<'_>) {
+        if self.queue.drop_if_full() {
+            return;
+        }
         // Formatted outside the queue's lock, into this thread's scratch buffer.
         thread_local! {
             static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -46,6 +46,9 @@ pub(crate) struct Counters {
     pub(crate) errors: AtomicU64,
     reopen: AtomicBool,
     stop: AtomicBool,
+    /// Set when a line was dropped for want of room, cleared when the writer takes
+    /// the queue: while set, lines are dropped before they are even formatted.
+    full: AtomicBool,
 }
 
 /// Lines waiting for the writer.
@@ -169,6 +172,7 @@ impl Queue {
         let before = p.bytes.len();
         if before + line.len() > max || c.stop.load(Ordering::Relaxed) {
             drop(p);
+            c.full.store(true, Ordering::Relaxed);
             c.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -179,6 +183,17 @@ impl Queue {
         if before <= max / 2 && before + line.len() > max / 2 {
             self.writer.unpark();
         }
+    }
+
+    /// Drops a line (counted) without looking at it when the queue was full the
+    /// last time a line came and the writer has not taken it since: `true` then.
+    pub(crate) fn drop_if_full(&self) -> bool {
+        let c = &self.shared.counters;
+        if c.full.load(Ordering::Relaxed) {
+            c.dropped.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     /// Asks the writer to reopen the output after what is queued.
@@ -244,6 +259,7 @@ impl Writer {
         let lines = {
             let mut p = self.shared.pending();
             std::mem::swap(&mut p.bytes, &mut self.spare);
+            self.shared.counters.full.store(false, Ordering::Relaxed);
             std::mem::take(&mut p.lines)
         };
         if lines == 0 {
