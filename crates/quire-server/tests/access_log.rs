@@ -209,3 +209,48 @@ async fn a_log_that_cannot_be_opened_is_a_start_up_error_naming_it() {
         assert!(err.contains("no process has it open for reading"), "{err}");
     }
 }
+
+/// HTTP/2 requests are logged as such, with the body bytes the stream carried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_requests_are_logged_with_their_protocol() {
+    use http_body_util::BodyExt;
+    let origin = Origin::start().await;
+    origin.route(
+        "/h2",
+        Route::ok("over h2", &[("cache-control", "max-age=60")]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let p = path.clone();
+    let mut q = Quire::start(&origin, move |c| {
+        c.log.access = Some(p);
+        c.log.format = Format::Json;
+    })
+    .await;
+    let h2 = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    for _ in 0..2 {
+        let req = http::Request::get(q.url("/h2"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let resp = h2.request(req).await.unwrap();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"over h2");
+        settle(&q).await;
+    }
+    q.shutdown().await;
+    let lines = read_lines(&path);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let v: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v[0]["cache"], "miss");
+    assert_eq!(v[1]["cache"], "hit");
+    for e in &v {
+        assert_eq!(e["protocol"], "HTTP/2.0");
+        assert_eq!(e["target"], "/h2");
+        assert_eq!(e["bytes"], 7);
+    }
+}

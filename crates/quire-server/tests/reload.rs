@@ -122,3 +122,36 @@ async fn a_fill_in_flight_finishes_under_the_settings_it_started_with() {
     assert_eq!(origin.hits("/big2"), 2);
     q.shutdown().await;
 }
+
+/// A reload that moves the access log: lines of requests after it go to the new
+/// file, and the old log writes what it had before its writer ends.
+#[tokio::test]
+async fn a_reload_can_move_the_access_log() {
+    let origin = Origin::start().await;
+    origin.route("/a", Route::ok("a", &[("cache-control", "max-age=60")]));
+    origin.route("/b", Route::ok("b", &[("cache-control", "max-age=60")]));
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("one.log"), dir.path().join("two.log"));
+    let f = first.clone();
+    let mut q = Quire::start(&origin, move |c| c.log.access = Some(f)).await;
+    assert_eq!(send(&q, "GET", "/a", &[], b"").await.status, 200);
+    let mut cfg = q.ctx.policy().cfg.clone();
+    cfg.log.access = Some(second.clone());
+    q.ctx.reload(cfg).unwrap();
+    assert_eq!(send(&q, "GET", "/b", &[], b"").await.status, 200);
+    q.shutdown().await;
+    let lines = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert!(
+        wait_for(|| lines(&first) == 1).await,
+        "the old log wrote its line"
+    );
+    assert_eq!(lines(&second), 1);
+    assert!(std::fs::read_to_string(&second)
+        .unwrap()
+        .contains("GET /b "));
+}
