@@ -131,13 +131,35 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
             };
             let mut rec = (*rec).clone();
             make_stale(&mut rec, now);
-            put::put_record(ctx, &key, &rec, &[h.body()])
+            match put::put_record(ctx, &key, &rec, &[h.body()]) {
+                FillResult::Stored => FillResult::Stored,
+                failed => {
+                    // The stale copy could not be written (no room in the volume,
+                    // say): the fresh one must not stay, so for this entry the soft
+                    // purge becomes a hard one.
+                    drop(h);
+                    tracing::debug!(?failed, "soft purge: stale rewrite failed; entry removed");
+                    remove_entry(ctx, &key)
+                }
+            }
         });
         if stored == FillResult::Stored {
             n += 1;
         }
     }
     n
+}
+
+/// Removes one entry (a soft purge whose stale rewrite failed); `Stored` when it is
+/// gone, so it counts as purged.
+fn remove_entry(ctx: &Ctx, key: &[u8]) -> FillResult {
+    match ctx.store.remove(key) {
+        Ok(_) => FillResult::Stored,
+        Err(e) => {
+            tracing::warn!(error = %e, "purge failed");
+            FillResult::NotStorable
+        }
+    }
 }
 
 /// Hard-purges `targets` quietly (no log line, not counted as an operator's purge):
