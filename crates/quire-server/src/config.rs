@@ -30,6 +30,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The origin, `http://host[:port]` or `https://host[:port]` (proxy mode).
     pub origin: Option<String>,
+    /// Several origins, with weights, routing by host and path prefix, and health
+    /// checks (see `origins`); instead of `origin`.
+    pub origins: Vec<crate::origins::OriginEntry>,
     /// A PEM file of CA certificates trusted for an `https://` origin besides the
     /// system's (a private CA, or a self-signed origin certificate). Read at start-up
     /// whatever the origin's scheme: a missing, unreadable or empty file, or one
@@ -91,6 +94,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             origin: None,
+            origins: Vec::new(),
             origin_ca_file: None,
             origin_insecure_skip_verify: false,
             workers: 0,
@@ -327,6 +331,12 @@ pub struct Limits {
     pub origin_connect_timeout: Secs,
     /// Time to the origin's response head, and between body chunks.
     pub origin_read_timeout: Secs,
+    /// Requests in flight to one origin at once (each `[[origins]]` entry may set
+    /// its own `max_connections`). A request that finds none free within the connect
+    /// timeout is not sent: 502, or the next origin.
+    pub origin_connections: usize,
+    /// Idle keep-alive connections kept open to one origin.
+    pub origin_idle_connections: usize,
     /// A keep-alive client connection idle this long is closed.
     pub client_idle_timeout: Secs,
     /// On SIGTERM, in-flight requests get this long to finish.
@@ -347,6 +357,8 @@ impl Default for Limits {
             fill_deadline: Secs(Duration::from_secs(60)),
             origin_connect_timeout: Secs(Duration::from_secs(2)),
             origin_read_timeout: Secs(Duration::from_secs(30)),
+            origin_connections: 1024,
+            origin_idle_connections: 256,
             client_idle_timeout: Secs(Duration::from_secs(60)),
             shutdown_grace: Secs(Duration::from_secs(30)),
             upgrades: 1024,
@@ -592,6 +604,9 @@ impl Config {
         if self.limits.fills_per_client == 0 {
             return bad("limits.fills_per_client must be at least 1".into());
         }
+        if self.limits.origin_connections == 0 {
+            return bad("limits.origin_connections must be at least 1".into());
+        }
         if self.limits.fill_deadline.0.is_zero() {
             return bad("limits.fill_deadline must be above 0".into());
         }
@@ -609,6 +624,7 @@ impl Config {
         if let Some(origin) = &self.origin {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
+        crate::origins::validate(self).map_err(ConfigError)?;
         if self
             .origin_ca_file
             .as_ref()

@@ -12,7 +12,8 @@
 //! - [`invalidate`]: the invalidation log and the gate every store write passes, so
 //!   a purge wins every race with a fill.
 //! - [`upstream`]: where fills go (an HTTP [`origin`] or an in-process renderer);
-//!   [`origin`]: the origin client and what is forwarded to it.
+//!   [`origin`]: the origin client and what is forwarded to it; [`origins`]:
+//!   several of them, routed by host and path, weighted and health-checked.
 //! - [`fill`]: coalesced, streamed fills; [`miss`] fetches, [`commit`] stores,
 //!   every record write going through [`put`].
 //! - [`body`]: response bodies (mapped bytes, fills, pass-through).
@@ -69,6 +70,7 @@ pub mod metrics;
 mod miss;
 pub mod object;
 pub mod origin;
+pub mod origins;
 mod pass;
 pub mod policy;
 pub mod purge;

@@ -26,7 +26,10 @@
 //!   words — is [`tls`]'s. A failed handshake is an origin failure like any other
 //!   (502, or the stale copy `stale-if-error` allows); its log line names what failed.
 
+mod slots;
 mod tls;
+
+pub(crate) use slots::{label, write_families, Outcome, Row};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,6 +118,9 @@ pub enum OriginSetupError {
     /// rustls refused the client configuration.
     #[error("origin TLS client: {0}")]
     Tls(String),
+    /// `[[origins]]` cannot be used as written.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A checked origin URL: a scheme (`http` or `https`) and an authority.
@@ -133,6 +139,11 @@ impl OriginUrl {
     /// The host: a name, or an address (an IPv6 one in brackets).
     pub fn host(&self) -> &str {
         self.authority.host()
+    }
+
+    /// The authority as written: host and optional port.
+    pub fn authority(&self) -> &str {
+        self.authority.as_str()
     }
 
     /// The port: the one given, else the scheme's (80 or 443).
@@ -162,6 +173,10 @@ pub struct OriginOptions {
     /// Accept any certificate from an https origin
     /// (`origin_insecure_skip_verify`; never the default).
     pub insecure_skip_verify: bool,
+    /// Requests in flight at once (`limits.origin_connections`).
+    pub max_connections: usize,
+    /// Idle keep-alive connections kept open (`limits.origin_idle_connections`).
+    pub max_idle: usize,
 }
 
 impl OriginOptions {
@@ -172,6 +187,8 @@ impl OriginOptions {
             read_timeout: cfg.limits.origin_read_timeout.0,
             ca_file: cfg.origin_ca_file.clone(),
             insecure_skip_verify: cfg.origin_insecure_skip_verify,
+            max_connections: cfg.limits.origin_connections,
+            max_idle: cfg.limits.origin_idle_connections,
         }
     }
 }
@@ -215,13 +232,49 @@ impl TlsWarnings {
     }
 }
 
+/// Why one request to one origin failed (see [`Origin::exchange`]).
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// No connection: refused, unreachable, connect timeout, TLS handshake. The
+    /// request was not sent, so another origin may take it.
+    Connect(String),
+    /// Every connection slot stayed taken (see [`slots`]); not sent either.
+    Busy,
+    /// No response head within the read timeout.
+    Timeout,
+    /// Sent, and failed: a reset, a malformed response.
+    Failed(String),
+}
+
+impl SendError {
+    /// Whether the request never reached the origin (another may take it).
+    pub(crate) fn unsent(&self) -> bool {
+        matches!(self, SendError::Connect(_) | SendError::Busy)
+    }
+}
+
+impl From<SendError> for OriginError {
+    fn from(e: SendError) -> OriginError {
+        match e {
+            SendError::Connect(why) | SendError::Failed(why) => OriginError::Failed(why),
+            SendError::Busy => {
+                OriginError::Failed("origin busy: every connection slot stayed in use".into())
+            }
+            SendError::Timeout => OriginError::Timeout,
+        }
+    }
+}
+
 /// The origin's address and the client that talks to it.
 #[derive(Debug, Clone)]
 pub struct Origin {
     url: OriginUrl,
     client: Client<tls::Connector, OutBody>,
     read_timeout: Duration,
+    connect_timeout: Duration,
     tls_warnings: Arc<TlsWarnings>,
+    slots: Arc<slots::Slots>,
+    stats: Arc<slots::OriginStats>,
 }
 
 impl Origin {
@@ -267,19 +320,66 @@ impl Origin {
         }
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
-            .pool_max_idle_per_host(256)
+            .pool_max_idle_per_host(opts.max_idle)
             .build(connector);
         Ok(Origin {
             url,
             client,
             read_timeout: opts.read_timeout,
+            connect_timeout: opts.connect_timeout,
             tls_warnings: Arc::new(TlsWarnings::new()),
+            slots: Arc::new(slots::Slots::new(opts.max_connections)),
+            stats: Arc::new(slots::OriginStats::default()),
         })
     }
 
+    /// The origin's URL.
+    pub fn url(&self) -> &OriginUrl {
+        &self.url
+    }
+
+    /// Sends `req` within the origin's connection limit (waiting at most the
+    /// connect timeout for a slot) and resolves to the response head; the slot is
+    /// held until the body ends. Counted in the origin's metrics.
+    pub(crate) async fn exchange(
+        &self,
+        req: Request<OutBody>,
+    ) -> Result<Response<crate::upstream::UpBody>, SendError> {
+        let Some(permit) = self.slots.take(self.connect_timeout).await else {
+            self.stats.count(Outcome::Busy);
+            return Err(SendError::Busy);
+        };
+        let sent = self.send_once(req).await;
+        self.stats.count(match &sent {
+            Ok(_) => Outcome::Ok,
+            Err(SendError::Timeout) => Outcome::TimedOut,
+            Err(_) => Outcome::Failed,
+        });
+        let resp = sent?;
+        Ok(resp.map(|b| {
+            let b = b.map_err(crate::upstream::BoxError::from).boxed_unsync();
+            slots::Permitted::wrap(b, permit).boxed_unsync()
+        }))
+    }
+
+    /// This origin's rows of the per-origin metrics.
+    pub(crate) fn metrics_row(&self) -> Row<'_> {
+        Row {
+            url: self.url.to_string(),
+            stats: &self.stats,
+            slots: &self.slots,
+        }
+    }
+
     /// Sends `req` (its URI path-and-query only; the scheme and authority are the
-    /// origin's) and waits for the response head.
-    pub async fn send(&self, mut req: Request<OutBody>) -> Result<Response<Incoming>, OriginError> {
+    /// origin's) and waits for the response head. Outside the connection limit and
+    /// the metrics: [`Upstream::send`](crate::upstream::Upstream::send) is the
+    /// counted way.
+    pub async fn send(&self, req: Request<OutBody>) -> Result<Response<Incoming>, OriginError> {
+        Ok(self.send_once(req).await?)
+    }
+
+    async fn send_once(&self, mut req: Request<OutBody>) -> Result<Response<Incoming>, SendError> {
         let pq = req
             .uri()
             .path_and_query()
@@ -290,10 +390,11 @@ impl Origin {
             .authority(self.url.authority.clone())
             .path_and_query(pq)
             .build()
-            .map_err(|e| OriginError::Failed(format!("bad request target: {e}")))?;
+            .map_err(|e| SendError::Failed(format!("bad request target: {e}")))?;
         match tokio::time::timeout(self.read_timeout, self.client.request(req)).await {
-            Err(_) => Err(OriginError::Timeout),
-            Ok(Err(e)) => Err(OriginError::Failed(self.failure(&e))),
+            Err(_) => Err(SendError::Timeout),
+            Ok(Err(e)) if e.is_connect() => Err(SendError::Connect(self.failure(&e))),
+            Ok(Err(e)) => Err(SendError::Failed(self.failure(&e))),
             Ok(Ok(resp)) => Ok(resp),
         }
     }

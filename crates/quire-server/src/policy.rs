@@ -166,6 +166,7 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("listen_http", old.listen_http != new.listen_http),
         ("workers", old.workers != new.workers),
         ("origin", old.origin != new.origin),
+        ("origins", old.origins != new.origins),
         ("origin_ca_file", old.origin_ca_file != new.origin_ca_file),
         (
             "origin_insecure_skip_verify",
@@ -196,6 +197,14 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         (
             "limits.origin_read_timeout",
             l.0.origin_read_timeout != l.1.origin_read_timeout,
+        ),
+        (
+            "limits.origin_connections",
+            l.0.origin_connections != l.1.origin_connections,
+        ),
+        (
+            "limits.origin_idle_connections",
+            l.0.origin_idle_connections != l.1.origin_idle_connections,
         ),
         ("encodings.threads", e.0.threads != e.1.threads),
         ("encodings.budget", e.0.budget != e.1.budget),

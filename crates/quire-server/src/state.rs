@@ -107,7 +107,10 @@ pub enum StartError {
         source: std::io::Error,
     },
     /// No origin configured.
-    #[error("no origin: give --origin http(s)://host[:port] or `origin` in the config file")]
+    #[error(
+        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
+         config file"
+    )]
     NoOrigin,
     /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
     /// certificates for an https origin.
@@ -134,6 +137,10 @@ impl Ctx {
     /// front of `cfg.origin`.
     pub fn new(cfg: Config) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
+        if !cfg.origins.is_empty() {
+            let origins = crate::origins::Origins::new(&cfg)?;
+            return Ctx::with_upstream(cfg, Arc::new(origins));
+        }
         let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
         let origin = Origin::new(&origin_url, &OriginOptions::from_config(&cfg))?;
         Ctx::with_upstream(cfg, Arc::new(origin))

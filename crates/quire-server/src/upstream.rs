@@ -85,14 +85,15 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
 
 impl Upstream for Origin {
     fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
-        Box::pin(async move {
-            let resp = Origin::send(self, req).await?;
-            Ok(resp.map(|b| b.map_err(BoxError::from).boxed_unsync()))
-        })
+        Box::pin(async move { Ok(self.exchange(req).await?) })
     }
 
     fn read_timeout(&self) -> Duration {
         Origin::read_timeout(self)
+    }
+
+    fn metrics(&self, out: &mut String) {
+        crate::origin::write_families(out, &[self.metrics_row()]);
     }
 }
 

@@ -49,7 +49,7 @@ async fn failure(url: &str, ca_file: Option<PathBuf>) -> String {
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_secs(2),
         ca_file,
-        insecure_skip_verify: false,
+        ..OriginOptions::default()
     };
     let origin = OriginClient::new(url, &opts).unwrap();
     let req = http::Request::get("/a").body(empty_body()).unwrap();

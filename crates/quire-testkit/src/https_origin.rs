@@ -123,7 +123,7 @@ impl Origin {
         let st = state.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
+                let Some(stream) = super::accept_until_stopped(&listener, &st).await else {
                     return;
                 };
                 let (st, acceptor) = (st.clone(), acceptor.clone());
@@ -133,10 +133,11 @@ impl Origin {
                     };
                     let sni = stream.get_ref().1.server_name().map(str::to_owned);
                     st.server_names.lock().unwrap().push(sni);
-                    let svc = service_fn(move |req| answer(st.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    let for_svc = st.clone();
+                    let svc = service_fn(move |req| answer(for_svc.clone(), req));
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc);
+                    super::until_stopped(&st, conn).await;
                 });
             }
         });

@@ -124,6 +124,8 @@ pub struct OriginState {
     seen: Mutex<Vec<Seen>>,
     /// The SNI names of the TLS connections an https origin accepted.
     server_names: Mutex<Vec<Option<String>>>,
+    /// Turns true when the origin is stopped (see [`Origin::stop`]).
+    stopped: tokio::sync::watch::Sender<bool>,
 }
 
 /// A scripted origin on 127.0.0.1.
@@ -144,19 +146,26 @@ impl Origin {
         let st = state.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
+                let Some(stream) = accept_until_stopped(&listener, &st).await else {
                     return;
                 };
                 let st = st.clone();
                 tokio::spawn(async move {
-                    let svc = service_fn(move |req| answer(st.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                    let for_svc = st.clone();
+                    let svc = service_fn(move |req| answer(for_svc.clone(), req));
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc);
+                    until_stopped(&st, conn).await;
                 });
             }
         });
         Origin { addr, state }
+    }
+
+    /// Stops it as a killed process would: the listener closes (connections are
+    /// refused) and every open connection is dropped mid-exchange.
+    pub fn stop(&self) {
+        self.state.stopped.send_replace(true);
     }
 
     /// Scripts `path` (path and query, as the origin receives it).
@@ -197,6 +206,31 @@ impl Origin {
 }
 
 type OriginBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+/// The next connection, or `None` once the origin is stopped (the listener is then
+/// dropped by the caller's return).
+async fn accept_until_stopped(
+    listener: &TcpListener,
+    st: &OriginState,
+) -> Option<tokio::net::TcpStream> {
+    let mut stopped = st.stopped.subscribe();
+    if *stopped.borrow() {
+        return None;
+    }
+    tokio::select! {
+        a = listener.accept() => a.ok().map(|(s, _)| s),
+        _ = stopped.wait_for(|s| *s) => None,
+    }
+}
+
+/// Runs `conn` until it ends or the origin is stopped (then drops it).
+async fn until_stopped(st: &OriginState, conn: impl std::future::Future) {
+    let mut stopped = st.stopped.subscribe();
+    tokio::select! {
+        _ = conn => {}
+        _ = stopped.wait_for(|s| *s) => {}
+    }
+}
 
 async fn answer(
     st: Arc<OriginState>,

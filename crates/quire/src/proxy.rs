@@ -31,7 +31,9 @@ pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
         None => Config::default(),
     };
     if let Some(o) = &args.origin {
+        // The flag names the one origin: it replaces the file's `[[origins]]` too.
         cfg.origin = Some(o.clone());
+        cfg.origins.clear();
     }
     apply_flags(
         &mut cfg,
@@ -116,7 +118,7 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
         eprintln!(
             "quire: proxying {}://{addr} -> {} (cache {}, {} workers)",
             if ctx.tls.is_some() { "https" } else { "http" },
-            ctx.peek().cfg.origin.as_deref().unwrap_or("?"),
+            quire_server::origins::describe(&ctx.peek().cfg),
             ctx.peek().cfg.cache.path.display(),
             workers
         );
@@ -264,6 +266,49 @@ pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_origins_parse_and_the_origin_flag_replaces_them() {
+        let text = r#"
+            [[origins]]
+            url = "http://10.0.0.1:8080"
+            weight = 3
+            health_path = "/healthz"
+            health_interval = "2s"
+            [[origins]]
+            url = "http://10.0.0.2:8080"
+            [[origins]]
+            url = "https://api.internal"
+            hosts = ["api.example.com"]
+            path_prefix = "/v1"
+            max_connections = 64
+            "#;
+        let cfg = parse_config(text).unwrap();
+        assert_eq!(cfg.origins.len(), 3);
+        assert_eq!(cfg.origins[0].weight, 3);
+        assert_eq!(cfg.origins[0].health_interval.0.as_secs(), 2);
+        assert_eq!(cfg.origins[2].max_connections, Some(64));
+        cfg.validate().unwrap();
+        assert_eq!(quire_server::origins::describe(&cfg), "3 origins");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quire.toml");
+        std::fs::write(&path, text).unwrap();
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "quire",
+            "proxy",
+            "--config",
+            path.to_str().unwrap(),
+            "--origin",
+            "http://127.0.0.1:9000",
+        ])
+        .unwrap();
+        let crate::cli::Command::Proxy(args) = cli.command else {
+            panic!("not proxy")
+        };
+        let cfg = config_from(&args).unwrap();
+        assert!(cfg.origins.is_empty());
+        cfg.validate().unwrap();
+    }
 
     #[test]
     fn a_full_config_parses() {

@@ -428,10 +428,8 @@ impl Drop for Inheritable<'_> {
 /// TLS, the admin token, the trusted proxies, the access log's file. (Only the
 /// volume is left to fail.)
 pub(crate) fn check_proxy(cfg: &Config) -> anyhow::Result<()> {
-    use quire_server::origin::{Origin, OriginOptions};
     check_common(cfg)?;
-    let origin = cfg.origin.as_deref().ok_or(StartError::NoOrigin)?;
-    Origin::new(origin, &OriginOptions::from_config(cfg))?;
+    quire_server::origins::check(cfg)?;
     Ok(())
 }
 
