@@ -233,16 +233,20 @@ impl TlsWarnings {
 }
 
 /// Why one request to one origin failed (see [`Origin::exchange`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum SendError {
     /// No connection: refused, unreachable, connect timeout, TLS handshake. The
     /// request was not sent, so another origin may take it.
+    #[error("{0}")]
     Connect(String),
     /// Every connection slot stayed taken (see [`slots`]); not sent either.
+    #[error("origin busy: every connection slot stayed in use")]
     Busy,
     /// No response head within the read timeout.
+    #[error("origin timed out")]
     Timeout,
     /// Sent, and failed: a reset, a malformed response.
+    #[error("{0}")]
     Failed(String),
 }
 

@@ -167,6 +167,27 @@ async fn a_post_is_never_sent_to_a_second_origin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_that_times_out_is_answered_by_the_next_origin() {
+    let (a, b) = (Origin::start().await, Origin::start().await);
+    a.route("/g", Route::ok("late", &[]).delay(Duration::from_secs(3)));
+    b.route(
+        "/g",
+        Route::ok("from b", &[("cache-control", "max-age=60")]),
+    );
+    let (ua, ub) = (a.url(), b.url());
+    let q = Quire::start(&a, |c| {
+        use_origins(c, vec![entry(&ua, |_| {}), entry(&ub, |_| {})]);
+    })
+    .await;
+    let r = get(&q, "/g", &[]).await;
+    assert_eq!((r.status, &r.body[..]), (200, &b"from b"[..]));
+    assert_eq!((a.hits("/g"), b.hits("/g")), (1, 1));
+    settle(&q).await;
+    assert_eq!(get(&q, "/g", &[]).await.body, "from b", "and it was stored");
+    assert_eq!(b.hits("/g"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_active_check_marks_an_origin_down_and_back_up() {
     let (a, b) = (Origin::start().await, Origin::start().await);
     for o in [&a, &b] {

@@ -8,13 +8,15 @@
 //! - **One origin per URL.** Entries naming the same URL (one server in two pools)
 //!   share its connections, its limit and its health, so their health settings
 //!   must agree; weights, `hosts` and `path_prefix` are per entry.
-//! - **A request the chosen origin never received goes to the next** in its pool
-//!   (see [`route`] for the order): a refused or timed-out connection, a failed TLS
-//!   handshake, no connection slot free. Only when its body is empty — a fill, a
-//!   GET or HEAD passed through — since a streamed body cannot be sent twice. A
-//!   request that reached an origin is never sent again, even if it then failed or
-//!   timed out: the origin may have acted on it (nginx's `proxy_next_upstream`
-//!   default retries timeouts too, and so sends a slow POST twice).
+//! - **A request goes to the next origin of its pool** (see [`route`] for the
+//!   order) when the one tried never received it — a refused or timed-out
+//!   connection, a failed TLS handshake, no connection slot free — or when it is a
+//!   safe method (GET, HEAD, OPTIONS) that failed or timed out there: sending a
+//!   GET twice changes nothing (RFC 9110 §9.2.1), and a fill then finds its page on
+//!   a working origin instead of answering 502 or 504. Only a request whose body
+//!   is empty is sent again (a streamed body cannot be replayed), and a POST or
+//!   any other unsafe method that reached an origin is never sent again, even if
+//!   it then timed out: the origin may have acted on it.
 //! - **Origins marked down are skipped** (see [`health`]); when every origin of the
 //!   pool is down the request fails at once, without a connection attempt, and the
 //!   fill path answers from a stale copy where `stale-if-error` allows, else 502.
@@ -236,13 +238,13 @@ impl Shared {
                     return Ok(resp);
                 }
                 Err(e) => {
-                    let (unsent, busy) = (e.unsent(), matches!(e, SendError::Busy));
-                    let e = OriginError::from(e);
-                    if !busy {
+                    let again = spare.as_ref().is_some_and(|s| s.may_resend(&e));
+                    if !matches!(e, SendError::Busy) {
                         // Busy is quire's own limit, not the origin failing.
                         member.health.request_failed(&e.to_string());
                     }
-                    if !unsent || spare.is_none() {
+                    let e = OriginError::from(e);
+                    if !again {
                         return Err(e);
                     }
                     self.retries.fetch_add(1, Ordering::Relaxed);
@@ -363,6 +365,17 @@ impl Spare {
             version: req.version(),
             headers: req.headers().clone(),
         })
+    }
+
+    /// Whether a request with this head may go to the next origin after `e`: when
+    /// the first never received it, or when it is safe (GET, HEAD, OPTIONS: RFC 9110
+    /// §9.2.1 — sending it twice changes nothing on the origin).
+    fn may_resend(&self, e: &SendError) -> bool {
+        let safe = matches!(
+            self.method,
+            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+        );
+        e.unsent() || safe
     }
 
     fn request(&self) -> Request<OutBody> {
