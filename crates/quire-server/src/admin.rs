@@ -13,44 +13,30 @@ use std::sync::Arc;
 
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness;
 use quire_http::key::{self, MethodClass};
 use quire_http::status::CacheStatus;
 use quire_store::{Engine, EntryRef};
-use serde::Deserialize;
 
 use crate::body::Body;
 use crate::hit;
 use crate::metrics::Outcome;
 use crate::object::{self, Record};
 use crate::origin::OutBody;
-use crate::purge::{self, Target};
 use crate::reply::plain;
 use crate::state::Ctx;
 
-/// Largest `POST /_quire/purge` body.
-pub const PURGE_BODY_BYTES_MAX: usize = 1 << 20;
+pub use crate::purge_api::PURGE_BODY_BYTES_MAX;
 
 /// The path prefix of the admin API.
 pub const PREFIX: &str = "/_quire/";
-
-/// `POST /_quire/purge` body.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct PurgeRequest {
-    urls: Vec<String>,
-    prefixes: Vec<String>,
-    tags: Vec<String>,
-    soft: bool,
-}
 
 fn admin_status() -> CacheStatus {
     CacheStatus::default().with_detail("admin")
 }
 
-fn json(code: StatusCode, v: &serde_json::Value) -> Response<Body> {
+pub(crate) fn json(code: StatusCode, v: &serde_json::Value) -> Response<Body> {
     let mut r = Response::new(Body::full(format!("{v:#}\n")));
     *r.status_mut() = code;
     r.headers_mut().insert(
@@ -64,7 +50,7 @@ fn json(code: StatusCode, v: &serde_json::Value) -> Response<Body> {
     r
 }
 
-fn error(code: StatusCode, msg: &str) -> Response<Body> {
+pub(crate) fn error(code: StatusCode, msg: &str) -> Response<Body> {
     json(code, &serde_json::json!({ "error": msg }))
 }
 
@@ -78,7 +64,7 @@ fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
 }
 
 /// `None` when authorised, else the response to send.
-fn authorise(ctx: &Ctx, req: &Request<OutBody>) -> Option<Response<Body>> {
+pub(crate) fn authorise(ctx: &Ctx, req: &Request<OutBody>) -> Option<Response<Body>> {
     let policy = ctx.peek();
     let Some(expected) = policy.admin_token.as_deref() else {
         return Some(error(
@@ -128,6 +114,9 @@ pub async fn handle(
                 .render(&ctx.store.stats(), ctx.started.elapsed());
             fill_path_metrics(ctx, &mut text);
             ctx.origin.metrics(&mut text);
+            if let Some(bus) = ctx.bus() {
+                bus.metrics(&mut text);
+            }
             if let Some(tls) = &ctx.tls {
                 tls.write_metrics(&mut text);
             }
@@ -144,7 +133,7 @@ pub async fn handle(
             );
             r
         }
-        (Method::POST, "/_quire/purge") => purge_post(ctx, req).await,
+        (Method::POST, "/_quire/purge") => crate::purge_api::post(ctx, req).await,
         (Method::GET, "/_quire/explain") => explain(ctx, req.uri().query().unwrap_or("")),
         (_, "/_quire/metrics" | "/_quire/purge" | "/_quire/explain") => {
             error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
@@ -168,109 +157,6 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
             log_overruns: ctx.invalidations.overruns(),
         },
     );
-}
-
-/// `PURGE <url>`: hard-purges the request's URL (soft with `Quire-Soft-Purge: 1`).
-pub fn purge_method(ctx: &Arc<Ctx>, req: &Request<OutBody>) -> (Response<Body>, Outcome) {
-    if let Some(denied) = authorise(ctx, req) {
-        return (denied, Outcome::Admin);
-    }
-    let url = match key::normalize(
-        "http",
-        req.headers().get(header::HOST),
-        req.uri(),
-        &ctx.peek().keys,
-    ) {
-        Ok(u) => u,
-        Err(e) => {
-            return (
-                error(StatusCode::BAD_REQUEST, &e.to_string()),
-                Outcome::Admin,
-            )
-        }
-    };
-    let soft = req
-        .headers()
-        .get("quire-soft-purge")
-        .is_some_and(|v| v.as_bytes() == b"1");
-    let n = purge::run(ctx, &[Target::Url(url.clone())], soft);
-    (
-        json(
-            StatusCode::OK,
-            &serde_json::json!({ "purged": n, "soft": soft, "url": url.as_str() }),
-        ),
-        Outcome::Admin,
-    )
-}
-
-async fn purge_post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
-    let body = match Limited::new(req.into_body(), PURGE_BODY_BYTES_MAX)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "purge body over 1 MiB or unreadable",
-            )
-        }
-    };
-    let pr: PurgeRequest = match serde_json::from_slice(&body) {
-        Ok(p) => p,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid purge request: {e}"),
-            )
-        }
-    };
-    let mut targets = Vec::new();
-    for u in &pr.urls {
-        match key::normalize_absolute(u, &ctx.peek().keys) {
-            Ok(n) => targets.push(Target::Url(n)),
-            Err(e) => return error(StatusCode::BAD_REQUEST, &format!("url {u:?}: {e}")),
-        }
-    }
-    let mut dirs = Vec::new();
-    for p in &pr.prefixes {
-        match key::normalize_absolute(p, &ctx.peek().keys)
-            .ok()
-            .and_then(|n| object::prefix_directory(n.as_str()))
-        {
-            Some(d) => {
-                dirs.push(d.clone());
-                targets.push(Target::Directory(d));
-            }
-            None => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("prefix {p:?}: not an absolute http(s) URL"),
-                )
-            }
-        }
-    }
-    for t in &pr.tags {
-        if t.is_empty() || t.len() > 256 {
-            return error(StatusCode::BAD_REQUEST, "tags must be 1 to 256 bytes");
-        }
-        targets.push(Target::Key(t.clone()));
-    }
-    let ctx2 = ctx.clone();
-    let soft = pr.soft;
-    let n = tokio::task::spawn_blocking(move || purge::run(&ctx2, &targets, soft))
-        .await
-        .unwrap_or(0);
-    json(
-        StatusCode::OK,
-        &serde_json::json!({
-            "purged": n,
-            "soft": soft,
-            "urls": pr.urls.len(),
-            "directories": dirs,
-            "tags": pr.tags.len(),
-        }),
-    )
 }
 
 /// `GET /_quire/explain?url=...`: what the cache holds for a URL and why.

@@ -87,6 +87,9 @@ pub struct Config {
     pub log: crate::access_log::LogSection,
     /// Per-client request rates.
     pub rate_limit: crate::rate_limit::RateLimitSection,
+    /// Several nodes sharing invalidations and filling from each other (off when
+    /// absent).
+    pub cluster: Option<crate::bus::ClusterSection>,
 }
 
 impl Default for Config {
@@ -113,6 +116,7 @@ impl Default for Config {
             listen_http: None,
             log: crate::access_log::LogSection::default(),
             rate_limit: crate::rate_limit::RateLimitSection::default(),
+            cluster: None,
         }
     }
 }
@@ -625,6 +629,9 @@ impl Config {
             crate::origin::Origin::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
         crate::origins::validate(self).map_err(ConfigError)?;
+        if let Some(c) = &self.cluster {
+            c.validate().map_err(ConfigError)?;
+        }
         if self
             .origin_ca_file
             .as_ref()

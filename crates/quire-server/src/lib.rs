@@ -23,7 +23,8 @@
 //! - [`service`]: one request start to finish. [`lookup`] finds what the store holds
 //!   for it (the fast path calls the same lookup); [`hit`] serves it; an
 //!   [`exchange`] takes it to the origin ([`pass`], or a fill); [`reply`] writes
-//!   quire's own small answers; [`admin`] and [`purge`] are the operator's.
+//!   quire's own small answers; [`admin`], [`purge_api`] and [`purge`] are the
+//!   operator's; [`bus`] is where a cluster's shared invalidation log plugs in.
 //! - [`fastpath`]: fresh HTTP/1.1 hits answered off the socket without hyper, and
 //!   the service's answers written by [`h1`] on the same connection.
 //! - [`clock`]: the wall clock freshness is decided by (tests move it).
@@ -45,6 +46,7 @@
 pub mod access_log;
 pub mod admin;
 mod body;
+pub mod bus;
 pub mod client;
 pub mod clock;
 mod commit;
@@ -74,6 +76,7 @@ pub mod origins;
 mod pass;
 pub mod policy;
 pub mod purge;
+pub mod purge_api;
 mod put;
 pub mod rate_limit;
 mod recompress;

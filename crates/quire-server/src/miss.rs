@@ -144,6 +144,12 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
             }
         };
         *req.headers_mut() = headers;
+        req.extensions_mut().insert(crate::upstream::FillMark {
+            key_hash: quire_http::key::key_hash(&spec.primary_key),
+            from_peer: spec
+                .client_headers
+                .contains_key(crate::upstream::PEER_HEADER),
+        });
         let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
         let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {

@@ -260,8 +260,18 @@ fn invalidate(ctx: &Ctx, url: &NormalizedUrl, resp_headers: &http::HeaderMap) {
             }
         }
     }
-    let targets: Vec<_> = targets.into_iter().map(purge::Target::Url).collect();
+    let targets: Vec<_> = targets
+        .into_iter()
+        .map(|t| purge::Target::Url(t.as_str().to_owned()))
+        .collect();
     purge::invalidate(ctx, &targets);
+    if let Some(bus) = ctx.bus() {
+        bus.publish_later(crate::bus::Invalidation {
+            targets,
+            soft: false,
+            implicit: true,
+        });
+    }
 }
 
 /// Resolves a `Location`-style reference against the request URL (RFC 3986 §5.2,

@@ -167,6 +167,7 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("workers", old.workers != new.workers),
         ("origin", old.origin != new.origin),
         ("origins", old.origins != new.origins),
+        ("cluster", old.cluster != new.cluster),
         ("origin_ca_file", old.origin_ca_file != new.origin_ca_file),
         (
             "origin_insecure_skip_verify",

@@ -23,7 +23,6 @@
 
 use std::time::SystemTime;
 
-use quire_http::key::NormalizedUrl;
 use quire_store::{Engine, EntryRef};
 
 use crate::invalidate::{TagKind, Verdict};
@@ -33,10 +32,11 @@ use crate::put::{self, make_stale};
 use crate::state::Ctx;
 
 /// What to purge.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// Every variant of one URL.
-    Url(NormalizedUrl),
+    /// Every variant of one URL, normalised (a [`NormalizedUrl`](quire_http::key::NormalizedUrl)'s text: the form
+    /// keys and tags are made of, so it crosses a cluster's bus unchanged).
+    Url(String),
     /// Everything under a directory (`scheme://host/dir/`).
     Directory(String),
     /// Everything carrying a surrogate key.
@@ -48,9 +48,7 @@ impl Target {
     /// twin's under the other scheme.
     fn tags(&self) -> Vec<String> {
         match self {
-            Target::Url(u) => both_schemes(u.as_str())
-                .map(|u| object::url_tag(&u))
-                .collect(),
+            Target::Url(u) => both_schemes(u).map(|u| object::url_tag(&u)).collect(),
             Target::Directory(d) => both_schemes(d).map(|d| object::dir_tag(&d)).collect(),
             Target::Key(k) => vec![object::key_tag(k)],
         }

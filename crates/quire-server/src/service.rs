@@ -102,7 +102,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
     if req.method().as_str() == "PURGE" {
-        return admin::purge_method(ctx, &req);
+        return Box::pin(crate::purge_api::method(ctx, req)).await;
     }
     let scheme = peer.scheme(req.headers(), &policy.trusted_proxies);
     let url = match key::normalize(

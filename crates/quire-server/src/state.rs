@@ -58,6 +58,9 @@ pub struct Ctx {
     /// Where fills and passed requests go: the origin client, or the renderer of
     /// `quire serve`.
     pub origin: Arc<dyn Upstream>,
+    /// A cluster's shared invalidation log, once one is attached (see
+    /// [`crate::bus`]); never set without `[cluster]`.
+    bus: std::sync::OnceLock<Arc<dyn crate::bus::Bus>>,
     /// Fills in flight.
     pub fills: Fills,
     /// Decoded records, by content.
@@ -168,11 +171,22 @@ impl Ctx {
             tls,
             store,
             origin,
+            bus: std::sync::OnceLock::new(),
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::rate_limit::Limiter::default(),
             tunnels,
         }))
+    }
+
+    /// Attaches a cluster's invalidation bus; `false` if one was attached already.
+    pub fn attach_bus(&self, bus: Arc<dyn crate::bus::Bus>) -> bool {
+        self.bus.set(bus).is_ok()
+    }
+
+    /// The cluster's invalidation bus, if one is attached.
+    pub fn bus(&self) -> Option<&Arc<dyn crate::bus::Bus>> {
+        self.bus.get()
     }
 
     /// The policy now: what a request reads once and keeps (a lock-free load).

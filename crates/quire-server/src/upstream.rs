@@ -29,6 +29,21 @@ use quire_http::key::NormalizedUrl;
 
 use crate::origin::{Origin, OriginError, OutBody};
 
+/// The request field a cluster node sends when it fills from the key's owner (see
+/// `quire-cluster`): the owner then fills from the origin itself, never from
+/// another peer, so a request never loops between nodes.
+pub const PEER_HEADER: &str = "quire-peer";
+
+/// An extension on every request the fill path sends upstream (never on a pass):
+/// which key it fills, and whether a peer asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillMark {
+    /// The hash of the fill's primary key (`quire_http::key::key_hash`).
+    pub key_hash: u64,
+    /// The client request carried [`PEER_HEADER`].
+    pub from_peer: bool,
+}
+
 /// Errors a response body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

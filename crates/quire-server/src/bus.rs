@@ -1,0 +1,179 @@
+//! The hook through which several quire nodes share invalidations: the [`Bus`]
+//! trait, which `quire-cluster` implements on Redis Streams, and what the server
+//! does with it.
+//!
+//! Without `[cluster]` there is no bus and nothing here runs: a purge is applied
+//! where it was received, as it always was.
+//!
+//! With a bus:
+//! - **A purge is appended to the shared log before anything is purged**, and
+//!   answered only after the log accepted it; the node then applies it at once,
+//!   before it answers, so no request it answers after the purge sees the old
+//!   bytes. Every other node applies it when it reads it from the log. With
+//!   `wait=all`, the answer waits until every live node says it applied it.
+//! - **A bus that cannot take the entry fails the purge with 503** and nothing is
+//!   purged anywhere: an operator never gets a silent purge of one node.
+//! - **An unsafe method's invalidation is applied here at once and handed to the
+//!   bus to append** ([`Bus::publish_later`]): the origin has already acted on the
+//!   request, so it cannot be refused; a bus that is down keeps it until it is back.
+//! - Purges commute: removing or marking stale what a tag names gives the same
+//!   store whichever order two purges are applied in, and applying one twice only
+//!   costs a refill or a revalidation. So a node applying its own purge ahead of
+//!   the log's order, or applying it again when it reads it back, never serves what
+//!   a purge removed.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::purge::Target;
+
+/// One invalidation, as it crosses the bus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalidation {
+    /// What it names.
+    pub targets: Vec<Target>,
+    /// Mark stale instead of removing.
+    pub soft: bool,
+    /// An unsafe method's invalidation (RFC 9111 §4.4), not an operator's purge:
+    /// applied quietly (no log line, not counted as a purge).
+    pub implicit: bool,
+}
+
+/// Where the log put an invalidation (its entry id there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// The entry's id in the log.
+    pub id: String,
+}
+
+/// Whether one node has applied an entry, for `wait=all`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeAck {
+    /// The node's name.
+    pub node: String,
+    /// Whether it applied the entry before the wait ended.
+    pub applied: bool,
+}
+
+/// What [`Bus::publish`] returns.
+pub type PublishFuture<'a> = Pin<Box<dyn Future<Output = Result<Receipt, String>> + Send + 'a>>;
+
+/// What [`Bus::wait_all`] returns.
+pub type WaitFuture<'a> = Pin<Box<dyn Future<Output = Vec<NodeAck>> + Send + 'a>>;
+
+/// A shared, ordered log of invalidations that every node applies.
+pub trait Bus: Send + Sync + fmt::Debug + 'static {
+    /// Appends `inv`; resolves once the log holds it, or fails saying why (the bus
+    /// is down, the log refused it).
+    fn publish(&self, inv: &Invalidation) -> PublishFuture<'_>;
+
+    /// Resolves when every live node has applied the entry of `receipt`, or after
+    /// `timeout`, with each node's status.
+    fn wait_all(&self, receipt: &Receipt, timeout: Duration) -> WaitFuture<'_>;
+
+    /// Appends `inv` in the background, keeping it until the log takes it.
+    fn publish_later(&self, inv: Invalidation);
+
+    /// Appends the bus's own Prometheus families to `/_quire/metrics`.
+    fn metrics(&self, out: &mut String);
+}
+
+/// Applies `inv` to this node's store: what a node does with an entry it read
+/// from the log, and what the receiving node does at once. Returns the entries
+/// touched.
+pub fn apply(ctx: &crate::state::Ctx, inv: &Invalidation) -> u64 {
+    if inv.implicit {
+        crate::purge::invalidate(ctx, &inv.targets);
+        0
+    } else {
+        crate::purge::run(ctx, &inv.targets, inv.soft)
+    }
+}
+
+/// The `[cluster]` section: this node, its peers and the bus. Only read by
+/// `quire-cluster`; a configuration without it runs no cluster code.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The Redis (or Valkey) server holding the log: `redis://host:port[/db]`.
+    pub redis: String,
+    /// This node's name, unique in the cluster.
+    pub node: String,
+    /// Every node by name (this one included) and the URL its listener answers on;
+    /// fills go to a key's owner among them. Empty: no peer fill.
+    #[serde(default)]
+    pub peers: std::collections::BTreeMap<String, String>,
+    /// The stream's key.
+    #[serde(default = "default_stream")]
+    pub stream: String,
+    /// About how many entries the stream keeps (`XADD MAXLEN ~`).
+    #[serde(default = "default_stream_max")]
+    pub stream_max: u64,
+    /// Longest a fill waits for the key's owner before it asks the origin itself.
+    #[serde(default = "default_peer_timeout")]
+    pub peer_timeout: crate::config::Secs,
+}
+
+fn default_stream() -> String {
+    "quire:invalidations".into()
+}
+
+fn default_stream_max() -> u64 {
+    100_000
+}
+
+fn default_peer_timeout() -> crate::config::Secs {
+    crate::config::Secs(Duration::from_millis(200))
+}
+
+impl ClusterSection {
+    /// A section for `node` on `redis` with every default.
+    pub fn new(redis: &str, node: &str) -> ClusterSection {
+        ClusterSection {
+            redis: redis.into(),
+            node: node.into(),
+            peers: std::collections::BTreeMap::new(),
+            stream: default_stream(),
+            stream_max: default_stream_max(),
+            peer_timeout: default_peer_timeout(),
+        }
+    }
+
+    /// Checks the section alone.
+    pub fn validate(&self) -> Result<(), String> {
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && n.len() <= 64
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        if !name_ok(&self.node) {
+            return Err("cluster.node must be 1-64 letters, digits, `-` or `_`".into());
+        }
+        let schemes = ["redis://", "rediss://", "unix://", "valkey://"];
+        if !schemes.iter().any(|s| self.redis.starts_with(s)) {
+            return Err("cluster.redis must be a redis:// (or rediss://, unix://) URL".into());
+        }
+        if self.stream.is_empty() || self.stream_max < 1000 {
+            return Err("cluster.stream must be named and cluster.stream_max at least 1000".into());
+        }
+        if self.peer_timeout.0.is_zero() {
+            return Err("cluster.peer_timeout must be above 0".into());
+        }
+        for (name, url) in &self.peers {
+            if !name_ok(name) {
+                return Err(format!("cluster.peers: `{name}` is not a node name"));
+            }
+            crate::origin::Origin::parse(url).map_err(|e| format!("cluster.peers.{name}: {e}"))?;
+        }
+        if !self.peers.is_empty() && !self.peers.contains_key(&self.node) {
+            return Err(format!(
+                "cluster.peers must list this node (`{}`) too, with its own URL",
+                self.node
+            ));
+        }
+        Ok(())
+    }
+}
