@@ -488,6 +488,18 @@ pub struct TimingFlags {
 }
 
 impl StoredTiming {
+    /// When the response was received.
+    pub fn received(&self) -> SystemTime {
+        self.response_time
+    }
+
+    /// This timing with no freshness left: every reuse then needs a revalidation
+    /// (a soft purge of everything received before some instant).
+    pub fn expired(mut self) -> StoredTiming {
+        self.freshness_lifetime = Some(Duration::ZERO);
+        self
+    }
+
     /// Timing of a response received at `response_time` for a request sent at
     /// `request_time`. `cc` is the response's effective directives
     /// ([`CacheControl::for_response`]).

@@ -533,7 +533,7 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     let look = crate::lookup::lookup(ctx, class, &url, headers);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
-    if freshness::reuse(prepared.timing(), &req_cc, &policy.reuse, now) != Decision::Fresh {
+    if freshness::reuse(&ctx.timing_of(&prepared), &req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;
     }
     let status = crate::lookup::keyed(ctx, &url, CacheStatus::hit());

@@ -172,7 +172,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
         let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
         return Box::pin(x.fill(look, status, None, None)).await;
     };
-    match freshness::reuse(rec.timing(), &req_cc, &x.policy.reuse, x.now) {
+    match freshness::reuse(&x.ctx.timing_of(&rec), &req_cc, &x.policy.reuse, x.now) {
         Decision::MustRevalidate { stale_if_error } => {
             drop(entry);
             if req_cc.only_if_cached {

@@ -61,6 +61,10 @@ pub struct Ctx {
     /// A cluster's shared invalidation log, once one is attached (see
     /// [`crate::bus`]); never set without `[cluster]`.
     bus: std::sync::OnceLock<Arc<dyn crate::bus::Bus>>,
+    /// Unix milliseconds before which every stored response counts as stale (0:
+    /// none): a soft purge of everything at the cost of one atomic load per hit,
+    /// set by a cluster node that cannot know what it missed (see `quire-cluster`).
+    stale_before_ms: std::sync::atomic::AtomicU64,
     /// Fills in flight.
     pub fills: Fills,
     /// Decoded records, by content.
@@ -172,6 +176,7 @@ impl Ctx {
             store,
             origin,
             bus: std::sync::OnceLock::new(),
+            stale_before_ms: std::sync::atomic::AtomicU64::new(0),
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::rate_limit::Limiter::default(),
@@ -187,6 +192,40 @@ impl Ctx {
     /// The cluster's invalidation bus, if one is attached.
     pub fn bus(&self) -> Option<&Arc<dyn crate::bus::Bus>> {
         self.bus.get()
+    }
+
+    /// Makes every response received before `t` stale: each is revalidated on its
+    /// next use (its body stays). Never moves back.
+    pub fn stale_everything_before(&self, t: std::time::SystemTime) {
+        let ms = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.stale_before_ms
+            .fetch_max(ms, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// The instant set by [`Ctx::stale_everything_before`], if any.
+    pub fn stale_before(&self) -> Option<std::time::SystemTime> {
+        match self
+            .stale_before_ms
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            0 => None,
+            ms => Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)),
+        }
+    }
+
+    /// `p`'s timing as reuse decisions must read it: expired when it was received
+    /// before [`Ctx::stale_before`].
+    pub(crate) fn timing_of(
+        &self,
+        p: &crate::hit::Prepared,
+    ) -> quire_http::freshness::StoredTiming {
+        let t = *p.timing();
+        match self.stale_before() {
+            Some(before) if t.received() < before => t.expired(),
+            _ => t,
+        }
     }
 
     /// The policy now: what a request reads once and keeps (a lock-free load).

@@ -845,3 +845,28 @@ async fn a_304_naming_another_etag_refreshes_nothing_and_the_fill_asks_again() {
         "asked again without validators"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_received_before_an_instant_is_revalidated_once() {
+    // What a cluster node does when it cannot know which purges it missed.
+    let o = Origin::start().await;
+    o.route(
+        "/v",
+        Route::ok(page(300), &[("cache-control", "max-age=3600")]).etag("\"v1\""),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    get(&q, "/v", &[]).await;
+    settle(&q).await;
+    assert!(get(&q, "/v", &[]).await.cache_status().contains("hit"));
+    assert_eq!(o.hits("/v"), 1);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    q.ctx.stale_everything_before(q.ctx.clock.now());
+    let r = get(&q, "/v", &[]).await;
+    assert_eq!(r.body, page(300), "the body stays");
+    assert_eq!(o.hits("/v"), 2, "revalidated");
+    let seen = o.seen("/v");
+    assert_eq!(seen[1].headers["if-none-match"], "\"v1\"");
+    settle(&q).await;
+    assert!(get(&q, "/v", &[]).await.cache_status().contains("hit"), "once");
+    assert_eq!(o.hits("/v"), 2);
+}
