@@ -1,0 +1,126 @@
+//! `quire-cluster`: several quire nodes as one cache — a shared, ordered, durable
+//! invalidation log on Redis (or Valkey) Streams that every node applies, and
+//! peer fill by rendezvous hashing so the origin sees about one fetch per object.
+//!
+//! Nothing here runs without `[cluster]` in the configuration: a single node pays
+//! nothing for it.
+//!
+//! - [`bus`]: appending to the log, `wait=all`, heartbeats, the queue of unsafe
+//!   methods' invalidations while Redis is down ([`bus::RedisBus`] is the server's
+//!   `quire_server::bus::Bus`).
+//! - `reader`: applying the log in order, from the saved position; gaps.
+//! - [`position`]: the last entry applied, saved beside the volume.
+//! - [`wire`]: an invalidation as a stream entry's fields.
+//! - [`peer`]: filling from the key's owner ([`peer::PeerFill`], an upstream).
+//! - [`stream_id`]: stream entry ids.
+//!
+//! Why Redis Streams and not pub/sub: a stream is a log. An entry appended stays
+//! (up to `stream_max`), so a node that was down or disconnected reads what it
+//! missed from its saved position instead of losing it, and entries come back in
+//! one order for every node. Pub/sub delivers only to whoever listens at that
+//! moment, which is how purges get lost in the clusters this replaces.
+
+pub mod bus;
+pub mod peer;
+pub mod position;
+mod reader;
+pub mod stream_id;
+pub mod wire;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quire_server::bus::ClusterSection;
+use quire_server::Ctx;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+pub use peer::PeerFill;
+
+/// Why the cluster could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The Redis URL does not parse.
+    #[error("cluster.redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A peer's URL or the peer client cannot be used.
+    #[error("cluster.peers: {0}")]
+    Peer(#[from] quire_server::origin::OriginSetupError),
+    /// The section is invalid.
+    #[error("cluster: {0}")]
+    Config(String),
+}
+
+/// A running cluster membership: the bus attached to the server, the reader and
+/// the heartbeat running until [`Cluster::stop`] (or the runtime's end).
+#[derive(Debug)]
+pub struct Cluster {
+    /// The bus (also attached to the server).
+    pub bus: Arc<bus::RedisBus>,
+    stop: tokio::sync::watch::Sender<bool>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+/// Longest a starting node waits to apply what it missed before it serves.
+pub const CATCH_UP_WAIT: Duration = Duration::from_secs(5);
+
+/// A connection manager for `url` whose calls fail after `timeout` (a Redis that
+/// is down fails a purge quickly; it connects lazily and reconnects on use).
+fn manager(url: &str, timeout: Duration) -> Result<ConnectionManager, redis::RedisError> {
+    let client = redis::Client::open(url)?;
+    let cfg = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    ConnectionManager::new_lazy_with_config(client, cfg)
+}
+
+impl Cluster {
+    /// Joins the cluster `section` describes with the server `ctx`, whose volume is
+    /// at `volume`: attaches the bus, applies what the log holds past the saved
+    /// position (for at most [`CATCH_UP_WAIT`]; past it, everything held is
+    /// revalidated once), then leaves the reader and the heartbeat running. Call it
+    /// before the server takes requests, inside a tokio runtime.
+    pub async fn start(
+        ctx: &Arc<Ctx>,
+        section: &ClusterSection,
+        volume: &Path,
+    ) -> Result<Cluster, ClusterError> {
+        section.validate().map_err(ClusterError::Config)?;
+        let conn = manager(&section.redis, Duration::from_secs(1))?;
+        let bus = Arc::new(bus::RedisBus::new(
+            &section.node,
+            &section.stream,
+            section.stream_max,
+            conn,
+        ));
+        if !ctx.attach_bus(bus.clone()) {
+            return Err(ClusterError::Config(
+                "a bus is attached to this server already".into(),
+            ));
+        }
+        let path = position::path_for(volume);
+        let mut reader = reader::Reader {
+            bus: bus.clone(),
+            ctx: ctx.clone(),
+            pos: position::load(&path),
+            path,
+            conn: manager(&section.redis, reader::BLOCK + Duration::from_secs(2))?,
+            connected: false,
+        };
+        reader.catch_up(CATCH_UP_WAIT).await;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let reader = tokio::spawn(reader.run(stopped));
+        bus::spawn_background(&bus);
+        Ok(Cluster { bus, stop, reader })
+    }
+
+    /// Stops the reader at its next wait and waits for it: the server's state is
+    /// then no longer held by the cluster. A batch cut short is not saved as
+    /// applied, so it is applied again on the next start.
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        let _ = self.reader.await;
+    }
+}

@@ -1,0 +1,230 @@
+//! Peer fill: on a miss, ask the key's owner before the origin, so the origin sees
+//! about one fetch per object for the whole cluster.
+//!
+//! Key decisions:
+//! - **The owner is chosen by rendezvous hashing** over the hash of quire's
+//!   normalised key (the fill's primary key, not the raw URL): each node scores
+//!   `xxh3(node name, key hash)` and the highest wins. Every node computes the same
+//!   owner without talking, and a node joining or leaving moves only its own keys.
+//! - **Only fills go to peers** (the fill path marks them, see
+//!   `quire_server::upstream::FillMark`): a passed request (a cookie, a POST) goes
+//!   to the origin, since the owner could not store it anyway.
+//! - **The owner never forwards a peer's request** to another peer: the request
+//!   carries `quire-peer: <node>`, and the owner's fill for it goes to the origin.
+//!   So a request crosses at most one hop even while two nodes disagree about the
+//!   peer list.
+//! - **An owner that is down, slow or failing is skipped**: no response head
+//!   within `peer_timeout`, a connection failure, or a 5xx, and this node fills from
+//!   the origin itself. The owner's answer is stored like the origin's, with its
+//!   `Age`, so it keeps the origin's freshness; its `Cache-Status` is dropped.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderValue, Request, Response};
+use http_body::Body as _;
+use quire_server::origin::{Origin, OriginOptions, OutBody};
+use quire_server::upstream::{FillMark, UpBody, UpFuture, Upstream, PEER_HEADER};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// One other node.
+#[derive(Debug)]
+struct Peer {
+    name: String,
+    client: Origin,
+}
+
+/// An upstream that fills from each key's owner first.
+#[derive(Debug)]
+pub struct PeerFill {
+    inner: Arc<dyn Upstream>,
+    me: String,
+    /// Every node, this one included (`client` unused for it), by name.
+    peers: Vec<Peer>,
+    timeout: Duration,
+    stats: PeerStats,
+}
+
+#[derive(Debug, Default)]
+struct PeerStats {
+    from_peer: AtomicU64,
+    own_keys: AtomicU64,
+    fallback: AtomicU64,
+    served_to_peers: AtomicU64,
+}
+
+impl PeerFill {
+    /// Wraps `inner` (the origin) for node `me` among `peers` (name → URL, this
+    /// node included).
+    pub fn new(
+        inner: Arc<dyn Upstream>,
+        me: &str,
+        peers: &std::collections::BTreeMap<String, String>,
+        timeout: Duration,
+        opts: &OriginOptions,
+    ) -> Result<PeerFill, quire_server::origin::OriginSetupError> {
+        let opts = OriginOptions {
+            connect_timeout: timeout,
+            read_timeout: inner.read_timeout(),
+            ..opts.clone()
+        };
+        let peers = peers
+            .iter()
+            .map(|(name, url)| {
+                Ok(Peer {
+                    name: name.clone(),
+                    client: Origin::new(url, &opts)?,
+                })
+            })
+            .collect::<Result<Vec<_>, quire_server::origin::OriginSetupError>>()?;
+        Ok(PeerFill {
+            inner,
+            me: me.into(),
+            peers,
+            timeout,
+            stats: PeerStats::default(),
+        })
+    }
+
+    /// The owner of the key whose hash is `key_hash`.
+    fn owner(&self, key_hash: u64) -> Option<&Peer> {
+        self.peers
+            .iter()
+            .max_by_key(|p| xxh3_64_with_seed(p.name.as_bytes(), key_hash))
+    }
+
+    async fn send_to(
+        &self,
+        req: Request<OutBody>,
+    ) -> Result<Response<UpBody>, quire_server::origin::OriginError> {
+        let Some(mark) = req.extensions().get::<FillMark>().copied() else {
+            return self.inner.send(req).await;
+        };
+        if mark.from_peer {
+            self.stats.served_to_peers.fetch_add(1, Ordering::Relaxed);
+            return self.inner.send(req).await;
+        }
+        let owner = match self.owner(mark.key_hash) {
+            Some(p) if p.name != self.me && req.body().is_end_stream() => p,
+            _ => {
+                self.stats.own_keys.fetch_add(1, Ordering::Relaxed);
+                return self.inner.send(req).await;
+            }
+        };
+        let spare = copy_head(&req);
+        let mut to_peer = copy_head(&req);
+        if let Ok(v) = HeaderValue::from_str(&self.me) {
+            to_peer.headers_mut().insert(PEER_HEADER, v);
+        }
+        let asked =
+            tokio::time::timeout(self.timeout, Upstream::send(&owner.client, to_peer)).await;
+        match asked {
+            Ok(Ok(mut resp)) if !resp.status().is_server_error() => {
+                resp.headers_mut().remove("cache-status");
+                self.stats.from_peer.fetch_add(1, Ordering::Relaxed);
+                Ok(resp)
+            }
+            _ => {
+                self.stats.fallback.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(peer = %owner.name, "peer fill: the owner did not answer in time; filling from the origin");
+                self.inner.send(spare).await
+            }
+        }
+    }
+}
+
+/// A bodiless copy of `req`'s head (with its fill mark).
+fn copy_head(req: &Request<OutBody>) -> Request<OutBody> {
+    let mut r = Request::new(quire_server::origin::empty_body());
+    *r.method_mut() = req.method().clone();
+    *r.uri_mut() = req.uri().clone();
+    *r.version_mut() = req.version();
+    *r.headers_mut() = req.headers().clone();
+    if let Some(m) = req.extensions().get::<FillMark>() {
+        r.extensions_mut().insert(*m);
+    }
+    r
+}
+
+impl Upstream for PeerFill {
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
+        Box::pin(self.send_to(req))
+    }
+
+    fn read_timeout(&self) -> Duration {
+        self.inner.read_timeout()
+    }
+
+    fn key_version(&self, url: &quire_http::key::NormalizedUrl) -> u64 {
+        self.inner.key_version(url)
+    }
+
+    fn served(&self, target: &str) {
+        self.inner.served(target);
+    }
+
+    fn compress_passes(&self) -> bool {
+        self.inner.compress_passes()
+    }
+
+    fn query_paths(&self) -> Option<Vec<String>> {
+        self.inner.query_paths()
+    }
+
+    fn metrics(&self, out: &mut String) {
+        self.inner.metrics(out);
+        let s = &self.stats;
+        out.push_str("# HELP quire_cluster_peer_fills_total Fills by where they went: peer (the key's owner answered), own (this node owns the key), fallback (the owner did not answer in time; the origin did), for_peer (a peer's fill this node made as the owner).\n# TYPE quire_cluster_peer_fills_total counter\n");
+        for (name, v) in [
+            ("peer", &s.from_peer),
+            ("own", &s.own_keys),
+            ("fallback", &s.fallback),
+            ("for_peer", &s.served_to_peers),
+        ] {
+            let _ = writeln!(
+                out,
+                "quire_cluster_peer_fills_total{{result=\"{name}\"}} {}",
+                v.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("node-{i}")).collect()
+    }
+
+    fn owner_of(nodes: &[String], key: u64) -> &str {
+        nodes
+            .iter()
+            .max_by_key(|n| xxh3_64_with_seed(n.as_bytes(), key))
+            .unwrap()
+    }
+
+    #[test]
+    fn owners_spread_evenly_and_a_leaving_node_moves_only_its_keys() {
+        let three = names(3);
+        let mut counts = [0usize; 3];
+        for k in 0..30_000u64 {
+            let o = owner_of(&three, k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            counts[three.iter().position(|n| n == o).unwrap()] += 1;
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "{counts:?}");
+        }
+        let two = names(2);
+        for k in 0..10_000u64 {
+            let key = k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let before = owner_of(&three, key);
+            if before != "node-2" {
+                assert_eq!(owner_of(&two, key), before, "only node-2's keys move");
+            }
+        }
+    }
+}

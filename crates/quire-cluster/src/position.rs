@@ -1,0 +1,83 @@
+//! Where this node is in the log, kept beside its volume (`<volume>.cluster`):
+//! the last entry it applied, and the instant before which everything it holds
+//! counts as stale.
+//!
+//! Written after every batch it applies, by writing a temporary file and renaming
+//! it over the old one, so a kill at any moment leaves the old position or the
+//! new one, never half of one. The position only ever names entries whose effect
+//! is already in the store (which survives a kill: the volume is a shared
+//! mapping), so a restart replays from there and misses nothing. A file that is
+//! missing or does not parse means "unknown": the node then revalidates everything
+//! it holds (see `reader`).
+
+use std::path::{Path, PathBuf};
+
+use crate::stream_id::StreamId;
+
+/// The saved position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Position {
+    /// The last entry applied.
+    pub applied: StreamId,
+    /// Unix milliseconds before which stored responses are stale (0: none).
+    pub stale_before_ms: u64,
+}
+
+/// The position file of the volume at `volume`.
+pub fn path_for(volume: &Path) -> PathBuf {
+    let mut p = volume.as_os_str().to_owned();
+    p.push(".cluster");
+    PathBuf::from(p)
+}
+
+/// Reads the position at `path`; `None` when there is none or it does not parse.
+pub fn load(path: &Path) -> Option<Position> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut applied = None;
+    let mut stale_before_ms = None;
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some(("applied", v)) => applied = StreamId::parse(v.trim()),
+            Some(("stale_before_ms", v)) => stale_before_ms = v.trim().parse().ok(),
+            _ => {}
+        }
+    }
+    Some(Position {
+        applied: applied?,
+        stale_before_ms: stale_before_ms?,
+    })
+}
+
+/// Saves `pos` at `path` (atomically: a temporary file renamed over it).
+pub fn save(path: &Path, pos: &Position) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let text = format!(
+        "# quire cluster position: the last log entry applied to this volume\napplied={}\nstale_before_ms={}\n",
+        pos.applied, pos.stale_before_ms
+    );
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_position_survives_a_save_and_garbage_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(&dir.path().join("cache.vol"));
+        assert!(path.ends_with("cache.vol.cluster"));
+        assert_eq!(load(&path), None, "none yet");
+        let pos = Position {
+            applied: StreamId { ms: 17, seq: 3 },
+            stale_before_ms: 99,
+        };
+        save(&path, &pos).unwrap();
+        assert_eq!(load(&path), Some(pos));
+        std::fs::write(&path, "applied=oops\n").unwrap();
+        assert_eq!(load(&path), None);
+    }
+}

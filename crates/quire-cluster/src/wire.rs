@@ -1,0 +1,152 @@
+//! An invalidation as the fields of one stream entry, and back.
+//!
+//! Fields: `v` (format, `1`), `node` (who appended it), `op` (`purge`,
+//! `invalidate` for an unsafe method's, or `all`: every stored response is to be
+//! revalidated), `soft` (`0`/`1`), and `targets`, a JSON array of
+//! `["url"|"dir"|"key", text]`. An entry that does not decode is not skipped
+//! silently: the reader treats it as `all` (see `reader`), since whatever it
+//! meant to remove must not stay fresh.
+
+use quire_server::bus::Invalidation;
+use quire_server::purge::Target;
+
+/// What an entry asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Purge or invalidate these targets.
+    Targets(Invalidation),
+    /// Revalidate everything received before it was applied.
+    All,
+}
+
+/// A decoded entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The node that appended it.
+    pub node: String,
+    /// What it asks for.
+    pub op: Op,
+}
+
+/// The fields of an entry for `op`, appended by `node`.
+pub fn encode(node: &str, op: &Op) -> Vec<(&'static str, String)> {
+    let mut f = vec![("v", "1".to_owned()), ("node", node.to_owned())];
+    match op {
+        Op::All => f.push(("op", "all".into())),
+        Op::Targets(inv) => {
+            let kind = if inv.implicit { "invalidate" } else { "purge" };
+            f.push(("op", kind.into()));
+            f.push(("soft", if inv.soft { "1" } else { "0" }.into()));
+            let targets: Vec<(&str, &str)> = inv
+                .targets
+                .iter()
+                .map(|t| match t {
+                    Target::Url(u) => ("url", u.as_str()),
+                    Target::Directory(d) => ("dir", d.as_str()),
+                    Target::Key(k) => ("key", k.as_str()),
+                })
+                .collect();
+            f.push((
+                "targets",
+                serde_json::to_string(&targets).unwrap_or_default(),
+            ));
+        }
+    }
+    f
+}
+
+/// Decodes an entry's fields; `None` when they do not make one.
+pub fn decode(get: impl Fn(&str) -> Option<String>) -> Option<Entry> {
+    if get("v")? != "1" {
+        return None;
+    }
+    let node = get("node")?;
+    let op = match get("op")?.as_str() {
+        "all" => Op::All,
+        kind @ ("purge" | "invalidate") => {
+            let pairs: Vec<(String, String)> = serde_json::from_str(&get("targets")?).ok()?;
+            let targets = pairs
+                .into_iter()
+                .map(|(k, v)| match k.as_str() {
+                    "url" => Some(Target::Url(v)),
+                    "dir" => Some(Target::Directory(v)),
+                    "key" => Some(Target::Key(v)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Op::Targets(Invalidation {
+                targets,
+                soft: get("soft")? == "1",
+                implicit: kind == "invalidate",
+            })
+        }
+        _ => return None,
+    };
+    Some(Entry { node, op })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn round_trip(op: &Op) -> Option<Entry> {
+        let fields: HashMap<&str, String> = encode("n1", op).into_iter().collect();
+        decode(|k| fields.get(k).cloned())
+    }
+
+    #[test]
+    fn every_target_kind_survives_the_trip() {
+        let inv = Invalidation {
+            targets: vec![
+                Target::Url("https://h/a?b=\"c\"".into()),
+                Target::Directory("http://h/blog/".into()),
+                Target::Key("post-1".into()),
+            ],
+            soft: true,
+            implicit: false,
+        };
+        let e = round_trip(&Op::Targets(inv.clone())).unwrap();
+        assert_eq!(e.node, "n1");
+        assert_eq!(e.op, Op::Targets(inv));
+        let implicit = Invalidation {
+            targets: vec![Target::Url("http://h/x".into())],
+            soft: false,
+            implicit: true,
+        };
+        assert_eq!(
+            round_trip(&Op::Targets(implicit.clone())).unwrap().op,
+            Op::Targets(implicit)
+        );
+        assert_eq!(round_trip(&Op::All).unwrap().op, Op::All);
+    }
+
+    #[test]
+    fn malformed_entries_do_not_decode() {
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("v", "2"), ("node", "a"), ("op", "all")],
+            &[("v", "1"), ("op", "all")],
+            &[
+                ("v", "1"),
+                ("node", "a"),
+                ("op", "purge"),
+                ("soft", "0"),
+                ("targets", "[[\"x\",\"y\"]]"),
+            ],
+            &[
+                ("v", "1"),
+                ("node", "a"),
+                ("op", "purge"),
+                ("soft", "0"),
+                ("targets", "{"),
+            ],
+        ];
+        for c in cases {
+            let m: HashMap<&str, &str> = c.iter().copied().collect();
+            assert!(
+                decode(|k| m.get(k).map(|v| (*v).to_owned())).is_none(),
+                "{c:?}"
+            );
+        }
+    }
+}
