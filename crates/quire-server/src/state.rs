@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
-use quire_store::{Options, Store};
+use quire_store::{Engine as _, Options, Store};
 
 use crate::clock::Clock;
 use crate::compress_pool::CompressPool;
@@ -144,13 +144,21 @@ impl Ctx {
     /// front of `cfg.origin`.
     pub fn new(cfg: Config) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
+        let upstream = Ctx::proxy_upstream(&cfg)?;
+        Ctx::with_upstream(cfg, upstream)
+    }
+
+    /// The upstream of a proxy configured by `cfg`: its `origin`, or its
+    /// `[[origins]]` (with their health checks started).
+    pub fn proxy_upstream(cfg: &Config) -> Result<Arc<dyn Upstream>, StartError> {
         if !cfg.origins.is_empty() {
-            let origins = crate::origins::Origins::new(&cfg)?;
-            return Ctx::with_upstream(cfg, Arc::new(origins));
+            return Ok(Arc::new(crate::origins::Origins::new(cfg)?));
         }
         let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
-        let origin = Origin::new(&origin_url, &OriginOptions::from_config(&cfg))?;
-        Ctx::with_upstream(cfg, Arc::new(origin))
+        Ok(Arc::new(Origin::new(
+            &origin_url,
+            &OriginOptions::from_config(cfg),
+        )?))
     }
 
     /// Validates `cfg`, opens the volume and builds the shared state of a server
@@ -192,6 +200,11 @@ impl Ctx {
     /// The cluster's invalidation bus, if one is attached.
     pub fn bus(&self) -> Option<&Arc<dyn crate::bus::Bus>> {
         self.bus.get()
+    }
+
+    /// Entries the store holds now (responses, their variants and bodies).
+    pub fn store_entries(&self) -> u64 {
+        self.store.stats().entries
     }
 
     /// Makes every response received before `t` stale: each is revalidated on its

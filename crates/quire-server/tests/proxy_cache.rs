@@ -867,6 +867,9 @@ async fn everything_received_before_an_instant_is_revalidated_once() {
     let seen = o.seen("/v");
     assert_eq!(seen[1].headers["if-none-match"], "\"v1\"");
     settle(&q).await;
-    assert!(get(&q, "/v", &[]).await.cache_status().contains("hit"), "once");
+    assert!(
+        get(&q, "/v", &[]).await.cache_status().contains("hit"),
+        "once"
+    );
     assert_eq!(o.hits("/v"), 2);
 }

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod cluster;
 mod config_cmd;
 mod proxy;
 mod purge;

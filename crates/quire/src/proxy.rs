@@ -3,6 +3,7 @@
 //! on SIGTERM or SIGINT, or once a binary upgrade has taken over.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
 use quire_server::config::ByteSize;
@@ -99,6 +100,13 @@ pub(crate) fn apply_log_flags(cfg: &mut Config, log: &crate::cli::LogArgs) {
     }
 }
 
+/// The proxy's state: its origins, behind peer fill in a cluster with peers.
+fn open_proxy(cfg: &Config) -> Result<Arc<Ctx>, quire_server::StartError> {
+    let upstream = Ctx::proxy_upstream(cfg)?;
+    let upstream = crate::cluster::with_peer_fill(upstream, cfg)?;
+    Ctx::with_upstream(cfg.clone(), upstream)
+}
+
 /// Runs the proxy until SIGTERM/SIGINT, then drains.
 pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let cfg = config_from(args)?;
@@ -106,7 +114,8 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     let (rt, workers) = runtime(cfg.workers)?;
     rt.block_on(async move {
         start.take_over(&cfg, || upgrade::check_proxy(&cfg)).await?;
-        let ctx = start.open(|| Ctx::new(cfg.clone())).await?;
+        let ctx = start.open(|| open_proxy(&cfg)).await?;
+        let cluster = crate::cluster::join(&ctx, &cfg).await?;
         let server = start.server(ctx.clone()).await?;
         // Every signal handler before `serving` tells systemd (and the log) that
         // the server is ready: a signal sent on READY=1 must find its handler.
@@ -123,6 +132,9 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
             workers
         );
         server.run(stop).await;
+        if let Some(c) = cluster {
+            c.stop().await;
+        }
         eprintln!("quire: stopped");
         anyhow::Ok(())
     })

@@ -67,6 +67,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                     .context("watching the vault for changes")?,
             )
         };
+        let cluster = crate::cluster::join(&ctx, &cfg).await?;
         let server = start.server(ctx.clone()).await?;
         // Every signal handler before `serving` tells systemd (and the log) that
         // the server is ready: a signal sent on READY=1 must find its handler.
@@ -90,6 +91,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
             },
         );
         server.run(stop).await;
+        if let Some(c) = cluster {
+            c.stop().await;
+        }
         drop(watcher);
         site.flush();
         eprintln!("quire: stopped");
