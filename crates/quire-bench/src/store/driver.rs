@@ -548,7 +548,9 @@ impl Bench<'_> {
         let streams = workload::generate(&spec);
         let lru = lru::simulate(p.mixed_cap, &streams, &sizes);
         let s3fifo = lru::replay(&mut S3Fifo::new(p.mixed_cap), &streams, &sizes);
-        let wtinylfu = lru::replay(&mut WTinyLfu::new(p.mixed_cap), &streams, &sizes);
+        let held =
+            (keys as u128 * u128::from(p.mixed_cap) / u128::from(working_set.max(1))) as usize;
+        let wtinylfu = lru::replay(&mut WTinyLfu::new(p.mixed_cap, held), &streams, &sizes);
 
         progress(&format!("{name}: quire"));
         let dir = self.scratch.fresh(&format!("{name}-quire"))?;

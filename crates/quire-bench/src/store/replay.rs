@@ -152,7 +152,16 @@ fn replay_mix(
 ) -> anyhow::Result<()> {
     let streams = workload::generate(spec);
     let lru = lru::simulate(p.mixed_cap, &streams, &p.mixed_sizes);
-    let wtinylfu = lru::replay(&mut WTinyLfu::new(p.mixed_cap), &streams, &p.mixed_sizes);
+    let working_set: u64 = (0..spec.keys as u64)
+        .map(|id| p.mixed_sizes.object_bytes(id))
+        .sum();
+    let held =
+        |cap: u64| (spec.keys as u128 * u128::from(cap) / u128::from(working_set.max(1))) as usize;
+    let wtinylfu = lru::replay(
+        &mut WTinyLfu::new(p.mixed_cap, held(p.mixed_cap)),
+        &streams,
+        &p.mixed_sizes,
+    );
     let s3fifo = lru::replay(&mut S3Fifo::new(p.mixed_cap), &streams, &p.mixed_sizes);
     let path = dir.join(format!("quire-replay-{}.vol", std::process::id()));
     let _ = std::fs::remove_file(&path);
@@ -184,7 +193,11 @@ fn replay_mix(
     );
     let live_cap = (r.space[0] / f64::from(r.samples.max(1))) as u64;
     let lru_live = lru::simulate(live_cap, &streams, &p.mixed_sizes);
-    let wtinylfu_live = lru::replay(&mut WTinyLfu::new(live_cap), &streams, &p.mixed_sizes);
+    let wtinylfu_live = lru::replay(
+        &mut WTinyLfu::new(live_cap, held(live_cap)),
+        &streams,
+        &p.mixed_sizes,
+    );
     let shares: Vec<String> = PARTS
         .iter()
         .zip(r.space)
