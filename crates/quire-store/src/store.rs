@@ -115,7 +115,8 @@ impl Store {
         let (header, object_bytes_max) = layout_for(cap_bytes, &options)?;
         let probe = recovery::probe(path, &header)?;
         let usable = matches!(probe, Probe::Usable { .. });
-        let (volume, wiped) = Volume::open(path, cap_bytes, !usable)?;
+        let used = header.region_start(header.region_count);
+        let (volume, wiped) = Volume::open(path, cap_bytes, used, !usable)?;
         let mut report = OpenReport::default();
         let recovered = match probe {
             Probe::Usable { clean } if !wiped => {

@@ -36,8 +36,15 @@ pub(crate) struct Volume {
 }
 
 impl Volume {
-    /// Opens `path` (creating it if missing), makes it exactly `len` bytes with blocks
-    /// allocated (so a full disk fails here, not as SIGBUS on a later write), and maps it.
+    /// Opens `path` (creating it if missing), makes it exactly `len` bytes with the blocks
+    /// of its first `used` bytes allocated (so a full disk fails here, not as SIGBUS on a
+    /// later write), and maps it. The bytes from `used` to `len` (the layout's tail too
+    /// short for a region) are never written: they are left a hole, and punched out of
+    /// a file that had them allocated. That tail is what keeps the file's blocks within
+    /// `len` once the filesystem adds its own: ext4 splits a preallocated extent at
+    /// every boundary between written and not-yet-written blocks, and the block map of
+    /// a volume written piecemeal outgrows its inode (4 KiB over a 16 MiB cap in
+    /// `quire bench store`'s overflow run when the whole file was allocated).
     /// With `wipe`, or when the size differs, the old contents are discarded (the file
     /// is truncated to nothing first, so no byte of an earlier life survives).
     /// Returns the volume and whether it starts zeroed. The file stays locked
@@ -48,8 +55,8 @@ impl Volume {
     /// behind: a file this call created is removed, one it resized is emptied, so
     /// the next start begins afresh instead of meeting a file of zeros it will not
     /// overwrite.
-    pub(crate) fn open(path: &Path, len: u64, wipe: bool) -> Result<(Volume, bool)> {
-        assert!(len >= VOLUME_HEADER_BYTES);
+    pub(crate) fn open(path: &Path, len: u64, used: u64, wipe: bool) -> Result<(Volume, bool)> {
+        assert!(len >= used && used >= VOLUME_HEADER_BYTES);
         let ctx = |what: &str| format!("{what} {}", path.display());
         let existed = path.exists();
         let file = OpenOptions::new()
@@ -91,7 +98,7 @@ impl Volume {
         }
         // Allocate every block now. Filesystems without fallocate fall back to the
         // sparse file set_len made (tmpfs and ext4 have it).
-        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len) {
+        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, used) {
             Ok(()) => {}
             Err(rustix::io::Errno::OPNOTSUPP) | Err(rustix::io::Errno::NOSYS) => {}
             Err(e) => {
@@ -101,6 +108,7 @@ impl Volume {
                 return Err(StoreError::io(ctx("preallocating"), e.into()));
             }
         }
+        punch_tail(&file, used, len);
         let map = MmapOptions::new()
             .len(len as usize)
             .map_raw(&file)
@@ -236,5 +244,15 @@ impl Volume {
 
     pub(crate) fn flush(&self) -> Result<()> {
         self.flush_range(0, self.len)
+    }
+}
+
+/// Deallocates bytes `used..len` of `file` (a volume made before the tail was left a
+/// hole had it allocated). Best effort: a filesystem that cannot punch holes keeps
+/// them, as it did before.
+fn punch_tail(file: &File, used: u64, len: u64) {
+    if len > used {
+        let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+        let _ = rustix::fs::fallocate(file, flags, used, len - used);
     }
 }

@@ -20,7 +20,8 @@ use super::restart;
 use super::s3fifo::S3Fifo;
 use super::tally::Tally;
 use super::warm;
-use super::workload::{self, Mix, StreamSpec};
+use super::workload::{self, Mix, Shift, StreamSpec};
+use super::wtinylfu::WTinyLfu;
 use super::Scenario;
 use crate::baseline::{FileOptions, FileStore};
 use crate::machine::{CpuTimes, Machine};
@@ -31,6 +32,13 @@ use quire_store::{Engine, Options, Store};
 pub(crate) type BenchError = Box<dyn std::error::Error + Send + Sync>;
 
 const MIB: u64 = 1 << 20;
+
+/// Times the news stream's popular set moves over each thread's stream (warm-up
+/// included).
+const NEWS_SHIFTS: usize = 100;
+/// Share of the key space that becomes the new top ranks at each move: over a run,
+/// half the key space takes its turn at the top.
+const NEWS_STEP: f64 = 0.005;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -113,17 +121,32 @@ pub(crate) struct Params {
 }
 
 impl Params {
-    /// The op streams of the realistic mix (with the one-hit scan keys if `scan`):
-    /// Zipf 0.99 over a working set twice the cap.
-    pub(crate) fn mixed_spec(&self, scan: bool, seed: u64) -> StreamSpec {
+    /// The op streams of a hit-ratio scenario (`Mixed`, `MixedScan`, `Zipf08` or
+    /// `News`): the realistic mix over a working set twice the cap, Zipf 0.99 but for
+    /// `Zipf08`; `MixedScan` adds the one-hit scan keys, `News` a [`Shift`] of
+    /// [`NEWS_STEP`] of the keys [`NEWS_SHIFTS`] times over each thread's stream.
+    pub(crate) fn stream_spec(&self, scenario: Scenario, seed: u64) -> StreamSpec {
+        let keys = self.mixed_sizes.keys_for_bytes(2 * self.mixed_cap);
+        let ops = self.mixed_warmup_ops + self.mixed_measured_ops;
+        let news = Shift {
+            every: (ops / NEWS_SHIFTS).max(1),
+            step: ((keys as f64 * NEWS_STEP) as usize).max(1),
+        };
+        let (zipf_s, scan, shift) = match scenario {
+            Scenario::MixedScan => (0.99, self.scan_share, None),
+            Scenario::Zipf08 => (0.8, 0.0, None),
+            Scenario::News => (0.99, 0.0, Some(news)),
+            _ => (0.99, 0.0, None),
+        };
         StreamSpec {
             threads: self.mixed_threads,
             warmup_ops: self.mixed_warmup_ops,
             measured_ops: self.mixed_measured_ops,
-            keys: self.mixed_sizes.keys_for_bytes(2 * self.mixed_cap),
-            zipf_s: 0.99,
-            mix: Mix::REALISTIC.with_scan(if scan { self.scan_share } else { 0.0 }),
+            keys,
+            zipf_s,
+            mix: Mix::REALISTIC.with_scan(scan),
             seed,
+            shift,
         }
     }
 
@@ -362,14 +385,20 @@ pub(crate) fn measure(
         report.warm_reads = Some(b.warm_reads(progress)?);
     }
     if wants(Scenario::Mixed) {
-        let (r, per_entry) = b.mixed(false, progress)?;
+        let (r, per_entry) = b.stream(Scenario::Mixed, progress)?;
         report.mixed = Some(r);
         report.index_bytes_per_entry = per_entry;
     }
     if wants(Scenario::MixedScan) {
-        let (r, per_entry) = b.mixed(true, progress)?;
+        let (r, per_entry) = b.stream(Scenario::MixedScan, progress)?;
         report.mixed_scan = Some(r);
         report.index_bytes_per_entry = report.index_bytes_per_entry.or(per_entry);
+    }
+    if wants(Scenario::Zipf08) {
+        report.zipf08 = Some(b.stream(Scenario::Zipf08, progress)?.0);
+    }
+    if wants(Scenario::News) {
+        report.news = Some(b.stream(Scenario::News, progress)?.0);
     }
     if wants(Scenario::Eviction) {
         let (r, series) = b.eviction(progress)?;
@@ -502,21 +531,26 @@ impl Bench<'_> {
         Ok(rows)
     }
 
-    fn mixed(
+    /// A hit-ratio scenario: the yardsticks replay its streams, then quire runs them,
+    /// then (for `Mixed` and `MixedScan` only) the baseline.
+    fn stream(
         &self,
-        scan: bool,
+        scenario: Scenario,
         progress: &mut dyn FnMut(&str),
     ) -> Result<(MixedReport, Option<f64>), BenchError> {
         let p = self.params;
-        let name = if scan { "mixed_scan" } else { "mixed" };
+        let name = scenario.name();
         let sizes = p.mixed_sizes;
-        let spec = p.mixed_spec(scan, self.seed);
+        let spec = p.stream_spec(scenario, self.seed);
         let keys = spec.keys;
         let working_set: u64 = (0..keys as u64).map(|id| sizes.object_bytes(id)).sum();
-        progress(&format!("{name}: generating streams and the LRU reference"));
+        progress(&format!("{name}: generating streams and the yardsticks"));
         let streams = workload::generate(&spec);
         let lru = lru::simulate(p.mixed_cap, &streams, &sizes);
         let s3fifo = lru::replay(&mut S3Fifo::new(p.mixed_cap), &streams, &sizes);
+        let held =
+            (keys as u128 * u128::from(p.mixed_cap) / u128::from(working_set.max(1))) as usize;
+        let wtinylfu = lru::replay(&mut WTinyLfu::new(p.mixed_cap, held), &streams, &sizes);
 
         progress(&format!("{name}: quire"));
         let dir = self.scratch.fresh(&format!("{name}-quire"))?;
@@ -525,21 +559,27 @@ impl Bench<'_> {
         close_quire(store)?;
         drop(dir);
 
-        progress(&format!("{name}: baseline"));
-        let dir = self.scratch.fresh(&format!("{name}-baseline"))?;
-        let files = open_baseline(&dir, p.mixed_cap)?;
-        let b = self.run_mixed(&files, &streams, &sizes, keys, name);
-        drop(files);
-        drop(dir);
+        let baseline = if matches!(scenario, Scenario::Mixed | Scenario::MixedScan) {
+            progress(&format!("{name}: baseline"));
+            let dir = self.scratch.fresh(&format!("{name}-baseline"))?;
+            let files = open_baseline(&dir, p.mixed_cap)?;
+            let b = self.run_mixed(&files, &streams, &sizes, keys, name);
+            drop(files);
+            drop(dir);
+            Some(MixedEngine::from(&b))
+        } else {
+            None
+        };
 
         let per_entry =
             (q.stats.entries > 0).then(|| q.stats.index_bytes as f64 / q.stats.entries as f64);
         Ok((
             MixedReport {
                 quire: MixedEngine::from(&q),
-                baseline: MixedEngine::from(&b),
+                baseline,
                 lru_hit_ratio: lru.hit_ratio(),
                 s3fifo_hit_ratio: s3fifo.hit_ratio(),
+                wtinylfu_hit_ratio: wtinylfu.hit_ratio(),
                 threads: p.mixed_threads,
                 keys,
                 cap_bytes: p.mixed_cap,
@@ -547,6 +587,9 @@ impl Bench<'_> {
                 warmup_ops: p.mixed_warmup_ops * p.mixed_threads,
                 measured_ops: streams.measured_ops(),
                 scan_share: spec.mix.scan,
+                zipf_s: spec.zipf_s,
+                shift_every: spec.shift.map(|s| s.every),
+                shift_step: spec.shift.map(|s| s.step),
             },
             per_entry,
         ))

@@ -6,7 +6,9 @@
 //! The scenarios ([`Scenario`]): warm reads across object sizes and thread counts; a
 //! realistic Zipf mix of gets (cache-aside), puts and deletes over heavy-tailed sizes with
 //! a working set twice the cap, with and without one-hit scans, its hit ratio read against
-//! an exact LRU replaying the very same op streams; an eviction sweep; writing ten times
+//! an exact LRU, W-TinyLFU and S3-FIFO replaying the very same op streams at the same
+//! bytes; the same yardsticks on a Zipf 0.8 long tail and on a "news" stream whose
+//! popular set moves (quire alone against them); an eviction sweep; writing ten times
 //! the cap while watching the disk; a warm restart; and quire alone with its RAM tier
 //! off and on.
 //!
@@ -16,7 +18,8 @@
 //!   byte checker.
 //! - `zipf`: the Zipf sampler and the rank → key permutation.
 //! - `workload`: pre-generated per-thread op streams.
-//! - `lru`: the exact-LRU reference; `s3fifo`: the S3-FIFO yardstick beside it.
+//! - `lru`: the exact-LRU reference; `s3fifo` and `wtinylfu`: the S3-FIFO and
+//!   W-TinyLFU yardsticks beside it.
 //! - `tally`: mismatches and errors seen.
 //! - `warm`, `mixed`, `eviction`, `restart`, `ram_tier`: the scenarios.
 //! - `report`: the results as serialisable data; `table`: as the printed table.
@@ -41,6 +44,7 @@ mod table;
 mod tally;
 mod warm;
 mod workload;
+mod wtinylfu;
 mod zipf;
 
 #[cfg(test)]
@@ -88,6 +92,12 @@ pub enum ScenarioArg {
     /// The mix with 10 % one-hit scan gets.
     #[value(name = "mixed_scan", alias = "mixed-scan")]
     MixedScan,
+    /// The mix over a Zipf 0.8 long tail (quire and the yardsticks).
+    #[value(name = "zipf08", alias = "zipf-0.8")]
+    Zipf08,
+    /// The mix with a popular set that moves over time (quire and the yardsticks).
+    #[value(name = "news")]
+    News,
     /// Stream new objects into a small cache, one thread.
     #[value(name = "eviction")]
     Eviction,
@@ -108,6 +118,8 @@ impl From<ScenarioArg> for Scenario {
             ScenarioArg::WarmReads => Scenario::WarmReads,
             ScenarioArg::Mixed => Scenario::Mixed,
             ScenarioArg::MixedScan => Scenario::MixedScan,
+            ScenarioArg::Zipf08 => Scenario::Zipf08,
+            ScenarioArg::News => Scenario::News,
             ScenarioArg::Eviction => Scenario::Eviction,
             ScenarioArg::Overflow => Scenario::Overflow,
             ScenarioArg::Restart => Scenario::Restart,
@@ -160,6 +172,10 @@ pub enum Scenario {
     Mixed,
     /// The mix with one-hit scan gets.
     MixedScan,
+    /// The mix over Zipf 0.8, quire and the yardsticks only.
+    Zipf08,
+    /// The mix with a moving popular set, quire and the yardsticks only.
+    News,
     /// New objects streamed into a small cache.
     Eviction,
     /// Ten times the cap written while the disk is watched.
@@ -172,10 +188,12 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order a full run runs them.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::WarmReads,
         Scenario::Mixed,
         Scenario::MixedScan,
+        Scenario::Zipf08,
+        Scenario::News,
         Scenario::Eviction,
         Scenario::Overflow,
         Scenario::Restart,
@@ -188,6 +206,8 @@ impl Scenario {
             Scenario::WarmReads => "warm_reads",
             Scenario::Mixed => "mixed",
             Scenario::MixedScan => "mixed_scan",
+            Scenario::Zipf08 => "zipf08",
+            Scenario::News => "news",
             Scenario::Eviction => "eviction",
             Scenario::Overflow => "overflow",
             Scenario::Restart => "restart",

@@ -1,11 +1,13 @@
-//! A one-thread replay of `quire bench store`'s mixed streams (with and without scans)
-//! through a real [`Store`], for iterating on the hit ratio quickly: the threads' ops are
+//! A one-thread replay of `quire bench store`'s hit-ratio streams (mixed, with scans,
+//! Zipf 0.8, news) through a real [`Store`], for iterating on the hit ratio quickly,
+//! beside the yardsticks (exact LRU, W-TinyLFU, S3-FIFO) on the same streams: the threads' ops are
 //! interleaved round-robin, as the exact-LRU reference replays them, so the figures do
 //! not depend on scheduling. The bench's own multi-threaded figures stay the reference.
 //!
 //! Run through the `replay` example, [`run`] here:
 //! `cargo run --release -p quire-bench --example replay [-- DIR [SEED]]`
 //! (DIR defaults to the temp directory; `/dev/shm` keeps the volume in RAM).
+//! `QUIRE_REPLAY_STREAMS=mixed,news` picks streams (default: all four).
 //! `QUIRE_REPLAY_CARRY=0.6` sets `carry_share`; `QUIRE_REPLAY_ORACLE=1` never stores a
 //! scan key (its get still misses and is counted), the most any admission rule could
 //! save on the scan mix.
@@ -24,9 +26,11 @@ use quire_store::{Engine, Options, SpaceBreakdown, Store};
 use super::content;
 use super::lru;
 use super::mixed::{Versions, Worker};
+use super::s3fifo::S3Fifo;
 use super::tally::Tally;
 use super::workload::{self, StreamSpec, Streams};
-use super::Params;
+use super::wtinylfu::WTinyLfu;
+use super::{Params, Scenario};
 
 /// What one replay gave.
 struct Replayed {
@@ -120,17 +124,45 @@ pub fn run(dir: &Path, seed: u64) -> anyhow::Result<()> {
         options.region_bytes = Some(r.parse::<u64>().context("QUIRE_REPLAY_REGION_KIB")? << 10);
     }
     let p = Params::new(false);
-    for scan in [false, true] {
-        replay_mix(dir, &p, &p.mixed_spec(scan, seed), &options)?;
+    let wanted = std::env::var("QUIRE_REPLAY_STREAMS").ok();
+    for scenario in [
+        Scenario::Mixed,
+        Scenario::MixedScan,
+        Scenario::Zipf08,
+        Scenario::News,
+    ] {
+        if wanted.as_deref().is_some_and(|w| {
+            !w.split(',')
+                .any(|n| Scenario::from_name(n) == Some(scenario))
+        }) {
+            continue;
+        }
+        replay_mix(dir, &p, scenario, &p.stream_spec(scenario, seed), &options)?;
     }
     Ok(())
 }
 
 /// One mix: the replay through a fresh volume in `dir`, then its two lines.
-fn replay_mix(dir: &Path, p: &Params, spec: &StreamSpec, options: &Options) -> anyhow::Result<()> {
-    let scan = spec.mix.scan > 0.0;
+fn replay_mix(
+    dir: &Path,
+    p: &Params,
+    scenario: Scenario,
+    spec: &StreamSpec,
+    options: &Options,
+) -> anyhow::Result<()> {
     let streams = workload::generate(spec);
     let lru = lru::simulate(p.mixed_cap, &streams, &p.mixed_sizes);
+    let working_set: u64 = (0..spec.keys as u64)
+        .map(|id| p.mixed_sizes.object_bytes(id))
+        .sum();
+    let held =
+        |cap: u64| (spec.keys as u128 * u128::from(cap) / u128::from(working_set.max(1))) as usize;
+    let wtinylfu = lru::replay(
+        &mut WTinyLfu::new(p.mixed_cap, held(p.mixed_cap)),
+        &streams,
+        &p.mixed_sizes,
+    );
+    let s3fifo = lru::replay(&mut S3Fifo::new(p.mixed_cap), &streams, &p.mixed_sizes);
     let path = dir.join(format!("quire-replay-{}.vol", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = Store::open(&path, p.mixed_cap, options.clone())
@@ -145,11 +177,13 @@ fn replay_mix(dir: &Path, p: &Params, spec: &StreamSpec, options: &Options) -> a
         println!("errors: {}", tally.errors());
     }
     println!(
-        "{:<10} hit {:.4}  lru {:.4}  live/cap {:.3}  used/cap {:.3}  admitted {}  \
-         rejected {}  evicted {}  carried {}",
-        if scan { "mixed_scan" } else { "mixed" },
+        "{:<10} hit {:.4}  lru {:.4}  w-tinylfu {:.4}  s3-fifo {:.4}  live/cap {:.3}  \
+         used/cap {:.3}  admitted {}  rejected {}  evicted {}  carried {}",
+        scenario.name(),
         r.hit,
         lru.hit_ratio(),
+        wtinylfu.hit_ratio(),
+        s3fifo.hit_ratio(),
         st.bytes_live as f64 / st.cap_bytes as f64,
         st.bytes_used as f64 / st.cap_bytes as f64,
         st.admitted,
@@ -159,15 +193,21 @@ fn replay_mix(dir: &Path, p: &Params, spec: &StreamSpec, options: &Options) -> a
     );
     let live_cap = (r.space[0] / f64::from(r.samples.max(1))) as u64;
     let lru_live = lru::simulate(live_cap, &streams, &p.mixed_sizes);
+    let wtinylfu_live = lru::replay(
+        &mut WTinyLfu::new(live_cap, held(live_cap)),
+        &streams,
+        &p.mixed_sizes,
+    );
     let shares: Vec<String> = PARTS
         .iter()
         .zip(r.space)
         .map(|((name, _), sum)| format!("{name} {:.4}", sum / r.cap.max(1.0)))
         .collect();
     println!(
-        "           of cap: {}  | lru@live {:.4}  scan keys stored {}/{}",
+        "           of cap: {}  | lru@live {:.4}  w-tinylfu@live {:.4}  scan keys stored {}/{}",
         shares.join("  "),
         lru_live.hit_ratio(),
+        wtinylfu_live.hit_ratio(),
         r.scan_stored,
         r.scan_gets,
     );

@@ -1,7 +1,7 @@
 //! The benchmark's results as plain serialisable data: what `quire bench store` prints
 //! and writes with `--json`. The top-level keys `warm_reads`, `mixed`, `mixed_scan`,
-//! `eviction`, `overflow`, `restart` and `ram_tier` are a contract (null for a scenario
-//! not run); the rest is extra detail.
+//! `zipf08`, `news`, `eviction`, `overflow`, `restart` and `ram_tier` are a contract
+//! (null for a scenario not run); the rest is extra detail.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +18,10 @@ pub(crate) struct Report {
     pub warm_reads: Option<Vec<WarmRow>>,
     pub mixed: Option<MixedReport>,
     pub mixed_scan: Option<MixedReport>,
+    /// The mix over Zipf 0.8 (no baseline).
+    pub zipf08: Option<MixedReport>,
+    /// The mix with a moving popular set (no baseline).
+    pub news: Option<MixedReport>,
     pub eviction: Option<EvictionReport>,
     pub overflow: Option<OverflowReport>,
     pub restart: Option<RestartReport>,
@@ -172,14 +176,17 @@ impl From<&MixedOutcome> for MixedEngine {
     }
 }
 
-/// A mixed (or mixed-with-scans) run of both engines and the LRU model.
+/// A run of one hit-ratio stream: quire, the baseline (on `mixed` and `mixed_scan`
+/// only) and the yardsticks replaying the same streams at the same bytes.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct MixedReport {
     pub quire: MixedEngine,
-    pub baseline: MixedEngine,
+    pub baseline: Option<MixedEngine>,
     pub lru_hit_ratio: f64,
     /// S3-FIFO's hit ratio on the same streams at the same bytes (a yardstick).
     pub s3fifo_hit_ratio: f64,
+    /// W-TinyLFU's (foyer's `Lfu`) on the same streams at the same bytes.
+    pub wtinylfu_hit_ratio: f64,
     pub threads: usize,
     pub keys: usize,
     pub cap_bytes: u64,
@@ -188,6 +195,33 @@ pub(crate) struct MixedReport {
     pub warmup_ops: usize,
     pub measured_ops: usize,
     pub scan_share: f64,
+    pub zipf_s: f64,
+    /// The news stream's popular set moves by `shift_step` keys every `shift_every`
+    /// ops of each thread (null: it does not move).
+    pub shift_every: Option<usize>,
+    pub shift_step: Option<usize>,
+}
+
+impl MixedReport {
+    /// The best yardstick's hit ratio and its name.
+    pub(crate) fn best_yardstick(&self) -> (f64, &'static str) {
+        [
+            (self.lru_hit_ratio, "LRU"),
+            (self.wtinylfu_hit_ratio, "W-TinyLFU"),
+            (self.s3fifo_hit_ratio, "S3-FIFO"),
+        ]
+        .into_iter()
+        .fold(
+            (f64::NEG_INFINITY, ""),
+            |best, y| {
+                if y.0 > best.0 {
+                    y
+                } else {
+                    best
+                }
+            },
+        )
+    }
 }
 
 /// The eviction sweep of both engines.

@@ -47,11 +47,18 @@ pub(crate) fn times(a: f64, b: f64) -> String {
 }
 
 fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
+    let shift = match (m.shift_every, m.shift_step) {
+        (Some(every), Some(step)) => {
+            format!(", the popular set moves {step} keys every {every} ops of a thread")
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "\n{title}: {} threads, Zipf 0.99, get (cache-aside) / put / delete 80/15/5{}, \
+        "\n{title}: {} threads, Zipf {}, get (cache-aside) / put / delete 80/15/5{}{shift}, \
          cap {}, working set {} ({} keys), {} measured ops after {} warm-up ops",
         m.threads,
+        m.zipf_s,
         if m.scan_share > 0.0 {
             format!(", {:.0} % one-hit scan gets", m.scan_share * 100.0)
         } else {
@@ -82,35 +89,76 @@ fn mixed_section(out: &mut String, title: &str, m: &MixedReport) {
         );
     };
     row(out, "quire", &m.quire);
-    row(out, "baseline", &m.baseline);
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10.3}",
-        "exact LRU", "", "", "", "", m.lru_hit_ratio
-    );
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10.3}",
-        "S3-FIFO", "", "", "", "", m.s3fifo_hit_ratio
-    );
+    if let Some(b) = &m.baseline {
+        row(out, "baseline", b);
+    }
+    for (name, ratio) in [
+        ("exact LRU", m.lru_hit_ratio),
+        ("W-TinyLFU", m.wtinylfu_hit_ratio),
+        ("S3-FIFO", m.s3fifo_hit_ratio),
+    ] {
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>10.3}",
+            name, "", "", "", "", ratio
+        );
+    }
+    if let Some(b) = &m.baseline {
+        baseline_lines(out, &m.quire, b);
+    }
+}
+
+/// Quire over the baseline: throughput, latency, and get hits alone.
+fn baseline_lines(out: &mut String, q: &MixedEngine, b: &MixedEngine) {
     let _ = writeln!(
         out,
         "  throughput quire/baseline {}; latency baseline/quire p50 {}, p99 {}, p999 {}",
-        times(m.quire.ops_per_sec, m.baseline.ops_per_sec),
-        times(m.baseline.p50_us, m.quire.p50_us),
-        times(m.baseline.p99_us, m.quire.p99_us),
-        times(m.baseline.p999_us, m.quire.p999_us),
+        times(q.ops_per_sec, b.ops_per_sec),
+        times(b.p50_us, q.p50_us),
+        times(b.p99_us, q.p99_us),
+        times(b.p999_us, q.p999_us),
     );
-    if let (Some(q), Some(b)) = (
-        m.quire.by_op.get("get_hit"),
-        m.baseline.by_op.get("get_hit"),
-    ) {
+    if let (Some(q), Some(b)) = (q.by_op.get("get_hit"), b.by_op.get("get_hit")) {
         let _ = writeln!(
             out,
             "  get hits alone: p50 {:.1} vs {:.1} us, p99 {:.1} vs {:.1} us (quire vs baseline)",
             q.p50_us, b.p50_us, q.p99_us, b.p99_us
         );
     }
+}
+
+/// The hit ratios of every stream that ran side by side, with quire's distance from
+/// the best yardstick. `None` when no stream ran.
+fn hit_ratio_summary(r: &Report) -> Option<String> {
+    let streams = [
+        ("mixed", &r.mixed),
+        ("mixed_scan", &r.mixed_scan),
+        ("zipf08", &r.zipf08),
+        ("news", &r.news),
+    ];
+    let mut out = String::new();
+    for (name, m) in streams {
+        let Some(m) = m else { continue };
+        if out.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nhit ratio at equal bytes\n  {:<11} {:>7} {:>9} {:>9} {:>9} {:>18}",
+                "stream", "quire", "LRU", "W-TinyLFU", "S3-FIFO", "quire - best"
+            );
+        }
+        let (best, who) = m.best_yardstick();
+        let _ = writeln!(
+            out,
+            "  {:<11} {:>7.3} {:>9.3} {:>9.3} {:>9.3} {:>+8.1} pts ({who})",
+            name,
+            m.quire.hit_ratio,
+            m.lru_hit_ratio,
+            m.wtinylfu_hit_ratio,
+            m.s3fifo_hit_ratio,
+            (m.quire.hit_ratio - best) * 100.0,
+        );
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// One line reading the RAM-tier rows: the range of on/off ratios and where the best
@@ -220,6 +268,15 @@ pub(crate) fn render(r: &Report) -> String {
     }
     if let Some(mx) = &r.mixed_scan {
         mixed_section(&mut out, "mixed_scan", mx);
+    }
+    if let Some(mx) = &r.zipf08 {
+        mixed_section(&mut out, "zipf08", mx);
+    }
+    if let Some(mx) = &r.news {
+        mixed_section(&mut out, "news", mx);
+    }
+    if let Some(summary) = hit_ratio_summary(r) {
+        out.push_str(&summary);
     }
     if let Some(e) = &r.eviction {
         eviction_section(&mut out, e, r.eviction_batches.as_ref());
@@ -447,6 +504,11 @@ mod tests {
             }]),
             mixed: Some(MixedReport {
                 lru_hit_ratio: 0.6789,
+                wtinylfu_hit_ratio: 0.7012,
+                quire: MixedEngine {
+                    hit_ratio: 0.7,
+                    ..MixedEngine::default()
+                },
                 ..MixedReport::default()
             }),
             restart: Some(RestartReport {
@@ -463,6 +525,9 @@ mod tests {
         assert!(text.contains("4.53x"), "{text}");
         assert!(text.contains("exact LRU"));
         assert!(text.contains("0.679"));
+        assert!(text.contains("W-TinyLFU"));
+        assert!(text.contains("-0.1 pts (W-TinyLFU)"), "{text}");
+        assert!(!text.contains("news"), "{text}");
         assert!(text.contains("COLD"));
         assert!(text.contains("2 mismatched hits"));
         assert!(text.contains("body differs"));

@@ -209,6 +209,7 @@ fn small_spec(threads: usize, mix: Mix, keys: usize) -> StreamSpec {
         zipf_s: 0.99,
         mix,
         seed: 5,
+        shift: None,
     }
 }
 

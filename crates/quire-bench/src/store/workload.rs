@@ -1,6 +1,9 @@
 //! Op streams: each thread's sequence of gets, puts and deletes, generated up front from
 //! a seed (Zipf ranks mapped to key ids through a fixed permutation, plus optional
 //! one-hit scan keys), so the engines and the LRU model replay exactly the same ops.
+//! A [`Shift`] makes the popular set move over time, as on a news site: every so many
+//! ops the rank → key mapping rotates, so keys that were cold become the most asked
+//! for and every other key slides down the ranks.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -79,6 +82,17 @@ impl Mix {
     }
 }
 
+/// A popularity that moves: after every `every` ops of a thread (warm-up included),
+/// rank `r` maps to the key rank `r - step` mapped to before (modulo the key space), so
+/// `step` keys from the cold end become the top ranks and every other key moves
+/// `step` ranks down. Threads shift in step with each other (the engines and the
+/// models interleave them op by op).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shift {
+    pub every: usize,
+    pub step: usize,
+}
+
 /// What to generate.
 #[derive(Debug, Clone)]
 pub(crate) struct StreamSpec {
@@ -90,6 +104,8 @@ pub(crate) struct StreamSpec {
     pub zipf_s: f64,
     pub mix: Mix,
     pub seed: u64,
+    /// `None`: a fixed popularity.
+    pub shift: Option<Shift>,
 }
 
 impl StreamSpec {
@@ -104,6 +120,7 @@ impl StreamSpec {
             zipf_s: 0.99,
             mix: Mix::READ_MOSTLY,
             seed,
+            shift: None,
         }
     }
 }
@@ -122,7 +139,12 @@ pub(crate) fn generate(spec: &StreamSpec) -> Streams {
     for t in 0..spec.threads {
         let mut rng = StdRng::seed_from_u64(spec.seed.wrapping_mul(0x9E37_79B9) ^ t as u64);
         let mut scans = 0u64;
+        let mut done = 0usize;
         let mut next = |rng: &mut StdRng| -> Op {
+            let rotation = spec
+                .shift
+                .map_or(0, |s| (done / s.every.max(1)) * s.step % spec.keys);
+            done += 1;
             if spec.mix.scan > 0.0 && rng.random::<f64>() < spec.mix.scan {
                 scans += 1;
                 return Op {
@@ -138,7 +160,8 @@ pub(crate) fn generate(spec: &StreamSpec) -> Streams {
             } else {
                 OpKind::Delete
             };
-            let id = u64::from(perm[zipf.sample(rng)]);
+            let rank = zipf.sample(rng);
+            let id = u64::from(perm[(rank + spec.keys - rotation) % spec.keys]);
             Op { kind, id }
         };
         let warm: Vec<Op> = (0..spec.warmup_ops).map(|_| next(&mut rng)).collect();
@@ -163,6 +186,7 @@ mod tests {
             zipf_s: 0.99,
             mix,
             seed: 11,
+            shift: None,
         }
     }
 
@@ -199,6 +223,33 @@ mod tests {
         assert!(scans.iter().all(|o| o.kind == OpKind::Get));
         let distinct: HashSet<u64> = scans.iter().map(|o| o.id).collect();
         assert_eq!(distinct.len(), scans.len());
+    }
+
+    #[test]
+    fn a_shift_moves_the_popular_set() {
+        let n = 5000;
+        let mut sp = spec(Mix::REALISTIC);
+        sp.threads = 1;
+        sp.warmup_ops = 0;
+        sp.measured_ops = 40_000;
+        sp.shift = Some(Shift {
+            every: 10_000,
+            step: 50,
+        });
+        let s = generate(&sp);
+        let perm = permutation(n, 11 ^ 0x7065_726d);
+        let top = |part: &[Op]| {
+            let mut counts = vec![0u32; n];
+            for op in part {
+                counts[op.id as usize] += 1;
+            }
+            (0..n).max_by_key(|&i| counts[i]).unwrap_or(0) as u32
+        };
+        let ops = &s.measured[0];
+        assert_eq!(top(&ops[..10_000]), perm[0]);
+        // After one shift the top rank is the key that was rank n - 50, a cold one.
+        assert_eq!(top(&ops[10_000..20_000]), perm[n - 50]);
+        assert_eq!(top(&ops[30_000..]), perm[n - 150]);
     }
 
     #[test]
