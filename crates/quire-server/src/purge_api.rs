@@ -7,7 +7,8 @@
 //!   unknown field or a URL that does not normalise is a 400 naming the problem, and
 //!   nothing is purged.
 //! - **In a cluster, nothing is purged unless the log took the entry**: a bus that
-//!   is down answers 503 with the reason. `wait=all` (query or JSON) holds the
+//!   is down answers 503 with the reason. `wait=all` (query or JSON; for `PURGE`,
+//!   whose query belongs to the URL it names, `Quire-Wait: all`) holds the
 //!   answer until every live node applied the entry, for at most
 //!   [`WAIT_ALL_TIMEOUT`], and lists each node's status.
 
@@ -52,7 +53,8 @@ struct Applied {
     cluster: Option<serde_json::Value>,
 }
 
-/// `PURGE <url>`: hard-purges the request's URL (soft with `Quire-Soft-Purge: 1`).
+/// `PURGE <url>`: hard-purges the request's URL (soft with `Quire-Soft-Purge: 1`;
+/// in a cluster, waiting for every node with `Quire-Wait: all`).
 pub async fn method(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, Outcome) {
     if let Some(denied) = authorise(ctx, &req) {
         return (denied, Outcome::Admin);
@@ -78,7 +80,11 @@ pub async fn method(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, O
         .headers
         .get("quire-soft-purge")
         .is_some_and(|v| v.as_bytes() == b"1");
-    let wait_all = wait_all_asked(req.uri.query(), None);
+    // Its query is part of the URL it names: the wait is asked in a field.
+    let wait_all = req
+        .headers
+        .get("quire-wait")
+        .is_some_and(|v| v.as_bytes() == b"all");
     let inv = Invalidation {
         targets: vec![Target::Url(url.as_str().to_owned())],
         soft,
