@@ -193,7 +193,11 @@ impl Catalog {
                 let r = rng.next();
                 out.extend_from_slice(WORDS[(r % WORDS.len() as u64) as usize].as_bytes());
                 words += 1;
-                out.push(if words % 12 == 0 { b'\n' } else { b' ' });
+                out.push(if words.is_multiple_of(12) {
+                    b'\n'
+                } else {
+                    b' '
+                });
             }
         } else {
             while out.len() < spec.size {

@@ -292,7 +292,7 @@ async fn respond(
     };
     head.push_str(&format!("content-type: {kind}\r\n"));
     let mut body = catalog.body(i, version);
-    if shared.corrupt.load(Ordering::Relaxed) && n % 50 == 0 {
+    if shared.corrupt.load(Ordering::Relaxed) && n.is_multiple_of(50) {
         let last = body.len() - 1;
         body[last] ^= 0x20;
     }
@@ -365,7 +365,7 @@ async fn malformed(
     body: &[u8],
     n: u64,
 ) -> anyhow::Result<bool> {
-    let out = if n % 2 == 0 {
+    let out = if n.is_multiple_of(2) {
         format!("HTTP/1.1 2x0 Garbage\r\n{head}content-length: -5\r\n\r\n\x00\x01junk").into_bytes()
     } else {
         let half = &body[..body.len() / 2];

@@ -493,7 +493,7 @@ impl kills::Hooks for KillAfterAck {
         self.kills += 1;
         Box::pin(async move {
             self.add_reclaim().await;
-            if self.kills % 2 == 0 {
+            if self.kills.is_multiple_of(2) {
                 self.world.next_ack(Duration::from_secs(3)).await;
                 // Right after the ack: no probe in between.
                 self.world.hold(true);

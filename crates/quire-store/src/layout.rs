@@ -54,8 +54,8 @@ pub(crate) const TAGS_MAX: usize = 1024;
 /// flipped bit from resurrecting a removed entry or killing a live one.
 pub const FLAGS_DEAD: u16 = 0xffff;
 
-const _: () = assert!(REGION_HEADER_BYTES % ENTRY_ALIGN == 0);
-const _: () = assert!(VOLUME_HEADER_BYTES % 4096 == 0);
+const _: () = assert!(REGION_HEADER_BYTES.is_multiple_of(ENTRY_ALIGN));
+const _: () = assert!(VOLUME_HEADER_BYTES.is_multiple_of(4096));
 const _: () = assert!(REGION_BYTES_MAX / ENTRY_ALIGN <= 1 << 20);
 const _: () = assert!(REGION_BYTES_MIN.is_power_of_two() && REGION_BYTES_MAX.is_power_of_two());
 

@@ -228,7 +228,7 @@ impl Volume {
 
     /// An atomic view of a u64 in the volume header (clean marker, next-gen hint).
     pub(crate) fn header_word(&self, at: usize) -> &AtomicU64 {
-        assert!(at % 8 == 0 && (at as u64) + 8 <= VOLUME_HEADER_BYTES);
+        assert!(at.is_multiple_of(8) && (at as u64) + 8 <= VOLUME_HEADER_BYTES);
         // SAFETY: in bounds and 8-aligned; these header words are only accessed through
         // this atomic view once the volume is open; lifetime tied to `&self`.
         unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(at).cast()) }

@@ -211,7 +211,7 @@ fn readers_hold_handles_while_writers_churn() {
                     let (k, v, h) = queue.pop_front().unwrap();
                     assert_eq!(check(&h, k), v, "a held handle changed version");
                 }
-                if n % 50 == 0 {
+                if n.is_multiple_of(50) {
                     // A slow client: hold everything while writers churn.
                     std::thread::sleep(Duration::from_millis(2));
                 }

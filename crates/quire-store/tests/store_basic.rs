@@ -90,7 +90,7 @@ fn the_volume_never_takes_more_disk_than_the_cap() {
             .unwrap();
             written += body.len() as u64;
             i += 1;
-            if i % 64 == 0 {
+            if i.is_multiple_of(64) {
                 peak = peak.max(allocated_bytes(&path));
             }
         }

@@ -153,7 +153,7 @@ impl<'a, E: Engine> Worker<'a, E> {
                 match hit {
                     Some(entry) => {
                         self.stats.hits += 1;
-                        let full = self.stats.hits % self.check_every == 0;
+                        let full = self.stats.hits.is_multiple_of(self.check_every);
                         let t1 = Instant::now();
                         let checked = content::verify_entry(
                             &entry,

@@ -168,7 +168,7 @@ impl Engine for Damaging {
     fn get(&self, key: &[u8]) -> Option<MapEntry> {
         let hit = self.inner.get(key)?;
         let n = self.gets.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.every == 0 || n % self.every != 0 || hit.body().len() <= 16 {
+        if self.every == 0 || !n.is_multiple_of(self.every) || hit.body().len() <= 16 {
             return Some(hit);
         }
         let mut body = hit.body().to_vec();

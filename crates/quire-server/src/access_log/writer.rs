@@ -277,7 +277,10 @@ impl Writer {
             Err(e) => {
                 // Part of the batch may have gone out: counted as dropped whole.
                 c.dropped.fetch_add(lines, Ordering::Relaxed);
-                if c.errors.fetch_add(1, Ordering::Relaxed) % 1000 == 0 {
+                if c.errors
+                    .fetch_add(1, Ordering::Relaxed)
+                    .is_multiple_of(1000)
+                {
                     tracing::warn!(error = %e, "access log: write failed; lines are dropped");
                 }
             }
