@@ -29,7 +29,9 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from loopback import QuietServer, free_port, wait_port
 
 TOKEN = "cluster-figures-admin-token"
 COUNT = [0]
@@ -56,33 +58,12 @@ def serve_origin(port):
             self.end_headers()
             self.wfile.write(body)
 
-    class S(ThreadingHTTPServer):
-        daemon_threads = True
-        allow_reuse_address = True
-        request_queue_size = 1024
 
-        def handle_error(self, request, client_address):
-            pass
-
-    S(("127.0.0.1", port), H).serve_forever()
+    QuietServer(("127.0.0.1", port), H).serve_forever()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
-def wait_port(port):
-    for _ in range(300):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listens on {port}")
 
 
 def request(port, method, path, body=None, conn=None):

@@ -29,7 +29,9 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from loopback import QuietServer, free_port, wait_port
 
 EVENTS = [
     (4.0, "kill -9 A"),
@@ -57,34 +59,12 @@ def serve_origin(port, name):
             self.end_headers()
             self.wfile.write(body)
 
-    class S(ThreadingHTTPServer):
-        daemon_threads = True
-        allow_reuse_address = True
-        request_queue_size = 1024
 
-        def handle_error(self, request, client_address):
-            pass  # a client (quire) that hung up: not this script's business
-
-    S(("127.0.0.1", port), H).serve_forever()
+    QuietServer(("127.0.0.1", port), H).serve_forever()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
-def wait_port(port, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listens on {port}")
 
 
 def start_origin(port, name):

@@ -267,6 +267,26 @@ async fn three(peer_fill: bool) -> Option<Three> {
     })
 }
 
+/// Stops the last node; what it takes to start it again.
+async fn stop_last(t: &mut Three) -> (u16, PathBuf) {
+    let c = t.nodes.pop().unwrap();
+    let port = c.addr.port();
+    (port, c.shutdown().await)
+}
+
+/// Starts node `c` again on its port and volume.
+async fn restart_c(t: &Three, (port, volume): (u16, PathBuf)) -> Node {
+    let spec = Spec {
+        name: "c",
+        port,
+        redis: &t.redis.url(),
+        peers: &t.peers,
+        origin: &t.origin,
+        volume,
+    };
+    start_node(&spec).await
+}
+
 fn versioned(origin: &Origin, path: &str, v: u32) {
     let body = format!("{path} version {v}");
     origin.route(
@@ -352,21 +372,11 @@ async fn a_node_stopped_purged_past_and_restarted_never_serves_the_purged_object
     };
     versioned(&t.origin, "/r", 1);
     warm(&t, "/r").await;
-    let c = t.nodes.pop().unwrap();
-    let port = c.addr.port();
-    let volume = c.shutdown().await;
+    let stopped = stop_last(&mut t).await;
     versioned(&t.origin, "/r", 2);
     let (status, _) = purge(&t.nodes[0], "", r#"{"urls":["http://127.0.0.1/r"]}"#).await;
     assert_eq!(status, 200);
-    let spec = Spec {
-        name: "c",
-        port,
-        redis: &t.redis.url(),
-        peers: &t.peers,
-        origin: &t.origin,
-        volume,
-    };
-    let c = start_node(&spec).await;
+    let c = restart_c(&t, stopped).await;
     // The node applies what it missed before it listens: its very first answer
     // is already the new version.
     assert_eq!(get(&c, "/r").await.1, b"/r version 2");
@@ -380,9 +390,7 @@ async fn a_log_trimmed_past_a_node_makes_it_revalidate_everything() {
     };
     versioned(&t.origin, "/t", 1);
     warm(&t, "/t").await;
-    let c = t.nodes.pop().unwrap();
-    let port = c.addr.port();
-    let volume = c.shutdown().await;
+    let stopped = stop_last(&mut t).await;
     for _ in 0..3 {
         let (status, _) = purge(&t.nodes[0], "", r#"{"tags":["other"]}"#).await;
         assert_eq!(status, 200);
@@ -393,15 +401,7 @@ async fn a_log_trimmed_past_a_node_makes_it_revalidate_everything() {
         "3"
     );
     let before = t.origin.hits("/t");
-    let spec = Spec {
-        name: "c",
-        port,
-        redis: &t.redis.url(),
-        peers: &t.peers,
-        origin: &t.origin,
-        volume,
-    };
-    let c = start_node(&spec).await;
+    let c = restart_c(&t, stopped).await;
     assert_eq!(c.cluster.as_ref().unwrap().bus.stats_revalidated_all(), 1);
     let (_, body, _) = get(&c, "/t").await;
     assert_eq!(body, b"/t version 1", "the body stays");
