@@ -30,8 +30,8 @@ impl WikiLink {
     pub(crate) fn text(&self) -> String {
         match (&self.label, &self.heading) {
             (Some(l), _) => l.clone(),
-            (None, Some(h)) if self.target.is_empty() => h.clone(),
-            (None, Some(h)) => format!("{} › {}", self.target, h),
+            (None, Some(h)) if self.target.is_empty() => h.replace('#', " › "),
+            (None, Some(h)) => format!("{} › {}", self.target, h.replace('#', " › ")),
             (None, None) => self.target.clone(),
         }
     }
@@ -130,6 +130,26 @@ fn parse_inner(inner: &str, embed: bool, range: Range<usize>) -> Option<WikiLink
         embed,
         range,
     })
+}
+
+/// The fragment a link's `#...` part points at in the target page: `^id` for a block
+/// reference (its characters limited to what block ids hold), else the slug of the
+/// last heading of a `#Heading#Subheading` path (help.obsidian.md, "Internal links":
+/// headings are matched case-insensitively, and slugs are lower-case).
+pub(crate) fn fragment(heading: &str) -> String {
+    if let Some(id) = heading.strip_prefix('^') {
+        let id: String = id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        return format!("^{id}");
+    }
+    let last = heading
+        .rsplit('#')
+        .map(str::trim)
+        .find(|h| !h.is_empty())
+        .unwrap_or(heading);
+    slug(last)
 }
 
 /// The slug of a name or heading: lower-case letters and digits, other runs → `-`.
