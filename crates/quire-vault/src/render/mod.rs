@@ -4,6 +4,7 @@
 //! - [`wikilinks`]: `[[links]]` and `![[embeds]]`, resolved against the vault.
 //! - [`headings`]: unique ids on headings, for the table of contents and links.
 //! - [`code`]: highlighted fenced code.
+//! - [`callout`]: Obsidian's callouts, foldable ones as `<details>`.
 //!
 //! Key decisions:
 //! - **A link to a note the reader may not see renders as plain text**, exactly like a
@@ -14,12 +15,13 @@
 //! - Wikilinks are replaced by inline HTML before parsing; every other construct is a
 //!   pass over pulldown-cmark's events, in a fixed order (`to_html`).
 
-use pulldown_cmark::{Event, Options, Parser};
+use pulldown_cmark::{Event, Options, Parser, TextMergeStream};
 
 pub use crate::html::escape;
 use crate::note::Visibility;
 use crate::vault::Vault;
 
+mod callout;
 mod code;
 mod headings;
 mod wikilinks;
@@ -47,8 +49,10 @@ fn to_html(md: &str) -> Rendered {
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_HEADING_ATTRIBUTES;
-    let events: Vec<Event<'_>> = Parser::new_ext(md, opts).collect();
-    let mut events = code::highlight_blocks(events);
+    // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
+    let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, opts)).collect();
+    let events = code::highlight_blocks(events);
+    let mut events = callout::callouts(events);
     let headings = headings::assign_ids(&mut events);
     let mut html = String::with_capacity(md.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events.into_iter());
