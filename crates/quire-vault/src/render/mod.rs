@@ -1,10 +1,15 @@
 //! Markdown to HTML: CommonMark with tables, footnotes, task lists and strikethrough,
 //! plus what Obsidian adds, each in its own module:
 //!
-//! - [`wikilinks`]: `[[links]]` and `![[embeds]]`, resolved against the vault.
-//! - [`headings`]: unique ids on headings, for the table of contents and links.
-//! - [`code`]: highlighted fenced code.
-//! - [`callout`]: Obsidian's callouts, foldable ones as `<details>`.
+//! - `wikilinks`: `[[links]]` and `![[embeds]]`, resolved against the vault.
+//! - `headings`: unique ids on headings, for the table of contents and links.
+//! - `code`: highlighted fenced code.
+//! - `callout`: Obsidian's callouts, foldable ones as `<details>`.
+//! - `comments`: `%%comments%%`, removed before anything else sees the text.
+//! - `tags`: `#inline/tags` linked to their tag pages.
+//! - `mark`: `==highlights==`.
+//! - `blockref`: `^block-ids` on paragraphs and list items.
+//! - `prose`: which text inline constructs may be found in.
 //!
 //! Key decisions:
 //! - **A link to a note the reader may not see renders as plain text**, exactly like a
@@ -21,10 +26,18 @@ pub use crate::html::escape;
 use crate::note::Visibility;
 use crate::vault::Vault;
 
+mod blockref;
 mod callout;
 mod code;
+pub(crate) mod comments;
 mod headings;
+mod mark;
+mod prose;
+mod tags;
 mod wikilinks;
+
+pub(crate) use tags::inline_tags;
+pub use tags::tag_url;
 
 /// A rendered note body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +65,9 @@ fn to_html(md: &str) -> Rendered {
     // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
     let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, opts)).collect();
     let events = code::highlight_blocks(events);
+    let events = tags::link_tags(events);
+    let events = mark::highlights(events);
+    let events = blockref::block_ids(events);
     let mut events = callout::callouts(events);
     let headings = headings::assign_ids(&mut events);
     let mut html = String::with_capacity(md.len() * 3 / 2);
@@ -179,5 +195,83 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("&lt;b&gt;"), "{html}");
+    }
+
+    #[test]
+    fn heading_links_resolve_case_insensitively_and_block_refs_reach_their_block() {
+        // help.obsidian.md, "Internal links": `[[Note#Heading]]`, nested
+        // `[[Note#Heading#Subheading]]`, and `[[Note#^block-id]]`.
+        let (_d, v) = vault(&[
+            ("Home.md", "[[Other#PART two]] [[Other#Part Two#sub SECTION]] [[Other#^quote-1]] [[#^here]]\n\nA paragraph. ^here\n"),
+            ("Other.md", "## Part Two\n### Sub Section\nA quote. ^quote-1\n"),
+        ]);
+        let home = render(&v, v.resolve("home").unwrap(), Visibility::Draft).html;
+        assert!(
+            home.contains("href=\"/other#part-two\">Other › PART two</a>"),
+            "{home}"
+        );
+        assert!(
+            home.contains("href=\"/other#sub-section\">Other › Part Two › sub SECTION</a>"),
+            "{home}"
+        );
+        assert!(
+            home.contains("href=\"/other#%5Equote-1\">Other › ^quote-1</a>"),
+            "{home}"
+        );
+        assert!(home.contains("href=\"#%5Ehere\""), "{home}");
+        assert!(home.contains("<p id=\"^here\">A paragraph.</p>"), "{home}");
+        let other = render(&v, v.resolve("other").unwrap(), Visibility::Draft);
+        assert!(
+            other.html.contains("<h2 id=\"part-two\">")
+                && other.html.contains("<h3 id=\"sub-section\">")
+        );
+        assert!(
+            other.html.contains("<p id=\"^quote-1\">A quote.</p>"),
+            "{}",
+            other.html
+        );
+    }
+
+    #[test]
+    fn comments_never_reach_the_html() {
+        let (_d, v) = vault(&[
+            ("Home.md", "---\nfree: true\n---\nShown %%inline secret%% text.\n\n%%\n# Secret heading\n[[Public]] and private plans\n%%\nEnd. %%unclosed secret\n"),
+            ("Public.md", "---\nfree: true\n---\nx"),
+        ]);
+        let home = v.resolve("home").unwrap();
+        let r = render(&v, home, Visibility::Draft);
+        assert!(
+            !r.html.contains("secret") && !r.html.contains("Secret"),
+            "{}",
+            r.html
+        );
+        assert!(
+            !r.html.contains("/public") && !r.html.contains("plans"),
+            "{}",
+            r.html
+        );
+        assert!(
+            r.html.contains("Shown") && r.html.contains("End."),
+            "{}",
+            r.html
+        );
+        assert!(r.headings.is_empty());
+        assert!(v.backlinks(v.resolve("public").unwrap()).is_empty());
+    }
+
+    #[test]
+    fn inline_tags_join_the_notes_tags() {
+        let (_d, v) = vault(&[(
+            "N.md",
+            "---\ntags: [garden]\n---\n#Garden #garden/irrigation `#code`\n",
+        )]);
+        assert_eq!(v.notes()[0].front.tags, ["garden", "garden/irrigation"]);
+        let html = render(&v, 0, Visibility::Draft).html;
+        assert!(
+            html.contains(
+                "<a class=\"tag\" href=\"/tags/garden-irrigation\">#garden/irrigation</a>"
+            ),
+            "{html}"
+        );
     }
 }

@@ -15,7 +15,8 @@ use crate::vault::Vault;
 /// Extensions to a path that render as images when embedded.
 const IMAGE_EXTS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "svg", "webp", "avif"];
 
-/// The markdown with every wikilink replaced by inline HTML.
+/// The markdown with every wikilink replaced by inline HTML and every comment
+/// removed.
 pub(super) fn substitute(
     vault: &Vault,
     body: &str,
@@ -23,15 +24,9 @@ pub(super) fn substitute(
     targets: &[Option<usize>],
     audience: Visibility,
 ) -> String {
-    let mut out = String::with_capacity(body.len() + links.len() * 48);
-    let mut at = 0;
-    for (l, t) in links.iter().zip(targets) {
-        out.push_str(&body[at..l.range.start]);
-        at = l.range.end;
-        out.push_str(&link_html(vault, l, *t, audience));
-    }
-    out.push_str(&body[at..]);
-    out
+    super::comments::rewrite(body, links, |i, l| {
+        link_html(vault, l, targets.get(i).copied().flatten(), audience)
+    })
 }
 
 /// One link's HTML: an image or attachment for an embedded file, else a link to the
