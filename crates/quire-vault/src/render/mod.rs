@@ -9,6 +9,8 @@
 //! - `tags`: `#inline/tags` linked to their tag pages.
 //! - `mark`: `==highlights==`.
 //! - `blockref`: `^block-ids` on paragraphs and list items.
+//! - `math`: `$inline$` and `$$display$$` math to MathML.
+//! - `sanitize`: the allow-list that markup from other crates is rebuilt through.
 //! - `prose`: which text inline constructs may be found in.
 //!
 //! Key decisions:
@@ -32,7 +34,9 @@ mod code;
 pub(crate) mod comments;
 mod headings;
 mod mark;
+mod math;
 mod prose;
+mod sanitize;
 mod tags;
 mod wikilinks;
 
@@ -61,10 +65,12 @@ fn to_html(md: &str) -> Rendered {
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_HEADING_ATTRIBUTES;
+        | Options::ENABLE_HEADING_ATTRIBUTES
+        | Options::ENABLE_MATH;
     // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
     let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, opts)).collect();
     let events = code::highlight_blocks(events);
+    let events = math::math(events);
     let events = tags::link_tags(events);
     let events = mark::highlights(events);
     let events = blockref::block_ids(events);
