@@ -161,6 +161,12 @@ mod tests {
             "<p><mark>a <em>b</em> <code>c</code> [[d]]</mark></p>\n"
         );
         assert_eq!(html("# A ==marked== title\n").matches("<mark>").count(), 1);
+        // Regression: a tag link (one inline HTML event holding `<a>` and `</a>`)
+        // left everything after it out of prose.
+        assert_eq!(
+            html("#tag\n\n==after a tag==\n"),
+            "<p><a class=\"tag\" href=\"/tags/tag\">#tag</a></p>\n<p><mark>after a tag</mark></p>\n"
+        );
     }
 
     #[test]

@@ -143,6 +143,9 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
     };
     let mut out = String::with_capacity(src.len() * 8);
     push_mathml(&mut out, events.into_iter(), config).map_err(|e| e.to_string())?;
+    // pulldown-latex 0.8 writes a spacing command's `&nbsp;` escaped, as text; a
+    // no-break space is what it means.
+    let out = out.replace("&amp;nbsp;", "\u{a0}");
     sanitize(&out, &MATHML, "").ok_or_else(|| "unexpected MathML".to_owned())
 }
 
@@ -163,6 +166,11 @@ mod tests {
         assert!(h.contains("<math display=\"block\""), "{h}");
         assert!(h.contains("<mfrac>"), "{h}");
         assert!(!h.contains('$'), "{h}");
+        let h = html("$1\\ \\text{litre}$\n");
+        assert!(
+            h.contains("<mtext>\u{a0}</mtext>") && !h.contains("&amp;nbsp;"),
+            "{h}"
+        );
     }
 
     #[test]

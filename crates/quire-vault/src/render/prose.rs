@@ -20,13 +20,16 @@ impl Context {
             Event::End(TagEnd::CodeBlock) => self.code = self.code.saturating_sub(1),
             Event::Start(Tag::Link { .. } | Tag::Image { .. }) => self.link += 1,
             Event::End(TagEnd::Link | TagEnd::Image) => self.link = self.link.saturating_sub(1),
-            Event::InlineHtml(h) | Event::Html(h) => {
-                let h = h.trim_start();
-                if h.starts_with("<a ") || h.starts_with("<a>") {
-                    self.anchor += 1;
-                } else if h.starts_with("</a") {
-                    self.anchor = self.anchor.saturating_sub(1);
-                }
+            // One event may hold a whole element (a tag link is `<a ..>#x</a>`):
+            // count every opening and closing `a` in it.
+            Event::InlineHtml(h) | Event::Html(h) if h.contains('<') => {
+                let h = h.to_ascii_lowercase();
+                let opens = ["<a ", "<a>", "<a\n", "<a\t"]
+                    .iter()
+                    .map(|p| h.matches(p).count())
+                    .sum::<usize>();
+                let closes = h.matches("</a").count();
+                self.anchor = (self.anchor + opens).saturating_sub(closes);
             }
             _ => {}
         }
