@@ -1,16 +1,25 @@
-//! Fenced code blocks: those in a language `highlight` knows become one highlighted
-//! HTML event; the others are left to pulldown-cmark (escaped `<pre><code>`).
+//! Fenced code blocks: ` ```mermaid ` becomes a diagram (`diagram`), those in a
+//! language `highlight` knows become one highlighted HTML event; the others are left
+//! to pulldown-cmark (escaped `<pre><code>`).
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, Tag, TagEnd};
 
-use super::{end_of, escape};
+use super::{diagram, end_of, escape};
 
-/// Replaces every fenced block in a known language by its highlighted HTML.
-pub(super) fn highlight_blocks(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+/// Replaces every mermaid block by its diagram and every fenced block in a known
+/// language by its highlighted HTML.
+pub(super) fn code_blocks(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
     let mut out = Vec::with_capacity(events.len());
+    let mut budget = diagram::Budget::default();
     let mut i = 0;
     while i < events.len() {
-        if let Some((html, end)) = highlighted_block(&events, i) {
+        if let Some((_, code, end)) = fenced(&events, i).filter(|f| f.0 == "mermaid") {
+            out.push(Event::Html(CowStr::from(diagram::block(
+                &code,
+                &mut budget,
+            ))));
+            i = end + 1;
+        } else if let Some((html, end)) = highlighted_block(&events, i) {
             out.push(html);
             i = end + 1;
         } else {

@@ -4,6 +4,7 @@
 //! - `wikilinks`: `[[links]]` and `![[embeds]]`, resolved against the vault.
 //! - `headings`: unique ids on headings, for the table of contents and links.
 //! - `code`: highlighted fenced code.
+//! - `diagram`: ` ```mermaid ` flowcharts and sequence diagrams drawn as SVG.
 //! - `callout`: Obsidian's callouts, foldable ones as `<details>`.
 //! - `comments`: `%%comments%%`, removed before anything else sees the text.
 //! - `tags`: `#inline/tags` linked to their tag pages.
@@ -32,6 +33,7 @@ mod blockref;
 mod callout;
 mod code;
 pub(crate) mod comments;
+mod diagram;
 mod headings;
 mod mark;
 mod math;
@@ -69,7 +71,7 @@ fn to_html(md: &str) -> Rendered {
         | Options::ENABLE_MATH;
     // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
     let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, opts)).collect();
-    let events = code::highlight_blocks(events);
+    let events = code::code_blocks(events);
     let events = math::math(events);
     let events = tags::link_tags(events);
     let events = mark::highlights(events);
