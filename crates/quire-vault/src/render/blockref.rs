@@ -30,6 +30,12 @@ fn marker(text: &str, own_line: bool) -> Option<(usize, &str)> {
 
 /// Moves every trailing `^id` of a paragraph or list item onto the block as its id.
 pub(super) fn block_ids(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    if !events
+        .iter()
+        .any(|e| matches!(e, Event::Text(t) if t.contains('^')))
+    {
+        return events;
+    }
     let mut out: Vec<Event<'_>> = Vec::with_capacity(events.len());
     // Indices in `out` of the open paragraphs and items.
     let mut open: Vec<usize> = Vec::new();

@@ -93,7 +93,13 @@ enum Open {
 }
 
 /// Turns every blockquote that starts with a callout marker into a callout.
-pub(super) fn callouts(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+pub(super) fn callouts(mut events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    if !events
+        .iter()
+        .any(|e| matches!(e, Event::Text(t) if t.starts_with("[!")))
+    {
+        return events;
+    }
     let mut out = Vec::with_capacity(events.len() + 8);
     let mut open: Vec<Open> = Vec::new();
     let mut i = 0;
@@ -117,7 +123,8 @@ pub(super) fn callouts(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
             }
             _ => {}
         }
-        out.push(events[i].clone());
+        // Taken, not cloned: a merged text is an allocation.
+        out.push(std::mem::replace(&mut events[i], Event::SoftBreak));
         i += 1;
     }
     out

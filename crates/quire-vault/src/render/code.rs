@@ -8,12 +8,20 @@ use super::{diagram, end_of, escape};
 
 /// Replaces every mermaid block by its diagram and every fenced block in a known
 /// language by its highlighted HTML.
-pub(super) fn code_blocks(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+pub(super) fn code_blocks(mut events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    if !events
+        .iter()
+        .any(|e| matches!(e, Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_)))))
+    {
+        return events;
+    }
     let mut out = Vec::with_capacity(events.len());
     let mut budget = diagram::Budget::default();
     let mut i = 0;
     while i < events.len() {
-        if let Some((_, code, end)) = fenced(&events, i).filter(|f| f.0 == "mermaid") {
+        let mermaid = matches!(&events[i], Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(l)))
+            if l.split_whitespace().next() == Some("mermaid"));
+        if let Some((_, code, end)) = mermaid.then(|| fenced(&events, i)).flatten() {
             out.push(Event::Html(CowStr::from(diagram::block(
                 &code,
                 &mut budget,
@@ -23,7 +31,8 @@ pub(super) fn code_blocks(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
             out.push(html);
             i = end + 1;
         } else {
-            out.push(events[i].clone());
+            // Taken, not cloned: a merged text is an allocation.
+            out.push(std::mem::replace(&mut events[i], Event::SoftBreak));
             i += 1;
         }
     }

@@ -21,14 +21,10 @@ impl Context {
             Event::Start(Tag::Link { .. } | Tag::Image { .. }) => self.link += 1,
             Event::End(TagEnd::Link | TagEnd::Image) => self.link = self.link.saturating_sub(1),
             // One event may hold a whole element (a tag link is `<a ..>#x</a>`):
-            // count every opening and closing `a` in it.
-            Event::InlineHtml(h) | Event::Html(h) if h.contains('<') => {
-                let h = h.to_ascii_lowercase();
-                let opens = ["<a ", "<a>", "<a\n", "<a\t"]
-                    .iter()
-                    .map(|p| h.matches(p).count())
-                    .sum::<usize>();
-                let closes = h.matches("</a").count();
+            // count every opening and closing `a` in it. Block HTML (a highlighted
+            // code block, say) cannot leave an anchor open around prose.
+            Event::InlineHtml(h) => {
+                let (opens, closes) = anchors(h);
                 self.anchor = (self.anchor + opens).saturating_sub(closes);
             }
             _ => {}
@@ -39,6 +35,25 @@ impl Context {
     pub(super) fn prose(&self) -> bool {
         self.code == 0 && self.link == 0 && self.anchor == 0
     }
+}
+
+/// How many `<a` start tags and `</a` end tags `html` holds (any case).
+fn anchors(html: &str) -> (usize, usize) {
+    let b = html.as_bytes();
+    let ends = |j: usize| {
+        b.get(j)
+            .is_none_or(|c| matches!(c, b' ' | b'>' | b'\n' | b'\t' | b'\r'))
+    };
+    let (mut opens, mut closes) = (0, 0);
+    for (i, _) in html.match_indices('<') {
+        let is_a = |j: usize| b.get(j).is_some_and(|c| c.eq_ignore_ascii_case(&b'a'));
+        if is_a(i + 1) && ends(i + 2) {
+            opens += 1;
+        } else if b.get(i + 1) == Some(&b'/') && is_a(i + 2) && ends(i + 3) {
+            closes += 1;
+        }
+    }
+    (opens, closes)
 }
 
 /// Whether `e` is an inline tag's start or end (emphasis, links...), as opposed to a

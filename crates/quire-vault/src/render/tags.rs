@@ -62,41 +62,50 @@ fn find(text: &str, start_ok: bool) -> Vec<Range<usize>> {
 
 /// Links every inline tag in prose to its tag page.
 pub(super) fn link_tags(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    // Most notes have no tag: leave their events where they are.
+    if !events
+        .iter()
+        .any(|e| matches!(e, Event::Text(t) if t.contains('#')))
+    {
+        return events;
+    }
     let mut out = Vec::with_capacity(events.len());
     let mut ctx = Context::default();
-    for (i, e) in events.iter().enumerate() {
-        ctx.step(e);
-        let Event::Text(t) = e else {
-            out.push(e.clone());
-            continue;
+    let mut start_ok = true;
+    for e in events {
+        ctx.step(&e);
+        let after = boundary_before(Some(&e));
+        let found = match &e {
+            Event::Text(t) if ctx.prose() => find(t, start_ok),
+            _ => Vec::new(),
         };
-        let found = if ctx.prose() {
-            find(t, boundary_before(i.checked_sub(1).map(|p| &events[p])))
-        } else {
-            Vec::new()
-        };
-        if found.is_empty() {
-            out.push(e.clone());
-            continue;
-        }
-        let mut at = 0;
-        for r in found {
-            if r.start - 1 > at {
-                out.push(Event::Text(CowStr::from(t[at..r.start - 1].to_owned())));
-            }
-            let name = &t[r.clone()];
-            out.push(Event::InlineHtml(CowStr::from(format!(
-                "<a class=\"tag\" href=\"{}\">#{}</a>",
-                escape(&url_path(&tag_url(name))),
-                escape(name)
-            ))));
-            at = r.end;
-        }
-        if at < t.len() {
-            out.push(Event::Text(CowStr::from(t[at..].to_owned())));
+        start_ok = after;
+        match e {
+            Event::Text(t) if !found.is_empty() => push_linked(&mut out, &t, found),
+            e => out.push(e),
         }
     }
     out
+}
+
+/// Text `t` with each tag in `found` (ranges without the `#`) made a link.
+fn push_linked<'a>(out: &mut Vec<Event<'a>>, t: &str, found: Vec<Range<usize>>) {
+    let mut at = 0;
+    for r in found {
+        if r.start - 1 > at {
+            out.push(Event::Text(CowStr::from(t[at..r.start - 1].to_owned())));
+        }
+        let name = &t[r.clone()];
+        out.push(Event::InlineHtml(CowStr::from(format!(
+            "<a class=\"tag\" href=\"{}\">#{}</a>",
+            escape(&url_path(&tag_url(name))),
+            escape(name)
+        ))));
+        at = r.end;
+    }
+    if at < t.len() {
+        out.push(Event::Text(CowStr::from(t[at..].to_owned())));
+    }
 }
 
 /// The inline tags of a note's `body` (its `links` and comments left out), in
