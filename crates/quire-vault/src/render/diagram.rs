@@ -311,6 +311,21 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_subgraphs_never_crash_the_render() {
+        let depth = 300;
+        let open: String = (0..depth).map(|i| format!("subgraph S{i}\n")).collect();
+        let close = "end\n".repeat(depth);
+        let h = html(&format!(
+            "```mermaid\nflowchart TD\n{open}A --> B\n{close}```\n"
+        ));
+        assert!(
+            h.contains("<figure class=\"diagram"),
+            "{}",
+            &h[..h.len().min(300)]
+        );
+    }
+
+    #[test]
     fn diagrams_past_the_limits_are_not_drawn() {
         let big: String = (0..=FLOW_EDGES_MAX)
             .map(|i| format!("  N{i} --> N{}\n", i + 1))

@@ -206,6 +206,18 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_formulas_never_crash_the_render() {
+        for src in [
+            format!("${}x{}$", "{".repeat(4000), "}".repeat(4000)),
+            format!("${}x{}$", "\\sqrt{".repeat(1000), "}".repeat(1000)),
+            format!("${}x{}$", "\\frac{1}{".repeat(800), "}".repeat(800)),
+        ] {
+            let h = html(&format!("{src}\n"));
+            assert!(h.contains("<math") || h.contains("math-error") || h.contains('$'));
+        }
+    }
+
+    #[test]
     fn an_overlong_formula_is_shown_as_source() {
         let long = "x+".repeat(super::FORMULA_LEN_MAX);
         let h = html(&format!("$${long}1$$\n"));
