@@ -30,48 +30,73 @@ impl WikiLink {
     pub(crate) fn text(&self) -> String {
         match (&self.label, &self.heading) {
             (Some(l), _) => l.clone(),
-            (None, Some(h)) if self.target.is_empty() => h.clone(),
-            (None, Some(h)) => format!("{} › {}", self.target, h),
+            (None, Some(h)) if self.target.is_empty() => h.replace('#', " › "),
+            (None, Some(h)) => format!("{} › {}", self.target, h.replace('#', " › ")),
             (None, None) => self.target.clone(),
         }
     }
 }
 
-/// Every wikilink in `body` outside code, in order.
+/// Every wikilink in `body` outside code and comments, in order.
 pub(crate) fn extract(body: &str) -> Vec<WikiLink> {
     let mut out = Vec::new();
     let mut fence: Option<(u8, usize)> = None;
     let mut line_start = 0;
     for line in body.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        // CommonMark fences: three or more ` or ~, closed by a fence of the same
-        // character at least as long.
-        let fence_char = trimmed.bytes().next().filter(|c| *c == b'`' || *c == b'~');
-        if let Some(c) = fence_char.filter(|_| indent < 4) {
-            let n = trimmed.bytes().take_while(|b| *b == c).count();
-            if n >= 3 {
-                match fence {
-                    None => {
-                        fence = Some((c, n));
-                        line_start += line.len();
-                        continue;
-                    }
-                    Some((fc, fnum)) if fc == c && n >= fnum && trimmed[n..].trim().is_empty() => {
-                        fence = None;
-                        line_start += line.len();
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if fence.is_none() {
+        if !fence_line(line, &mut fence) && fence.is_none() {
             scan_line(line, line_start, &mut out);
         }
         line_start += line.len();
     }
+    let comments = crate::render::comments::ranges(body);
+    if !comments.is_empty() {
+        out.retain(|l| !comments.iter().any(|c| c.contains(&l.range.start)));
+    }
     out
+}
+
+/// Whether `line` opens or closes a fenced code block, updating `fence` (the open
+/// fence's character and length). CommonMark fences: three or more ` or ~, indented
+/// less than four spaces, closed by a fence of the same character at least as long.
+pub(crate) fn fence_line(line: &str, fence: &mut Option<(u8, usize)>) -> bool {
+    let trimmed = line.trim_start();
+    let indent = line.len() - trimmed.len();
+    let Some(c) = trimmed
+        .bytes()
+        .next()
+        .filter(|c| (*c == b'`' || *c == b'~') && indent < 4)
+    else {
+        return false;
+    };
+    let n = trimmed.bytes().take_while(|b| *b == c).count();
+    if n < 3 {
+        return false;
+    }
+    match *fence {
+        None => {
+            *fence = Some((c, n));
+            true
+        }
+        Some((fc, fnum)) if fc == c && n >= fnum && trimmed[n..].trim().is_empty() => {
+            *fence = None;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The length of the inline code span opening at `line[i]` (a run of backticks) up
+/// to its matching run, or of the run alone when it is not closed on the line.
+pub(crate) fn code_span_len(line: &str, i: usize) -> usize {
+    let n = line.as_bytes()[i..]
+        .iter()
+        .take_while(|c| **c == b'`')
+        .count();
+    let ticks = &line[i..i + n];
+    match line[i + n..].find(ticks) {
+        Some(end) => n + end + n,
+        None => n,
+    }
 }
 
 fn scan_line(line: &str, base: usize, out: &mut Vec<WikiLink>) {
@@ -79,13 +104,7 @@ fn scan_line(line: &str, base: usize, out: &mut Vec<WikiLink>) {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'`' {
-            // An inline code span: skip to the matching run of backticks.
-            let n = b[i..].iter().take_while(|c| **c == b'`').count();
-            let ticks = &line[i..i + n];
-            match line[i + n..].find(ticks) {
-                Some(end) => i += n + end + n,
-                None => i += n,
-            }
+            i += code_span_len(line, i);
             continue;
         }
         if b[i] == b'[' && b.get(i + 1) == Some(&b'[') {
@@ -130,6 +149,26 @@ fn parse_inner(inner: &str, embed: bool, range: Range<usize>) -> Option<WikiLink
         embed,
         range,
     })
+}
+
+/// The fragment a link's `#...` part points at in the target page: `^id` for a block
+/// reference (its characters limited to what block ids hold), else the slug of the
+/// last heading of a `#Heading#Subheading` path (help.obsidian.md, "Internal links":
+/// headings are matched case-insensitively, and slugs are lower-case).
+pub(crate) fn fragment(heading: &str) -> String {
+    if let Some(id) = heading.strip_prefix('^') {
+        let id: String = id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        return format!("^{id}");
+    }
+    let last = heading
+        .rsplit('#')
+        .map(str::trim)
+        .find(|h| !h.is_empty())
+        .unwrap_or(heading);
+    slug(last)
 }
 
 /// The slug of a name or heading: lower-case letters and digits, other runs → `-`.

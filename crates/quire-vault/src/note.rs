@@ -23,7 +23,8 @@ pub struct Note {
     pub(crate) name: String,
     /// The page's path on the site: `/` + slugged folders and name.
     pub url: String,
-    /// Front matter (defaults when absent or rejected).
+    /// Front matter (defaults when absent or rejected), with the body's inline
+    /// `#tags` added to `tags` after its own.
     pub front: FrontMatter,
     /// Why the front matter was rejected, if it was (the note is then private).
     pub front_error: Option<FrontError>,
@@ -52,13 +53,21 @@ impl Note {
             .trim_end_matches(".md")
             .to_owned();
         let body = body.to_owned();
+        let links = links::extract(&body);
+        let mut front = front;
+        // Inline `#tags` are the note's tags too, after those of the front matter.
+        for t in crate::render::inline_tags(&body, &links) {
+            if !front.tags.iter().any(|f| f.eq_ignore_ascii_case(&t)) {
+                front.tags.push(t);
+            }
+        }
         Note {
             url: url_of(path),
             path: path.to_owned(),
             name,
             front,
             front_error,
-            links: links::extract(&body),
+            links,
             body,
             version: xxhash_rust::xxh3::xxh3_64(bytes),
         }

@@ -78,7 +78,7 @@ pub trait Embedder: Send + Sync {
 
 /// The text a note is embedded from: its title, its tags, and its body with
 /// wikilinks written as the text a reader sees (plus the target when a label hides
-/// it) and embeds dropped.
+/// it), embeds and `%%comments%%` dropped.
 pub fn note_text(note: &Note) -> String {
     let body = &note.body;
     let mut out = String::with_capacity(body.len() + 128);
@@ -89,24 +89,20 @@ pub fn note_text(note: &Note) -> String {
         out.push(' ');
     }
     out.push('\n');
-    let mut at = 0;
-    for l in &note.links {
-        let Some(before) = body.get(at..l.range.start) else {
-            continue;
-        };
-        out.push_str(before);
-        at = l.range.end;
-        if l.embed {
-            continue;
-        }
-        out.push_str(&l.text());
-        if l.label.is_some() && !l.target.is_empty() {
-            out.push_str(" (");
-            out.push_str(&l.target);
-            out.push(')');
-        }
-    }
-    out.push_str(body.get(at..).unwrap_or(""));
+    // Comments are the author's: they never make notes related either.
+    out.push_str(&crate::render::comments::rewrite(
+        body,
+        &note.links,
+        |_, l| {
+            if l.embed {
+                String::new()
+            } else if l.label.is_some() && !l.target.is_empty() {
+                format!("{} ({})", l.text(), l.target)
+            } else {
+                l.text()
+            }
+        },
+    ));
     out
 }
 

@@ -33,6 +33,12 @@ fn note_text_has_title_tags_and_link_text_but_not_embeds() {
     let t = note_text(&v.notes()[0]);
     assert!(t.starts_with("Alpha\ncache rust \n"), "{t}");
     assert!(t.contains("See the other one (Beta) and ."), "{t}");
+    let (_d, v) = vault(&[("A.md", "Kept %%hidden [[Beta]]%% text.")]);
+    let t = note_text(&v.notes()[0]);
+    assert!(
+        t.contains("Kept  text.") && !t.contains("hidden") && !t.contains("Beta"),
+        "{t}"
+    );
 }
 
 #[test]

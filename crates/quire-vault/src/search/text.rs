@@ -3,7 +3,8 @@
 //! Key decisions:
 //! - **Index what a reader sees, not markdown syntax**: wikilinks become their label
 //!   (`[[A|b]]` → `b`), embeds vanish, emphasis, heading and list markers and link
-//!   URLs go; code (fenced or inline) and raw HTML stay, as text. Front matter is not
+//!   URLs go; code (fenced or inline) and raw HTML stay, as text; `%%comments%%`
+//!   are never indexed (they are the author's, not the reader's). Front matter is not
 //!   in the body at all.
 //! - **Control characters never reach the index**, so the two we use as snippet
 //!   sentinels ([`MARK_OPEN`], [`MARK_CLOSE`]) can only come from the snippet maker (`search/snippet.rs`);
@@ -71,23 +72,16 @@ pub(crate) fn clean(text: &str, max: usize) -> String {
     out
 }
 
-/// The body with every wikilink replaced by the text a reader sees, embeds removed.
+/// The body with every wikilink replaced by the text a reader sees, embeds and
+/// comments removed.
 fn without_wikilinks(note: &Note) -> String {
-    let body = &note.body;
-    let mut out = String::with_capacity(body.len());
-    let mut at = 0;
-    for link in &note.links {
-        if link.range.start < at || link.range.end > body.len() {
-            continue;
+    crate::render::comments::rewrite(&note.body, &note.links, |_, link| {
+        if link.embed {
+            String::new()
+        } else {
+            link.text()
         }
-        out.push_str(&body[at..link.range.start]);
-        if !link.embed {
-            out.push_str(&link.text());
-        }
-        at = link.range.end;
-    }
-    out.push_str(&body[at..]);
-    out
+    })
 }
 
 /// A snippet as HTML: text escaped, white space runs collapsed, sentinels
@@ -147,6 +141,20 @@ mod tests {
         assert!(t.contains("let x = [[not_a_link]];"), "{t}");
         assert!(t.contains("text code <b>raw</b>"), "{t}");
         assert!(!t.contains("example.com") && !t.contains("pic.png") && !t.contains('#'));
+    }
+
+    #[test]
+    fn comments_are_never_indexed() {
+        let n = Note::parse(
+            "a.md",
+            b"shown %%hidden inline%% text\n\n%%\nhidden block [[Hidden Link]]\n%%\nend %%unclosed hidden",
+        );
+        let t = plain_body(&n);
+        assert!(!t.contains("hidden") && !t.contains("Hidden"), "{t}");
+        assert!(
+            t.contains("shown") && t.contains("text") && t.contains("end"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -1,0 +1,230 @@
+//! Math: `$inline$` and `$$display$$` (help.obsidian.md, "Advanced formatting
+//! syntax" › "Math") rendered to MathML at render time, so browsers show formulas
+//! without a script.
+//!
+//! Key decisions:
+//! - Which `$` open math is pulldown-cmark's rule (`ENABLE_MATH`, the rule of
+//!   commonmark-hs and GitHub): an opening `$` is not followed by white space and a
+//!   closing `$` is not preceded by it nor followed by a digit, so "costs $5 and $10"
+//!   stays prose. `\$` is a literal dollar.
+//! - `pulldown-latex` writes the MathML; its output is then rebuilt through the
+//!   MathML allow-list (`sanitize`), so nothing but math elements reaches the page.
+//! - A formula that does not parse (or is longer than [`FORMULA_LEN_MAX`]) shows its
+//!   source, escaped, marked as an error with the reason in a tooltip; the page
+//!   renders on.
+
+use pulldown_cmark::{CowStr, Event};
+use pulldown_latex::config::DisplayMode;
+use pulldown_latex::{push_mathml, Parser, RenderConfig, Storage};
+
+use super::escape;
+use super::sanitize::{sanitize, Allow};
+
+/// Longest formula rendered, in bytes; a longer one is shown as source.
+pub(super) const FORMULA_LEN_MAX: usize = 8 * 1024;
+
+/// What MathML may keep (MathML Core's elements and presentation attributes).
+const MATHML: Allow = Allow {
+    elements: &[
+        "math",
+        "semantics",
+        "annotation",
+        "mrow",
+        "mi",
+        "mn",
+        "mo",
+        "ms",
+        "mtext",
+        "mspace",
+        "msup",
+        "msub",
+        "msubsup",
+        "mfrac",
+        "msqrt",
+        "mroot",
+        "mover",
+        "munder",
+        "munderover",
+        "mtable",
+        "mtr",
+        "mtd",
+        "mstyle",
+        "mpadded",
+        "mphantom",
+        "menclose",
+        "merror",
+        "mmultiscripts",
+        "mprescripts",
+        "none",
+    ],
+    attributes: &[
+        "display",
+        "displaystyle",
+        "scriptlevel",
+        "mathvariant",
+        "stretchy",
+        "fence",
+        "separator",
+        "lspace",
+        "rspace",
+        "minsize",
+        "maxsize",
+        "movablelimits",
+        "largeop",
+        "symmetric",
+        "accent",
+        "accentunder",
+        "linethickness",
+        "width",
+        "height",
+        "depth",
+        "voffset",
+        "style",
+        "class",
+        "columnalign",
+        "rowalign",
+        "columnspacing",
+        "rowspacing",
+        "columnlines",
+        "rowlines",
+        "frame",
+        "notation",
+        "form",
+        "encoding",
+    ],
+    drop_with_content: &["script", "style", "annotation-xml"],
+};
+
+/// Replaces every math event by its MathML (or its source marked as an error).
+pub(super) fn math(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    events
+        .into_iter()
+        .map(|e| match e {
+            Event::InlineMath(src) => Event::InlineHtml(CowStr::from(formula(&src, false))),
+            Event::DisplayMath(src) => Event::InlineHtml(CowStr::from(formula(&src, true))),
+            e => e,
+        })
+        .collect()
+}
+
+/// One formula as MathML, or as its source marked as an error.
+fn formula(src: &str, display: bool) -> String {
+    match mathml(src, display) {
+        Ok(m) => m,
+        Err(reason) => {
+            let (open, close) = if display { ("$$", "$$") } else { ("$", "$") };
+            format!(
+                "<code class=\"math-error\" title=\"{}\">{}</code>",
+                escape(&format!("Formula not rendered: {reason}")),
+                escape(&format!("{open}{src}{close}"))
+            )
+        }
+    }
+}
+
+/// The formula's MathML, or why it could not be rendered.
+fn mathml(src: &str, display: bool) -> Result<String, String> {
+    if src.len() > FORMULA_LEN_MAX {
+        return Err(format!("longer than {FORMULA_LEN_MAX} bytes"));
+    }
+    let storage = Storage::new();
+    let events: Vec<_> = Parser::new(src, &storage).collect();
+    if let Some(Err(e)) = events.iter().find(|e| e.is_err()) {
+        // The first line says what; the rest draws the source around it.
+        return Err(e.to_string().lines().next().unwrap_or("").to_owned());
+    }
+    let config = RenderConfig {
+        display_mode: if display {
+            DisplayMode::Block
+        } else {
+            DisplayMode::Inline
+        },
+        ..RenderConfig::default()
+    };
+    let mut out = String::with_capacity(src.len() * 8);
+    push_mathml(&mut out, events.into_iter(), config).map_err(|e| e.to_string())?;
+    // pulldown-latex 0.8 writes a spacing command's `&nbsp;` escaped, as text; a
+    // no-break space is what it means.
+    let out = out.replace("&amp;nbsp;", "\u{a0}");
+    sanitize(&out, &MATHML, "").ok_or_else(|| "unexpected MathML".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::render::to_html;
+
+    fn html(md: &str) -> String {
+        to_html(md).html
+    }
+
+    #[test]
+    fn inline_and_display_math_become_mathml() {
+        let h =
+            html("Euler: $e^{i\\pi} + 1 = 0$.\n\n$$\n\\sum_{k=1}^{n} k = \\frac{n(n+1)}{2}\n$$\n");
+        assert!(h.contains("<p>Euler: <math display=\"inline\""), "{h}");
+        assert!(h.contains("<msup><mi>e</mi>"), "{h}");
+        assert!(h.contains("<math display=\"block\""), "{h}");
+        assert!(h.contains("<mfrac>"), "{h}");
+        assert!(!h.contains('$'), "{h}");
+        let h = html("$1\\ \\text{litre}$\n");
+        assert!(
+            h.contains("<mtext>\u{a0}</mtext>") && !h.contains("&amp;nbsp;"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn dollar_amounts_in_prose_are_not_math() {
+        for md in [
+            "It costs $5 and $10 at most.\n",
+            "Between $ 5 and 10 $ dollars.\n",
+            "A literal \\$x\\$ here.\n",
+            "`$code$` stays code.\n",
+        ] {
+            let h = html(md);
+            assert!(!h.contains("<math"), "{md:?}: {h}");
+        }
+    }
+
+    #[test]
+    fn math_error_is_escaped_and_marked() {
+        let h =
+            html("Broken: $\\frac{1}{x < y \"'} \\nope$ and $\\unknowncommand{x}$ then more.\n");
+        assert_eq!(h.matches("math-error").count(), 2, "{h}");
+        assert!(h.contains("{x &lt; y &quot;&#39;} \\nope$</code>"), "{h}");
+        assert!(
+            h.contains("<code class=\"math-error\" title=\"Formula not rendered: "),
+            "{h}"
+        );
+        assert!(h.contains("then more."), "{h}");
+    }
+
+    #[test]
+    fn math_text_cannot_inject_markup() {
+        let h = html("$\\text{<img src=x onerror=alert(1)>}$ $\\operatorname{<b>x</b>}$\n");
+        assert!(!h.contains("<img") && !h.contains("<b>"), "{h}");
+    }
+
+    #[test]
+    fn deeply_nested_formulas_never_crash_the_render() {
+        for src in [
+            format!("${}x{}$", "{".repeat(4000), "}".repeat(4000)),
+            format!("${}x{}$", "\\sqrt{".repeat(1000), "}".repeat(1000)),
+            format!("${}x{}$", "\\frac{1}{".repeat(800), "}".repeat(800)),
+        ] {
+            let h = html(&format!("{src}\n"));
+            assert!(h.contains("<math") || h.contains("math-error") || h.contains('$'));
+        }
+    }
+
+    #[test]
+    fn an_overlong_formula_is_shown_as_source() {
+        let long = "x+".repeat(super::FORMULA_LEN_MAX);
+        let h = html(&format!("$${long}1$$\n"));
+        assert!(
+            h.contains("math-error") && !h.contains("<math"),
+            "{}",
+            &h[..200]
+        );
+    }
+}
