@@ -37,6 +37,8 @@ pub struct RedisBus {
     own: Mutex<HashSet<StreamId>>,
     pending: Mutex<VecDeque<Op>>,
     overflowed: AtomicBool,
+    /// Set when the node leaves: no more heartbeats.
+    leaving: AtomicBool,
     wake: tokio::sync::Notify,
     pub(crate) stats: Stats,
 }
@@ -77,6 +79,7 @@ impl RedisBus {
             own: Mutex::new(HashSet::new()),
             pending: Mutex::new(VecDeque::new()),
             overflowed: AtomicBool::new(false),
+            leaving: AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
             stats: Stats::default(),
         }
@@ -147,8 +150,22 @@ impl RedisBus {
             .await
     }
 
-    /// One heartbeat.
+    /// Leaves the live set at once, so `wait=all` stops waiting for this node
+    /// (instead of until its last heartbeat is [`LIVE_MS`] old).
+    pub(crate) async fn leave(&self) {
+        self.leaving.store(true, Ordering::Release);
+        let _: redis::RedisResult<()> = redis::cmd("HDEL")
+            .arg(self.alive_key())
+            .arg(&self.node)
+            .query_async(&mut self.conn.clone())
+            .await;
+    }
+
+    /// One heartbeat (none once the node is leaving).
     pub(crate) async fn beat(&self) -> redis::RedisResult<()> {
+        if self.leaving.load(Ordering::Acquire) {
+            return Ok(());
+        }
         redis::cmd("HSET")
             .arg(self.alive_key())
             .arg(&self.node)

@@ -116,11 +116,13 @@ impl Cluster {
         Ok(Cluster { bus, stop, reader })
     }
 
-    /// Stops the reader at its next wait and waits for it: the server's state is
-    /// then no longer held by the cluster. A batch cut short is not saved as
+    /// Stops the reader at its next wait and waits for it, and leaves the live set
+    /// (`wait=all` stops waiting for this node): the server's state is then no
+    /// longer held by the cluster. A batch cut short is not saved as
     /// applied, so it is applied again on the next start.
     pub async fn stop(self) {
         self.stop.send_replace(true);
         let _ = self.reader.await;
+        self.bus.leave().await;
     }
 }
