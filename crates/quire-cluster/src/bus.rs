@@ -360,3 +360,52 @@ pub(crate) fn spawn_background(bus: &Arc<RedisBus>) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quire_server::purge::Target;
+
+    #[tokio::test]
+    async fn the_queue_for_a_bus_that_is_down_is_bounded_and_overflow_revalidates_all() {
+        // Nothing listens on port 1: every append fails.
+        let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
+        let bus = RedisBus::new("a", "s", 1000, conn);
+        let inv = |i: usize| Invalidation {
+            targets: vec![Target::Url(format!("http://h/{i}"))],
+            soft: false,
+            implicit: true,
+        };
+        for i in 0..PENDING_MAX {
+            bus.publish_later(inv(i));
+        }
+        assert_eq!(bus.pending.lock().unwrap().len(), PENDING_MAX);
+        assert!(!bus.overflowed.load(Ordering::Acquire));
+        bus.publish_later(inv(PENDING_MAX));
+        assert_eq!(
+            bus.pending.lock().unwrap().len(),
+            1,
+            "the queue never grows past its bound"
+        );
+        assert!(
+            bus.overflowed.load(Ordering::Acquire),
+            "one revalidate-all entry owed"
+        );
+        assert_eq!(
+            bus.stats.pending_dropped.load(Ordering::Relaxed),
+            PENDING_MAX as u64
+        );
+        bus.flush_pending().await;
+        assert!(
+            bus.overflowed.load(Ordering::Acquire),
+            "still owed while the bus is down"
+        );
+        let mut m = String::new();
+        bus.write_metrics(&mut m);
+        assert!(
+            m.contains("quire_cluster_pending_dropped_total 10000\n"),
+            "{m}"
+        );
+        assert!(m.contains("quire_cluster_bus_up 0\n"), "{m}");
+    }
+}
