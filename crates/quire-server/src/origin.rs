@@ -483,6 +483,8 @@ pub fn pass_headers(client: &HeaderMap, from: &crate::client::Client) -> HeaderM
     let mut h = client.clone();
     strip_hop_by_hop(&mut h);
     forwardable(&mut h);
+    // A cluster's marker is between quire nodes; the origin never sees it.
+    h.remove(crate::upstream::PEER_HEADER);
     h.append(header::VIA, VIA);
     set_forwarded_for(&mut h, from);
     h
@@ -732,5 +734,12 @@ mod tests {
         assert!(h.keys().all(|k| !k.as_str().contains('_')), "{h:?}");
         let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
         assert_eq!(cookies, ["a=1; b=2"]);
+    }
+
+    #[test]
+    fn the_cluster_marker_never_reaches_the_origin() {
+        let mut c = HeaderMap::new();
+        c.insert(crate::upstream::PEER_HEADER, "b".parse().unwrap());
+        assert!(!pass_headers(&c, &peer()).contains_key(crate::upstream::PEER_HEADER));
     }
 }
