@@ -141,6 +141,15 @@ impl ClusterSection {
         }
     }
 
+    /// The addresses of the peers whose URL names one (not a host name).
+    pub fn peer_addresses(&self) -> Vec<std::net::IpAddr> {
+        self.peers
+            .values()
+            .filter_map(|url| crate::origin::Origin::parse(url).ok())
+            .filter_map(|u| u.host().trim_matches(['[', ']']).parse().ok())
+            .collect()
+    }
+
     /// Checks the section alone.
     pub fn validate(&self) -> Result<(), String> {
         let name_ok = |n: &str| {
@@ -175,5 +184,54 @@ impl ClusterSection {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_named_by_address_are_trusted_proxies() {
+        let mut c = ClusterSection::new("redis://127.0.0.1:6379", "a");
+        c.peers.insert("a".into(), "http://10.0.0.1:8080".into());
+        c.peers.insert("b".into(), "http://[fd00::2]:8080".into());
+        c.peers
+            .insert("c".into(), "http://node-c.internal:8080".into());
+        c.validate().unwrap();
+        let addrs: Vec<String> = c.peer_addresses().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            addrs,
+            ["10.0.0.1", "fd00::2"],
+            "host names are not resolved"
+        );
+        let cfg = crate::Config {
+            cluster: Some(c),
+            ..crate::Config::default()
+        };
+        let t = trusted_of(&cfg);
+        assert!(t.contains("10.0.0.1".parse().unwrap()));
+        assert!(t.contains("fd00::2".parse().unwrap()));
+        assert!(!t.contains("10.0.0.9".parse().unwrap()));
+    }
+
+    fn trusted_of(cfg: &crate::Config) -> crate::client::TrustedProxies {
+        let p = crate::policy::check(cfg);
+        assert!(p.is_ok(), "{p:?}");
+        crate::policy::trusted_for_tests(cfg)
+    }
+
+    #[test]
+    fn a_section_with_bad_fields_is_refused() {
+        let mut c = ClusterSection::new("http://redis", "a");
+        assert!(c.validate().unwrap_err().contains("redis://"));
+        c.redis = "redis://r:6379".into();
+        c.node = "a b".into();
+        assert!(c.validate().is_err());
+        c.node = "a".into();
+        c.peers.insert("b".into(), "http://10.0.0.2".into());
+        assert!(c.validate().unwrap_err().contains("this node"));
+        c.peers.insert("a".into(), "ftp://x".into());
+        assert!(c.validate().is_err());
     }
 }

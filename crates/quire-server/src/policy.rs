@@ -66,8 +66,7 @@ impl Policy {
     ) -> Result<Policy, StartError> {
         cfg.validate()?;
         let admin_token = admin_token(&cfg)?;
-        let trusted_proxies = TrustedProxies::parse(&cfg.trusted_proxies)
-            .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
+        let trusted_proxies = trusted(&cfg)?;
         let access_log = match prev {
             Some(p) if p.cfg.log == cfg.log => p.access_log.clone(),
             _ => AccessLog::open(&cfg.log)?,
@@ -90,6 +89,25 @@ impl Policy {
     }
 }
 
+/// The trusted proxies: `trusted_proxies`, and a cluster's peers named by address
+/// (a peer that fills from this node is a proxy in front of it: its
+/// `X-Forwarded-For` and `X-Forwarded-Proto` are believed, so a page is filled
+/// under the scheme and for the client the asking node saw). Peers named by host
+/// name are not resolved: list their addresses in `trusted_proxies`.
+fn trusted(cfg: &Config) -> Result<TrustedProxies, StartError> {
+    let mut entries = cfg.trusted_proxies.clone();
+    if let Some(c) = &cfg.cluster {
+        entries.extend(c.peer_addresses().iter().map(ToString::to_string));
+    }
+    TrustedProxies::parse(&entries).map_err(|e| StartError::Config(crate::config::ConfigError(e)))
+}
+
+/// [`trusted`], for tests of other modules.
+#[cfg(test)]
+pub(crate) fn trusted_for_tests(cfg: &Config) -> TrustedProxies {
+    trusted(cfg).expect("valid trusted proxies")
+}
+
 /// Whether a policy could be built from `cfg`, with every check [`Policy::build`]
 /// makes (and TLS's, which [`crate::Ctx`] makes at start-up) — opening the access
 /// log's file as it would, without starting its writer. A process about to take
@@ -97,8 +115,7 @@ impl Policy {
 pub fn check(cfg: &Config) -> Result<(), StartError> {
     cfg.validate()?;
     admin_token(cfg)?;
-    TrustedProxies::parse(&cfg.trusted_proxies)
-        .map_err(|e| StartError::Config(crate::config::ConfigError(e)))?;
+    trusted(cfg)?;
     AccessLog::check(&cfg.log)?;
     crate::tls::Tls::from_config(&cfg.tls)?;
     Ok(())
