@@ -154,6 +154,10 @@ pub(crate) struct PurgeArgs {
     /// Mark stale instead of removing: the next request revalidates once.
     #[arg(long)]
     pub soft: bool,
+    /// In a cluster, answer only once every live node has applied the purge (at
+    /// most 5 s; the answer lists each node).
+    #[arg(long)]
+    pub wait_all: bool,
     /// A URL to purge (all its variants), e.g. http://example.com/a. Repeatable.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
@@ -289,6 +293,7 @@ mod tests {
             "--tag",
             "t",
             "--soft",
+            "--wait-all",
         ])
         .expect("parses");
         let Command::Purge(p) = cli.command else {
@@ -296,6 +301,7 @@ mod tests {
         };
         assert_eq!(p.urls.len(), 2);
         assert!(p.soft);
+        assert!(p.wait_all);
         assert!(Cli::try_parse_from(["quire", "proxy", "--listen", "nope"]).is_err());
     }
 

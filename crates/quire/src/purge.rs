@@ -28,6 +28,7 @@ pub(crate) fn run(args: &PurgeArgs) -> anyhow::Result<()> {
         "prefixes": args.prefixes,
         "tags": args.tags,
         "soft": args.soft,
+        "wait": if args.wait_all { "all" } else { "log" },
     })
     .to_string();
     let mut s =
