@@ -55,16 +55,25 @@ pub fn encode(node: &str, op: &Op) -> Vec<(&'static str, String)> {
     f
 }
 
+/// Longest `targets` field decoded (the purge API takes bodies of 1 MiB at most);
+/// a longer one does not decode, and the reader revalidates everything instead of
+/// spending unbounded work on one entry.
+pub const TARGETS_BYTES_MAX: usize = 2 << 20;
+
 /// Decodes an entry's fields; `None` when they do not make one.
 pub fn decode(get: impl Fn(&str) -> Option<String>) -> Option<Entry> {
     if get("v")? != "1" {
         return None;
     }
     let node = get("node")?;
+    if node.len() > 64 {
+        return None;
+    }
     let op = match get("op")?.as_str() {
         "all" => Op::All,
         kind @ ("purge" | "invalidate") => {
-            let pairs: Vec<(String, String)> = serde_json::from_str(&get("targets")?).ok()?;
+            let text = get("targets").filter(|t| t.len() <= TARGETS_BYTES_MAX)?;
+            let pairs: Vec<(String, String)> = serde_json::from_str(&text).ok()?;
             let targets = pairs
                 .into_iter()
                 .map(|(k, v)| match k.as_str() {
@@ -148,5 +157,30 @@ mod tests {
                 "{c:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_oversized_entry_is_not_decoded() {
+        let one = r#"["url","x"],"#;
+        let huge = format!("[{}[\"url\",\"x\"]]", one.repeat(TARGETS_BYTES_MAX / 10));
+        let m: HashMap<&str, String> = [
+            ("v", "1".to_owned()),
+            ("node", "a".to_owned()),
+            ("op", "purge".to_owned()),
+            ("soft", "0".to_owned()),
+            ("targets", huge),
+        ]
+        .into_iter()
+        .collect();
+        assert!(decode(|k| m.get(k).cloned()).is_none());
+        let small = r#"[["url","x"]]"#.to_owned();
+        let m2: HashMap<&str, String> = m
+            .into_iter()
+            .map(|(k, v)| (k, if k == "targets" { small.clone() } else { v }))
+            .collect();
+        assert!(
+            decode(|k| m2.get(k).cloned()).is_some(),
+            "the same entry, small"
+        );
     }
 }
