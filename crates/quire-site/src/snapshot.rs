@@ -3,9 +3,10 @@
 //!
 //! A page's version is a hash of everything its anonymous rendering depends on, taken
 //! without rendering it: for a note, its bytes, the state of every link target
-//! (visible or not, and where), its embeds' versions, its backlinks, related notes,
-//! folder and tags; for a listing, the listing itself. Every version also folds in
-//! the epoch (settings, templates, stylesheet, quire's own version). So a change to a
+//! (visible or not, and where), its embeds' versions, the same of every note it
+//! transcludes, its backlinks, related notes, folder and tags; for a listing, the
+//! listing itself. Every version also folds in the epoch (settings, templates,
+//! stylesheet, quire's own version). So a change to a
 //! note changes the versions of exactly the pages that show it, and those pages'
 //! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
 //! nothing stale can be served once the new snapshot is published.
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quire_vault::pages;
-use quire_vault::render::attachment_url;
+use quire_vault::render::{attachment_url, embedded_notes};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
@@ -209,8 +210,21 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
 }
 
 /// What a note's rendered body depends on besides its own bytes: where each link
-/// goes for an anonymous reader, and each embed's version.
+/// goes for an anonymous reader, each embed's version, and the same of every note it
+/// transcludes for an anonymous reader (`embedded_notes` walks what rendering does,
+/// depth and cycles included), so an edit to an embedded note changes exactly the
+/// pages that show it.
 fn body_inputs(v: &Vault, i: usize) -> String {
+    let mut s = own_inputs(v, i);
+    for t in embedded_notes(v, i, Visibility::Public) {
+        s.push_str("|e");
+        s.push_str(&own_inputs(v, t));
+    }
+    s
+}
+
+/// A note's bytes and where each of its links and embeds goes.
+fn own_inputs(v: &Vault, i: usize) -> String {
     let n = &v.notes()[i];
     let mut s = format!("{:016x}", n.version);
     for (l, t) in n.links.iter().zip(v.targets(i)) {

@@ -798,3 +798,94 @@ fn large_attachments_stream_whole() {
         assert!(a.body == big, "the bytes are the file's");
     }
 }
+
+/// A running site on a temporary vault of `(path, text)` notes.
+fn start_with(files: &[(&str, &str)], watch: bool) -> Running {
+    let vault = tempfile::tempdir().unwrap();
+    for (p, text) in files {
+        let path = vault.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    start_on(vault, watch)
+}
+
+#[test]
+fn editing_an_embedded_note_changes_exactly_the_pages_that_embed_it() {
+    let free = "---\nfree: true\n---\n";
+    let files = [
+        ("Shared.md", format!("{free}# Shared\nshared-old\n")),
+        ("Direct.md", format!("{free}direct text\n\n![[Shared]]\n")),
+        (
+            "Middle.md",
+            format!("{free}middle text\n\n![[Shared#Shared]]\n"),
+        ),
+        ("Chain.md", format!("{free}chain text\n\n![[Middle]]\n")),
+        ("Linker.md", format!("{free}only a link to [[Shared]]\n")),
+        ("Other.md", format!("{free}unrelated text\n")),
+    ];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let r = start_with(&refs, true);
+    let embedding = ["/direct", "/middle", "/chain"];
+    let untouched = ["/linker", "/other"];
+    for p in embedding.iter().chain(&untouched).chain(&["/shared"]) {
+        let first = get(r.addr, p);
+        assert_eq!(first.status, 200, "{p}");
+        within(Duration::from_secs(3), || get(r.addr, p).hit()).expect("warmed");
+    }
+    for p in embedding {
+        assert!(
+            get(r.addr, p).body.contains("shared-old"),
+            "{p} transcludes"
+        );
+    }
+    let before = r.site.snapshot();
+    std::fs::write(
+        r.vault.path().join("Shared.md"),
+        format!("{free}# Shared\nshared-new, longer\n"),
+    )
+    .unwrap();
+    let took = within(Duration::from_secs(1), || {
+        embedding
+            .iter()
+            .all(|p| get(r.addr, p).body.contains("shared-new"))
+    })
+    .expect("every embedding page shows the edit within a second");
+    eprintln!("embedding pages changed after {took:?}");
+    let after = r.site.snapshot();
+    for p in untouched {
+        assert_eq!(
+            before.versions.get(p),
+            after.versions.get(p),
+            "{p} keeps its version"
+        );
+        assert!(get(r.addr, p).hit(), "{p} is not purged");
+    }
+    for p in embedding {
+        assert_ne!(before.versions.get(p), after.versions.get(p), "{p}");
+    }
+    let _ = &r.ctx;
+}
+
+#[test]
+fn private_note_embed_never_reaches_an_anonymous_page() {
+    let files = [
+        (
+            "Home.md",
+            "---\nfree: true\n---\nintro\n\n![[Secret]]\n\n![[Gone]]\n",
+        ),
+        ("Secret.md", "# Plans\nthe-secret-text\n"),
+    ];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/home");
+    assert_eq!(page.status, 200);
+    assert!(!page.body.contains("the-secret-text"), "{}", page.body);
+    assert!(!page.body.contains("/secret"), "{}", page.body);
+    assert_eq!(
+        page.body
+            .matches("<span class=\"wikilink broken\">")
+            .count(),
+        2,
+        "the private note shows as the missing one does"
+    );
+}
