@@ -82,7 +82,7 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
     let aud = audience(who);
     let v = &s.vault;
     let Some(i) = v.by_url(url).filter(|&i| v.notes()[i].visibility() <= aud) else {
-        return not_found(s, req);
+        return alias(s, req, url, shared).unwrap_or_else(|| not_found(s, req));
     };
     let mut extra = model::note(v, i, aud, s.related.of(i, aud));
     let r = render(v, i, aud);
@@ -98,6 +98,28 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         .into();
     let ctx = s.page_context(who, req.path, extra);
     html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// A `301` from an alias's page (`aliases:` in front matter) to its note, if the
+/// reader may see the note; to anyone else the alias is the same 404 as any missing
+/// page. The target is the note's own path on this site, never anything the front
+/// matter wrote.
+fn alias(s: &Snapshot, req: &Req<'_>, url: &str, shared: Policy) -> Option<Reply> {
+    let v = &s.vault;
+    let i = v
+        .alias_target(url)
+        .filter(|&i| v.notes()[i].visibility() <= audience(req.viewer))?;
+    let to = routes::local_target(&v.notes()[i].url);
+    Some(
+        Reply::new(
+            StatusCode::MOVED_PERMANENTLY,
+            "text/plain; charset=utf-8",
+            format!("Moved to {to}\n"),
+            shared,
+        )
+        .with(http::header::LOCATION, to)
+        .tagged(req.path),
+    )
 }
 
 /// The feed or the sitemap: `body` of the snapshot and the site's base URL.

@@ -27,7 +27,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
 use crate::config::SiteConfig;
 use crate::model::{self, Who};
 use crate::related::RelatedNotes;
-use crate::routes::CSS_PATH;
+use crate::routes::{route, Page, CSS_PATH};
 use crate::templates::Templates;
 
 /// A published state of the site.
@@ -153,6 +153,7 @@ impl Snapshot {
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
         out.insert("/feed.xml".into(), mix(self.epoch, feed));
         out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
+        self.alias_versions(&mut out);
         out.insert(CSS_PATH.into(), self.css_version);
         for (name, _, version) in v.attachments() {
             if self.attachment_audience.get(name) == Some(&pub_) {
@@ -160,6 +161,21 @@ impl Snapshot {
             }
         }
         out
+    }
+
+    /// An alias of a public note answers a redirect to it, versioned by where it
+    /// leads; not when its path is a page of its own (a listing, or a fixed path
+    /// the router answers first). Added after the sitemap's version: aliases are
+    /// not in the sitemap.
+    fn alias_versions(&self, out: &mut HashMap<String, u64, Xxh3Builder>) {
+        let v = &self.vault;
+        for (url, i) in v.alias_urls() {
+            let n = &v.notes()[i];
+            if n.visibility() == Visibility::Public && matches!(route(url), Page::Note(_)) {
+                let version = mix(self.epoch, xxh3_64(n.url.as_bytes()));
+                out.entry(url.to_owned()).or_insert(version);
+            }
+        }
     }
 
     /// A page's template context: the variables every template gets (site settings,

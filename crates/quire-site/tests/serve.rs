@@ -889,3 +889,48 @@ fn private_note_embed_never_reaches_an_anonymous_page() {
         "the private note shows as the missing one does"
     );
 }
+
+#[test]
+fn aliases_answer_a_permanent_redirect_to_the_note() {
+    let files = [
+        (
+            "Caching/Stale While Revalidate.md",
+            "---\nfree: true\naliases: [SWR, Old Notes/Stale, Other, \"//evil.example\", \"../x\"]\n---\nSee [[Home]].\n",
+        ),
+        ("Other.md", "---\nfree: true\n---\nI keep my page.\n"),
+        ("Home.md", "---\nfree: true\n---\n[[SWR]] goes to the note.\n"),
+        ("Secret.md", "---\naliases: [Hidden Alias]\n---\nshh\n"),
+    ];
+    let r = start_with(&files, false);
+    for from in ["/swr", "/old-notes/stale"] {
+        let a = get(r.addr, from);
+        assert_eq!(a.status, 301, "{from}: {a:?}");
+        assert_eq!(
+            a.header("location"),
+            Some("/caching/stale-while-revalidate"),
+            "{from}: a path on this site"
+        );
+        let b = get(r.addr, from);
+        assert_eq!(b.status, 301);
+        assert!(b.hit(), "{from}: the redirect is cached");
+    }
+    assert_eq!(get(r.addr, "/other").status, 200, "the note's page wins");
+    assert!(get(r.addr, "/other").body.contains("I keep my page."));
+    for hostile in ["//evil.example", "/evil-example", "/x", "/..%2Fx"] {
+        let a = get(r.addr, hostile);
+        assert_ne!(a.status, 301, "{hostile}");
+        assert!(a.header("location").is_none(), "{hostile}");
+    }
+    assert_eq!(
+        get(r.addr, "/hidden-alias").status,
+        404,
+        "a private note's alias is the 404 of a missing page"
+    );
+    let home = get(r.addr, "/home").body.replace("&#x2f;", "/");
+    assert!(
+        home.contains("href=\"/caching/stale-while-revalidate\""),
+        "a wikilink to an alias reaches the note"
+    );
+    let sitemap = get(r.addr, "/sitemap.xml").body;
+    assert!(!sitemap.contains("/swr<"), "{sitemap}");
+}

@@ -105,7 +105,7 @@ pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
             "draft" => fm.draft = boolean(v, "draft")?,
             "date" => fm.date = Some(date(v)?),
             "tags" => fm.tags = list(v, "tags")?,
-            "aliases" => fm.aliases = list(v, "aliases")?,
+            "aliases" | "alias" => fm.aliases = aliases(v)?,
             _ => {}
         }
     }
@@ -160,6 +160,18 @@ fn date(v: Yaml) -> Result<String, FrontError> {
         Ok(d.to_owned())
     } else {
         Err(bad)
+    }
+}
+
+/// `aliases` (or `alias`): a list, or one string of names separated by commas, as
+/// Obsidian reads it (a name may hold spaces, so a string is not split on them).
+fn aliases(v: Yaml) -> Result<Vec<String>, FrontError> {
+    match v {
+        Yaml::String(s) => list(
+            Yaml::Array(s.split(',').map(|a| Yaml::String(a.to_owned())).collect()),
+            "aliases",
+        ),
+        v => list(v, "aliases"),
     }
 }
 
@@ -223,6 +235,18 @@ pub(crate) mod tests {
         assert_eq!(fm.tags, vec!["caching", "http"]);
         assert_eq!(fm.date.as_deref(), Some("2025-03-04"));
         assert_eq!(fm.aliases, vec!["SWR", "stale-while-revalidate"]);
+    }
+
+    #[test]
+    fn aliases_may_be_one_string_of_names_with_spaces() {
+        assert_eq!(
+            parse("aliases: Stale While Revalidate\n").unwrap().aliases,
+            ["Stale While Revalidate"]
+        );
+        assert_eq!(
+            parse("alias: SWR, s-w-r\n").unwrap().aliases,
+            ["SWR", "s-w-r"]
+        );
     }
 
     #[test]
