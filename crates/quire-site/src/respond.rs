@@ -96,8 +96,34 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         .map(|(level, id, text)| json!({"level": level, "id": id, "text": text}))
         .collect::<Vec<_>>()
         .into();
+    let n = &v.notes()[i];
+    extra["note"]["preview"] = preview_vars(s, req, i);
+    if let Some(lang) = &n.front.lang {
+        extra["note"]["lang"] = lang.as_str().into();
+        extra["lang"] = lang.as_str().into();
+    }
     let ctx = s.page_context(who, req.path, extra);
     html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// A note's link preview (`og:`, `twitter:`, canonical): absolute URLs made with this
+/// site's own origin only (`base_url`, else the scheme and host the page is cached
+/// under), never with anything the note wrote.
+fn preview_vars(s: &Snapshot, req: &Req<'_>, i: usize) -> Value {
+    let v = &s.vault;
+    let p = quire_vault::preview::preview(v, i);
+    let origin = base(s, req);
+    // An image only a signed-in reader could load is no preview for the world.
+    let image = p.image.filter(|img| {
+        let name = img.split('?').next().unwrap_or(img);
+        let name = name.rsplit('/').next().unwrap_or(name);
+        s.attachment_audience.get(&routes::percent_decode(name)) == Some(&Visibility::Public)
+    });
+    json!({
+        "url": format!("{origin}{}", routes::local_target(&v.notes()[i].url)),
+        "description": p.description,
+        "image": image.map(|img| format!("{origin}{img}")),
+    })
 }
 
 /// A `301` from an alias's page (`aliases:` in front matter) to its note, if the

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quire_vault::pages;
+use quire_vault::preview::front_image;
 use quire_vault::render::{attachment_url, embedded_notes};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
@@ -211,11 +212,18 @@ impl Snapshot {
     }
 }
 
+/// An attachment is for the widest audience of a note that embeds it or shows it
+/// as its link preview's image (`image:` / `cover:`).
 fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     let mut out: HashMap<String, Visibility> = HashMap::new();
     for n in v.notes() {
-        for l in n.links.iter().filter(|l| l.embed) {
-            if let Some(rel) = v.attachment(&l.target) {
+        let embeds = n
+            .links
+            .iter()
+            .filter(|l| l.embed)
+            .map(|l| l.target.as_str());
+        for name in embeds.chain(front_image(n)) {
+            if let Some(rel) = v.attachment(name) {
                 let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
                 let a = out.entry(name).or_insert(Visibility::Draft);
                 *a = (*a).min(n.visibility());
@@ -243,6 +251,9 @@ fn body_inputs(v: &Vault, i: usize) -> String {
 fn own_inputs(v: &Vault, i: usize) -> String {
     let n = &v.notes()[i];
     let mut s = format!("{:016x}", n.version);
+    if let Some(ver) = front_image(n).and_then(|name| v.attachment_version(name)) {
+        s.push_str(&format!("|i{ver:x}"));
+    }
     for (l, t) in n.links.iter().zip(v.targets(i)) {
         s.push('|');
         if l.embed {

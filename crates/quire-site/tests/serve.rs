@@ -934,3 +934,80 @@ fn aliases_answer_a_permanent_redirect_to_the_note() {
     let sitemap = get(r.addr, "/sitemap.xml").body;
     assert!(!sitemap.contains("/swr<"), "{sitemap}");
 }
+
+/// The value of `<meta property|name="{key}" content="…">` in `html`, entities as
+/// written.
+fn meta(html: &str, key: &str) -> Option<String> {
+    let needle = format!("=\"{key}\" content=\"");
+    let rest = &html[html.find(&needle)? + needle.len()..];
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+#[test]
+fn link_previews_come_from_front_matter_and_the_sites_own_origin() {
+    let files = [
+        (
+            "Garden/Tomatoes.md",
+            "---\nfree: true\ntitle: Growing tomatoes\nlang: fr-CA\ncover: '[[Plant.png]]'\n---\nFirst paragraph about *tomatoes* and [[Soil]].\n\nSecond.\n",
+        ),
+        ("att/plant.png", "png"),
+        ("Soil.md", "---\nfree: true\n---\nPlain.\n"),
+    ];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/garden/tomatoes").body.replace("&#x2f;", "/");
+    assert!(page.contains("<html lang=\"fr-CA\">"), "{page}");
+    assert_eq!(meta(&page, "og:title").as_deref(), Some("Growing tomatoes"));
+    assert_eq!(
+        meta(&page, "og:description").as_deref(),
+        Some("First paragraph about tomatoes and Soil.")
+    );
+    assert_eq!(
+        meta(&page, "og:url").as_deref(),
+        Some("http://site.test/garden/tomatoes")
+    );
+    assert_eq!(meta(&page, "og:type").as_deref(), Some("article"));
+    assert_eq!(
+        meta(&page, "twitter:card").as_deref(),
+        Some("summary_large_image")
+    );
+    let image = meta(&page, "og:image").unwrap();
+    assert!(
+        image.starts_with("http://site.test/attachments/plant.png?v="),
+        "{image}"
+    );
+    let path = image.trim_start_matches("http://site.test");
+    assert_eq!(get(r.addr, path).status, 200, "the preview image is public");
+    assert!(page.contains("<link rel=\"canonical\" href=\"http://site.test/garden/tomatoes\">"));
+    assert!(page.contains(
+        "<link rel=\"alternate\" hreflang=\"fr-CA\" href=\"http://site.test/garden/tomatoes\">"
+    ));
+    let soil = get(r.addr, "/soil").body;
+    assert!(soil.contains("<html lang=\"en\">"), "the site's language");
+    assert_eq!(meta(&soil, "twitter:card").as_deref(), Some("summary"));
+    assert!(!soil.contains("hreflang"));
+}
+
+#[test]
+fn hostile_front_matter_is_escaped_in_every_preview_attribute() {
+    let files = [(
+        "Evil.md",
+        "---\nfree: true\ntitle: '\"><script>alert(1)</script>'\ndescription: \"x\\\" onmouseover='alert(2)' <b>\"\nimage: 'https://evil.example/x.png'\n---\nbody\n",
+    )];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/evil");
+    assert_eq!(page.status, 200);
+    let head = &page.body[..page.body.find("</head>").unwrap()];
+    assert!(!head.contains("<script>"), "{head}");
+    assert!(!head.contains("\" onmouseover"), "{head}");
+    assert!(!head.contains("<b>"), "{head}");
+    assert!(
+        !head.contains("evil.example"),
+        "no host from front matter: {head}"
+    );
+    assert!(head.contains("&lt;script&gt;"), "{head}");
+    assert!(meta(head, "og:image").is_none());
+    assert!(
+        head.contains("content=\"http:&#x2f;&#x2f;site.test&#x2f;evil\""),
+        "{head}"
+    );
+}
