@@ -147,17 +147,16 @@ impl<'v> Page<'v> {
             return Slot::inline(link);
         }
         let src = self.source(p.target);
-        let Some(range) = part::select(&src.md, p.heading.as_deref()) else {
+        let Some(part) = part::select(&src.md, p.heading.as_deref()) else {
             return Slot::mark("embed-missing", "Section not found:", &link);
         };
-        if range.len() > self.bytes_left {
+        if part.len() > self.bytes_left {
             return Slot::inline(link);
         }
         self.embeds_left -= 1;
         self.chain.push(p.target);
-        let part = &src.md[range];
-        let slots = self.expand(&src, part);
-        let r = to_html_in(part, &slots, &mut self.diagrams, Nesting::Embedded);
+        let slots = self.expand(&src, &part);
+        let r = to_html_in(&part, &slots, &mut self.diagrams, Nesting::Embedded);
         self.chain.pop();
         let block = format!(
             "<div class=\"embed\"><a class=\"embed-source\" href=\"{}\">{}</a><div class=\"embed-body\">\n{}</div></div>\n",
@@ -194,12 +193,12 @@ impl<'v> Page<'v> {
             }
             out.push(p.target);
             let s = self.source(p.target);
-            let Some(r) = part::select(&s.md, p.heading.as_deref()) else {
+            let Some(part) = part::select(&s.md, p.heading.as_deref()) else {
                 continue;
             };
             *left -= 1;
             chain.push(p.target);
-            self.walk(&s, &s.md[r], chain, left, out);
+            self.walk(&s, &part, chain, left, out);
             chain.pop();
         }
     }
@@ -479,6 +478,25 @@ mod tests {
     }
 
     #[test]
+    fn a_block_inside_a_callout_is_embedded_as_its_text() {
+        let html = page(
+            &[
+                ("Home.md", "![[Other#^rule]]\n"),
+                (
+                    "Other.md",
+                    "> [!tip] Watering\n> Deep and\n> infrequent. ^rule\n",
+                ),
+            ],
+            "home",
+            Visibility::Draft,
+        );
+        assert!(
+            html.contains("<div class=\"embed-body\">\n<p>Deep and\ninfrequent.</p>\n</div>"),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn embedded_headings_stay_out_of_the_table_of_contents() {
         let (_d, v) = vault(&[
             ("Home.md", "# Mine\n![[Other]]\n"),
@@ -678,7 +696,7 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(48))]
+            #![proptest_config(ProptestConfig::with_cases(256))]
 
             /// Whatever the embed graph, a page shows no text of a note its reader
             /// may not see.
