@@ -52,6 +52,8 @@ pub fn sitemap(s: &Snapshot, base: &str) -> String {
         .keys()
         .filter(|p| p.starts_with('/') && (p.ends_with('/') || !p.contains('.')))
         .filter(|p| !p.starts_with("/_") && !p.starts_with("/attachments/"))
+        // Aliases answer redirects: not pages of their own.
+        .filter(|p| s.vault.by_url(p).is_some() || s.vault.alias_target(p).is_none())
         .map(|p| {
             let date = s
                 .vault

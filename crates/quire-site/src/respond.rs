@@ -82,7 +82,7 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
     let aud = audience(who);
     let v = &s.vault;
     let Some(i) = v.by_url(url).filter(|&i| v.notes()[i].visibility() <= aud) else {
-        return not_found(s, req);
+        return alias(s, req, url, shared).unwrap_or_else(|| not_found(s, req));
     };
     let mut extra = model::note(v, i, aud, s.related.of(i, aud));
     let r = render(v, i, aud);
@@ -96,8 +96,56 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         .map(|(level, id, text)| json!({"level": level, "id": id, "text": text}))
         .collect::<Vec<_>>()
         .into();
+    let n = &v.notes()[i];
+    extra["note"]["preview"] = preview_vars(s, req, i);
+    if let Some(lang) = &n.front.lang {
+        extra["note"]["lang"] = lang.as_str().into();
+        extra["lang"] = lang.as_str().into();
+    }
     let ctx = s.page_context(who, req.path, extra);
     html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// A note's link preview (`og:`, `twitter:`, canonical): absolute URLs made with this
+/// site's own origin only (`base_url`, else the scheme and host the page is cached
+/// under), never with anything the note wrote.
+fn preview_vars(s: &Snapshot, req: &Req<'_>, i: usize) -> Value {
+    let v = &s.vault;
+    let p = quire_vault::preview::preview(v, i);
+    let origin = base(s, req);
+    // An image only a signed-in reader could load is no preview for the world.
+    let image = p.image.filter(|img| {
+        let name = img.split('?').next().unwrap_or(img);
+        let name = name.rsplit('/').next().unwrap_or(name);
+        s.attachment_audience.get(&routes::percent_decode(name)) == Some(&Visibility::Public)
+    });
+    json!({
+        "url": format!("{origin}{}", routes::local_target(&v.notes()[i].url)),
+        "description": p.description,
+        "image": image.map(|img| format!("{origin}{img}")),
+    })
+}
+
+/// A `301` from an alias's page (`aliases:` in front matter) to its note, if the
+/// reader may see the note; to anyone else the alias is the same 404 as any missing
+/// page. The target is the note's own path on this site, never anything the front
+/// matter wrote.
+fn alias(s: &Snapshot, req: &Req<'_>, url: &str, shared: Policy) -> Option<Reply> {
+    let v = &s.vault;
+    let i = v
+        .alias_target(url)
+        .filter(|&i| v.notes()[i].visibility() <= audience(req.viewer))?;
+    let to = routes::local_target(&v.notes()[i].url);
+    Some(
+        Reply::new(
+            StatusCode::MOVED_PERMANENTLY,
+            "text/plain; charset=utf-8",
+            format!("Moved to {to}\n"),
+            shared,
+        )
+        .with(http::header::LOCATION, to)
+        .tagged(req.path),
+    )
 }
 
 /// The feed or the sitemap: `body` of the snapshot and the site's base URL.

@@ -3,9 +3,10 @@
 //!
 //! A page's version is a hash of everything its anonymous rendering depends on, taken
 //! without rendering it: for a note, its bytes, the state of every link target
-//! (visible or not, and where), its embeds' versions, its backlinks, related notes,
-//! folder and tags; for a listing, the listing itself. Every version also folds in
-//! the epoch (settings, templates, stylesheet, quire's own version). So a change to a
+//! (visible or not, and where), its embeds' versions, the same of every note it
+//! transcludes, its backlinks, related notes, folder and tags; for a listing, the
+//! listing itself. Every version also folds in the epoch (settings, templates,
+//! stylesheet, quire's own version). So a change to a
 //! note changes the versions of exactly the pages that show it, and those pages'
 //! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
 //! nothing stale can be served once the new snapshot is published.
@@ -18,7 +19,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quire_vault::pages;
-use quire_vault::render::attachment_url;
+use quire_vault::preview::front_image;
+use quire_vault::render::{attachment_url, embedded_notes};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
@@ -26,7 +28,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
 use crate::config::SiteConfig;
 use crate::model::{self, Who};
 use crate::related::RelatedNotes;
-use crate::routes::CSS_PATH;
+use crate::routes::{route, Page, CSS_PATH};
 use crate::templates::Templates;
 
 /// A published state of the site.
@@ -152,6 +154,7 @@ impl Snapshot {
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
         out.insert("/feed.xml".into(), mix(self.epoch, feed));
         out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
+        self.alias_versions(&mut out);
         out.insert(CSS_PATH.into(), self.css_version);
         for (name, _, version) in v.attachments() {
             if self.attachment_audience.get(name) == Some(&pub_) {
@@ -159,6 +162,21 @@ impl Snapshot {
             }
         }
         out
+    }
+
+    /// An alias of a public note answers a redirect to it, versioned by where it
+    /// leads; not when its path is a page of its own (a listing, or a fixed path
+    /// the router answers first). Added after the sitemap's version: aliases are
+    /// not in the sitemap.
+    fn alias_versions(&self, out: &mut HashMap<String, u64, Xxh3Builder>) {
+        let v = &self.vault;
+        for (url, i) in v.alias_urls() {
+            let n = &v.notes()[i];
+            if n.visibility() == Visibility::Public && matches!(route(url), Page::Note(_)) {
+                let version = mix(self.epoch, xxh3_64(n.url.as_bytes()));
+                out.entry(url.to_owned()).or_insert(version);
+            }
+        }
     }
 
     /// A page's template context: the variables every template gets (site settings,
@@ -194,11 +212,18 @@ impl Snapshot {
     }
 }
 
+/// An attachment is for the widest audience of a note that embeds it or shows it
+/// as its link preview's image (`image:` / `cover:`).
 fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     let mut out: HashMap<String, Visibility> = HashMap::new();
     for n in v.notes() {
-        for l in n.links.iter().filter(|l| l.embed) {
-            if let Some(rel) = v.attachment(&l.target) {
+        let embeds = n
+            .links
+            .iter()
+            .filter(|l| l.embed)
+            .map(|l| l.target.as_str());
+        for name in embeds.chain(front_image(n)) {
+            if let Some(rel) = v.attachment(name) {
                 let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
                 let a = out.entry(name).or_insert(Visibility::Draft);
                 *a = (*a).min(n.visibility());
@@ -209,10 +234,26 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
 }
 
 /// What a note's rendered body depends on besides its own bytes: where each link
-/// goes for an anonymous reader, and each embed's version.
+/// goes for an anonymous reader, each embed's version, and the same of every note it
+/// transcludes for an anonymous reader (`embedded_notes` walks what rendering does,
+/// depth and cycles included), so an edit to an embedded note changes exactly the
+/// pages that show it.
 fn body_inputs(v: &Vault, i: usize) -> String {
+    let mut s = own_inputs(v, i);
+    for t in embedded_notes(v, i, Visibility::Public) {
+        s.push_str("|e");
+        s.push_str(&own_inputs(v, t));
+    }
+    s
+}
+
+/// A note's bytes and where each of its links and embeds goes.
+fn own_inputs(v: &Vault, i: usize) -> String {
     let n = &v.notes()[i];
     let mut s = format!("{:016x}", n.version);
+    if let Some(ver) = front_image(n).and_then(|name| v.attachment_version(name)) {
+        s.push_str(&format!("|i{ver:x}"));
+    }
     for (l, t) in n.links.iter().zip(v.targets(i)) {
         s.push('|');
         if l.embed {

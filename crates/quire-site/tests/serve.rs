@@ -798,3 +798,216 @@ fn large_attachments_stream_whole() {
         assert!(a.body == big, "the bytes are the file's");
     }
 }
+
+/// A running site on a temporary vault of `(path, text)` notes.
+fn start_with(files: &[(&str, &str)], watch: bool) -> Running {
+    let vault = tempfile::tempdir().unwrap();
+    for (p, text) in files {
+        let path = vault.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    start_on(vault, watch)
+}
+
+#[test]
+fn editing_an_embedded_note_changes_exactly_the_pages_that_embed_it() {
+    let free = "---\nfree: true\n---\n";
+    let files = [
+        ("Shared.md", format!("{free}# Shared\nshared-old\n")),
+        ("Direct.md", format!("{free}direct text\n\n![[Shared]]\n")),
+        (
+            "Middle.md",
+            format!("{free}middle text\n\n![[Shared#Shared]]\n"),
+        ),
+        ("Chain.md", format!("{free}chain text\n\n![[Middle]]\n")),
+        ("Linker.md", format!("{free}only a link to [[Shared]]\n")),
+        ("Other.md", format!("{free}unrelated text\n")),
+    ];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let r = start_with(&refs, true);
+    let embedding = ["/direct", "/middle", "/chain"];
+    let untouched = ["/linker", "/other"];
+    for p in embedding.iter().chain(&untouched).chain(&["/shared"]) {
+        let first = get(r.addr, p);
+        assert_eq!(first.status, 200, "{p}");
+        within(Duration::from_secs(3), || get(r.addr, p).hit()).expect("warmed");
+    }
+    for p in embedding {
+        assert!(
+            get(r.addr, p).body.contains("shared-old"),
+            "{p} transcludes"
+        );
+    }
+    let before = r.site.snapshot();
+    std::fs::write(
+        r.vault.path().join("Shared.md"),
+        format!("{free}# Shared\nshared-new, longer\n"),
+    )
+    .unwrap();
+    let took = within(Duration::from_secs(1), || {
+        embedding
+            .iter()
+            .all(|p| get(r.addr, p).body.contains("shared-new"))
+    })
+    .expect("every embedding page shows the edit within a second");
+    eprintln!("embedding pages changed after {took:?}");
+    let after = r.site.snapshot();
+    for p in untouched {
+        assert_eq!(
+            before.versions.get(p),
+            after.versions.get(p),
+            "{p} keeps its version"
+        );
+        assert!(get(r.addr, p).hit(), "{p} is not purged");
+    }
+    for p in embedding {
+        assert_ne!(before.versions.get(p), after.versions.get(p), "{p}");
+    }
+    let _ = &r.ctx;
+}
+
+#[test]
+fn private_note_embed_never_reaches_an_anonymous_page() {
+    let files = [
+        (
+            "Home.md",
+            "---\nfree: true\n---\nintro\n\n![[Secret]]\n\n![[Gone]]\n",
+        ),
+        ("Secret.md", "# Plans\nthe-secret-text\n"),
+    ];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/home");
+    assert_eq!(page.status, 200);
+    assert!(!page.body.contains("the-secret-text"), "{}", page.body);
+    assert!(!page.body.contains("/secret"), "{}", page.body);
+    assert_eq!(
+        page.body
+            .matches("<span class=\"wikilink broken\">")
+            .count(),
+        2,
+        "the private note shows as the missing one does"
+    );
+}
+
+#[test]
+fn aliases_answer_a_permanent_redirect_to_the_note() {
+    let files = [
+        (
+            "Caching/Stale While Revalidate.md",
+            "---\nfree: true\naliases: [SWR, Old Notes/Stale, Other, \"//evil.example\", \"../x\"]\n---\nSee [[Home]].\n",
+        ),
+        ("Other.md", "---\nfree: true\n---\nI keep my page.\n"),
+        ("Home.md", "---\nfree: true\n---\n[[SWR]] goes to the note.\n"),
+        ("Secret.md", "---\naliases: [Hidden Alias]\n---\nshh\n"),
+    ];
+    let r = start_with(&files, false);
+    for from in ["/swr", "/old-notes/stale"] {
+        let a = get(r.addr, from);
+        assert_eq!(a.status, 301, "{from}: {a:?}");
+        assert_eq!(
+            a.header("location"),
+            Some("/caching/stale-while-revalidate"),
+            "{from}: a path on this site"
+        );
+        let b = get(r.addr, from);
+        assert_eq!(b.status, 301);
+        assert!(b.hit(), "{from}: the redirect is cached");
+    }
+    assert_eq!(get(r.addr, "/other").status, 200, "the note's page wins");
+    assert!(get(r.addr, "/other").body.contains("I keep my page."));
+    for hostile in ["//evil.example", "/evil-example", "/x", "/..%2Fx"] {
+        let a = get(r.addr, hostile);
+        assert_ne!(a.status, 301, "{hostile}");
+        assert!(a.header("location").is_none(), "{hostile}");
+    }
+    assert_eq!(
+        get(r.addr, "/hidden-alias").status,
+        404,
+        "a private note's alias is the 404 of a missing page"
+    );
+    let home = get(r.addr, "/home").body.replace("&#x2f;", "/");
+    assert!(
+        home.contains("href=\"/caching/stale-while-revalidate\""),
+        "a wikilink to an alias reaches the note"
+    );
+    let sitemap = get(r.addr, "/sitemap.xml").body;
+    assert!(!sitemap.contains("/swr<"), "{sitemap}");
+}
+
+/// The value of `<meta property|name="{key}" content="…">` in `html`, entities as
+/// written.
+fn meta(html: &str, key: &str) -> Option<String> {
+    let needle = format!("=\"{key}\" content=\"");
+    let rest = &html[html.find(&needle)? + needle.len()..];
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+#[test]
+fn link_previews_come_from_front_matter_and_the_sites_own_origin() {
+    let files = [
+        (
+            "Garden/Tomatoes.md",
+            "---\nfree: true\ntitle: Growing tomatoes\nlang: fr-CA\ncover: '[[Plant.png]]'\n---\nFirst paragraph about *tomatoes* and [[Soil]].\n\nSecond.\n",
+        ),
+        ("att/plant.png", "png"),
+        ("Soil.md", "---\nfree: true\n---\nPlain.\n"),
+    ];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/garden/tomatoes").body.replace("&#x2f;", "/");
+    assert!(page.contains("<html lang=\"fr-CA\">"), "{page}");
+    assert_eq!(meta(&page, "og:title").as_deref(), Some("Growing tomatoes"));
+    assert_eq!(
+        meta(&page, "og:description").as_deref(),
+        Some("First paragraph about tomatoes and Soil.")
+    );
+    assert_eq!(
+        meta(&page, "og:url").as_deref(),
+        Some("http://site.test/garden/tomatoes")
+    );
+    assert_eq!(meta(&page, "og:type").as_deref(), Some("article"));
+    assert_eq!(
+        meta(&page, "twitter:card").as_deref(),
+        Some("summary_large_image")
+    );
+    let image = meta(&page, "og:image").unwrap();
+    assert!(
+        image.starts_with("http://site.test/attachments/plant.png?v="),
+        "{image}"
+    );
+    let path = image.trim_start_matches("http://site.test");
+    assert_eq!(get(r.addr, path).status, 200, "the preview image is public");
+    assert!(page.contains("<link rel=\"canonical\" href=\"http://site.test/garden/tomatoes\">"));
+    assert!(page.contains(
+        "<link rel=\"alternate\" hreflang=\"fr-CA\" href=\"http://site.test/garden/tomatoes\">"
+    ));
+    let soil = get(r.addr, "/soil").body;
+    assert!(soil.contains("<html lang=\"en\">"), "the site's language");
+    assert_eq!(meta(&soil, "twitter:card").as_deref(), Some("summary"));
+    assert!(!soil.contains("hreflang"));
+}
+
+#[test]
+fn hostile_front_matter_is_escaped_in_every_preview_attribute() {
+    let files = [(
+        "Evil.md",
+        "---\nfree: true\ntitle: '\"><script>alert(1)</script>'\ndescription: \"x\\\" onmouseover='alert(2)' <b>\"\nimage: 'https://evil.example/x.png'\n---\nbody\n",
+    )];
+    let r = start_with(&files, false);
+    let page = get(r.addr, "/evil");
+    assert_eq!(page.status, 200);
+    let head = &page.body[..page.body.find("</head>").unwrap()];
+    assert!(!head.contains("<script>"), "{head}");
+    assert!(!head.contains("\" onmouseover"), "{head}");
+    assert!(!head.contains("<b>"), "{head}");
+    assert!(
+        !head.contains("evil.example"),
+        "no host from front matter: {head}"
+    );
+    assert!(head.contains("&lt;script&gt;"), "{head}");
+    assert!(meta(head, "og:image").is_none());
+    assert!(
+        head.contains("content=\"http:&#x2f;&#x2f;site.test&#x2f;evil\""),
+        "{head}"
+    );
+}

@@ -1,5 +1,6 @@
 //! YAML front matter: the `---` block at the top of a note, and the keys quire reads
-//! from it (`title`, `free`, `draft`, `tags`, `date`, `aliases`).
+//! from it (`title`, `free`, `draft`, `tags`, `date`, `aliases`, and for link
+//! previews `description`, `image` or `cover`, `lang`).
 //!
 //! Key decisions:
 //! - **A note whose front matter does not parse is private.** Its content is kept and
@@ -36,6 +37,13 @@ pub struct FrontMatter {
     pub date: Option<String>,
     /// `aliases`: other names wikilinks may use for the note.
     pub(crate) aliases: Vec<String>,
+    /// `description`: the note in a sentence, for link previews.
+    pub description: Option<String>,
+    /// `image` or `cover`: the attachment a link preview shows, as written (a file
+    /// name, or an embed `![[name]]`).
+    pub image: Option<String>,
+    /// `lang`: the note's language, a BCP 47 tag (`en`, `pt-BR`).
+    pub lang: Option<String>,
 }
 
 /// Why front matter was not accepted.
@@ -105,11 +113,42 @@ pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
             "draft" => fm.draft = boolean(v, "draft")?,
             "date" => fm.date = Some(date(v)?),
             "tags" => fm.tags = list(v, "tags")?,
-            "aliases" => fm.aliases = list(v, "aliases")?,
+            "aliases" | "alias" => fm.aliases = aliases(v)?,
+            "description" => {
+                fm.description = Some(scalar(v, "description")?).filter(|d| !d.is_empty());
+            }
+            "image" => fm.image = Some(scalar(v, "image")?).filter(|i| !i.is_empty()),
+            "cover" => fm.image = Some(scalar(v, "cover")?).filter(|i| !i.is_empty()),
+            "lang" => fm.lang = Some(lang(v)?),
             _ => {}
         }
     }
     Ok(fm)
+}
+
+/// A language tag as BCP 47 writes one (RFC 5646 §2.1): subtags of 1–8 ASCII letters
+/// and digits joined by `-`, the first letters only; at most 35 bytes (what any
+/// real tag needs).
+fn lang(v: Yaml) -> Result<String, FrontError> {
+    let bad = FrontError::Type {
+        key: "lang",
+        expected: "a language tag such as en or pt-BR",
+    };
+    let Yaml::String(s) = v else {
+        return Err(bad);
+    };
+    let t = s.trim();
+    let mut subtags = t.split('-');
+    let first_ok = subtags
+        .next()
+        .is_some_and(|f| (1..=8).contains(&f.len()) && f.bytes().all(|b| b.is_ascii_alphabetic()));
+    let rest_ok =
+        subtags.all(|s| (1..=8).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if first_ok && rest_ok && t.len() <= 35 {
+        Ok(t.to_owned())
+    } else {
+        Err(bad)
+    }
 }
 
 fn scalar(v: Yaml, key: &'static str) -> Result<String, FrontError> {
@@ -160,6 +199,18 @@ fn date(v: Yaml) -> Result<String, FrontError> {
         Ok(d.to_owned())
     } else {
         Err(bad)
+    }
+}
+
+/// `aliases` (or `alias`): a list, or one string of names separated by commas, as
+/// Obsidian reads it (a name may hold spaces, so a string is not split on them).
+fn aliases(v: Yaml) -> Result<Vec<String>, FrontError> {
+    match v {
+        Yaml::String(s) => list(
+            Yaml::Array(s.split(',').map(|a| Yaml::String(a.to_owned())).collect()),
+            "aliases",
+        ),
+        v => list(v, "aliases"),
     }
 }
 
@@ -223,6 +274,43 @@ pub(crate) mod tests {
         assert_eq!(fm.tags, vec!["caching", "http"]);
         assert_eq!(fm.date.as_deref(), Some("2025-03-04"));
         assert_eq!(fm.aliases, vec!["SWR", "stale-while-revalidate"]);
+    }
+
+    #[test]
+    fn preview_keys_are_read_and_hostile_languages_refused() {
+        let fm = parse("description: One line.\ncover: '[[a b.png]]'\nlang: pt-BR\n").unwrap();
+        assert_eq!(fm.description.as_deref(), Some("One line."));
+        assert_eq!(fm.image.as_deref(), Some("[[a b.png]]"));
+        assert_eq!(fm.lang.as_deref(), Some("pt-BR"));
+        for bad in [
+            "'en\" onload=x'",
+            "'<b>'",
+            "''",
+            "'-en'",
+            "'en--x'",
+            "'123'",
+            "'abcdefghi'",
+        ] {
+            assert!(
+                matches!(
+                    parse(&format!("lang: {bad}\n")),
+                    Err(FrontError::Type { key: "lang", .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn aliases_may_be_one_string_of_names_with_spaces() {
+        assert_eq!(
+            parse("aliases: Stale While Revalidate\n").unwrap().aliases,
+            ["Stale While Revalidate"]
+        );
+        assert_eq!(
+            parse("alias: SWR, s-w-r\n").unwrap().aliases,
+            ["SWR", "s-w-r"]
+        );
     }
 
     #[test]

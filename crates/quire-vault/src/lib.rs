@@ -11,6 +11,7 @@
 //! - [`vault`]: loading a folder, resolving names, backlinks.
 //! - [`render`]: markdown to HTML; `highlight`: code blocks.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
+//! - [`preview`]: what a link preview of a note shows.
 //! - [`readers`]: the users file, password hashes, signed session cookies.
 //! - [`views`]: view counts through a bounded queue into SQLite.
 //! - [`search`]: full-text search (SQLite FTS5), filtered by audience in SQL.
@@ -24,6 +25,7 @@ mod html;
 pub mod links;
 pub mod note;
 pub mod pages;
+pub mod preview;
 pub mod readers;
 pub mod related;
 pub mod render;

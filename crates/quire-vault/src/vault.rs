@@ -3,8 +3,14 @@
 //!
 //! Key decisions:
 //! - **Names resolve like Obsidian's**: a wikilink names a note by file name (without
-//!   `.md`) or alias, case-insensitively, wherever it sits in the folders. When two
-//!   notes share a name, the one with the shortest path wins and a warning names both.
+//!   `.md`) or alias, case-insensitively, wherever it sits in the folders. A file
+//!   name wins over another note's alias; when two notes share a name, the one with
+//!   the shortest path wins and a warning names both.
+//! - **An alias is also a page path** (`alias_target`): taken from the vault's root
+//!   like a note's path (`Old Folder/Old Name` → `/old-folder/old-name`), so an
+//!   old URL can lead to a renamed note. Only a path on this site: an alias that is
+//!   not a plain relative name (`..`, `//host`, a scheme, a backslash, a control
+//!   character) has no page, and a note's own page wins over any alias.
 //! - Dot folders (`.obsidian`, `.quire`, `.git`) are skipped; other files are
 //!   attachments, addressed by file name.
 //! - A note that cannot be read is reported and left out; it never stops the load.
@@ -42,6 +48,8 @@ pub struct Vault {
     notes: Vec<Note>,
     by_name: HashMap<String, usize>,
     by_url: HashMap<String, usize>,
+    /// Page path of an alias → its note (never a note's own page).
+    by_alias: HashMap<String, usize>,
     /// Lower-cased file name → (vault-relative path, version).
     attachments: HashMap<String, (String, u64)>,
     /// Each note's file stamp (size and mtime), for [`Vault::reload`]; empty when
@@ -168,12 +176,14 @@ impl Vault {
     ) -> Vault {
         let by_name = names(&notes, &mut warnings);
         let by_url = urls(&notes, &mut warnings);
+        let by_alias = alias_urls(&notes, &by_url, &mut warnings);
         let (resolved, backlinks) = resolve_links(&notes, &by_name);
         Vault {
             root,
             notes,
             by_name,
             by_url,
+            by_alias,
             attachments,
             backlinks,
             resolved,
@@ -200,6 +210,17 @@ impl Vault {
     /// The note published at `url`.
     pub fn by_url(&self, url: &str) -> Option<usize> {
         self.by_url.get(url).copied()
+    }
+
+    /// The note an alias's page path `url` leads to (a note's own page is never an
+    /// alias's: see [`Vault::by_url`] first).
+    pub fn alias_target(&self, url: &str) -> Option<usize> {
+        self.by_alias.get(url).copied()
+    }
+
+    /// Every alias page path and its note.
+    pub fn alias_urls(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.by_alias.iter().map(|(u, &i)| (u.as_str(), i))
     }
 
     /// The vault-relative path of the attachment called `name` (any case).
@@ -239,34 +260,83 @@ impl Vault {
         &self.warnings
     }
 }
-/// Every note's name and aliases (lower-cased) to its index. On a clash the shortest
-/// path wins (fewest folders, then fewest bytes); each loser gets a warning.
+/// Every note's name and aliases (lower-cased) to its index: file names first, then
+/// aliases where no file name is taken. On a clash the shortest path wins (fewest
+/// folders, then fewest bytes); each loser gets a warning.
 fn names(notes: &[Note], warnings: &mut Vec<Warning>) -> HashMap<String, usize> {
     let mut order: Vec<usize> = (0..notes.len()).collect();
     order.sort_by_key(|&i| (notes[i].path.matches('/').count(), notes[i].path.len(), i));
     let mut by_name: HashMap<String, usize> = HashMap::new();
-    for &i in &order {
-        let n = &notes[i];
-        let names =
-            std::iter::once(n.name.as_str()).chain(n.front.aliases.iter().map(String::as_str));
-        for name in names {
-            let key = name.to_lowercase();
-            match by_name.get(&key) {
-                Some(&j) if j != i => warnings.push(Warning {
-                    path: n.path.clone(),
-                    message: format!(
-                        "the name `{name}` is also {}; links go there",
-                        notes[j].path
-                    ),
-                }),
-                Some(_) => {}
-                None => {
-                    by_name.insert(key, i);
-                }
+    let file_names = order.iter().map(|&i| (i, notes[i].name.as_str()));
+    let aliases = order
+        .iter()
+        .flat_map(|&i| notes[i].front.aliases.iter().map(move |a| (i, a.as_str())));
+    for (i, name) in file_names.chain(aliases) {
+        let key = name.to_lowercase();
+        match by_name.get(&key) {
+            Some(&j) if j != i => warnings.push(Warning {
+                path: notes[i].path.clone(),
+                message: format!(
+                    "the name `{name}` is also {}; links go there",
+                    notes[j].path
+                ),
+            }),
+            Some(_) => {}
+            None => {
+                by_name.insert(key, i);
             }
         }
     }
     by_name
+}
+
+/// Longest alias given a page.
+const ALIAS_LEN_MAX: usize = 256;
+
+/// The page path of `alias`, if it is a plain relative name: no control character,
+/// no backslash, no leading `/`, no empty, `.` or `..` segment (so never `//host`,
+/// `scheme://`, or a way out of the site), and every segment with a slug.
+pub fn alias_url(alias: &str) -> Option<String> {
+    let plain = alias.len() <= ALIAS_LEN_MAX
+        && !alias.chars().any(|c| c.is_control() || c == '\\')
+        && alias.split('/').all(|seg| {
+            let seg = seg.trim();
+            !seg.is_empty() && seg != "." && seg != ".." && !crate::links::slug(seg).is_empty()
+        });
+    plain.then(|| crate::note::url_of(alias))
+}
+
+/// Every alias's page path to its note, for aliases that are plain names (see
+/// [`alias_url`]) and are not a note's page; the first note (by path) keeps a path
+/// two notes alias.
+fn alias_urls(
+    notes: &[Note],
+    by_url: &HashMap<String, usize>,
+    warnings: &mut Vec<Warning>,
+) -> HashMap<String, usize> {
+    let mut out: HashMap<String, usize> = HashMap::new();
+    for (i, n) in notes.iter().enumerate() {
+        for a in &n.front.aliases {
+            let Some(url) = alias_url(a) else {
+                warnings.push(Warning {
+                    path: n.path.clone(),
+                    message: format!("the alias {a:?} is not a plain name; it has no page"),
+                });
+                continue;
+            };
+            if by_url.get(&url).is_some_and(|&j| j != i) {
+                warnings.push(Warning {
+                    path: n.path.clone(),
+                    message: format!(
+                        "the alias {a:?} is the page of another note; that note keeps it"
+                    ),
+                });
+            } else if by_url.get(&url) != Some(&i) {
+                out.entry(url).or_insert(i);
+            }
+        }
+    }
+    out
 }
 
 /// Every page URL to its note. A later note with the same URL is not published and
@@ -387,6 +457,114 @@ mod tests {
         assert_eq!(v.backlinks(home), &[swr]);
         assert_eq!(v.attachment("pic.svg"), Some("attachments/Pic.svg"));
         assert_eq!(v.by_url("/caching/stale-while-revalidate"), Some(swr));
+    }
+
+    #[test]
+    fn aliases_are_page_paths_from_the_vault_root() {
+        let (_d, v) = vault(&[(
+            "Caching/Stale While Revalidate.md",
+            "---\naliases: [SWR, Old Folder/Old Name, Crème brûlée]\n---\n",
+        )]);
+        let n = v.resolve("stale while revalidate").unwrap();
+        assert_eq!(v.alias_target("/swr"), Some(n));
+        assert_eq!(v.alias_target("/old-folder/old-name"), Some(n));
+        assert_eq!(v.alias_target("/crème-brûlée"), Some(n));
+        assert_eq!(v.alias_target("/caching/swr"), None);
+        assert_eq!(v.resolve("old folder/old name"), Some(n), "a name too");
+    }
+
+    #[test]
+    fn alias_colliding_with_a_note_page_loses_to_the_note() {
+        let (_d, v) = vault(&[
+            ("Home.md", "---\naliases: [Other, Self, Home]\n---\n"),
+            ("Other.md", "x"),
+        ]);
+        assert_eq!(v.alias_target("/other"), None);
+        assert_eq!(v.by_url("/other"), v.resolve("other"));
+        assert_eq!(v.alias_target("/home"), None, "its own page is no alias");
+        assert_eq!(v.alias_target("/self"), v.resolve("home"));
+        assert!(v
+            .warnings()
+            .iter()
+            .any(|w| w.path == "Home.md" && w.message.contains("another note")));
+    }
+
+    #[test]
+    fn file_name_wins_over_another_notes_alias() {
+        let (_d, v) = vault(&[
+            ("a.md", "---\naliases: [Deep]\n---\n"),
+            ("x/y/Deep.md", "d"),
+        ]);
+        assert_eq!(v.notes()[v.resolve("deep").unwrap()].path, "x/y/Deep.md");
+    }
+
+    /// The page an alias gets, through a note's front matter (the alias written as
+    /// a YAML double-quoted string, every control character escaped).
+    fn alias_page(alias: &str) -> Option<String> {
+        let mut quoted = String::from("\"");
+        for c in alias.chars() {
+            match c {
+                '"' | '\\' => quoted.extend(['\\', c]),
+                c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => quoted.push(c),
+            }
+        }
+        quoted.push('"');
+        let yaml = format!("---\naliases: [{quoted}]\n---\n");
+        let (_d, v) = vault(&[("Note.md", &yaml)]);
+        assert_eq!(v.notes()[0].front.aliases, [alias], "{yaml}");
+        let pages: Vec<String> = v.alias_urls().map(|(u, _)| u.to_owned()).collect();
+        assert!(pages.len() <= 1);
+        pages.into_iter().next()
+    }
+
+    #[test]
+    fn alias_dot_dot_is_ignored() {
+        for a in ["../x", "..", "a/../b", "./x", "a/./b", "../../etc/passwd"] {
+            assert_eq!(alias_page(a), None, "{a:?}");
+        }
+    }
+
+    #[test]
+    fn alias_scheme_relative_or_absolute_url_is_ignored() {
+        for a in [
+            "//evil.example",
+            "///evil.example",
+            "https://evil.example/x",
+            "/x",
+            "a//b",
+        ] {
+            assert_eq!(alias_page(a), None, "{a:?}");
+        }
+        assert_eq!(
+            alias_page("evil.example").as_deref(),
+            Some("/evil-example"),
+            "a local path"
+        );
+    }
+
+    #[test]
+    fn alias_backslash_is_ignored() {
+        for a in ["\\\\evil.example", "a\\b", "/\\evil.example"] {
+            assert_eq!(alias_page(a), None, "{a:?}");
+        }
+    }
+
+    #[test]
+    fn alias_control_characters_are_ignored() {
+        for a in [
+            "a\tb",
+            "a\nb",
+            "a\rb",
+            "x\u{0}y",
+            "x\u{7f}y",
+            "x\u{85}y",
+            "a/\t/evil.example",
+        ] {
+            assert_eq!(alias_page(a), None, "{a:?}");
+        }
+        assert_eq!(alias_page(&"a".repeat(300)), None, "over-long");
+        assert_eq!(alias_page("???"), None, "no slug");
     }
 
     #[test]

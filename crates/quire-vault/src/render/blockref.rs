@@ -12,7 +12,7 @@ use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 const ID_LEN_MAX: usize = 64;
 
 /// Where `^id` ends `text`: the byte offset the text should be cut at, and the id.
-fn marker(text: &str, own_line: bool) -> Option<(usize, &str)> {
+pub(super) fn marker(text: &str, own_line: bool) -> Option<(usize, &str)> {
     let trimmed = text.trim_end();
     let caret = trimmed.rfind('^')?;
     let id = &trimmed[caret + 1..];

@@ -8,7 +8,11 @@ use super::{diagram, end_of, escape};
 
 /// Replaces every mermaid block by its diagram and every fenced block in a known
 /// language by its highlighted HTML.
-pub(super) fn code_blocks(mut events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+/// `budget` is the page's, shared with the notes it embeds.
+pub(super) fn code_blocks<'a>(
+    mut events: Vec<Event<'a>>,
+    budget: &mut diagram::Budget,
+) -> Vec<Event<'a>> {
     if !events
         .iter()
         .any(|e| matches!(e, Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_)))))
@@ -16,16 +20,12 @@ pub(super) fn code_blocks(mut events: Vec<Event<'_>>) -> Vec<Event<'_>> {
         return events;
     }
     let mut out = Vec::with_capacity(events.len());
-    let mut budget = diagram::Budget::default();
     let mut i = 0;
     while i < events.len() {
         let mermaid = matches!(&events[i], Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(l)))
             if l.split_whitespace().next() == Some("mermaid"));
         if let Some((_, code, end)) = mermaid.then(|| fenced(&events, i)).flatten() {
-            out.push(Event::Html(CowStr::from(diagram::block(
-                &code,
-                &mut budget,
-            ))));
+            out.push(Event::Html(CowStr::from(diagram::block(&code, budget))));
             i = end + 1;
         } else if let Some((html, end)) = highlighted_block(&events, i) {
             out.push(html);

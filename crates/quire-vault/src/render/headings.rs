@@ -56,7 +56,7 @@ fn heading_id(id: Option<&str>, text: &str, used: &mut Vec<String>) -> String {
     id_s
 }
 
-fn level_num(l: HeadingLevel) -> u8 {
+pub(super) fn level_num(l: HeadingLevel) -> u8 {
     match l {
         HeadingLevel::H1 => 1,
         HeadingLevel::H2 => 2,

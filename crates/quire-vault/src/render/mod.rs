@@ -2,6 +2,8 @@
 //! plus what Obsidian adds, each in its own module:
 //!
 //! - `wikilinks`: `[[links]]` and `![[embeds]]`, resolved against the vault.
+//! - `embed`: `![[Note]]`, `![[Note#Heading]]`, `![[Note#^block]]` transcluded;
+//!   `part` finds the section or block an embed names.
 //! - `headings`: unique ids on headings, for the table of contents and links.
 //! - `code`: highlighted fenced code.
 //! - `diagram`: ` ```mermaid ` flowcharts and sequence diagrams drawn as SVG.
@@ -34,14 +36,17 @@ mod callout;
 mod code;
 pub(crate) mod comments;
 mod diagram;
+mod embed;
 mod headings;
 mod mark;
 mod math;
+mod part;
 mod prose;
 mod sanitize;
 mod tags;
 mod wikilinks;
 
+pub use embed::{embedded_notes, EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
 pub(crate) use tags::inline_tags;
 pub use tags::tag_url;
 
@@ -54,30 +59,63 @@ pub struct Rendered {
     pub headings: Vec<(u8, String, String)>,
 }
 
-/// Renders note `i` of `vault` for a reader allowed up to `audience`.
+/// Renders note `i` of `vault` for a reader allowed up to `audience`, with the notes
+/// it embeds transcluded (see `embed`).
 pub fn render(vault: &Vault, i: usize, audience: Visibility) -> Rendered {
-    let note = &vault.notes()[i];
-    let md = wikilinks::substitute(vault, &note.body, &note.links, vault.targets(i), audience);
-    to_html(&md)
+    embed::Page::new(vault, audience).render_top(i)
 }
 
-/// Markdown to HTML: the parser's events through each construct's pass, in order.
-fn to_html(md: &str) -> Rendered {
-    let opts = Options::ENABLE_TABLES
+/// The markdown options every render and every search for a section parse with.
+fn options() -> Options {
+    Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_HEADING_ATTRIBUTES
-        | Options::ENABLE_MATH;
+        | Options::ENABLE_MATH
+}
+
+/// Markdown without embeds to HTML, as a page of its own (tests of single passes).
+#[cfg(test)]
+fn to_html(md: &str) -> Rendered {
+    to_html_in(md, &[], &mut diagram::Budget::default(), Nesting::Page)
+}
+
+/// Whether markdown is a page's own or a part of another note embedded in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nesting {
+    /// The page's note: headings get ids and make the table of contents.
+    Page,
+    /// An embedded part: no ids (they would repeat the embedded note's own page's,
+    /// or the page's), no table of contents.
+    Embedded,
+}
+
+/// Markdown to HTML: the parser's events through each construct's pass, in order.
+/// `slots` are the embeds whose markers `md` holds (`embed::splice`); `diagrams` is
+/// the page's diagram budget, shared with everything it embeds.
+fn to_html_in(
+    md: &str,
+    slots: &[Option<embed::Slot>],
+    diagrams: &mut diagram::Budget,
+    nesting: Nesting,
+) -> Rendered {
     // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
-    let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, opts)).collect();
-    let events = code::code_blocks(events);
+    let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, options())).collect();
+    let events = embed::splice(events, slots);
+    let events = code::code_blocks(events, diagrams);
     let events = math::math(events);
     let events = tags::link_tags(events);
     let events = mark::highlights(events);
     let events = blockref::block_ids(events);
     let mut events = callout::callouts(events);
-    let headings = headings::assign_ids(&mut events);
+    let headings = match nesting {
+        Nesting::Page => headings::assign_ids(&mut events),
+        Nesting::Embedded => {
+            embed::strip_ids(&mut events);
+            Vec::new()
+        }
+    };
     let mut html = String::with_capacity(md.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events.into_iter());
     Rendered { html, headings }

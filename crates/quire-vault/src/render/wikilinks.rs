@@ -15,23 +15,35 @@ use crate::vault::Vault;
 /// Extensions to a path that render as images when embedded.
 const IMAGE_EXTS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "svg", "webp", "avif"];
 
-/// The markdown with every wikilink replaced by inline HTML and every comment
-/// removed.
+/// What an embed of a note the reader may see becomes: `(link, target, text, href)`
+/// to the markdown put in its place (`embed` hands back a marker).
+pub(super) type EmbedHook<'h> = dyn FnMut(&WikiLink, usize, &str, &str) -> String + 'h;
+
+/// The markdown with every wikilink replaced by inline HTML (an embedded note by
+/// what `embed` makes of it) and every comment removed.
 pub(super) fn substitute(
     vault: &Vault,
     body: &str,
     links: &[WikiLink],
     targets: &[Option<usize>],
     audience: Visibility,
+    embed: &mut EmbedHook<'_>,
 ) -> String {
     super::comments::rewrite(body, links, |i, l| {
-        link_html(vault, l, targets.get(i).copied().flatten(), audience)
+        link_html(vault, l, targets.get(i).copied().flatten(), audience, embed)
     })
 }
 
 /// One link's HTML: an image or attachment for an embedded file, else a link to the
-/// target (and fragment) when `audience` may see it, else plain text.
-fn link_html(vault: &Vault, l: &WikiLink, t: Option<usize>, audience: Visibility) -> String {
+/// target (and fragment) when `audience` may see it (for an embedded note, what
+/// `embed` makes of it), else plain text.
+fn link_html(
+    vault: &Vault,
+    l: &WikiLink,
+    t: Option<usize>,
+    audience: Visibility,
+    embed: &mut EmbedHook<'_>,
+) -> String {
     let text = escape(&l.text());
     if l.embed {
         if let Some(html) = attachment_html(vault, l, &text) {
@@ -48,7 +60,7 @@ fn link_html(vault: &Vault, l: &WikiLink, t: Option<usize>, audience: Visibility
             );
         }
     }
-    // Embeds of notes are shown as links (no transclusion yet).
+    // Embeds are not resolved with the links (they are no backlinks): resolved here.
     let t = t.or_else(|| l.embed.then(|| vault.resolve(&l.target)).flatten());
     match t.filter(|&t| vault.notes()[t].visibility() <= audience) {
         Some(t) => {
@@ -57,13 +69,20 @@ fn link_html(vault: &Vault, l: &WikiLink, t: Option<usize>, audience: Visibility
                 href.push('#');
                 href.push_str(&f);
             }
-            format!(
-                "<a class=\"wikilink\" href=\"{}\">{text}</a>",
-                escape(&url_path(&href))
-            )
+            let href = escape(&url_path(&href));
+            if l.embed {
+                return embed(l, t, &text, &href);
+            }
+            format!("<a class=\"wikilink\" href=\"{href}\">{text}</a>")
         }
-        None => format!("<span class=\"wikilink broken\">{text}</span>"),
+        // The same for a note that does not exist and one the reader may not see.
+        None => broken(&text),
     }
+}
+
+/// A link or embed whose target is missing or hidden: its text, marked broken.
+pub(super) fn broken(text: &str) -> String {
+    format!("<span class=\"wikilink broken\">{text}</span>")
 }
 
 /// An embedded attachment: an image, else a link to the file. `None` when the vault
