@@ -4,8 +4,8 @@
 Chromium is driven over the Chrome DevTools Protocol on pipes (--remote-debugging-pipe:
 JSON messages ended by a NUL byte, written to the browser on fd 3 and read from it on
 fd 4), so only the Python standard library is needed. The script publishes a copy of
-examples/vault, loads the index (desktop and mobile), a note (light and dark), the
-search page, signs in with hostile and good `next` targets (it must never leave the
+examples/vault, loads the index (desktop and mobile), a note (light and dark), a note
+with callouts, formulas, diagrams and transclusions (light and dark), the search page, signs in with hostile and good `next` targets (it must never leave the
 site), and the sign-in flow to a private note and back, checks what a reader would
 see, and leaves screenshots and report.json in the out folder. Then it serves the
 vault over HTTPS (a certificate made with openssl for the run, which chromium is told
@@ -426,6 +426,34 @@ def check_sign_in_targets(cdp, base, check):
     sign_out(cdp)
 
 
+OBSIDIAN_NOTE = "Garden/Drip Irrigation Plan.md"
+
+OBSIDIAN_JS = """({
+  callouts: document.querySelectorAll('article .callout').length,
+  folded: document.querySelectorAll('article details.callout').length,
+  math: document.querySelectorAll('article math').length,
+  diagrams: document.querySelectorAll('article figure.diagram svg').length,
+  embeds: document.querySelectorAll('article .embed .embed-body').length,
+  marks: document.querySelectorAll('article mark').length,
+  scripts: document.querySelectorAll('script').length,
+})"""
+
+
+def check_obsidian_note(cdp, base, check, shot):
+    url = url_of(OBSIDIAN_NOTE)
+    status, _, _ = cdp.navigate(base + url)
+    got = cdp.eval(OBSIDIAN_JS) or {}
+    wanted = ("callouts", "folded", "math", "diagrams", "embeds", "marks")
+    missing = [k for k in wanted if not got.get(k)]
+    check("a note with a callout, a formula, a diagram and a transclusion renders them all",
+          status == 200 and not missing and got.get("scripts") == 0,
+          f"{url}: status {status}, found {got}, missing {missing}")
+    shot("obsidian.png")
+    cdp.color_scheme("dark")
+    shot("obsidian-dark.png")
+    cdp.color_scheme("light")
+
+
 def run_checks(cdp, base, vault, out, check, shots):
     def shot(name):
         path = os.path.join(out, name)
@@ -488,6 +516,11 @@ def run_checks(cdp, base, vault, out, check, shots):
     no_overflow("the note at 390x844", 390)
     shot("note-mobile.png")
     cdp.viewport(1280, 800, False)
+
+    # 2b. Obsidian's constructs, rendered on the server: a callout, a formula, a
+    # diagram and a transclusion on one note, light and dark (console errors and CSP
+    # violations are collected for the whole run, as for every page).
+    check_obsidian_note(cdp, base, check, shot)
 
     # 3. Search: results with highlights, and a query FTS5 cannot parse as typed.
     status, _, _ = cdp.navigate(base + "/search?q=cache")
