@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
 use http_body::Body as _;
-use quire_server::origin::{Origin, OriginOptions, OutBody};
+use quire_server::origin::{copy_head, Origin, OriginOptions, OutBody};
 use quire_server::upstream::{FillMark, UpBody, UpFuture, Upstream, PEER_HEADER};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -133,19 +133,6 @@ impl PeerFill {
             }
         }
     }
-}
-
-/// A bodiless copy of `req`'s head (with its fill mark).
-fn copy_head(req: &Request<OutBody>) -> Request<OutBody> {
-    let mut r = Request::new(quire_server::origin::empty_body());
-    *r.method_mut() = req.method().clone();
-    *r.uri_mut() = req.uri().clone();
-    *r.version_mut() = req.version();
-    *r.headers_mut() = req.headers().clone();
-    if let Some(m) = req.extensions().get::<FillMark>() {
-        r.extensions_mut().insert(*m);
-    }
-    r
 }
 
 impl Upstream for PeerFill {

@@ -29,7 +29,7 @@
 mod slots;
 mod tls;
 
-pub(crate) use slots::{label, write_families, Outcome, Row};
+pub(crate) use slots::{family, label, write_families, Outcome, Row};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -437,6 +437,21 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// A body hyper received, as quire's own body type.
 pub fn boxed_incoming(body: Incoming) -> OutBody {
     body.map_err(std::io::Error::other).boxed_unsync()
+}
+
+/// A bodiless copy of `req`'s head — method, target, version, fields and the fill
+/// mark (other extensions do not survive): what resending a request to another
+/// origin or peer needs. Only for a request whose own body is empty.
+pub fn copy_head(req: &Request<OutBody>) -> Request<OutBody> {
+    let mut r = Request::new(empty_body());
+    *r.method_mut() = req.method().clone();
+    *r.uri_mut() = req.uri().clone();
+    *r.version_mut() = req.version();
+    *r.headers_mut() = req.headers().clone();
+    if let Some(m) = req.extensions().get::<crate::upstream::FillMark>() {
+        r.extensions_mut().insert(*m);
+    }
+    r
 }
 
 /// An empty outgoing body.

@@ -183,29 +183,34 @@ pub(crate) fn write_families(out: &mut String, rows: &[Row<'_>]) {
             );
         }
     }
-    out.push_str(
-        "# HELP quire_origin_in_flight Requests to each origin whose response has not ended.\n\
-         # TYPE quire_origin_in_flight gauge\n",
+    family(
+        out,
+        "quire_origin_in_flight",
+        "gauge",
+        "Requests to each origin whose response has not ended.",
+        rows.iter()
+            .map(|r| (r.url.as_str(), r.slots.in_flight() as u64)),
     );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "quire_origin_in_flight{{origin=\"{}\"}} {}",
-            label(&r.url),
-            r.slots.in_flight()
-        );
-    }
-    out.push_str(
-        "# HELP quire_origin_connections_max Requests each origin may have in flight at once.\n\
-         # TYPE quire_origin_connections_max gauge\n",
+    family(
+        out,
+        "quire_origin_connections_max",
+        "gauge",
+        "Requests each origin may have in flight at once.",
+        rows.iter().map(|r| (r.url.as_str(), r.slots.max() as u64)),
     );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "quire_origin_connections_max{{origin=\"{}\"}} {}",
-            label(&r.url),
-            r.slots.max()
-        );
+}
+
+/// One family with a value per origin (`origin="<url>"`).
+pub(crate) fn family<S: AsRef<str>>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    values: impl Iterator<Item = (S, u64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (url, v) in values {
+        let _ = writeln!(out, "{name}{{origin=\"{}\"}} {v}", label(url.as_ref()));
     }
 }
 

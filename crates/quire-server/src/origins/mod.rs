@@ -41,7 +41,8 @@ use route::Routes;
 
 use crate::config::Config;
 use crate::origin::{
-    label, Origin, OriginError, OriginOptions, OriginSetupError, OutBody, SendError,
+    copy_head, family, label, Origin, OriginError, OriginOptions, OriginSetupError, OutBody,
+    SendError,
 };
 use crate::upstream::{UpBody, UpFuture, Upstream};
 
@@ -221,7 +222,8 @@ impl Shared {
                 req.uri().path()
             )));
         };
-        let spare = Spare::of(&req);
+        // A bodiless request can be sent again; a streamed body cannot.
+        let spare = req.body().is_end_stream().then(|| copy_head(&req));
         let mut req = Some(req);
         let mut last = None;
         for m in pool.order() {
@@ -229,7 +231,7 @@ impl Shared {
             if !member.health.is_up() && !member.health.try_again() {
                 continue;
             }
-            let Some(r) = req.take().or_else(|| spare.as_ref().map(Spare::request)) else {
+            let Some(r) = req.take().or_else(|| spare.as_ref().map(copy_head)) else {
                 break;
             };
             match member.origin.exchange(r).await {
@@ -238,7 +240,7 @@ impl Shared {
                     return Ok(resp);
                 }
                 Err(e) => {
-                    let again = spare.as_ref().is_some_and(|s| s.may_resend(&e));
+                    let again = spare.as_ref().is_some_and(|s| may_resend(s, &e));
                     if !matches!(e, SendError::Busy) {
                         // Busy is quire's own limit, not the origin failing.
                         member.health.request_failed(&e.to_string());
@@ -294,47 +296,38 @@ impl Shared {
     }
 
     fn health_families(&self, out: &mut String) {
-        out.push_str(
-            "# HELP quire_origin_up Whether each origin is taken for requests (1) or marked down (0).\n\
-             # TYPE quire_origin_up gauge\n",
+        let url = |m: &Member| m.origin.url().to_string();
+        family(
+            out,
+            "quire_origin_up",
+            "gauge",
+            "Whether each origin is taken for requests (1) or marked down (0).",
+            self.members
+                .iter()
+                .map(|m| (url(m), u64::from(m.health.is_up()))),
         );
-        for m in &self.members {
-            let up = u8::from(m.health.is_up());
-            let _ = writeln!(out, "quire_origin_up{{origin=\"{}\"}} {up}", name(m));
-        }
         out.push_str(
             "# HELP quire_origin_health_checks_total Active health checks of each origin, by result.\n\
              # TYPE quire_origin_health_checks_total counter\n",
         );
         for m in &self.members {
             let (pass, fail, _) = m.health.counts();
-            let n = name(m);
-            let _ = writeln!(
-                out,
-                "quire_origin_health_checks_total{{origin=\"{n}\",result=\"pass\"}} {pass}"
-            );
-            let _ = writeln!(
-                out,
-                "quire_origin_health_checks_total{{origin=\"{n}\",result=\"fail\"}} {fail}"
-            );
+            let n = label(&url(m));
+            for (result, v) in [("pass", pass), ("fail", fail)] {
+                let _ = writeln!(
+                    out,
+                    "quire_origin_health_checks_total{{origin=\"{n}\",result=\"{result}\"}} {v}"
+                );
+            }
         }
-        out.push_str(
-            "# HELP quire_origin_marked_down_total Times each origin was marked down.\n\
-             # TYPE quire_origin_marked_down_total counter\n",
+        family(
+            out,
+            "quire_origin_marked_down_total",
+            "counter",
+            "Times each origin was marked down.",
+            self.members.iter().map(|m| (url(m), m.health.counts().2)),
         );
-        for m in &self.members {
-            let (_, _, down) = m.health.counts();
-            let _ = writeln!(
-                out,
-                "quire_origin_marked_down_total{{origin=\"{}\"}} {down}",
-                name(m)
-            );
-        }
     }
-}
-
-fn name(m: &Member) -> String {
-    label(&m.origin.url().to_string())
 }
 
 /// The host a request is for: its `Host` field (every request quire sends
@@ -348,44 +341,15 @@ fn request_host(req: &Request<OutBody>) -> String {
         .to_owned()
 }
 
-/// What it takes to send a bodiless request again.
-struct Spare {
-    method: http::Method,
-    uri: http::Uri,
-    version: http::Version,
-    headers: http::HeaderMap,
-}
-
-impl Spare {
-    /// A copy of `req`'s head, when its body is empty (else it cannot be resent).
-    fn of(req: &Request<OutBody>) -> Option<Spare> {
-        req.body().is_end_stream().then(|| Spare {
-            method: req.method().clone(),
-            uri: req.uri().clone(),
-            version: req.version(),
-            headers: req.headers().clone(),
-        })
-    }
-
-    /// Whether a request with this head may go to the next origin after `e`: when
-    /// the first never received it, or when it is safe (GET, HEAD, OPTIONS: RFC 9110
-    /// §9.2.1 — sending it twice changes nothing on the origin).
-    fn may_resend(&self, e: &SendError) -> bool {
-        let safe = matches!(
-            self.method,
-            http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
-        );
-        e.unsent() || safe
-    }
-
-    fn request(&self) -> Request<OutBody> {
-        let mut r = Request::new(crate::origin::empty_body());
-        *r.method_mut() = self.method.clone();
-        *r.uri_mut() = self.uri.clone();
-        *r.version_mut() = self.version;
-        *r.headers_mut() = self.headers.clone();
-        r
-    }
+/// Whether a request with this head may go to the next origin after `e`: when
+/// the first never received it, or when it is safe (GET, HEAD, OPTIONS: RFC 9110
+/// §9.2.1 — sending it twice changes nothing on the origin).
+fn may_resend(head: &Request<OutBody>, e: &SendError) -> bool {
+    let safe = matches!(
+        *head.method(),
+        http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
+    );
+    e.unsent() || safe
 }
 
 impl Upstream for Origins {
