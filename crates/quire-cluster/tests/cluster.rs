@@ -191,3 +191,57 @@ async fn peer_fill_makes_one_origin_fetch_per_object() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_all_gives_up_on_a_live_node_that_never_applies_and_names_it() {
+    let Some(t) = three(false).await else {
+        return;
+    };
+    let r = &t.redis;
+    assert!(wait_for(|| r.cli(&["HLEN", "quire:invalidations:alive"]) == "3").await);
+    // A node that beats but never reads the log (hung on its store, say): its
+    // heartbeat is kept fresh all through the wait.
+    let port = r.port.to_string();
+    let beating = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let still = beating.clone();
+    let ghost = std::thread::spawn(move || {
+        while still.load(std::sync::atomic::Ordering::Relaxed) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                .to_string();
+            let _ = std::process::Command::new("redis-cli")
+                .args([
+                    "-p",
+                    &port,
+                    "HSET",
+                    "quire:invalidations:alive",
+                    "ghost",
+                    &now,
+                ])
+                .output();
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    assert!(wait_for(|| r.cli(&["HEXISTS", "quire:invalidations:alive", "ghost"]) == "1").await);
+    let started = Instant::now();
+    let (status, answer) = purge(
+        &t.nodes[0],
+        "?wait=all",
+        r#"{"urls":["http://127.0.0.1/g"]}"#,
+    )
+    .await;
+    let took = started.elapsed();
+    beating.store(false, std::sync::atomic::Ordering::Relaxed);
+    ghost.join().unwrap();
+    assert_eq!(status, 200, "the purge itself is done: {answer}");
+    assert_eq!(answer["cluster"]["all_applied"], false, "{answer}");
+    assert_eq!(answer["cluster"]["nodes"]["ghost"], "pending", "{answer}");
+    assert_eq!(answer["cluster"]["nodes"]["a"], "applied", "{answer}");
+    let limit = quire_server::purge_api::WAIT_ALL_TIMEOUT;
+    assert!(
+        took >= limit && took < limit + Duration::from_secs(3),
+        "{took:?}"
+    );
+}
