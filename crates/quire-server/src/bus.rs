@@ -114,7 +114,29 @@ pub struct ClusterSection {
     /// Longest a fill waits for the key's owner before it asks the origin itself.
     #[serde(default = "default_peer_timeout")]
     pub peer_timeout: crate::config::Secs,
+    /// `quire serve`: the secret every node signs session cookies with (32 bytes
+    /// or more), so a reader signed in on one node is signed in on all. Without it
+    /// (or `session_secret_file`) each node uses its vault's `.quire/secret`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_secret: Option<Secret>,
+    /// `quire serve`: a file holding that secret (read at start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_secret_file: Option<std::path::PathBuf>,
 }
+
+/// A secret in the configuration: never in `Debug` output.
+#[derive(Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(not shown)")
+    }
+}
+
+/// Shortest session secret accepted, bytes (as the vault's `.quire/secret`).
+pub const SESSION_SECRET_LEN_MIN: usize = 32;
 
 fn default_stream() -> String {
     "quire:invalidations".into()
@@ -138,6 +160,8 @@ impl ClusterSection {
             stream: default_stream(),
             stream_max: default_stream_max(),
             peer_timeout: default_peer_timeout(),
+            session_secret: None,
+            session_secret_file: None,
         }
     }
 
@@ -177,6 +201,20 @@ impl ClusterSection {
             }
             crate::origin::Origin::parse(url).map_err(|e| format!("cluster.peers.{name}: {e}"))?;
         }
+        match (&self.session_secret, &self.session_secret_file) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "cluster: give session_secret or session_secret_file, not both".into(),
+                )
+            }
+            (Some(s), None) if s.0.trim().len() < SESSION_SECRET_LEN_MIN => {
+                return Err(format!(
+                    "cluster.session_secret must be {SESSION_SECRET_LEN_MIN} or more random \
+                     bytes (e.g. `openssl rand -hex 32`)"
+                ))
+            }
+            _ => {}
+        }
         if !self.peers.is_empty() && !self.peers.contains_key(&self.node) {
             return Err(format!(
                 "cluster.peers must list this node (`{}`) too, with its own URL",
@@ -213,6 +251,19 @@ mod tests {
         assert!(t.contains("10.0.0.1".parse().unwrap()));
         assert!(t.contains("fd00::2".parse().unwrap()));
         assert!(!t.contains("10.0.0.9".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_session_secret_is_checked_and_never_shown() {
+        let mut c = ClusterSection::new("redis://127.0.0.1:6379", "a");
+        c.session_secret = Some(Secret("too short".into()));
+        assert!(c.validate().unwrap_err().contains("32 or more"));
+        let long = "0123456789abcdef0123456789abcdef";
+        c.session_secret = Some(Secret(long.into()));
+        assert_eq!(c.validate(), Ok(()));
+        assert!(!format!("{c:?}").contains(long), "not in Debug output");
+        c.session_secret_file = Some("/etc/quire/secret".into());
+        assert!(c.validate().unwrap_err().contains("not both"));
     }
 
     fn trusted_of(cfg: &crate::Config) -> crate::client::TrustedProxies {

@@ -45,6 +45,7 @@ use serde_json::json;
 use crate::model::Viewer;
 use crate::reply::{Policy, Reply, HTML};
 use crate::routes::{local_target, percent_decode};
+use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 
 /// The session cookie's value in a request, if it has one.
@@ -170,19 +171,69 @@ fn spoken(wait: Duration) -> String {
 }
 
 /// `POST /logout`: ends the session server side (every session of its reader, see
-/// `Sessions::sign_out`) and clears the cookie.
-pub fn logout(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Reply {
-    if let Some(c) = cookie(headers) {
-        match sessions.sign_out(c, users, SystemTime::now()) {
-            Ok(Some(reader)) => tracing::info!(reader = %reader.name, "signed out"),
-            Ok(None) => {}
-            Err(e) => tracing::error!(
-                error = %e,
-                "sign-out not written: the session stays refused until quire restarts"
-            ),
+/// `Sessions::sign_out`) and clears the cookie. On a cluster node the cluster
+/// records the sign-out first (see `crate::shared`).
+pub fn logout(
+    headers: &HeaderMap,
+    sessions: &Sessions,
+    users: &Users,
+    shared: Option<&dyn Shared>,
+) -> Reply {
+    let signed_out = Reply::redirect("/").with(header::SET_COOKIE, clear_cookie_header());
+    let Some(c) = cookie(headers) else {
+        return signed_out;
+    };
+    if sessions.is_shared() {
+        return match cluster_sign_out(c, sessions, users, shared) {
+            Ok(()) => signed_out,
+            Err(why) => Reply::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain; charset=utf-8",
+                format!(
+                    "You are signed out in this browser only: the sign-out could not be \
+                     recorded for every server of this site ({why}), so a copy of this \
+                     session would still work until it expires. Sign in and out again \
+                     in a moment.\n"
+                ),
+                Policy::NoStore,
+            )
+            .with(header::SET_COOKIE, clear_cookie_header()),
+        };
+    }
+    match sessions.sign_out(c, users, SystemTime::now()) {
+        Ok(Some(reader)) => tracing::info!(reader = %reader.name, "signed out"),
+        Ok(None) => {}
+        Err(e) => tracing::error!(
+            error = %e,
+            "sign-out not written: the session stays refused until quire restarts"
+        ),
+    }
+    signed_out
+}
+
+/// Records the sign-out of the reader `cookie_value` signs in with the cluster,
+/// then applies it here. A cookie that signs no one in is done already.
+fn cluster_sign_out(
+    cookie_value: &str,
+    sessions: &Sessions,
+    users: &Users,
+    shared: Option<&dyn Shared>,
+) -> Result<(), String> {
+    let Some(reader) = sessions.verify(cookie_value, users, SystemTime::now()) else {
+        return Ok(());
+    };
+    let shared = shared.ok_or("this node has not joined the cluster yet")?;
+    match shared.sign_out(&reader.name) {
+        Ok(generation) => {
+            sessions.raise_sign_out(&reader.name, generation);
+            tracing::info!(reader = %reader.name, generation, "signed out on every node");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::error!(reader = %reader.name, error = %e, "sign-out refused: the cluster could not record it");
+            Err(e)
         }
     }
-    Reply::redirect("/").with(header::SET_COOKIE, clear_cookie_header())
 }
 
 /// Whether a form post comes from this site's own pages, as far as the browser says:

@@ -85,10 +85,46 @@ fn render(s: &Snapshot, template: &str, ctx: &serde_json::Value, policy: Policy)
     }
 }
 
+/// The counts `/_views` shows, and a note on where they come from when it is not
+/// the obvious place.
+fn view_rows(
+    views: &Views,
+    shared: Option<&dyn crate::shared::Shared>,
+) -> (Vec<(String, u64)>, Option<String>) {
+    let note = match shared.map(|c| c.view_totals()) {
+        Some(Ok(rows)) => {
+            return (
+                rows,
+                Some("Totals over every node of the cluster, since each joined it.".into()),
+            )
+        }
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "the cluster's view counts are unreadable");
+            Some(format!(
+                "The cluster's totals cannot be read ({e}): these are this node's counts only."
+            ))
+        }
+        None => None,
+    };
+    match views.counts() {
+        Ok(rows) => (rows, note),
+        Err(e) => {
+            tracing::warn!(error = %e, "view counts unreadable");
+            (Vec::new(), note)
+        }
+    }
+}
+
 /// `/_views`: views per note, for admins only (anyone else gets the 404 every
 /// unknown page gets). Counts are those written so far: the writer batches every
-/// 200 ms.
-pub fn views(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
+/// 200 ms. On a cluster node, the cluster's totals (this node's own counts, and a
+/// note saying so, when the cluster cannot be read).
+pub fn views(
+    s: &Arc<Snapshot>,
+    req: &Req<'_>,
+    views: &Views,
+    shared: Option<&dyn crate::shared::Shared>,
+) -> Reply {
     if req.viewer.is_none_or(|v| v.audience != Visibility::Draft) {
         return not_found(s, req);
     }
@@ -98,13 +134,7 @@ pub fn views(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
         .iter()
         .map(|n| (n.path.as_str(), (n.title(), n.url.as_str())))
         .collect();
-    let rows = match views.counts() {
-        Ok(rows) => rows,
-        Err(e) => {
-            tracing::warn!(error = %e, "view counts unreadable");
-            Vec::new()
-        }
-    };
+    let (rows, source_note) = view_rows(views, shared);
     let rows: Vec<_> = rows
         .iter()
         .map(|(path, count)| {
@@ -118,6 +148,7 @@ pub fn views(s: &Arc<Snapshot>, req: &Req<'_>, views: &Views) -> Reply {
         json!({
             "rows": rows,
             "dropped": views.dropped(),
+            "source_note": source_note,
             "pending_note": "Counts are written in batches; the last fraction of a second may not show yet.",
         }),
     );

@@ -26,6 +26,7 @@ pub mod reply;
 pub mod request;
 pub mod respond;
 pub mod routes;
+pub mod shared;
 pub mod site;
 pub mod snapshot;
 pub mod templates;

@@ -30,6 +30,8 @@ pub struct Stores<'a> {
     pub views: &'a Views,
     /// Search.
     pub search: &'a SearchIndex,
+    /// The cluster, on a cluster node that joined it.
+    pub shared: Option<&'a dyn crate::shared::Shared>,
 }
 
 /// Answers a GET or HEAD.
@@ -51,7 +53,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Attachment(name) => attachment(s, req, &name),
         Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
-        Page::Views => crate::extras::views(s, req, db.views),
+        Page::Views => crate::extras::views(s, req, db.views, db.shared),
         Page::Search => crate::extras::search(s, req, db.search, false),
         Page::ApiSearch => crate::extras::search(s, req, db.search, true),
     }

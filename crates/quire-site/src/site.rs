@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
@@ -37,6 +37,7 @@ use crate::reply::{Policy, Reply};
 use crate::request::{self, Req};
 use crate::respond;
 use crate::routes::{self, percent_decode};
+use crate::shared::{SessionMode, Shared};
 use crate::snapshot::{self, Snapshot};
 use crate::templates::{TemplateError, Templates};
 
@@ -93,6 +94,8 @@ struct Inner {
     search: SearchIndex,
     /// Related notes, updated on reload (one reload at a time holds it).
     related: Mutex<related::Engine>,
+    /// The cluster, once joined (`SessionMode::Cluster` only).
+    shared: OnceLock<Arc<dyn Shared>>,
 }
 
 /// Views queued before new ones are dropped (and counted as dropped).
@@ -101,6 +104,11 @@ const VIEWS_QUEUE: usize = 64 * 1024;
 impl Site {
     /// Loads the vault at `root` and everything the site needs to serve it.
     pub fn open(root: &Path) -> Result<Site, SiteError> {
+        Site::open_with(root, &SessionMode::Local)
+    }
+
+    /// [`Site::open`], with sessions kept as `mode` says.
+    pub fn open_with(root: &Path, mode: &SessionMode) -> Result<Site, SiteError> {
         let parts = load(root, None)?;
         let t0 = std::time::Instant::now();
         let engine = related::Engine::build(&parts.vault);
@@ -116,8 +124,7 @@ impl Site {
             source,
         })?;
         let users = Users::load(&dir.join("users.toml"))?;
-        let sessions =
-            Sessions::load_or_create(&dir.join("secret"), &dir.join("sessions"), auth::ttl(&snap))?;
+        let sessions = open_sessions(&dir, mode, auth::ttl(&snap))?;
         let views = Views::open(&dir.join("views.db"), VIEWS_QUEUE)?;
         let (search, rebuilt) = SearchIndex::open_or_rebuild(&dir.join("search.db"))?;
         if rebuilt {
@@ -143,8 +150,20 @@ impl Site {
                 views,
                 search,
                 related: Mutex::new(engine),
+                shared: OnceLock::new(),
             }),
         })
+    }
+
+    /// The session keeper (a cluster adopts and raises sign-outs through it).
+    pub fn sessions(&self) -> &Sessions {
+        &self.inner.sessions
+    }
+
+    /// Joins the cluster: sign-outs are recorded and `/_views` reads totals
+    /// through `shared` from now on. `false` if one was set already.
+    pub fn share_with(&self, shared: Arc<dyn Shared>) -> bool {
+        self.inner.shared.set(shared).is_ok()
     }
 
     /// Writes every queued view count (on shutdown: a graceful stop loses none).
@@ -255,6 +274,29 @@ impl Parts {
         let lists = Arc::new(engine.lists(&self.vault));
         Snapshot::new(self.vault, self.config, &self.text, self.templates, lists)
     }
+}
+
+/// The sessions `mode` asks for, from the vault's `.quire` folder `dir`.
+fn open_sessions(dir: &Path, mode: &SessionMode, ttl: Duration) -> Result<Sessions, SiteError> {
+    use quire_vault::readers::ReadersError;
+    let secret_path = dir.join("secret");
+    let secret = match mode {
+        SessionMode::Local => {
+            return Ok(Sessions::load_or_create(
+                &secret_path,
+                &dir.join("sessions"),
+                ttl,
+            )?)
+        }
+        SessionMode::Cluster { secret: Some(s) } => s.clone(),
+        SessionMode::Cluster { secret: None } => Sessions::secret_file(&secret_path)?,
+    };
+    Sessions::shared(&secret, ttl).ok_or_else(|| {
+        SiteError::Readers(ReadersError::Secret {
+            path: "cluster.session_secret".into(),
+            message: "it needs 32 or more random bytes".into(),
+        })
+    })
 }
 
 fn load(root: &Path, previous: Option<&Vault>) -> Result<Parts, SiteError> {
@@ -437,6 +479,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
             &respond::Stores {
                 views: &inner.views,
                 search: &inner.search,
+                shared: inner.shared.get().map(|s| &**s),
             },
         ),
         (&Method::POST, "/login" | "/logout") if !auth::from_this_site(&parts.headers, &snap) => {
@@ -452,7 +495,12 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
             &parts.headers,
             form.as_deref().unwrap_or_default(),
         ),
-        (&Method::POST, "/logout") => auth::logout(&parts.headers, &inner.sessions, &users),
+        (&Method::POST, "/logout") => auth::logout(
+            &parts.headers,
+            &inner.sessions,
+            &users,
+            inner.shared.get().map(|s| &**s),
+        ),
         _ => request::error(
             &snap,
             req.viewer,

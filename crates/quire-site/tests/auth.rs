@@ -190,7 +190,7 @@ fn signed_out_cookie_is_refused() {
     let other_device = cookie(&v.login(&s, &l, "198.51.100.20", ADMIN));
     assert!(auth::viewer(&copy, &s, &v.users).is_some());
 
-    let out = auth::logout(&copy, &s, &v.users);
+    let out = auth::logout(&copy, &s, &v.users, None);
     assert_eq!(out.status, StatusCode::SEE_OTHER);
     assert!(field(&out, &header::SET_COOKIE)
         .unwrap()
@@ -244,4 +244,67 @@ fn cross_site_form_posts_are_refused() {
     assert!(!with(&[("origin", "null")]));
     assert!(with(&[]), "curl and other tools");
     assert_eq!(auth::cross_site().status, StatusCode::FORBIDDEN);
+}
+
+/// The cluster, as a test double that records sign-outs in memory or refuses them
+/// (Redis down); the real one is tested end to end in the `quire` crate.
+#[derive(Debug, Default)]
+struct Cluster {
+    refuse: bool,
+    generations: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl quire_site::shared::Shared for Cluster {
+    fn sign_out(&self, name: &str) -> Result<u64, String> {
+        if self.refuse {
+            return Err("cluster bus unavailable".into());
+        }
+        let mut g = self.generations.lock().unwrap();
+        let n = g.entry(name.to_owned()).or_insert(0);
+        *n += 1;
+        Ok(*n)
+    }
+
+    fn view_totals(&self) -> Result<Vec<(String, u64)>, String> {
+        Err("not used here".into())
+    }
+}
+
+/// On a cluster node a sign-out that only this node heard of would leave copies of
+/// the cookie working on the others. A sign-out the cluster cannot record answers
+/// 503 and says so (the cookie is cleared in this browser); one it records holds
+/// here at once, and on another node once it applies the cluster's generation.
+#[test]
+fn cluster_sign_out_is_recorded_by_the_cluster_or_refused_loudly() {
+    let v = Vault::new();
+    let secret = b"the secret every node of this cluster shares";
+    let (a, b) = (
+        Sessions::shared(secret, HOUR).unwrap(),
+        Sessions::shared(secret, HOUR).unwrap(),
+    );
+    for s in [&a, &b] {
+        s.adopt_sign_outs(9, std::collections::HashMap::new());
+    }
+    let l = limiter();
+    let copy = cookie(&v.login(&a, &l, "192.0.2.10", ADMIN));
+    assert!(auth::viewer(&copy, &b, &v.users).is_some(), "signed in on b too");
+
+    let down = Cluster {
+        refuse: true,
+        ..Cluster::default()
+    };
+    let out = auth::logout(&copy, &a, &v.users, Some(&down));
+    assert_eq!(out.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8_lossy(&out.body).contains("this browser only"));
+    assert!(field(&out, &header::SET_COOKIE).unwrap().contains("Max-Age=0"));
+    let out = auth::logout(&copy, &a, &v.users, None);
+    assert_eq!(out.status, StatusCode::SERVICE_UNAVAILABLE, "not joined yet");
+
+    let up = Cluster::default();
+    let out = auth::logout(&copy, &a, &v.users, Some(&up));
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(auth::viewer(&copy, &a, &v.users).is_none(), "at once here");
+    assert!(auth::viewer(&copy, &b, &v.users).is_some(), "b has not read it yet");
+    b.raise_sign_out("admin", 1);
+    assert!(auth::viewer(&copy, &b, &v.users).is_none(), "and on b once it has");
 }

@@ -130,6 +130,10 @@ pub enum ReadersError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A cluster node's sessions were asked to record a sign-out themselves: the
+    /// cluster records them (see `Sessions::shared`).
+    #[error("sign-outs on a cluster node are recorded by the cluster")]
+    SharedSignOut,
 }
 
 /// Lowercase hex of `bytes`.

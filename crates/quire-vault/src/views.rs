@@ -17,6 +17,11 @@
 //! exits, and `close` joins it. So a graceful stop (SIGTERM) loses no recorded view:
 //! call `close` (or drop the last owner) before the process exits.
 //!
+//! On a cluster node a [`ViewSink`] set with [`Views::share_with`] also gets every
+//! view once, summed per note, each time the writer writes a batch (whether or not
+//! this node's database took it), so the cluster's totals do not depend on any one
+//! node's disk.
+//!
 //! Counts are keyed by the note's vault-relative path ([`crate::Note::path`]): the
 //! stable identifier, unlike URLs, which follow slugs. Record only paths of existing
 //! notes; arbitrary request paths would let strangers fill the table.
@@ -25,7 +30,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -99,6 +104,16 @@ enum Msg {
     Hold(mpsc::Sender<()>, Receiver<()>),
 }
 
+/// Where a cluster node's views go besides its own database (see the module doc).
+pub trait ViewSink: Send + Sync {
+    /// Takes views summed per note (vault-relative path, views). Called on the
+    /// writer's thread once per batch: it must not block.
+    fn add(&self, batch: &[(Arc<str>, u64)]);
+}
+
+/// The sink, once set.
+type Sink = Arc<OnceLock<Arc<dyn ViewSink>>>;
+
 #[derive(Debug, Default)]
 struct Counters {
     recorded: AtomicU64,
@@ -117,6 +132,7 @@ pub struct Views {
     /// Read-only; admin pages only, never the read path.
     reader: Mutex<Connection>,
     counters: Arc<Counters>,
+    sink: Sink,
 }
 
 impl std::fmt::Debug for Views {
@@ -146,6 +162,7 @@ impl Views {
         reader.busy_timeout(Duration::from_secs(5)).map_err(db)?;
         let (tx, rx) = mpsc::sync_channel(capacity.max(1));
         let counters = Arc::new(Counters::default());
+        let sink = Sink::default();
         let writer = Writer {
             conn,
             rx,
@@ -153,6 +170,8 @@ impl Views {
             path: db_path.to_owned(),
             batch: HashMap::new(),
             pending: 0,
+            sink: Arc::clone(&sink),
+            unsent: HashMap::new(),
         };
         let handle = std::thread::Builder::new()
             .name("quire-views".into())
@@ -167,7 +186,14 @@ impl Views {
             writer: Some(handle),
             reader: Mutex::new(reader),
             counters,
+            sink,
         })
+    }
+
+    /// Sends every view counted from now on to `sink` as well (a cluster's totals).
+    /// `false` if a sink was set already.
+    pub fn share_with(&self, sink: Arc<dyn ViewSink>) -> bool {
+        self.sink.set(sink).is_ok()
     }
 
     /// Counts a view of the note at vault-relative `path`. Never blocks: when the queue
@@ -351,6 +377,9 @@ struct Writer {
     batch: HashMap<Arc<str>, u64>,
     /// Views in `batch`.
     pending: u64,
+    sink: Sink,
+    /// Views not yet given to the sink (only while one is set).
+    unsent: HashMap<Arc<str>, u64>,
 }
 
 impl Writer {
@@ -410,8 +439,19 @@ impl Writer {
             self.counters.dropped.fetch_add(1, Relaxed);
             return;
         }
+        if self.sink.get().is_some() {
+            *self.unsent.entry(Arc::clone(&path)).or_insert(0) += 1;
+        }
         *self.batch.entry(path).or_insert(0) += 1;
         self.pending += 1;
+    }
+
+    /// Gives the views not yet sent to the sink.
+    fn send_unsent(&mut self) {
+        if let (Some(sink), false) = (self.sink.get(), self.unsent.is_empty()) {
+            let batch: Vec<(Arc<str>, u64)> = self.unsent.drain().collect();
+            sink.add(&batch);
+        }
     }
 
     fn next_due(&self, failing: bool) -> Option<Instant> {
@@ -425,6 +465,7 @@ impl Writer {
     /// Writes the batch in one transaction; on success empties it. Returns whether it
     /// succeeded (an empty batch always does).
     fn write(&mut self) -> bool {
+        self.send_unsent();
         if self.pending == 0 {
             return true;
         }
@@ -518,6 +559,44 @@ mod tests {
         assert_eq!(v.count("a/b/c.md").unwrap(), 1666);
         assert_eq!(v.count("nowhere.md").unwrap(), 0);
         assert_eq!(v.counts().unwrap()[0].1, 1667, "most viewed first");
+    }
+
+    /// A sink that sums what it is given.
+    #[derive(Default)]
+    struct Summing(Mutex<HashMap<String, u64>>);
+
+    impl ViewSink for Summing {
+        fn add(&self, batch: &[(Arc<str>, u64)]) {
+            let mut m = self.0.lock().unwrap();
+            for (path, n) in batch {
+                *m.entry(path.to_string()).or_insert(0) += n;
+            }
+        }
+    }
+
+    #[test]
+    fn a_sink_gets_every_view_counted_after_it_was_set_exactly_once() {
+        let (_d, path) = db();
+        let v = Views::open(&path, 10_000).unwrap();
+        v.record("before.md");
+        v.flush();
+        let sink = Arc::new(Summing::default());
+        assert!(v.share_with(sink.clone()));
+        assert!(!v.share_with(Arc::new(Summing::default())), "set once");
+        for round in 0..4 {
+            for i in 0..1000 {
+                v.record(if i % 4 == 0 { "a.md" } else { "b.md" });
+            }
+            if round % 2 == 0 {
+                v.flush();
+            }
+        }
+        v.close();
+        let got = sink.0.lock().unwrap().clone();
+        assert_eq!(
+            got,
+            HashMap::from([("a.md".to_owned(), 1000), ("b.md".to_owned(), 3000)])
+        );
     }
 
     #[test]

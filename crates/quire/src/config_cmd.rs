@@ -40,6 +40,11 @@ fn check(path: &std::path::Path) -> anyhow::Result<()> {
     if cfg.admin_token.take().is_some() {
         println!("# admin_token is set (not shown)");
     }
+    if let Some(c) = cfg.cluster.as_mut() {
+        if c.session_secret.take().is_some() {
+            println!("# cluster.session_secret is set (not shown)");
+        }
+    }
     let text = toml::to_string(&cfg).context("printing the configuration")?;
     print!("{text}");
     eprintln!("quire: config {}: ok", path.display());

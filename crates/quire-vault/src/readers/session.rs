@@ -9,6 +9,7 @@
 //! then the user still being in the users file with the same role. `v1` cookies (from
 //! before sign-outs were kept) are refused: their holders sign in once more.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -38,6 +39,8 @@ pub struct Sessions {
     key: [u8; 32],
     ttl: Duration,
     signouts: SignOuts,
+    /// Sign-outs are the cluster's ([`Sessions::shared`]).
+    shared: bool,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -68,26 +71,39 @@ impl Sessions {
             key: h.finalize().into(),
             ttl,
             signouts,
+            shared: false,
         })
     }
 
-    /// Sessions keyed by the secret file at `path` (`VAULT/.quire/secret`), made with 32
-    /// random bytes (as hex) and mode 0600 if missing, with sign-outs kept in the file
-    /// at `signouts` (`VAULT/.quire/sessions`, see `SignOuts`). A secret shorter than
-    /// 32 bytes is an error; deleting either file signs everyone out.
+    /// Sessions keyed by the secret file at `path` (`VAULT/.quire/secret`, see
+    /// [`Sessions::secret_file`]), with sign-outs kept in the file at `signouts`
+    /// (`VAULT/.quire/sessions`, see `SignOuts`). Deleting either file signs everyone
+    /// out.
     pub fn load_or_create(
         path: &Path,
         signouts: &Path,
         ttl: Duration,
     ) -> Result<Sessions, ReadersError> {
-        let io = |source| ReadersError::Io {
+        let secret = Sessions::secret_file(path)?;
+        let signouts = SignOuts::load_or_create(signouts)?;
+        Sessions::with_signouts(&secret, ttl, signouts).ok_or_else(|| ReadersError::Secret {
             path: path.to_owned(),
-            source,
-        };
+            message: "unusable".into(),
+        })
+    }
+
+    /// The secret in the file at `path`, made with 32 random bytes (as hex) and mode
+    /// 0600 if missing. A secret shorter than 32 bytes is an error.
+    pub fn secret_file(path: &Path) -> Result<Vec<u8>, ReadersError> {
         let secret = match std::fs::read(path) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_secret(path)?,
-            Err(e) => return Err(io(e)),
+            Err(source) => {
+                return Err(ReadersError::Io {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
         };
         warn_if_readable_by_others(path);
         if secret.trim_ascii().len() < SECRET_LEN_MIN {
@@ -100,11 +116,38 @@ impl Sessions {
                 ),
             });
         }
-        let signouts = SignOuts::load_or_create(signouts)?;
-        Sessions::with_signouts(&secret, ttl, signouts).ok_or_else(|| ReadersError::Secret {
-            path: path.to_owned(),
-            message: "unusable".into(),
-        })
+        Ok(secret)
+    }
+
+    /// Sessions of a cluster node: keyed by `secret`, the same on every node (32
+    /// bytes or more, else `None`), so a cookie issued by one node signs in on all;
+    /// sign-outs are the cluster's (see `SignOuts::shared`): no cookie of the
+    /// cluster is honoured until [`Sessions::adopt_sign_outs`] has given this node
+    /// the cluster's table (one issued here before then holds only here, and only
+    /// until then),
+    /// and [`Sessions::sign_out`] is refused (the cluster records sign-outs, then
+    /// [`Sessions::raise_sign_out`] applies them here).
+    pub fn shared(secret: &[u8], ttl: Duration) -> Option<Sessions> {
+        let mut s = Sessions::with_signouts(secret, ttl, SignOuts::shared())?;
+        s.shared = true;
+        Some(s)
+    }
+
+    /// Whether sign-outs are the cluster's ([`Sessions::shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// Takes the cluster's sign-out table: its `epoch` (which every cookie issued
+    /// from now on carries) and each user's generation.
+    pub fn adopt_sign_outs(&self, epoch: u64, generations: HashMap<String, u64>) {
+        self.signouts.adopt(epoch, generations);
+    }
+
+    /// Applies a sign-out the cluster recorded: `name`'s cookies issued below
+    /// `generation` are refused from now on.
+    pub fn raise_sign_out(&self, name: &str, generation: u64) {
+        self.signouts.raise(name, generation);
     }
 
     /// How long an issued session lasts.
@@ -169,7 +212,8 @@ impl Sessions {
     /// that reader issued so far ends, on every browser (see `SignOuts`). `Ok(None)`:
     /// the cookie signed no one in, nothing changed. On an error the sessions are
     /// ended in this process but the sign-out was not written, so a restart would
-    /// honour them again.
+    /// honour them again. Refused on a cluster node ([`Sessions::shared`]): a
+    /// sign-out there is the cluster's to record.
     pub fn sign_out(
         &self,
         cookie_value: &str,
@@ -179,6 +223,9 @@ impl Sessions {
         let Some(reader) = self.verify(cookie_value, users, now) else {
             return Ok(None);
         };
+        if self.shared {
+            return Err(ReadersError::SharedSignOut);
+        }
         self.signouts.sign_out(&reader.name)?;
         Ok(Some(reader))
     }
@@ -467,6 +514,33 @@ mod tests {
         let lost = Sessions::load_or_create(&secret, &table, HOUR).unwrap();
         assert_eq!(lost.verify(&copy, &u, t(1007)), None);
         assert_eq!(lost.verify(&bob, &u, t(1007)), None);
+    }
+
+    #[test]
+    fn cluster_sessions_sign_in_on_every_node_and_honour_the_clusters_sign_outs() {
+        let secret = b"a secret every node of the cluster shares, 32+ bytes";
+        let (a, b) = (
+            Sessions::shared(secret, Duration::from_secs(3600)).unwrap(),
+            Sessions::shared(secret, Duration::from_secs(3600)).unwrap(),
+        );
+        assert!(a.is_shared());
+        assert!(Sessions::shared(b"short", Duration::from_secs(1)).is_none());
+        let u = users(&[("ada", "reader")]);
+        let ada = reader("ada", Role::Reader);
+        let early = b.issue(&ada, t(100));
+        assert_eq!(a.verify(&early, &u, t(101)), None, "no table adopted yet");
+        for s in [&a, &b] {
+            s.adopt_sign_outs(42, HashMap::from([("ada".to_owned(), 1)]));
+        }
+        let cookie = a.issue(&ada, t(100));
+        assert_eq!(b.verify(&cookie, &u, t(101)), Some(ada.clone()), "on the other node");
+        assert!(matches!(
+            b.sign_out(&cookie, &u, t(101)),
+            Err(ReadersError::SharedSignOut)
+        ));
+        assert_eq!(b.verify(&cookie, &u, t(101)), Some(ada), "refusing changed nothing");
+        b.raise_sign_out("ada", 2);
+        assert_eq!(b.verify(&cookie, &u, t(101)), None, "signed out by the cluster");
     }
 
     #[test]

@@ -31,6 +31,13 @@
 //!
 //! Anything else (wrong magic or version, a bad line, a wrong checksum, over
 //! [`FILE_BYTES_MAX`]) is a damaged file: a warning and a new epoch, never a panic.
+//!
+//! **On a cluster node** ([`SignOuts::shared`]) the table is the cluster's, kept in
+//! Redis by `quire-cluster`, and this one is its copy in memory: no file, a random
+//! epoch until the cluster's table is adopted (so no cookie of the cluster is
+//! honoured before the node knows who signed out), then raised entry by entry as sign-outs are read
+//! from the cluster's log. Raising never lowers a generation, so entries applied
+//! twice or out of order leave the same table.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -118,6 +125,30 @@ impl SignOuts {
             table: RwLock::new(table),
             writing: Mutex::new(()),
         })
+    }
+
+    /// The cluster's table on a cluster node (see the module doc): memory only, and
+    /// at a fresh random epoch, which no cookie carries, until [`SignOuts::adopt`].
+    pub(crate) fn shared() -> SignOuts {
+        SignOuts {
+            path: None,
+            table: RwLock::new(Table::fresh()),
+            writing: Mutex::new(()),
+        }
+    }
+
+    /// Replaces the table with the cluster's: `epoch` and every user's generation.
+    pub(crate) fn adopt(&self, epoch: u64, generations: HashMap<String, u64>) {
+        *self.table.write().unwrap_or_else(|e| e.into_inner()) = Table { epoch, generations };
+    }
+
+    /// Raises `name`'s generation to `generation` (a sign-out the cluster recorded):
+    /// every cookie of `name` issued at a lower generation is refused from now on. A
+    /// lower or equal generation changes nothing.
+    pub(crate) fn raise(&self, name: &str, generation: u64) {
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        let g = t.generations.entry(name.to_owned()).or_insert(0);
+        *g = (*g).max(generation);
     }
 
     /// The epoch and `name`'s generation, for a cookie issued now.
@@ -330,6 +361,24 @@ mod tests {
             }
             assert!(parse(&good[..i]).is_err(), "cut at {i}");
         }
+    }
+
+    #[test]
+    fn a_shared_table_honours_nothing_until_adopted_and_only_ever_raises() {
+        let s = SignOuts::shared();
+        let (local, _) = s.current("ada");
+        assert_ne!(local, 7);
+        assert!(!s.is_current("ada", 7, 0), "no cookie of the cluster's epoch yet");
+        s.adopt(7, HashMap::from([("ada".to_owned(), 2)]));
+        assert!(s.is_current("ada", 7, 2));
+        assert!(s.is_current("bob", 7, 0));
+        s.raise("ada", 3);
+        s.raise("ada", 1);
+        s.raise("bob", 1);
+        assert!(!s.is_current("ada", 7, 2), "signed out");
+        assert!(s.is_current("ada", 7, 3), "a lower generation read late changes nothing");
+        assert!(s.is_current("bob", 7, 1));
+        assert_eq!(s.write().ok(), Some(()), "no file to write");
     }
 
     #[test]
