@@ -31,8 +31,8 @@ pub const PENDING_MAX: usize = 10_000;
 pub struct RedisBus {
     pub(crate) node: String,
     pub(crate) stream: String,
-    stream_max: u64,
-    conn: ConnectionManager,
+    pub(crate) stream_max: u64,
+    pub(crate) conn: ConnectionManager,
     /// Entries this node appended and applied itself: its reader skips them.
     own: Mutex<HashSet<StreamId>>,
     pending: Mutex<VecDeque<Op>>,
@@ -53,6 +53,9 @@ pub(crate) struct Stats {
     pub(crate) revalidate_all: AtomicU64,
     pub(crate) lag_ms: AtomicU64,
     pub(crate) pending_dropped: AtomicU64,
+    pub(crate) sign_outs: AtomicU64,
+    pub(crate) views_pushed: AtomicU64,
+    pub(crate) views_dropped: AtomicU64,
 }
 
 /// Unix milliseconds now.
@@ -286,6 +289,24 @@ impl RedisBus {
             "quire_cluster_pending_dropped_total",
             "Queued invalidations replaced by one revalidate-everything entry.",
             &s.pending_dropped,
+        );
+        counter(
+            out,
+            "quire_cluster_sign_outs_total",
+            "Sign-outs this node recorded for the cluster (publishing mode).",
+            &s.sign_outs,
+        );
+        counter(
+            out,
+            "quire_cluster_views_pushed_total",
+            "Page views this node added to the cluster's totals.",
+            &s.views_pushed,
+        );
+        counter(
+            out,
+            "quire_cluster_views_dropped_total",
+            "Page views not added to the cluster's totals: too many notes waited for a bus that was down.",
+            &s.views_dropped,
         );
     }
 }

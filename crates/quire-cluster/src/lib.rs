@@ -12,6 +12,7 @@
 //! - [`position`]: the last entry applied, saved beside the volume.
 //! - [`wire`]: an invalidation as a stream entry's fields.
 //! - [`peer`]: filling from the key's owner ([`peer::PeerFill`], an upstream).
+//! - [`publishing`]: sign-outs and view counts shared by `quire serve` nodes.
 //! - [`stream_id`]: stream entry ids.
 //!
 //! Why Redis Streams and not pub/sub: a stream is a log. An entry appended stays
@@ -23,6 +24,7 @@
 pub mod bus;
 pub mod peer;
 pub mod position;
+pub mod publishing;
 mod reader;
 pub mod stream_id;
 pub mod wire;
@@ -36,6 +38,7 @@ use quire_server::Ctx;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use peer::PeerFill;
+pub use publishing::{SignOutTable, ViewTotals};
 
 /// Why the cluster could not start.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +90,18 @@ impl Cluster {
         section: &ClusterSection,
         volume: &Path,
     ) -> Result<Cluster, ClusterError> {
+        Cluster::start_with(ctx, section, volume, None).await
+    }
+
+    /// [`Cluster::start`] for a publishing node: `sessions` gets the cluster's
+    /// sign-out table before the node serves (when Redis answers in time), again on
+    /// every reconnect, and each sign-out read from the log (see [`publishing`]).
+    pub async fn start_with(
+        ctx: &Arc<Ctx>,
+        section: &ClusterSection,
+        volume: &Path,
+        sessions: Option<Arc<dyn SignOutTable>>,
+    ) -> Result<Cluster, ClusterError> {
         section.validate().map_err(ClusterError::Config)?;
         let conn = manager(&section.redis, Duration::from_secs(1))?;
         let bus = Arc::new(bus::RedisBus::new(
@@ -108,6 +123,7 @@ impl Cluster {
             path,
             conn: manager(&section.redis, reader::BLOCK + Duration::from_secs(2))?,
             connected: false,
+            sessions,
         };
         reader.catch_up(CATCH_UP_WAIT).await;
         let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -13,6 +13,8 @@
 //!   `Ctx::stale_everything_before`): the bodies stay, each is revalidated once.
 //!   So does an entry that does not decode, and an `all` entry.
 //! - Entries this node appended and already applied are skipped once.
+//! - A publishing node reads the cluster's sign-out table on every (re)connect,
+//!   before the log (see `crate::publishing`).
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -25,6 +27,7 @@ use redis::streams::StreamReadReply;
 
 use crate::bus::{now_ms, RedisBus};
 use crate::position::{self, Position};
+use crate::publishing::SignOutTable;
 use crate::stream_id::StreamId;
 use crate::wire::{self, Op};
 
@@ -43,6 +46,8 @@ pub(crate) struct Reader {
     pub(crate) pos: Option<Position>,
     /// Whether the position was checked against the log since the last failure.
     pub(crate) connected: bool,
+    /// A publishing node's sessions (see `crate::publishing`).
+    pub(crate) sessions: Option<Arc<dyn SignOutTable>>,
 }
 
 impl Reader {
@@ -116,6 +121,11 @@ impl Reader {
     /// On (re)connecting: decides where to read from, and whether a gap makes
     /// everything held stale.
     async fn catch_up_check(&mut self) -> redis::RedisResult<()> {
+        if let Some(s) = &self.sessions {
+            // Before the log: a sign-out the log no longer holds is in the table.
+            let (epoch, generations) = self.bus.sign_outs(&mut self.conn).await?;
+            s.adopt(epoch, generations);
+        }
         let info = stream_info(&mut self.conn, &self.bus.stream).await?;
         let gap = match self.pos {
             None => self.ctx.store_entries() > 0,
@@ -201,7 +211,15 @@ impl Reader {
                 let _ =
                     tokio::task::spawn_blocking(move || quire_server::bus::apply(&ctx, &inv)).await;
             }
-            Some(_) => self.revalidate_all(pos),
+            Some(wire::Entry {
+                op: Op::SignOut { name, generation },
+                ..
+            }) => {
+                if let Some(s) = &self.sessions {
+                    s.raise(&name, generation);
+                }
+            }
+            Some(wire::Entry { op: Op::All, .. }) => self.revalidate_all(pos),
             None => {
                 tracing::warn!(entry = %id, "cluster: an entry that does not decode: everything held is revalidated once");
                 self.revalidate_all(pos);

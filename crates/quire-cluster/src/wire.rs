@@ -1,9 +1,10 @@
 //! An invalidation as the fields of one stream entry, and back.
 //!
 //! Fields: `v` (format, `1`), `node` (who appended it), `op` (`purge`,
-//! `invalidate` for an unsafe method's, or `all`: every stored response is to be
-//! revalidated), `soft` (`0`/`1`), and `targets`, a JSON array of
-//! `["url"|"dir"|"key", text]`. An entry that does not decode is not skipped
+//! `invalidate` for an unsafe method's, `all`: every stored response is to be
+//! revalidated, or `signout`: a reader signed out, see `crate::publishing`), `soft`
+//! (`0`/`1`), and `targets`, a JSON array of `["url"|"dir"|"key", text]`; a
+//! `signout` has `name` and `generation` instead. An entry that does not decode is not skipped
 //! silently: the reader treats it as `all` (see `reader`), since whatever it
 //! meant to remove must not stay fresh.
 
@@ -17,7 +18,17 @@ pub enum Op {
     Targets(Invalidation),
     /// Revalidate everything received before it was applied.
     All,
+    /// The reader `name` signed out: their cookies below `generation` are refused.
+    SignOut {
+        /// The reader's name (as in the users file).
+        name: String,
+        /// Their generation from now on.
+        generation: u64,
+    },
 }
+
+/// Longest reader name in a `signout` entry (the users file's limit).
+const NAME_LEN_MAX: usize = 64;
 
 /// A decoded entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +44,11 @@ pub fn encode(node: &str, op: &Op) -> Vec<(&'static str, String)> {
     let mut f = vec![("v", "1".to_owned()), ("node", node.to_owned())];
     match op {
         Op::All => f.push(("op", "all".into())),
+        Op::SignOut { name, generation } => {
+            f.push(("op", "signout".into()));
+            f.push(("name", name.clone()));
+            f.push(("generation", generation.to_string()));
+        }
         Op::Targets(inv) => {
             let kind = if inv.implicit { "invalidate" } else { "purge" };
             f.push(("op", kind.into()));
@@ -71,6 +87,12 @@ pub fn decode(get: impl Fn(&str) -> Option<String>) -> Option<Entry> {
     }
     let op = match get("op")?.as_str() {
         "all" => Op::All,
+        "signout" => Op::SignOut {
+            name: get("name").filter(|n| {
+                !n.is_empty() && n.len() <= NAME_LEN_MAX && !n.chars().any(char::is_control)
+            })?,
+            generation: get("generation")?.parse().ok()?,
+        },
         kind @ ("purge" | "invalidate") => {
             let text = get("targets").filter(|t| t.len() <= TARGETS_BYTES_MAX)?;
             let pairs: Vec<(String, String)> = serde_json::from_str(&text).ok()?;
@@ -102,6 +124,38 @@ mod tests {
     fn round_trip(op: &Op) -> Option<Entry> {
         let fields: HashMap<&str, String> = encode("n1", op).into_iter().collect();
         decode(|k| fields.get(k).cloned())
+    }
+
+    #[test]
+    fn a_sign_out_survives_the_trip_and_a_hostile_one_does_not_decode() {
+        let op = Op::SignOut {
+            name: "ada".into(),
+            generation: 7,
+        };
+        assert_eq!(round_trip(&op).unwrap().op, op);
+        for (name, generation) in [
+            ("", "1"),
+            ("a\nb", "1"),
+            (&*"x".repeat(65), "1"),
+            ("ada", "-1"),
+            ("ada", "seven"),
+        ] {
+            let fields: HashMap<&str, String> = [
+                ("v", "1"),
+                ("node", "n"),
+                ("op", "signout"),
+                ("name", name),
+                ("generation", generation),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k, v.to_owned()))
+            .collect();
+            assert_eq!(
+                decode(|k| fields.get(k).cloned()),
+                None,
+                "{name:?} {generation}"
+            );
+        }
     }
 
     #[test]

@@ -203,9 +203,7 @@ impl ClusterSection {
         }
         match (&self.session_secret, &self.session_secret_file) {
             (Some(_), Some(_)) => {
-                return Err(
-                    "cluster: give session_secret or session_secret_file, not both".into(),
-                )
+                return Err("cluster: give session_secret or session_secret_file, not both".into())
             }
             (Some(s), None) if s.0.trim().len() < SESSION_SECRET_LEN_MIN => {
                 return Err(format!(

@@ -287,7 +287,10 @@ fn cluster_sign_out_is_recorded_by_the_cluster_or_refused_loudly() {
     }
     let l = limiter();
     let copy = cookie(&v.login(&a, &l, "192.0.2.10", ADMIN));
-    assert!(auth::viewer(&copy, &b, &v.users).is_some(), "signed in on b too");
+    assert!(
+        auth::viewer(&copy, &b, &v.users).is_some(),
+        "signed in on b too"
+    );
 
     let down = Cluster {
         refuse: true,
@@ -296,15 +299,27 @@ fn cluster_sign_out_is_recorded_by_the_cluster_or_refused_loudly() {
     let out = auth::logout(&copy, &a, &v.users, Some(&down));
     assert_eq!(out.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(String::from_utf8_lossy(&out.body).contains("this browser only"));
-    assert!(field(&out, &header::SET_COOKIE).unwrap().contains("Max-Age=0"));
+    assert!(field(&out, &header::SET_COOKIE)
+        .unwrap()
+        .contains("Max-Age=0"));
     let out = auth::logout(&copy, &a, &v.users, None);
-    assert_eq!(out.status, StatusCode::SERVICE_UNAVAILABLE, "not joined yet");
+    assert_eq!(
+        out.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not joined yet"
+    );
 
     let up = Cluster::default();
     let out = auth::logout(&copy, &a, &v.users, Some(&up));
     assert_eq!(out.status, StatusCode::SEE_OTHER);
     assert!(auth::viewer(&copy, &a, &v.users).is_none(), "at once here");
-    assert!(auth::viewer(&copy, &b, &v.users).is_some(), "b has not read it yet");
+    assert!(
+        auth::viewer(&copy, &b, &v.users).is_some(),
+        "b has not read it yet"
+    );
     b.raise_sign_out("admin", 1);
-    assert!(auth::viewer(&copy, &b, &v.users).is_none(), "and on b once it has");
+    assert!(
+        auth::viewer(&copy, &b, &v.users).is_none(),
+        "and on b once it has"
+    );
 }

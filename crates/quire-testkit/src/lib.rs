@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod https_origin;
+pub mod redis;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

@@ -54,7 +54,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
             .await?;
         // After a take-over, the old process has flushed and closed the vault's
         // databases by now (it lets go of the volume last).
-        let site = Site::open(&args.vault)
+        let mode = crate::cluster::session_mode(&cfg)?;
+        let site = Site::open_with(&args.vault, &mode)
             .with_context(|| format!("opening the vault {}", args.vault.display()))?;
         let ctx = start
             .open(|| Ctx::with_upstream(cfg.clone(), Arc::new(site.clone())))
@@ -67,7 +68,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
                     .context("watching the vault for changes")?,
             )
         };
-        let cluster = crate::cluster::join(&ctx, &cfg).await?;
+        let cluster = crate::cluster::join_site(&ctx, &cfg, &site).await?;
         let server = start.server(ctx.clone()).await?;
         // Every signal handler before `serving` tells systemd (and the log) that
         // the server is ready: a signal sent on READY=1 must find its handler.

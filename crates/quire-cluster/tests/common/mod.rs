@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,85 +18,7 @@ pub(crate) use quire_testkit::{wait_for, Origin, Route};
 
 pub(crate) const TOKEN: &str = "cluster-test-admin-token";
 
-/// A `redis-server` on a free port, killed on drop.
-pub(crate) struct Redis {
-    pub(crate) child: Child,
-    pub(crate) port: u16,
-    pub(crate) _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    pub(crate) fn start_on(port: u16, dir: tempfile::TempDir) -> Option<Redis> {
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "no", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .ok()?;
-        let r = Redis {
-            child,
-            port,
-            _dir: dir,
-        };
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(r);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
-    }
-
-    pub(crate) fn start() -> Option<Redis> {
-        let found = Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok();
-        if !found {
-            eprintln!("SKIP: redis-server is not installed (apt-get install redis-server)");
-            return None;
-        }
-        Redis::start_on(free_port(), tempfile::tempdir().unwrap())
-    }
-
-    pub(crate) fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    pub(crate) fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Runs one command with `redis-cli`.
-    pub(crate) fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli runs");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-pub(crate) fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+pub(crate) use quire_testkit::redis::{free_port, Redis};
 
 /// One quire node.
 pub(crate) struct Node {

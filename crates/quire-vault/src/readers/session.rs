@@ -533,14 +533,26 @@ mod tests {
             s.adopt_sign_outs(42, HashMap::from([("ada".to_owned(), 1)]));
         }
         let cookie = a.issue(&ada, t(100));
-        assert_eq!(b.verify(&cookie, &u, t(101)), Some(ada.clone()), "on the other node");
+        assert_eq!(
+            b.verify(&cookie, &u, t(101)),
+            Some(ada.clone()),
+            "on the other node"
+        );
         assert!(matches!(
             b.sign_out(&cookie, &u, t(101)),
             Err(ReadersError::SharedSignOut)
         ));
-        assert_eq!(b.verify(&cookie, &u, t(101)), Some(ada), "refusing changed nothing");
+        assert_eq!(
+            b.verify(&cookie, &u, t(101)),
+            Some(ada),
+            "refusing changed nothing"
+        );
         b.raise_sign_out("ada", 2);
-        assert_eq!(b.verify(&cookie, &u, t(101)), None, "signed out by the cluster");
+        assert_eq!(
+            b.verify(&cookie, &u, t(101)),
+            None,
+            "signed out by the cluster"
+        );
     }
 
     #[test]

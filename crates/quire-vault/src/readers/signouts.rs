@@ -137,9 +137,19 @@ impl SignOuts {
         }
     }
 
-    /// Replaces the table with the cluster's: `epoch` and every user's generation.
+    /// Takes the cluster's table: `epoch` and every user's generation. At the same
+    /// epoch generations only rise (a sign-out applied here after the cluster's
+    /// table was read stays); a new epoch replaces the table.
     pub(crate) fn adopt(&self, epoch: u64, generations: HashMap<String, u64>) {
-        *self.table.write().unwrap_or_else(|e| e.into_inner()) = Table { epoch, generations };
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        if t.epoch != epoch {
+            *t = Table { epoch, generations };
+            return;
+        }
+        for (name, g) in generations {
+            let mine = t.generations.entry(name).or_insert(0);
+            *mine = (*mine).max(g);
+        }
     }
 
     /// Raises `name`'s generation to `generation` (a sign-out the cluster recorded):
@@ -368,7 +378,10 @@ mod tests {
         let s = SignOuts::shared();
         let (local, _) = s.current("ada");
         assert_ne!(local, 7);
-        assert!(!s.is_current("ada", 7, 0), "no cookie of the cluster's epoch yet");
+        assert!(
+            !s.is_current("ada", 7, 0),
+            "no cookie of the cluster's epoch yet"
+        );
         s.adopt(7, HashMap::from([("ada".to_owned(), 2)]));
         assert!(s.is_current("ada", 7, 2));
         assert!(s.is_current("bob", 7, 0));
@@ -376,8 +389,22 @@ mod tests {
         s.raise("ada", 1);
         s.raise("bob", 1);
         assert!(!s.is_current("ada", 7, 2), "signed out");
-        assert!(s.is_current("ada", 7, 3), "a lower generation read late changes nothing");
+        assert!(
+            s.is_current("ada", 7, 3),
+            "a lower generation read late changes nothing"
+        );
         assert!(s.is_current("bob", 7, 1));
+        s.adopt(
+            7,
+            HashMap::from([("ada".to_owned(), 2), ("cy".to_owned(), 4)]),
+        );
+        assert!(
+            s.is_current("ada", 7, 3),
+            "an older copy of the table lowers nothing"
+        );
+        assert!(s.is_current("cy", 7, 4));
+        s.adopt(8, HashMap::new());
+        assert!(s.is_current("ada", 8, 0), "a new epoch replaces the table");
         assert_eq!(s.write().ok(), Some(()), "no file to write");
     }
 

@@ -1,0 +1,215 @@
+//! Publishing mode (`quire serve`) across nodes: who signed out, and how often each
+//! note was read, kept in two hashes beside the stream so every node sees the
+//! cluster's state, not its own.
+//!
+//! - `<stream>:sessions`: `epoch` (16 hex digits, set once by the first node) and
+//!   `u:<name>` → that reader's session generation. A sign-out is one Lua script
+//!   ([`RedisBus::sign_out`]): `HINCRBY` the generation and append a `signout`
+//!   entry to the log, atomically, so the table and the log never disagree. Every
+//!   node raises its copy when it reads the entry (within the log's propagation
+//!   time), and reads the whole table when it (re)connects to the bus, before it
+//!   reads the log: a node that was down or cut off cannot miss a sign-out, even
+//!   one the log no longer holds. Until a node has read the table once it honours
+//!   no cookie of the cluster (see `quire_vault::readers::Sessions::shared`).
+//! - `<stream>:views`: note path → views. Each node sums its views in memory and
+//!   adds them every second in one `MULTI`/`HINCRBY…`/`EXEC` ([`ViewTotals`]), so a
+//!   batch counts once or not at all; while Redis is down the sums wait (at most
+//!   [`VIEW_KEYS_MAX`] notes; views of further notes are dropped and counted).
+//!
+//! The session secret itself never travels: every node reads it from its own
+//! configuration (`cluster.session_secret` or `session_secret_file`).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::RngCore;
+use redis::aio::ConnectionManager;
+
+use crate::bus::RedisBus;
+use crate::wire::{self, Op};
+
+/// Notes whose views wait for a bus that is down; views of more are dropped.
+pub const VIEW_KEYS_MAX: usize = 100_000;
+
+/// How often a node adds its views to the cluster's totals.
+const VIEWS_EVERY: Duration = Duration::from_secs(1);
+
+/// HINCRBY the generation and XADD the `signout` entry carrying it, atomically.
+/// KEYS: the sessions hash, the stream. ARGV: the hash field, `stream_max`, then
+/// the entry's fields but `generation`.
+const SIGN_OUT: &str = r"
+local g = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+local args = {KEYS[2], 'MAXLEN', '~', ARGV[2], '*'}
+for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
+args[#args + 1] = 'generation'
+args[#args + 1] = tostring(g)
+local id = redis.call('XADD', unpack(args))
+return {g, id}
+";
+
+/// A node's sessions, as the cluster updates them (implemented over the site's
+/// `Sessions` by the binary).
+pub trait SignOutTable: Send + Sync {
+    /// The cluster's whole table: its epoch and every reader's generation.
+    fn adopt(&self, epoch: u64, generations: HashMap<String, u64>);
+    /// One sign-out read from the log.
+    fn raise(&self, name: &str, generation: u64);
+}
+
+impl RedisBus {
+    fn sessions_key(&self) -> String {
+        format!("{}:sessions", self.stream)
+    }
+
+    fn views_key(&self) -> String {
+        format!("{}:views", self.stream)
+    }
+
+    /// Records that `name` signed out, for every node (see the module doc); the
+    /// generation now in force.
+    pub async fn sign_out(&self, name: &str) -> redis::RedisResult<u64> {
+        let head = Op::SignOut {
+            name: name.to_owned(),
+            generation: 0,
+        };
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(SIGN_OUT)
+            .arg(2)
+            .arg(self.sessions_key())
+            .arg(&self.stream)
+            .arg(format!("u:{name}"))
+            .arg(self.stream_max);
+        for (k, v) in wire::encode(&self.node, &head) {
+            if k != "generation" {
+                cmd.arg(k).arg(v);
+            }
+        }
+        let (generation, _id): (u64, String) = cmd.query_async(&mut self.conn.clone()).await?;
+        self.stats.sign_outs.fetch_add(1, Ordering::Relaxed);
+        Ok(generation)
+    }
+
+    /// The cluster's sign-out table, its epoch made first if there is none yet.
+    pub(crate) async fn sign_outs(
+        &self,
+        conn: &mut ConnectionManager,
+    ) -> redis::RedisResult<(u64, HashMap<String, u64>)> {
+        let fresh = format!("{:016x}", rand::rng().next_u64());
+        let (table,): (HashMap<String, String>,) = redis::pipe()
+            .cmd("HSETNX")
+            .arg(self.sessions_key())
+            .arg("epoch")
+            .arg(fresh)
+            .ignore()
+            .cmd("HGETALL")
+            .arg(self.sessions_key())
+            .query_async(conn)
+            .await?;
+        let epoch = table
+            .get("epoch")
+            .and_then(|e| u64::from_str_radix(e, 16).ok())
+            .ok_or_else(|| {
+                redis::RedisError::from((redis::ErrorKind::Parse, "the sessions hash's epoch"))
+            })?;
+        let generations = table
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("u:")?.to_owned(), v.parse().ok()?)))
+            .collect();
+        Ok((epoch, generations))
+    }
+
+    /// The cluster's view counts, most viewed first.
+    pub async fn view_totals(&self) -> redis::RedisResult<Vec<(String, u64)>> {
+        let all: HashMap<String, u64> = redis::cmd("HGETALL")
+            .arg(self.views_key())
+            .query_async(&mut self.conn.clone())
+            .await?;
+        let mut rows: Vec<(String, u64)> = all.into_iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(rows)
+    }
+}
+
+/// A node's views on their way to the cluster's totals (see the module doc).
+#[derive(Debug)]
+pub struct ViewTotals {
+    bus: Arc<RedisBus>,
+    pending: Mutex<HashMap<String, u64>>,
+}
+
+impl ViewTotals {
+    /// Starts adding this node's views to the cluster's totals every second,
+    /// until the returned value is dropped. Call inside a tokio runtime.
+    pub fn start(bus: &Arc<RedisBus>) -> Arc<ViewTotals> {
+        let totals = Arc::new(ViewTotals {
+            bus: bus.clone(),
+            pending: Mutex::new(HashMap::new()),
+        });
+        let weak = Arc::downgrade(&totals);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(VIEWS_EVERY).await;
+                let Some(t) = weak.upgrade() else {
+                    return;
+                };
+                t.push().await;
+            }
+        });
+        totals
+    }
+
+    /// Adds `batch` (note path, views) to what the next push sends. Never waits
+    /// on Redis.
+    pub fn add<'a>(&self, batch: impl IntoIterator<Item = (&'a str, u64)>) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, n) in batch {
+            self.merge(&mut p, path, n);
+        }
+    }
+
+    fn merge(&self, p: &mut HashMap<String, u64>, path: &str, n: u64) {
+        if let Some(c) = p.get_mut(path) {
+            *c = c.saturating_add(n);
+        } else if p.len() < VIEW_KEYS_MAX {
+            p.insert(path.to_owned(), n);
+        } else {
+            self.bus.stats.views_dropped.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends what is pending in one transaction; on failure keeps it for the next.
+    pub async fn push(&self) {
+        let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if batch.is_empty() {
+            return;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (path, n) in &batch {
+            pipe.cmd("HINCRBY")
+                .arg(self.bus.views_key())
+                .arg(path)
+                .arg(*n)
+                .ignore();
+        }
+        let sent: redis::RedisResult<()> = pipe.query_async(&mut self.bus.conn.clone()).await;
+        let views: u64 = batch.values().sum();
+        match sent {
+            Ok(()) => {
+                self.bus
+                    .stats
+                    .views_pushed
+                    .fetch_add(views, Ordering::Relaxed);
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, views, "cluster: views kept for the next push");
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                for (path, n) in batch {
+                    self.merge(&mut p, &path, n);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! Publishing mode across nodes, end to end: a real `redis-server` and two real
+//! `quire serve` processes on copies of the example vault, sharing `[cluster]`.
+//! A reader signed in on one node is signed in on the other; a sign-out on one
+//! holds on both (a copied cookie too, and on a node restarted afterwards); with
+//! Redis down a sign-out answers 503 and says so; `/_views` shows the cluster's
+//! totals. Skipped with a message where `redis-server` is not installed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use quire_testkit::redis::Redis;
+
+const QUIRE: &str = env!("CARGO_BIN_EXE_quire");
+const TOKEN: &str = "cluster-serve-admin-token-0123";
+/// A private note of the example vault: readers only.
+const PRIVATE: &str = "/private/budget-2026";
+
+/// One `quire serve` node.
+struct Node {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    addr: SocketAddr,
+}
+
+impl Node {
+    fn start(dir: &Path, name: &str, redis: &str) -> Node {
+        let vault = dir.join(format!("vault-{name}"));
+        if !vault.exists() {
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault");
+            assert!(Command::new("cp")
+                .arg("-r")
+                .arg(&src)
+                .arg(&vault)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let config = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "admin_token = \"{TOKEN}\"\n[cache]\npath = \"{vol}\"\nsize = \"16MiB\"\n\
+                 [cluster]\nredis = \"{redis}\"\nnode = \"{name}\"\n\
+                 session_secret_file = \"{secret}\"\n",
+                vol = dir.join(format!("{name}.vol")).display(),
+                secret = dir.join("secret").display(),
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(QUIRE)
+            .arg("serve")
+            .arg(&vault)
+            .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
+            .arg("--config")
+            .arg(&config)
+            .env_remove("QUIRE_ADMIN_TOKEN")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("quire starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(l);
+            }
+        });
+        let mut n = Node {
+            child,
+            lines,
+            addr: "127.0.0.1:1".parse().unwrap(),
+        };
+        let line = n.wait_line("serving");
+        let addr = line.rsplit("http://").next().unwrap();
+        n.addr = addr.split(' ').next().unwrap().parse().unwrap();
+        n
+    }
+
+    fn wait_line(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
+                return l.clone();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+    }
+
+    /// Status, head and body of one request (connection closed after it).
+    fn send(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{headers}content-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        (status, head.to_owned(), body.to_owned())
+    }
+
+    /// `GET path` as the holder of `cookie`: its status.
+    fn get_as(&self, path: &str, cookie: &str) -> u16 {
+        self.send("GET", path, &format!("cookie: {cookie}\r\n"), "")
+            .0
+    }
+
+    /// Signs `reader` in; the session cookie (`quire_session=...`).
+    fn sign_in(&self) -> String {
+        let (status, head, _) = self.send(
+            "POST",
+            "/login",
+            "content-type: application/x-www-form-urlencoded\r\n",
+            "name=reader&password=reader-demo-password&next=/",
+        );
+        assert_eq!(status, 303, "{head}");
+        session(&head).expect("a session cookie")
+    }
+
+    fn sign_out(&self, cookie: &str) -> (u16, String, String) {
+        self.send("POST", "/logout", &format!("cookie: {cookie}\r\n"), "")
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `quire_session=...` pair a `Set-Cookie` field sets, if any.
+fn session(head: &str) -> Option<String> {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+        .filter_map(|(_, v)| v.trim().split(';').next())
+        .find(|pair| pair.starts_with("quire_session=") && pair.len() > "quire_session=".len())
+        .map(str::to_owned)
+}
+
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn cluster(dir: &Path) -> Option<(Redis, Node, Node)> {
+    let redis = Redis::start()?;
+    std::fs::write(dir.join("secret"), "7f3a9c0e5b21d4f8a6c3e9b0d7f1a2c4\n").unwrap();
+    let a = Node::start(dir, "a", &redis.url());
+    let b = Node::start(dir, "b", &redis.url());
+    Some((redis, a, b))
+}
+
+/// A reader signs in on node a and reads a private note on node b; signing out on
+/// a ends the session on b too, for a copy of the cookie, and on a node started
+/// after the sign-out.
+#[test]
+fn a_session_signs_in_on_every_node_and_a_sign_out_holds_on_every_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((redis, a, b)) = cluster(dir.path()) else {
+        return;
+    };
+    assert_eq!(a.get_as(PRIVATE, ""), 404, "hidden from strangers");
+    let cookie = a.sign_in();
+    assert_eq!(a.get_as(PRIVATE, &cookie), 200);
+    assert_eq!(b.get_as(PRIVATE, &cookie), 200, "signed in on b as well");
+    let other_device = b.sign_in();
+
+    let (status, head, _) = a.sign_out(&cookie);
+    assert_eq!(status, 303, "{head}");
+    assert_eq!(a.get_as(PRIVATE, &cookie), 404, "at once on a");
+    assert!(
+        eventually(|| b.get_as(PRIVATE, &cookie) == 404),
+        "the copy of the cookie on b"
+    );
+    assert_eq!(b.get_as(PRIVATE, &other_device), 404, "every device");
+    assert_eq!(
+        redis.cli(&["HGET", "quire:invalidations:sessions", "u:reader"]),
+        "1"
+    );
+
+    drop(b);
+    let c = Node::start(dir.path(), "c", &redis.url());
+    assert_eq!(c.get_as(PRIVATE, &cookie), 404, "a node started afterwards");
+    let again = c.sign_in();
+    assert_eq!(
+        a.get_as(PRIVATE, &again),
+        200,
+        "a new sign-in works everywhere"
+    );
+}
+
+/// With Redis down, a sign-out cannot reach the other nodes: it answers 503 and
+/// says so (clearing the cookie in this browser), and the session is not ended
+/// on one node only while the others still honour it.
+#[test]
+fn a_sign_out_the_cluster_cannot_record_is_a_loud_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((mut redis, a, b)) = cluster(dir.path()) else {
+        return;
+    };
+    let cookie = a.sign_in();
+    redis.stop();
+    let (status, head, body) = a.sign_out(&cookie);
+    assert_eq!(status, 503, "{head}");
+    assert!(body.contains("this browser only"), "{body}");
+    assert!(head.to_ascii_lowercase().contains("max-age=0"), "{head}");
+    assert_eq!(
+        b.get_as(PRIVATE, &cookie),
+        200,
+        "nodes still serve the session"
+    );
+    assert_eq!(
+        a.get_as(PRIVATE, &cookie),
+        200,
+        "and a as well: nothing half done"
+    );
+}
+
+/// Views read on either node add up in `/_views` on both.
+#[test]
+fn view_counts_are_the_clusters_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_redis, a, b)) = cluster(dir.path()) else {
+        return;
+    };
+    let (status, _, _) = a.send("GET", "/about", "", "");
+    assert_eq!(status, 200);
+    for _ in 0..3 {
+        assert_eq!(a.send("GET", "/about", "", "").0, 200);
+        assert_eq!(b.send("GET", "/about", "", "").0, 200);
+    }
+    let admin = |n: &Node| {
+        let (status, head, _) = n.send(
+            "POST",
+            "/login",
+            "content-type: application/x-www-form-urlencoded\r\n",
+            "name=admin&password=admin-demo-password&next=/",
+        );
+        assert_eq!(status, 303, "{head}");
+        session(&head).unwrap()
+    };
+    let cookie = admin(&a);
+    let row = |n: &Node| {
+        let (status, _, body) = n.send("GET", "/_views", &format!("cookie: {cookie}\r\n"), "");
+        assert_eq!(status, 200);
+        body
+    };
+    assert!(
+        eventually(|| row(&b).contains(">7</td>")),
+        "7 views of /about over both nodes: {}",
+        row(&b)
+    );
+    assert!(row(&a).contains("Totals over every node"), "{}", row(&a));
+}
