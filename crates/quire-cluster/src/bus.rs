@@ -52,6 +52,9 @@ pub(crate) struct Stats {
     pub(crate) applied: AtomicU64,
     pub(crate) revalidate_all: AtomicU64,
     pub(crate) lag_ms: AtomicU64,
+    /// Entries the last read of the log returned (`reader::BATCH`: at least that
+    /// many behind).
+    pub(crate) last_read: AtomicU64,
     pub(crate) pending_dropped: AtomicU64,
     pub(crate) sign_outs: AtomicU64,
     pub(crate) views_pushed: AtomicU64,
@@ -258,6 +261,12 @@ impl RedisBus {
         );
         let lag = s.lag_ms.load(Ordering::Relaxed) as f64 / 1000.0;
         let _ = writeln!(out, "# HELP quire_cluster_lag_seconds From the last applied entry's append to its application here.\n# TYPE quire_cluster_lag_seconds gauge\nquire_cluster_lag_seconds {lag}");
+        gauge(
+            out,
+            "quire_cluster_lag_entries",
+            "Entries the last read of the log returned: a few when this node keeps up, 512 (a full read) when it is at least that many behind.",
+            s.last_read.load(Ordering::Relaxed),
+        );
         let pending = self.pending.lock().map_or(0, |p| p.len()) as u64;
         gauge(
             out,

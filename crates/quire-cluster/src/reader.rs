@@ -180,6 +180,7 @@ impl Reader {
             .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect())
             .unwrap_or_default();
         let n = entries.len();
+        self.bus.stats.last_read.store(n as u64, Ordering::Relaxed);
         if n == 0 {
             return Ok(0);
         }

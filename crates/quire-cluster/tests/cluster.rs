@@ -40,6 +40,23 @@ async fn a_purge_on_one_node_is_applied_on_every_node() {
         b"/p version 2",
         "applied where it was received"
     );
+    let (status, _, text) = fetch(t.nodes[1].addr, "GET", "/_quire/metrics", "").await;
+    assert_eq!(status, 200);
+    let text = String::from_utf8(text).unwrap();
+    let value = |name: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
+    assert_eq!(value("quire_cluster_bus_up"), Some(1.0), "{text}");
+    assert_eq!(value("quire_cluster_applied_total"), Some(1.0), "{text}");
+    assert_eq!(
+        value("quire_cluster_appended_total"),
+        Some(0.0),
+        "b appended none"
+    );
+    let lag = value("quire_cluster_lag_entries").expect("the lag in entries");
+    assert!(lag <= 1.0, "b keeps up: {lag}");
+    assert!(value("quire_cluster_lag_seconds").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
