@@ -56,6 +56,7 @@ pub(crate) struct Stats {
     /// many behind).
     pub(crate) last_read: AtomicU64,
     pub(crate) pending_dropped: AtomicU64,
+    pub(crate) replays: AtomicU64,
     pub(crate) sign_outs: AtomicU64,
     pub(crate) views_pushed: AtomicU64,
     pub(crate) views_dropped: AtomicU64,
@@ -291,6 +292,12 @@ impl RedisBus {
             "quire_cluster_applied_total",
             "Entries from the log applied here.",
             &s.applied,
+        );
+        counter(
+            out,
+            "quire_cluster_replays_total",
+            "Times this node (re)joined the log and read on from its saved position: at start and after each reconnect.",
+            &s.replays,
         );
         counter(out, "quire_cluster_revalidate_all_total", "Times everything held here was made stale: a log trimmed past this node, an unknown position, an overflowed queue, an entry that did not decode.", &s.revalidate_all);
         counter(

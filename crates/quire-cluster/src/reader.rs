@@ -147,6 +147,7 @@ impl Reader {
         self.pos = Some(pos);
         self.save(pos).await;
         self.connected = true;
+        self.bus.stats.replays.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
