@@ -222,6 +222,7 @@ impl Summary {
             p90_us: h.percentile(90.0),
             p99_us: h.percentile(99.0),
             p999_us: h.percentile(99.9),
+            p9999_us: h.percentile(99.99),
             max_us: h.max() as f64,
             rate: None,
             achieved_rate: requests as f64 / (self.duration_us.max(1) as f64 / 1e6),

@@ -26,6 +26,8 @@ pub(crate) struct Run {
     pub p99_ms: f64,
     /// 99.9th.
     pub p999_ms: f64,
+    /// 99.99th.
+    pub p9999_ms: f64,
     /// Largest latency seen (the built-in generator only; 0 with wrk).
     pub max_ms: f64,
     /// Connect, read, write, timeout and parse errors.
@@ -99,6 +101,7 @@ impl Run {
             p90_ms: r.p90_us / 1e3,
             p99_ms: r.p99_us / 1e3,
             p999_ms: r.p999_us / 1e3,
+            p9999_ms: r.p9999_us / 1e3,
             max_ms: r.max_us / 1e3,
             errors: r.errors,
             non_2xx: r.non_2xx,
@@ -331,13 +334,14 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
     // The run column fits `name round`: 12 wide, wider for TLS subjects' names.
     let w = names.iter().map(|n| n.len() + 3).max().unwrap_or(0).max(12);
     println!(
-        "{:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
+        "{:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
         "run",
         "requests/s",
         "p50 ms",
         "p90 ms",
         "p99 ms",
         "p99.9 ms",
+        "p99.99 ms",
         "errors",
         "server",
         "us/req",
@@ -347,13 +351,14 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
     );
     for r in runs {
         println!(
-            "{:>w$} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
+            "{:>w$} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>10.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
             format!("{} {}", r.server, r.round),
             r.requests_per_sec,
             r.p50_ms,
             r.p90_ms,
             r.p99_ms,
             r.p999_ms,
+            r.p9999_ms,
             r.errors + r.non_2xx,
             r.server_cpu_pct,
             r.server_us_per_request,
@@ -378,8 +383,13 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
                 median(runs, n, |r| r.p99_ms),
             ) {
                 let us = median(runs, n, |r| r.server_us_per_request).unwrap_or(0.0);
+                let worst = runs
+                    .iter()
+                    .filter(|r| r.server == *n)
+                    .map(|r| r.p9999_ms)
+                    .fold(0.0, f64::max);
                 println!(
-                    "{:>w$} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, {us:.1} us of server CPU per request",
+                    "{:>w$} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, p99.99 at worst {worst:.2} ms, {us:.1} us of server CPU per request",
                     n,
                 );
             }

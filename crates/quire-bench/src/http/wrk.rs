@@ -32,9 +32,9 @@ request = function()
 end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('QUIRE-WRK {{"requests":%d,"duration_us":%d,"bytes":%d,"errors":%d,"non_2xx":%d,"p50_us":%f,"p90_us":%f,"p99_us":%f,"p999_us":%f}}\n',
+  io.write(string.format('QUIRE-WRK {{"requests":%d,"duration_us":%d,"bytes":%d,"errors":%d,"non_2xx":%d,"p50_us":%f,"p90_us":%f,"p99_us":%f,"p999_us":%f,"p9999_us":%f}}\n',
     summary.requests, summary.duration, summary.bytes, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9)))
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9), latency:percentile(99.99)))
 end
 "#,
         list.display()
@@ -55,6 +55,7 @@ pub(crate) fn parse(stdout: &str, connections: usize) -> Option<LoadResult> {
         (90.0, r.p90_us),
         (99.0, r.p99_us),
         (99.9, r.p999_us),
+        (99.99, r.p9999_us),
     ];
     r.achieved_rate = r.requests as f64 / (r.duration_us.max(1) as f64 / 1e6);
     r.connections = connections;

@@ -37,6 +37,9 @@ pub struct LoadResult {
     pub p99_us: f64,
     /// 99.9th.
     pub p999_us: f64,
+    /// 99.99th (from wrk: its own percentile too).
+    #[serde(default)]
+    pub p9999_us: f64,
     /// Largest latency, microseconds.
     pub max_us: f64,
     /// Target rate (open loop), requests/s; `None`: closed loop.
@@ -75,6 +78,7 @@ impl LoadResult {
             p90_us: h.percentile(90.0),
             p99_us: h.percentile(99.0),
             p999_us: h.percentile(99.9),
+            p9999_us: h.percentile(99.99),
             max_us: h.max() as f64,
             rate,
             achieved_rate: s.requests as f64 / (duration_us.max(1) as f64 / 1e6),
