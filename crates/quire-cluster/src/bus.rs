@@ -244,86 +244,36 @@ impl RedisBus {
 
     fn write_metrics(&self, out: &mut String) {
         let s = &self.stats;
-        let gauge = |out: &mut String, name: &str, help: &str, v: u64| {
+        let load = |v: &AtomicU64| v.load(Ordering::Relaxed);
+        let pending = self.pending.lock().map_or(0, |p| p.len()) as u64;
+        let lag = load(&s.lag_ms) as f64 / 1000.0;
+        let gauges: [(&str, &str, f64); 4] = [
+            ("quire_cluster_bus_up", "Whether the last call to the bus succeeded.", f64::from(u8::from(s.up.load(Ordering::Relaxed)))),
+            ("quire_cluster_lag_seconds", "From the last applied entry's append to its application here.", lag),
+            ("quire_cluster_lag_entries", "Entries the last read of the log returned: a few when this node keeps up, 512 (a full read) when it is at least that many behind.", load(&s.last_read) as f64),
+            ("quire_cluster_pending_entries", "Unsafe-method invalidations waiting for the bus.", pending as f64),
+        ];
+        let counters: [(&str, &str, &AtomicU64); 9] = [
+            ("quire_cluster_appended_total", "Entries this node appended to the log.", &s.appended),
+            ("quire_cluster_append_failures_total", "Appends the bus refused or could not take (purges answered 503).", &s.append_failed),
+            ("quire_cluster_applied_total", "Entries from the log applied here.", &s.applied),
+            ("quire_cluster_replays_total", "Times this node (re)joined the log and read on from its saved position: at start and after each reconnect.", &s.replays),
+            ("quire_cluster_revalidate_all_total", "Times everything held here was made stale: a log trimmed past this node, an unknown position, an overflowed queue, an entry that did not decode.", &s.revalidate_all),
+            ("quire_cluster_pending_dropped_total", "Queued invalidations replaced by one revalidate-everything entry.", &s.pending_dropped),
+            ("quire_cluster_sign_outs_total", "Sign-outs this node recorded for the cluster (publishing mode).", &s.sign_outs),
+            ("quire_cluster_views_pushed_total", "Page views this node added to the cluster's totals.", &s.views_pushed),
+            ("quire_cluster_views_dropped_total", "Page views not added to the cluster's totals: too many notes waited for a bus that was down.", &s.views_dropped),
+        ];
+        for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        };
-        let counter = |out: &mut String, name: &str, help: &str, v: &AtomicU64| {
-            let v = v.load(Ordering::Relaxed);
+        }
+        for (name, help, v) in counters {
+            let v = load(v);
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
             );
-        };
-        gauge(
-            out,
-            "quire_cluster_bus_up",
-            "Whether the last call to the bus succeeded.",
-            u64::from(s.up.load(Ordering::Relaxed)),
-        );
-        let lag = s.lag_ms.load(Ordering::Relaxed) as f64 / 1000.0;
-        let _ = writeln!(out, "# HELP quire_cluster_lag_seconds From the last applied entry's append to its application here.\n# TYPE quire_cluster_lag_seconds gauge\nquire_cluster_lag_seconds {lag}");
-        gauge(
-            out,
-            "quire_cluster_lag_entries",
-            "Entries the last read of the log returned: a few when this node keeps up, 512 (a full read) when it is at least that many behind.",
-            s.last_read.load(Ordering::Relaxed),
-        );
-        let pending = self.pending.lock().map_or(0, |p| p.len()) as u64;
-        gauge(
-            out,
-            "quire_cluster_pending_entries",
-            "Unsafe-method invalidations waiting for the bus.",
-            pending,
-        );
-        counter(
-            out,
-            "quire_cluster_appended_total",
-            "Entries this node appended to the log.",
-            &s.appended,
-        );
-        counter(
-            out,
-            "quire_cluster_append_failures_total",
-            "Appends the bus refused or could not take (purges answered 503).",
-            &s.append_failed,
-        );
-        counter(
-            out,
-            "quire_cluster_applied_total",
-            "Entries from the log applied here.",
-            &s.applied,
-        );
-        counter(
-            out,
-            "quire_cluster_replays_total",
-            "Times this node (re)joined the log and read on from its saved position: at start and after each reconnect.",
-            &s.replays,
-        );
-        counter(out, "quire_cluster_revalidate_all_total", "Times everything held here was made stale: a log trimmed past this node, an unknown position, an overflowed queue, an entry that did not decode.", &s.revalidate_all);
-        counter(
-            out,
-            "quire_cluster_pending_dropped_total",
-            "Queued invalidations replaced by one revalidate-everything entry.",
-            &s.pending_dropped,
-        );
-        counter(
-            out,
-            "quire_cluster_sign_outs_total",
-            "Sign-outs this node recorded for the cluster (publishing mode).",
-            &s.sign_outs,
-        );
-        counter(
-            out,
-            "quire_cluster_views_pushed_total",
-            "Page views this node added to the cluster's totals.",
-            &s.views_pushed,
-        );
-        counter(
-            out,
-            "quire_cluster_views_dropped_total",
-            "Page views not added to the cluster's totals: too many notes waited for a bus that was down.",
-            &s.views_dropped,
-        );
+        }
     }
 }
 

@@ -57,7 +57,11 @@ async fn a_purge_on_one_node_is_applied_on_every_node() {
     let lag = value("quire_cluster_lag_entries").expect("the lag in entries");
     assert!(lag <= 1.0, "b keeps up: {lag}");
     assert!(value("quire_cluster_lag_seconds").is_some());
-    assert_eq!(value("quire_cluster_replays_total"), Some(1.0), "joined once");
+    assert_eq!(
+        value("quire_cluster_replays_total"),
+        Some(1.0),
+        "joined once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
