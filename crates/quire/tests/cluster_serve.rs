@@ -5,26 +5,22 @@
 //! Redis down a sign-out answers 503 and says so; `/_views` shows the cluster's
 //! totals. Skipped with a message where `redis-server` is not installed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use common::{eventually, Process, QUIRE};
 use quire_testkit::redis::Redis;
-
-const QUIRE: &str = env!("CARGO_BIN_EXE_quire");
 const TOKEN: &str = "cluster-serve-admin-token-0123";
 /// A private note of the example vault: readers only.
 const PRIVATE: &str = "/private/budget-2026";
 
 /// One `quire serve` node.
-struct Node {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    addr: SocketAddr,
-}
+struct Node(Process);
 
 impl Node {
     fn start(dir: &Path, name: &str, redis: &str) -> Node {
@@ -51,50 +47,19 @@ impl Node {
             ),
         )
         .unwrap();
-        let mut child = Command::new(QUIRE)
-            .arg("serve")
-            .arg(&vault)
-            .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
-            .arg("--config")
-            .arg(&config)
-            .env_remove("QUIRE_ADMIN_TOKEN")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("quire starts");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(l);
-            }
-        });
-        let mut n = Node {
-            child,
-            lines,
-            addr: "127.0.0.1:1".parse().unwrap(),
-        };
-        let line = n.wait_line("serving");
-        let addr = line.rsplit("http://").next().unwrap();
-        n.addr = addr.split(' ').next().unwrap().parse().unwrap();
-        n
-    }
-
-    fn wait_line(&self, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
-                return l.clone();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+        Node(Process::start(
+            Command::new(QUIRE)
+                .arg("serve")
+                .arg(&vault)
+                .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
+                .arg("--config")
+                .arg(&config),
+        ))
     }
 
     /// Status, head and body of one request (connection closed after it).
     fn send(&self, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
-        let mut s = TcpStream::connect(self.addr).unwrap();
+        let mut s = TcpStream::connect(self.0.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         write!(
             s,
@@ -122,11 +87,16 @@ impl Node {
 
     /// Signs `reader` in; the session cookie (`quire_session=...`).
     fn sign_in(&self) -> String {
+        self.sign_in_as("reader", "reader-demo-password")
+    }
+
+    /// Signs `name` in; the session cookie.
+    fn sign_in_as(&self, name: &str, password: &str) -> String {
         let (status, head, _) = self.send(
             "POST",
             "/login",
             "content-type: application/x-www-form-urlencoded\r\n",
-            "name=reader&password=reader-demo-password&next=/",
+            &format!("name={name}&password={password}&next=/"),
         );
         assert_eq!(status, 303, "{head}");
         session(&head).expect("a session cookie")
@@ -134,13 +104,6 @@ impl Node {
 
     fn sign_out(&self, cookie: &str) -> (u16, String, String) {
         self.send("POST", "/logout", &format!("cookie: {cookie}\r\n"), "")
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -152,17 +115,6 @@ fn session(head: &str) -> Option<String> {
         .filter_map(|(_, v)| v.trim().split(';').next())
         .find(|pair| pair.starts_with("quire_session=") && pair.len() > "quire_session=".len())
         .map(str::to_owned)
-}
-
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
 
 fn cluster(dir: &Path) -> Option<(Redis, Node, Node)> {
@@ -252,17 +204,7 @@ fn view_counts_are_the_clusters_totals() {
         assert_eq!(a.send("GET", "/about", "", "").0, 200);
         assert_eq!(b.send("GET", "/about", "", "").0, 200);
     }
-    let admin = |n: &Node| {
-        let (status, head, _) = n.send(
-            "POST",
-            "/login",
-            "content-type: application/x-www-form-urlencoded\r\n",
-            "name=admin&password=admin-demo-password&next=/",
-        );
-        assert_eq!(status, 303, "{head}");
-        session(&head).unwrap()
-    };
-    let cookie = admin(&a);
+    let cookie = a.sign_in_as("admin", "admin-demo-password");
     let row = |n: &Node| {
         let (status, _, body) = n.send("GET", "/_views", &format!("cookie: {cookie}\r\n"), "");
         assert_eq!(status, 200);

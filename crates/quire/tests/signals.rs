@@ -3,69 +3,44 @@
 //! reopens the access log after a rotation, `SIGTERM` drains and exits; and
 //! `quire config check` on good and bad files.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-const QUIRE: &str = env!("CARGO_BIN_EXE_quire");
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{eventually as wait_until, Process, QUIRE};
+
 const TOKEN_A: &str = "first-admin-token-0123456789";
 const TOKEN_B: &str = "second-admin-token-0123456789";
 
-/// A running `quire serve` with its stderr collected line by line.
-struct Server {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    addr: SocketAddr,
+/// A running `quire serve`.
+struct Server(Process);
+
+impl std::ops::Deref for Server {
+    type Target = Process;
+    fn deref(&self) -> &Process {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Process {
+        &mut self.0
+    }
 }
 
 impl Server {
     fn start(vault: &Path, config: &Path) -> Server {
-        let mut child = Command::new(QUIRE)
-            .arg("serve")
-            .arg(vault)
-            .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
-            .arg("--config")
-            .arg(config)
-            .env_remove("QUIRE_ADMIN_TOKEN")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("quire starts");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(l);
-            }
-        });
-        let mut s = Server {
-            child,
-            lines,
-            addr: "127.0.0.1:1".parse().unwrap(),
-        };
-        let line = s.wait_line("serving");
-        let addr = line.rsplit("http://").next().unwrap();
-        let addr = addr.split(' ').next().unwrap();
-        s.addr = addr
-            .parse()
-            .unwrap_or_else(|_| panic!("an address in {line}"));
-        s
-    }
-
-    /// The first stderr line containing `what` (waiting up to 20 s for it).
-    fn wait_line(&self, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
-                return l.clone();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+        Server(Process::start(
+            Command::new(QUIRE)
+                .arg("serve")
+                .arg(vault)
+                .args(["--listen", "127.0.0.1:0", "--no-watch", "--workers", "1"])
+                .arg("--config")
+                .arg(config),
+        ))
     }
 
     fn signal(&self, sig: &str) {
@@ -91,13 +66,6 @@ impl Server {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -127,17 +95,6 @@ fn vault_copy(dir: &Path) -> PathBuf {
 
 fn lines_of(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |t| t.lines().count())
-}
-
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 #[test]

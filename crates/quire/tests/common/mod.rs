@@ -1,0 +1,85 @@
+//! A real `quire` process for the binary's end-to-end tests: its standard error
+//! collected line by line, the address it says it serves on, killed on drop.
+
+#![allow(dead_code, reason = "each test file uses part of the harness")]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub(crate) const QUIRE: &str = env!("CARGO_BIN_EXE_quire");
+
+/// A running `quire` with its stderr collected.
+pub(crate) struct Process {
+    pub(crate) child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    /// Where it serves (from its `serving ... on http://ADDR` line).
+    pub(crate) addr: SocketAddr,
+}
+
+impl Process {
+    /// Starts `cmd` (stderr collected, no admin token from the environment) and
+    /// waits for its `serving` line.
+    pub(crate) fn start(cmd: &mut Command) -> Process {
+        let mut child = cmd
+            .env_remove("QUIRE_ADMIN_TOKEN")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("quire starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(l);
+            }
+        });
+        let mut p = Process {
+            child,
+            lines,
+            addr: "127.0.0.1:1".parse().unwrap(),
+        };
+        let line = p.wait_line("serving");
+        let addr = line.rsplit("http://").next().unwrap();
+        let addr = addr.split(' ').next().unwrap();
+        p.addr = addr
+            .parse()
+            .unwrap_or_else(|_| panic!("an address in {line}"));
+        p
+    }
+
+    /// The first stderr line containing `what` (waiting up to 30 s for it).
+    pub(crate) fn wait_line(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
+                return l.clone();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `cond` holds within 20 s (checked every 10 ms).
+pub(crate) fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
