@@ -9,7 +9,8 @@
 
   const local = a => {
     try {
-      const u = new URL(a.href, location.href);
+      // getAttribute: an SVG <a> (a graph's node) has no string `href` property.
+      const u = new URL(a.getAttribute("href"), location.href);
       return u.origin === location.origin && !u.pathname.startsWith("/_static/") &&
         !u.pathname.startsWith("/attachments/") && u.pathname !== location.pathname
         ? u : null;
@@ -58,7 +59,7 @@
       box.appendChild(t);
     }
     box.hidden = false;
-    const r = a.getBoundingClientRect();
+    const r = a.getClientRects()[0] || a.getBoundingClientRect();
     const w = Math.min(360, document.documentElement.clientWidth - 16);
     box.style.width = w + "px";
     box.style.left = Math.max(8, Math.min(r.left + window.scrollX, window.scrollX + document.documentElement.clientWidth - w - 8)) + "px";

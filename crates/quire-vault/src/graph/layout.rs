@@ -26,7 +26,7 @@ pub(crate) const ITERATIONS_MAX: usize = 300;
 /// The ideal distance between two nodes, in SVG units.
 pub(crate) const K: f32 = 42.0;
 /// The pull towards the middle, per unit of distance.
-const GRAVITY: f32 = 0.06;
+const GRAVITY: f32 = 0.12;
 
 /// A small fixed-seed generator (SplitMix64) for the start positions.
 struct SplitMix(u64);

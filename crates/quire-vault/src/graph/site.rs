@@ -169,7 +169,8 @@ fn radius(degree: usize) -> f32 {
     3.5 + (degree as f32).sqrt().min(8.0) * 0.9
 }
 
-/// The drawing, at one SVG unit per CSS pixel (a large graph scrolls).
+/// The drawing; its `width` and `height` are its size at one unit per CSS pixel (the
+/// stylesheet scales it to its frame).
 fn draw(nodes: &[SiteNode], edges: &[(u32, u32)], pos: &[[f32; 2]]) -> String {
     let (mut lo, mut hi) = ([0.0f32; 2], [0.0f32; 2]);
     for p in pos {
