@@ -83,7 +83,14 @@ impl Snapshot {
         h.update(&templates.fingerprint.to_le_bytes());
         let epoch = h.digest();
         let css_version = xxh3_64(templates.css.as_bytes()) | 1;
+        let t0 = std::time::Instant::now();
         let graphs = Arc::new(Graphs::build(&vault, previous.map(|p| &*p.graphs)));
+        tracing::info!(
+            notes = vault.notes().len(),
+            drawn = graphs.site(Visibility::Public).shown(),
+            ms = t0.elapsed().as_millis() as u64,
+            "graphs built"
+        );
         let mut s = Snapshot {
             vault,
             config,
