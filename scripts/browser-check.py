@@ -5,12 +5,16 @@ Chromium is driven over the Chrome DevTools Protocol on pipes (--remote-debuggin
 JSON messages ended by a NUL byte, written to the browser on fd 3 and read from it on
 fd 4), so only the Python standard library is needed. The script publishes a copy of
 examples/vault, loads the index (desktop and mobile), a note (light and dark), a note
-with callouts, formulas, diagrams and transclusions (light and dark), the search page, signs in with hostile and good `next` targets (it must never leave the
+with callouts, formulas, diagrams and transclusions (light and dark), the site graph
+and a note's local graph (light and dark, readable labels, no hidden note), the
+search page, signs in with hostile and good `next` targets (it must never leave the
 site), and the sign-in flow to a private note and back, checks what a reader would
 see, and leaves screenshots and report.json in the out folder. Then it serves the
 vault over HTTPS (a certificate made with openssl for the run, which chromium is told
 to accept by its key's hash) with a plain-HTTP redirect listener, and checks the
-browser loads pages over HTTP/2 and follows the redirect to them.
+browser loads pages over HTTP/2 and follows the redirect to them. Last, it serves the
+vault with `hover_previews = true` and checks the page script runs under its hashed
+CSP: a popover on hovering a link, pan and zoom on /graph.
 
     python3 scripts/browser-check.py [--quire target/release/quire] [--out DIR]
                                      [--chromium chromium] [--timeout 90]
@@ -454,6 +458,83 @@ def check_obsidian_note(cdp, base, check, shot):
     cdp.color_scheme("light")
 
 
+GRAPH_NOTE = "Caching/HTTP Caching Basics.md"
+
+# The graph on the page: nodes, the note itself, labels, scripts, and the contrast of a
+# label against the page (the label's fill is a theme colour, on the page background).
+GRAPH_JS = r"""((sel) => {
+  const svg = document.querySelector(sel);
+  if (!svg) return null;
+  const rgb = c => { const m = c && c.match(/^rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)/);
+                     return m ? [m[1], m[2], m[3]].map(Number) : null; };
+  const lum = c => c.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+                    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const label = svg.querySelector('a.node:not(.quiet) text');
+  const fg = label && rgb(getComputedStyle(label).fill), bg = rgb(getComputedStyle(document.body).backgroundColor);
+  const ratio = fg && bg ? Math.round((Math.max(lum(fg), lum(bg)) + 0.05) / (Math.min(lum(fg), lum(bg)) + 0.05) * 100) / 100 : null;
+  const box = label && label.getBoundingClientRect();
+  return {nodes: svg.querySelectorAll('a.node[href]').length, here: svg.querySelectorAll('a.node.here').length,
+          titles: Array.from(svg.querySelectorAll('a.node title')).map(t => t.textContent),
+          hrefs: Array.from(svg.querySelectorAll('a.node')).map(a => a.getAttribute('href')),
+          label_px: box ? Math.round(box.height) : 0, ratio,
+          scripts: document.querySelectorAll('script').length};
+})"""
+
+
+def hidden_notes(vault):
+    """(url, title) of every note that is not `free: true` (private or draft), for the
+    notes whose front matter this script reads with certainty (see `private_note`)."""
+    out = []
+    for dirpath, dirnames, files in os.walk(vault):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for f in sorted(files):
+            if not f.endswith(".md"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, f), vault).replace(os.sep, "/")
+            with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                fm = front_matter(fh.read()) or ""
+            free = re.search(r"^free\s*:\s*(true|True|TRUE)\s*(#.*)?$", fm, re.M)
+            draft = re.search(r"^draft\s*:\s*(true|True|TRUE)\s*(#.*)?$", fm, re.M)
+            if free and not draft:
+                continue
+            m = re.search(r"^title\s*:\s*(.+?)\s*$", fm, re.M)
+            out.append((url_of(rel), m.group(1).strip("'\"") if m else f[:-3]))
+    return out
+
+
+def check_graphs(cdp, base, vault, check, shot):
+    """/graph and a note's local graph: drawn, readable in light and dark, no script,
+    and no hidden note among their nodes."""
+    hidden = hidden_notes(vault)
+    hidden_urls = {u for u, _ in hidden}
+    hidden_titles = {t for _, t in hidden}
+    for path, sel, name in (("/graph", "svg.graph-site", "graph"),
+                            (url_of(GRAPH_NOTE), "section.local-graph svg.graph-local", "local-graph")):
+        status, _, _ = cdp.navigate(base + path)
+        if name == "local-graph":
+            cdp.eval("(document.querySelector('section.local-graph') || document.body).scrollIntoView(); 1")
+        got = {}
+        for scheme in ("light", "dark"):
+            cdp.color_scheme(scheme)
+            g = cdp.eval(f"{GRAPH_JS}({json.dumps(sel)})") or {}
+            got[scheme] = g
+            shot(f"{name}.png" if scheme == "light" else f"{name}-dark.png")
+        cdp.color_scheme("light")
+        g = got["light"]
+        leaked = sorted((set(g.get("hrefs", [])) & hidden_urls) | (set(g.get("titles", [])) & hidden_titles))
+        want_here = 1 if name == "local-graph" else 0
+        check(f"{path}: the {name} is drawn, links its nodes, needs no script",
+              status == 200 and g.get("nodes", 0) > (3 if name == "graph" else 1)
+              and g.get("here") == want_here and g.get("scripts") == 0,
+              f"status {status}, {g.get('nodes')} nodes, {g.get('here')} marked here, {g.get('scripts')} scripts")
+        check(f"{path}: the {name} shows no private or draft note", not leaked and hidden,
+              f"{len(hidden)} hidden notes known; leaked {leaked[:5]}")
+        for scheme in ("light", "dark"):
+            r, px = got[scheme].get("ratio"), got[scheme].get("label_px", 0)
+            check(f"{path}: {name} labels are readable in {scheme} mode (contrast >= 4.5, >= 10 px)",
+                  r is not None and r >= 4.5 and px >= 10, f"contrast {r}:1, label {px} px high")
+
+
 def run_checks(cdp, base, vault, out, check, shots):
     def shot(name):
         path = os.path.join(out, name)
@@ -521,6 +602,9 @@ def run_checks(cdp, base, vault, out, check, shots):
     # diagram and a transclusion on one note, light and dark (console errors and CSP
     # violations are collected for the whole run, as for every page).
     check_obsidian_note(cdp, base, check, shot)
+
+    # 2c. The graphs: the site's and a note's, light and dark.
+    check_graphs(cdp, base, vault, check, shot)
 
     # 3. Search: results with highlights, and a query FTS5 cannot parse as typed.
     status, _, _ = cdp.navigate(base + "/search?q=cache")
@@ -638,6 +722,54 @@ def check_https(cdp, quire, vault, tmp, out, tls, check):
         stop(server)
 
 
+def check_page_script(cdp, quire, vault, tmp, out, check, shot):
+    """Serves a copy of `vault` with `hover_previews = true`: the page script must run
+    under the page's hashed CSP (its violations are collected with the rest of the
+    run's), show a preview on hovering a link, and make /graph zoomable."""
+    copy = os.path.join(tmp, "vault-script")
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns("*.db", "*.db-*", "secret", "sessions"))
+    with open(os.path.join(copy, ".quire", "site.toml"), "a") as f:
+        f.write("\nhover_previews = true\n")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = os.path.join(out, "quire-script.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([quire, "serve", copy, "--listen", f"127.0.0.1:{port}",
+                                   "--cache", os.path.join(tmp, "cache-script.vol"), "--workers", "1"],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        wait_until_up(server, base, log_path)
+        status, headers, _ = cdp.navigate(base + url_of(GRAPH_NOTE))
+        csp = headers.get("content-security-policy", "")
+        integrity = cdp.eval("(document.querySelector('script[integrity]') || {}).integrity || null")
+        check("with hover_previews the page loads one script allowed by its hash",
+              status == 200 and integrity and f"script-src '{integrity}'" in csp,
+              f"integrity {integrity!r}, CSP {csp[:160]!r}")
+        link = cdp.eval("""(() => { const a = document.querySelector('article .body a.wikilink[href^="/"]');
+            if (!a) return null; a.scrollIntoView({block: 'center'});
+            const r = a.getClientRects()[0];  // a link wrapped over two lines: its first box
+            return {x: r.left + r.width / 2, y: r.top + r.height / 2, href: a.getAttribute('href')}; })()""")
+        pop = None
+        if link:
+            cdp.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": link["x"], "y": link["y"]})
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and not pop:
+                cdp.pump(0.2)
+                pop = cdp.eval("(() => { const p = document.querySelector('.popover'); "
+                               "return p && !p.hidden ? p.textContent.trim().slice(0, 120) : null; })()")
+        check("hovering a link shows its note's preview", bool(pop),
+              f"link {link and link.get('href')!r}, popover {pop!r}")
+        shot("hover-preview.png")
+        cdp.navigate(base + "/graph")
+        cdp.pump(0.3)
+        zoom = cdp.eval("!!document.querySelector('.graph-zoom button') && "
+                        "document.querySelector('svg.graph-site').classList.contains('zoomable')")
+        check("with hover_previews /graph gets pan and zoom", zoom, f"zoom controls {'present' if zoom else 'missing'}")
+        shot("graph-zoomable.png")
+    finally:
+        stop(server)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_quire = os.path.join(ROOT, "target", "release", "quire")
@@ -698,6 +830,9 @@ def main():
         version = cdp.call("Browser.getVersion", session=False).get("product")
         cdp.open_page()
         expected_404 = run_checks(cdp, base, vault, out, check, shots)
+        check_page_script(cdp, args.quire, vault, tmp, out, check,
+                          lambda name: (cdp.screenshot(os.path.join(out, name)),
+                                        shots.append(os.path.join(out, name))))
         if tls:
             check_https(cdp, args.quire, vault, tmp, out, tls, check)
         else:

@@ -32,6 +32,10 @@ pub struct SiteConfig {
     /// terminator in front of quire does not send `X-Forwarded-Proto`); over HTTPS
     /// quire marks it `Secure` anyway.
     pub secure_cookies: bool,
+    /// Add quire's one page script (off by default): a preview of a linked note in a
+    /// popover on hover or focus, and pan and zoom on `/graph`. Served from the
+    /// binary and allowed by its hash in the page's CSP (`crate::script`).
+    pub hover_previews: bool,
 }
 
 impl Default for SiteConfig {
@@ -44,6 +48,7 @@ impl Default for SiteConfig {
             feed_entries: 30,
             session_hours: 24 * 14,
             secure_cookies: false,
+            hover_previews: false,
         }
     }
 }

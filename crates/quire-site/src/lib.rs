@@ -12,6 +12,7 @@
 //! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions.
+//! - [`script`]: the opt-in page script (hover previews) and its CSP hash.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
 
 #![forbid(unsafe_code)]
@@ -26,6 +27,7 @@ pub mod reply;
 pub mod request;
 pub mod respond;
 pub mod routes;
+pub mod script;
 pub mod shared;
 pub mod site;
 pub mod snapshot;

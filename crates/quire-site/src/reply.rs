@@ -48,14 +48,17 @@ pub struct Reply {
     pub extra: Vec<(header::HeaderName, String)>,
     /// Stream the body from this file (of this length) instead of `body`.
     pub file: Option<(std::path::PathBuf, u64)>,
+    /// An HTML page that loads quire's page script (its CSP allows that script).
+    pub scripted: bool,
 }
 
 /// HTML pages.
 pub const HTML: &str = "text/html; charset=utf-8";
 
 /// The `Content-Security-Policy` of every page: quire's templates need no script, and
-/// raw HTML in a note cannot run any either.
-const CSP: &str = "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+/// raw HTML in a note cannot run any either. With `hover_previews` on, the one page
+/// script is allowed by its hash instead ([`crate::script::csp`]).
+pub(crate) const CSP: &str = "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 impl Reply {
     /// A reply with no extra fields.
@@ -73,6 +76,7 @@ impl Reply {
             tag: None,
             extra: Vec::new(),
             file: None,
+            scripted: false,
         }
     }
 
@@ -92,6 +96,12 @@ impl Reply {
     /// With a `Surrogate-Key` for the page at `path`.
     pub fn tagged(mut self, path: &str) -> Reply {
         self.tag = Some(path_tag(path));
+        self
+    }
+
+    /// Loading quire's page script, if `on`.
+    pub fn scripted(mut self, on: bool) -> Reply {
+        self.scripted = on;
         self
     }
 
@@ -159,9 +169,14 @@ impl Reply {
         );
         h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
         if self.content_type == HTML {
+            let csp = if self.scripted {
+                crate::script::csp()
+            } else {
+                CSP
+            };
             h.insert(
                 header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(CSP),
+                HeaderValue::from_static(csp),
             );
         }
         for (name, value) in self.extra {

@@ -44,7 +44,7 @@ pub fn html(
     policy: Policy,
 ) -> Reply {
     match s.templates.render(template, ctx) {
-        Ok(body) => Reply::new(status, HTML, body, policy),
+        Ok(body) => Reply::new(status, HTML, body, policy).scripted(s.config.hover_previews),
         Err(e) => {
             tracing::error!(error = %e, "template failed");
             Reply::new(

@@ -50,6 +50,8 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Sitemap => xml(s, req, XML, crate::feed::sitemap, shared),
         Page::Robots => robots(s, req),
         Page::Css => css(s, req),
+        Page::Graph => site_graph(s, req, shared),
+        Page::Script => script(s, req),
         Page::Attachment(name) => attachment(s, req, &name),
         Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
@@ -97,6 +99,9 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         .iter()
         .map(|(level, id, text)| json!({"level": level, "id": id, "text": text}))
         .collect::<Vec<_>>()
+        .into();
+    extra["note"]["graph"] = quire_vault::graph::local(v, s.graphs.links(aud), i)
+        .map(|g| g.svg())
         .into();
     let n = &v.notes()[i];
     extra["note"]["preview"] = preview_vars(s, req, i);
@@ -184,6 +189,41 @@ fn css(s: &Snapshot, req: &Req<'_>) -> Reply {
         StatusCode::OK,
         "text/css; charset=utf-8",
         s.templates.css.clone(),
+        p,
+    )
+}
+
+/// `/graph`: the site graph the reader's audience sees, laid out when the snapshot
+/// was built.
+fn site_graph(s: &Snapshot, req: &Req<'_>, shared: Policy) -> Reply {
+    let g = s.graphs.site(audience(req.viewer));
+    let vars = json!({"graph": {
+        "svg": g.svg(),
+        "notes": g.shown(),
+        "links": g.links(),
+        "total": g.total(),
+        "more": g.total() - g.shown(),
+    }});
+    let ctx = s.page_context(req.viewer, req.path, vars);
+    html(s, "graph.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+}
+
+/// The page script, when `hover_previews` is on (else the 404 any unknown path
+/// gets): immutable when asked for with its current version.
+fn script(s: &Snapshot, req: &Req<'_>) -> Reply {
+    if !s.config.hover_previews {
+        return not_found(s, req);
+    }
+    let version = crate::script::version();
+    let p = if query_param(req.query, "v").as_deref() == Some(&format!("{version:016x}")) {
+        Policy::Immutable
+    } else {
+        Policy::Shared(version)
+    };
+    Reply::new(
+        StatusCode::OK,
+        "text/javascript; charset=utf-8",
+        crate::script::SCRIPT,
         p,
     )
 }

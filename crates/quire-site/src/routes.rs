@@ -12,6 +12,8 @@
 //! | `/login`, `/logout` | sign-in and sign-out |
 //! | `/_views` | view counts (admins) |
 //! | `/_static/style.css` | the stylesheet |
+//! | `/graph` | the site's graph |
+//! | `/_static/quire.js` | the opt-in page script (`hover_previews`) |
 //! | `/attachments/<name>` | an attachment, by file name |
 //!
 //! Note URLs are slugs (lower-case ASCII letters, digits and `-`), so none of them
@@ -46,6 +48,10 @@ pub enum Page {
     Views,
     /// `/_static/style.css`.
     Css,
+    /// `/graph`.
+    Graph,
+    /// `/_static/quire.js`.
+    Script,
     /// `/attachments/<name>` (percent-decoded, lower-cased).
     Attachment(String),
     /// A path ending in `/`: a folder, if one has that URL.
@@ -56,6 +62,9 @@ pub enum Page {
 
 /// The stylesheet's path.
 pub const CSS_PATH: &str = "/_static/style.css";
+
+/// The site graph's path.
+pub const GRAPH_PATH: &str = "/graph";
 
 /// The page `path` (without query) names.
 pub fn route(path: &str) -> Page {
@@ -71,6 +80,8 @@ pub fn route(path: &str) -> Page {
         "/logout" => Page::Logout,
         "/_views" => Page::Views,
         CSS_PATH => Page::Css,
+        GRAPH_PATH => Page::Graph,
+        crate::script::SCRIPT_PATH => Page::Script,
         _ => {
             if let Some(t) = path.strip_prefix("/tags/") {
                 return Page::Tag(t.trim_end_matches('/').to_owned());
@@ -213,6 +224,8 @@ mod tests {
             Page::Attachment("a b.svg".into())
         );
         assert_eq!(route(CSS_PATH), Page::Css);
+        assert_eq!(route("/graph"), Page::Graph);
+        assert_eq!(route("/_static/quire.js"), Page::Script);
     }
 
     #[test]

@@ -117,7 +117,7 @@ impl Site {
             ms = t0.elapsed().as_millis() as u64,
             "related notes computed"
         );
-        let snap = parts.into_snapshot(&engine);
+        let snap = parts.into_snapshot(&engine, None);
         let dir = root.join(DIR);
         std::fs::create_dir_all(&dir).map_err(|source| quire_vault::vault::VaultError {
             path: dir.clone(),
@@ -208,7 +208,7 @@ impl Site {
             engine.update(&parts.vault, &changed, &removed);
         }
         let t_related = t0.elapsed();
-        let new = Arc::new(parts.into_snapshot(&engine));
+        let new = Arc::new(parts.into_snapshot(&engine, Some(&self.inner.snap.load())));
         drop(engine);
         let t_snapshot = t0.elapsed();
         // The index follows before the snapshot is published (see `open`).
@@ -270,9 +270,16 @@ struct Parts {
 }
 
 impl Parts {
-    fn into_snapshot(self, engine: &related::Engine) -> Snapshot {
+    fn into_snapshot(self, engine: &related::Engine, previous: Option<&Snapshot>) -> Snapshot {
         let lists = Arc::new(engine.lists(&self.vault));
-        Snapshot::new(self.vault, self.config, &self.text, self.templates, lists)
+        Snapshot::new(
+            self.vault,
+            self.config,
+            &self.text,
+            self.templates,
+            lists,
+            previous,
+        )
     }
 }
 
@@ -427,6 +434,7 @@ impl Upstream for Site {
                 "/api/search",
                 "/login",
                 routes::CSS_PATH,
+                crate::script::SCRIPT_PATH,
                 "/attachments/*",
             ]
             .map(String::from)

@@ -4,8 +4,8 @@
 //! A page's version is a hash of everything its anonymous rendering depends on, taken
 //! without rendering it: for a note, its bytes, the state of every link target
 //! (visible or not, and where), its embeds' versions, the same of every note it
-//! transcludes, its backlinks, related notes, folder and tags; for a listing, the
-//! listing itself. Every version also folds in the epoch (settings, templates,
+//! transcludes, its backlinks, its local graph, related notes, folder and tags; for a
+//! listing, the listing itself; for `/graph`, the public site graph. Every version also folds in the epoch (settings, templates,
 //! stylesheet, quire's own version). So a change to a
 //! note changes the versions of exactly the pages that show it, and those pages'
 //! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use quire_vault::graph::{self, Graphs};
 use quire_vault::pages;
 use quire_vault::preview::front_image;
 use quire_vault::render::{attachment_url, embedded_notes};
@@ -28,7 +29,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
 use crate::config::SiteConfig;
 use crate::model::{self, Who};
 use crate::related::RelatedNotes;
-use crate::routes::{route, Page, CSS_PATH};
+use crate::routes::{route, Page, CSS_PATH, GRAPH_PATH};
 use crate::templates::Templates;
 
 /// A published state of the site.
@@ -42,6 +43,8 @@ pub struct Snapshot {
     pub templates: Arc<Templates>,
     /// Related notes per note and audience.
     pub related: Arc<RelatedNotes>,
+    /// Who sees which links, and the site graph laid out, per audience.
+    pub graphs: Arc<Graphs>,
     /// Settings, templates, stylesheet and quire's version, hashed.
     pub epoch: u64,
     /// The stylesheet's version (its URL carries it).
@@ -62,13 +65,15 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Computes every version for `vault`.
+    /// Computes every version for `vault`, and lays out its graphs (reusing
+    /// `previous`'s layouts where a graph did not change).
     pub fn new(
         vault: Vault,
         config: SiteConfig,
         config_text: &str,
         templates: Arc<Templates>,
         related: Arc<RelatedNotes>,
+        previous: Option<&Snapshot>,
     ) -> Snapshot {
         let mut h = Xxh3::new();
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
@@ -78,11 +83,20 @@ impl Snapshot {
         h.update(&templates.fingerprint.to_le_bytes());
         let epoch = h.digest();
         let css_version = xxh3_64(templates.css.as_bytes()) | 1;
+        let t0 = std::time::Instant::now();
+        let graphs = Arc::new(Graphs::build(&vault, previous.map(|p| &*p.graphs)));
+        tracing::info!(
+            notes = vault.notes().len(),
+            drawn = graphs.site(Visibility::Public).shown(),
+            ms = t0.elapsed().as_millis() as u64,
+            "graphs built"
+        );
         let mut s = Snapshot {
             vault,
             config,
             templates,
             related,
+            graphs,
             epoch,
             css_version,
             versions: HashMap::with_hasher(Xxh3Builder::new()),
@@ -139,6 +153,9 @@ impl Snapshot {
             }
             let mut ctx = model::note(v, i, pub_, self.related.of(i, pub_));
             ctx["body"] = body_inputs(v, i).into();
+            ctx["graph"] = graph::local(v, self.graphs.links(pub_), i)
+                .map(|g| format!("{:016x}", g.fingerprint()))
+                .into();
             put(n.url.clone(), &ctx);
             for s in [&mut feed, &mut sitemap] {
                 s.update(n.url.as_bytes());
@@ -154,6 +171,12 @@ impl Snapshot {
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
         out.insert("/feed.xml".into(), mix(self.epoch, feed));
         out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
+        // Not in the sitemap (added after it): a drawing of pages it lists.
+        let site_graph = self.graphs.site(pub_).fingerprint();
+        out.insert(GRAPH_PATH.into(), mix(self.epoch, site_graph));
+        if self.config.hover_previews {
+            out.insert(crate::script::SCRIPT_PATH.into(), crate::script::version());
+        }
         self.alias_versions(&mut out);
         out.insert(CSS_PATH.into(), self.css_version);
         for (name, _, version) in v.attachments() {
@@ -192,8 +215,15 @@ impl Snapshot {
             "reader": who.map(|v| json!({"name": v.name, "role": v.role})),
             "css_url": format!("{CSS_PATH}?v={:016x}", self.css_version),
             "feed_url": "/feed.xml",
+            "graph_url": GRAPH_PATH,
             "path": path,
         });
+        if self.config.hover_previews {
+            v["script"] = json!({
+                "url": crate::script::url(),
+                "integrity": crate::script::integrity(),
+            });
+        }
         if let (Value::Object(m), Value::Object(e)) = (&mut v, extra) {
             m.extend(e);
         }

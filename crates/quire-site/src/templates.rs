@@ -14,7 +14,7 @@ use minijinja::Environment;
 use crate::config::DIR;
 
 /// Every template, with its default source.
-pub const DEFAULTS: [(&str, &str); 10] = [
+pub const DEFAULTS: [(&str, &str); 11] = [
     ("layout.html", include_str!("../templates/layout.html")),
     ("index.html", include_str!("../templates/index.html")),
     ("note.html", include_str!("../templates/note.html")),
@@ -25,6 +25,7 @@ pub const DEFAULTS: [(&str, &str); 10] = [
     ("login.html", include_str!("../templates/login.html")),
     ("error.html", include_str!("../templates/error.html")),
     ("views.html", include_str!("../templates/views.html")),
+    ("graph.html", include_str!("../templates/graph.html")),
 ];
 
 /// The default stylesheet.

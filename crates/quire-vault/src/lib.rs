@@ -9,6 +9,7 @@
 //! - [`links`]: wikilinks, embeds and slugs.
 //! - [`note`]: one note and its visibility.
 //! - [`vault`]: loading a folder, resolving names, backlinks.
+//! - [`graph`]: a note's local graph and the site's graph, as static SVG.
 //! - [`render`]: markdown to HTML; `highlight`: code blocks.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
 //! - [`preview`]: what a link preview of a note shows.
@@ -20,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod front;
+pub mod graph;
 mod highlight;
 mod html;
 pub mod links;

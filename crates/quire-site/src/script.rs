@@ -1,0 +1,75 @@
+//! The one page script quire can add, off by default (`hover_previews = true` in
+//! `site.toml`): link previews in a popover on hover or focus, and pan and zoom on
+//! `/graph`. Compiled into the binary, served at [`SCRIPT_PATH`], never fetched from
+//! anywhere else.
+//!
+//! Key decision: **the script is allowed by its hash, not by its origin.** When the
+//! option is on, a page's CSP says `script-src 'sha256-…'` with the SHA-256 of
+//! exactly the bytes served (computed once, at start-up), and the `<script>` element
+//! carries the same value as its `integrity`: a browser runs that script and no other,
+//! not even another file on this site. With the option off, pages carry no script
+//! element and the CSP says `script-src 'none'`, as before.
+
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+/// The script's bytes.
+pub const SCRIPT: &str = include_str!("../static/quire.js");
+
+/// Where it is served.
+pub const SCRIPT_PATH: &str = "/_static/quire.js";
+
+/// `sha256-` and the base64 SHA-256 of [`SCRIPT`].
+static INTEGRITY: LazyLock<String> = LazyLock::new(|| {
+    let digest = Sha256::digest(SCRIPT.as_bytes());
+    format!(
+        "sha256-{}",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+});
+
+/// The CSP of a page that loads the script (see `reply::CSP` for the rest).
+static CSP: LazyLock<String> = LazyLock::new(|| {
+    crate::reply::CSP.replace(
+        "script-src 'none'",
+        &format!("script-src '{}'", integrity()),
+    )
+});
+
+/// The `integrity` value (and CSP source) of the script.
+pub fn integrity() -> &'static str {
+    &INTEGRITY
+}
+
+/// The `Content-Security-Policy` of a page that loads the script.
+pub fn csp() -> &'static str {
+    &CSP
+}
+
+/// The script's version, in its URL (`?v=`), which makes it immutable.
+pub fn version() -> u64 {
+    xxhash_rust::xxh3::xxh3_64(SCRIPT.as_bytes()) | 1
+}
+
+/// The script's URL with its version.
+pub fn url() -> String {
+    format!("{SCRIPT_PATH}?v={:016x}", version())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_csp_allows_the_script_by_hash_and_nothing_else() {
+        assert!(integrity().starts_with("sha256-") && integrity().len() == 7 + 44);
+        assert!(csp().contains(&format!("script-src '{}';", integrity())));
+        assert!(!csp().contains("script-src 'none'"));
+        assert_eq!(
+            csp().replace(&format!("'{}'", integrity()), "'none'"),
+            crate::reply::CSP
+        );
+    }
+}

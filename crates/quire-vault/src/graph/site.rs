@@ -1,0 +1,274 @@
+//! The whole site's graph, per audience: every visible note and the links between
+//! them, laid out by `layout` and drawn once, when a vault state is built ([`Graphs`]),
+//! so serving `/graph` is a template fill.
+//!
+//! Key decisions:
+//! - **Bounded**: at most [`SITE_NODES_MAX`] notes, the most linked first; the page
+//!   says how many were left out. Labels are drawn for the most linked notes only
+//!   ([`LABELS_MAX`]); every other node shows its title as a tooltip and, through the
+//!   stylesheet, its label on hover or focus.
+//! - **Laid out only when the graph changes**: a layout is a pure function of the
+//!   graph's structure (titles, pages, links), so a new vault state reuses the previous
+//!   state's drawing when the [`SiteGraph::fingerprint`] is the same — editing a note's
+//!   text costs nothing here.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use super::layout::{layout, K};
+use super::svg::{self, NodeMark};
+use super::Links;
+use crate::note::Visibility;
+use crate::vault::Vault;
+
+/// Most notes drawn in the site graph.
+pub const SITE_NODES_MAX: usize = 2_000;
+/// Most labels drawn (on the most linked notes); the others show on hover.
+pub const LABELS_MAX: usize = 60;
+/// The layout's seed.
+const SEED: u64 = 0x5155_4952_4547;
+/// Characters of a label.
+const LABEL_CHARS: usize = 28;
+
+/// One note of the site graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SiteNode {
+    title: String,
+    url: String,
+    degree: usize,
+}
+
+/// The site graph of one audience, laid out and drawn.
+#[derive(Debug)]
+pub struct SiteGraph {
+    fingerprint: u64,
+    nodes: Vec<SiteNode>,
+    edges: Vec<(u32, u32)>,
+    total: usize,
+    svg: String,
+}
+
+impl SiteGraph {
+    /// The graph of `links`, reusing a drawing from `previous` when one has the same
+    /// structure.
+    pub fn build(v: &Vault, links: &Links, previous: &[Arc<SiteGraph>]) -> Arc<SiteGraph> {
+        let (nodes, edges, total) = structure(v, links);
+        let fingerprint = fingerprint(&nodes, &edges, total);
+        if let Some(p) = previous.iter().find(|p| p.fingerprint == fingerprint) {
+            return p.clone();
+        }
+        let pos = layout(nodes.len(), &edges, SEED);
+        let svg = draw(&nodes, &edges, &pos);
+        Arc::new(SiteGraph {
+            fingerprint,
+            nodes,
+            edges,
+            total,
+            svg,
+        })
+    }
+
+    /// A hash of what the drawing shows (the layout follows from it).
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// The drawing: an `<svg>` whose nodes link to their notes.
+    pub fn svg(&self) -> &str {
+        &self.svg
+    }
+
+    /// Notes drawn.
+    pub fn shown(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Links drawn.
+    pub fn links(&self) -> usize {
+        self.edges.len()
+    }
+
+    /// Notes the audience sees in all (more than [`SiteGraph::shown`] past the cap).
+    pub fn total(&self) -> usize {
+        self.total
+    }
+}
+
+/// The notes drawn (by page path), the links between them, and how many notes the
+/// audience sees in all.
+fn structure(v: &Vault, links: &Links) -> (Vec<SiteNode>, Vec<(u32, u32)>, usize) {
+    let mut chosen: Vec<usize> = links.nodes().collect();
+    let total = chosen.len();
+    let url = |i: usize| v.notes()[i].url.as_str();
+    if chosen.len() > SITE_NODES_MAX {
+        chosen.sort_by(|&a, &b| {
+            links
+                .degree(b)
+                .cmp(&links.degree(a))
+                .then_with(|| url(a).cmp(url(b)))
+        });
+        chosen.truncate(SITE_NODES_MAX);
+    }
+    chosen.sort_by(|&a, &b| url(a).cmp(url(b)));
+    let at: HashMap<usize, u32> = chosen
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| (i, k as u32))
+        .collect();
+    let mut edges = Vec::new();
+    for (a, &i) in chosen.iter().enumerate() {
+        for &m in links.neighbours(i) {
+            if let Some(&b) = at.get(&(m as usize)) {
+                if b as usize > a {
+                    edges.push((a as u32, b));
+                }
+            }
+        }
+    }
+    let nodes = chosen
+        .iter()
+        .map(|&i| SiteNode {
+            title: v.notes()[i].title().to_owned(),
+            url: url(i).to_owned(),
+            degree: edges_of(&at, links, i),
+        })
+        .collect();
+    (nodes, edges, total)
+}
+
+/// Note `i`'s links to other drawn notes.
+fn edges_of(at: &HashMap<usize, u32>, links: &Links, i: usize) -> usize {
+    links
+        .neighbours(i)
+        .iter()
+        .filter(|&&m| at.contains_key(&(m as usize)))
+        .count()
+}
+
+fn fingerprint(nodes: &[SiteNode], edges: &[(u32, u32)], total: usize) -> u64 {
+    let mut h = Xxh3::new();
+    for n in nodes {
+        h.update(n.title.as_bytes());
+        h.update(&[0]);
+        h.update(n.url.as_bytes());
+        h.update(&[0]);
+    }
+    for &(a, b) in edges {
+        h.update(&a.to_le_bytes());
+        h.update(&b.to_le_bytes());
+    }
+    h.update(&(total as u64).to_le_bytes());
+    h.digest()
+}
+
+/// A node's radius: larger the more linked.
+fn radius(degree: usize) -> f32 {
+    3.5 + (degree as f32).sqrt().min(8.0) * 0.9
+}
+
+/// The drawing; its `width` and `height` are its size at one unit per CSS pixel (the
+/// stylesheet scales it to its frame).
+fn draw(nodes: &[SiteNode], edges: &[(u32, u32)], pos: &[[f32; 2]]) -> String {
+    let (mut lo, mut hi) = ([0.0f32; 2], [0.0f32; 2]);
+    for p in pos {
+        for a in 0..2 {
+            lo[a] = lo[a].min(p[a]);
+            hi[a] = hi[a].max(p[a]);
+        }
+    }
+    let (mx, my) = (K + 150.0, K);
+    let (x0, y0) = (lo[0] - K, lo[1] - my);
+    let (w, h) = (hi[0] - lo[0] + mx + K, hi[1] - lo[1] + 2.0 * my);
+    let mut out = String::with_capacity(256 + nodes.len() * 160 + edges.len() * 24);
+    let _ = write!(
+        out,
+        "<svg class=\"graph graph-site\" viewBox=\"{} {} {} {}\" width=\"{}\" height=\"{}\" role=\"group\" aria-label=\"Graph of {} notes\">",
+        svg::num(x0),
+        svg::num(y0),
+        svg::num(w),
+        svg::num(h),
+        svg::num(w),
+        svg::num(h),
+        nodes.len()
+    );
+    let segments = edges
+        .iter()
+        .map(|&(a, b)| (pos[a as usize], pos[b as usize]));
+    svg::edges(&mut out, "edges", segments);
+    let mut by_degree: Vec<usize> = (0..nodes.len()).collect();
+    by_degree.sort_by(|&a, &b| nodes[b].degree.cmp(&nodes[a].degree).then(a.cmp(&b)));
+    let mut labelled = vec![false; nodes.len()];
+    for &k in by_degree
+        .iter()
+        .take(LABELS_MAX.min(nodes.len().div_ceil(4).max(12)))
+    {
+        labelled[k] = true;
+    }
+    for (k, n) in nodes.iter().enumerate() {
+        let r = radius(n.degree);
+        let p = pos[k];
+        svg::node(
+            &mut out,
+            &NodeMark {
+                url: &n.url,
+                title: &n.title,
+                at: p,
+                r,
+                class: if labelled[k] { "node" } else { "node quiet" },
+                text: Some((
+                    svg::label(&n.title, LABEL_CHARS),
+                    [p[0] + r + 3.0, p[1] + 4.0],
+                    "start",
+                )),
+            },
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The graph of every audience: who sees which links, and each site graph drawn.
+#[derive(Debug)]
+pub struct Graphs {
+    links: [Links; 3],
+    site: [Arc<SiteGraph>; 3],
+}
+
+fn slot(audience: Visibility) -> usize {
+    match audience {
+        Visibility::Public => 0,
+        Visibility::Private => 1,
+        Visibility::Draft => 2,
+    }
+}
+
+impl Graphs {
+    /// Every audience's graph of `v`, reusing `previous`'s drawings where the graph
+    /// did not change.
+    pub fn build(v: &Vault, previous: Option<&Graphs>) -> Graphs {
+        let links =
+            [Visibility::Public, Visibility::Private, Visibility::Draft].map(|a| Links::new(v, a));
+        let mut reuse: Vec<Arc<SiteGraph>> = previous.map_or_else(Vec::new, |p| p.site.to_vec());
+        let mut site = Vec::with_capacity(3);
+        for l in &links {
+            let g = SiteGraph::build(v, l, &reuse);
+            reuse.push(g.clone());
+            site.push(g);
+        }
+        let site: [Arc<SiteGraph>; 3] = [site[0].clone(), site[1].clone(), site[2].clone()];
+        Graphs { links, site }
+    }
+
+    /// Who sees which links, for `audience`.
+    pub fn links(&self, audience: Visibility) -> &Links {
+        &self.links[slot(audience)]
+    }
+
+    /// The site graph `audience` sees.
+    pub fn site(&self, audience: Visibility) -> &SiteGraph {
+        &self.site[slot(audience)]
+    }
+}
