@@ -193,10 +193,10 @@ fn css(s: &Snapshot, req: &Req<'_>) -> Reply {
     )
 }
 
-/// `/graph`: the site graph the reader's audience sees, laid out when the snapshot
-/// was built.
+/// `/graph`: the site graph the reader's audience sees (the public one laid out when
+/// the snapshot was built, the others on their first request of it).
 fn site_graph(s: &Snapshot, req: &Req<'_>, shared: Policy) -> Reply {
-    let g = s.graphs.site(audience(req.viewer));
+    let g = s.graphs.site(&s.vault, audience(req.viewer));
     let vars = json!({"graph": {
         "svg": g.svg(),
         "notes": g.shown(),

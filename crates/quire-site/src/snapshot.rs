@@ -87,7 +87,7 @@ impl Snapshot {
         let graphs = Arc::new(Graphs::build(&vault, previous.map(|p| &*p.graphs)));
         tracing::info!(
             notes = vault.notes().len(),
-            drawn = graphs.site(Visibility::Public).shown(),
+            drawn = graphs.public().shown(),
             ms = t0.elapsed().as_millis() as u64,
             "graphs built"
         );
@@ -172,7 +172,7 @@ impl Snapshot {
         out.insert("/feed.xml".into(), mix(self.epoch, feed));
         out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
         // Not in the sitemap (added after it): a drawing of pages it lists.
-        let site_graph = self.graphs.site(pub_).fingerprint();
+        let site_graph = self.graphs.public().fingerprint();
         out.insert(GRAPH_PATH.into(), mix(self.epoch, site_graph));
         if self.config.hover_previews {
             out.insert(crate::script::SCRIPT_PATH.into(), crate::script::version());

@@ -17,7 +17,8 @@
 /// Largest graph laid out with exact all-pairs repulsion.
 pub(crate) const EXACT_MAX: usize = 600;
 /// Pair evaluations (repulsions) one layout may spend: about 0.4 s for 2,000 notes
-/// on a busy 2-core machine (three audiences of a 10,000-note vault: 1.2 s in all).
+/// on a busy 2-core machine (the three audiences of a 10,000-note vault took 1.2 s in
+/// all; a reload now lays out the public one only, see `site::Graphs`).
 pub(crate) const PAIRS_BUDGET: usize = 10_000_000;
 /// Fewest iterations, whatever the size.
 pub(crate) const ITERATIONS_MIN: usize = 40;

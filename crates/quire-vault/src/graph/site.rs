@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use xxhash_rust::xxh3::Xxh3;
 
@@ -231,10 +231,18 @@ fn draw(nodes: &[SiteNode], edges: &[(u32, u32)], pos: &[[f32; 2]]) -> String {
 }
 
 /// The graph of every audience: who sees which links, and each site graph drawn.
+///
+/// The public site graph is laid out when the vault state is built (its `/graph`
+/// page is cached, and its fingerprint is that page's version); signed-in readers'
+/// and admins' graphs are laid out on their first `/graph` of this state (their page
+/// is rendered per request anyway), so a reload of a large vault pays for one
+/// layout, not three.
 #[derive(Debug)]
 pub struct Graphs {
     links: [Links; 3],
-    site: [Arc<SiteGraph>; 3],
+    site: [OnceLock<Arc<SiteGraph>>; 3],
+    /// Drawings of the state before, reused by a layout when its graph is the same.
+    previous: Vec<Arc<SiteGraph>>,
 }
 
 fn slot(audience: Visibility) -> usize {
@@ -246,20 +254,19 @@ fn slot(audience: Visibility) -> usize {
 }
 
 impl Graphs {
-    /// Every audience's graph of `v`, reusing `previous`'s drawings where the graph
-    /// did not change.
+    /// Every audience's links in `v`, and the public site graph laid out, reusing
+    /// `previous`'s drawings where the graph did not change.
     pub fn build(v: &Vault, previous: Option<&Graphs>) -> Graphs {
         let links =
             [Visibility::Public, Visibility::Private, Visibility::Draft].map(|a| Links::new(v, a));
-        let mut reuse: Vec<Arc<SiteGraph>> = previous.map_or_else(Vec::new, |p| p.site.to_vec());
-        let mut site = Vec::with_capacity(3);
-        for l in &links {
-            let g = SiteGraph::build(v, l, &reuse);
-            reuse.push(g.clone());
-            site.push(g);
-        }
-        let site: [Arc<SiteGraph>; 3] = [site[0].clone(), site[1].clone(), site[2].clone()];
-        Graphs { links, site }
+        let previous: Vec<Arc<SiteGraph>> = previous.map_or_else(Vec::new, |p| p.drawn());
+        let g = Graphs {
+            links,
+            site: Default::default(),
+            previous,
+        };
+        g.site(v, Visibility::Public);
+        g
     }
 
     /// Who sees which links, for `audience`.
@@ -267,8 +274,23 @@ impl Graphs {
         &self.links[slot(audience)]
     }
 
-    /// The site graph `audience` sees.
-    pub fn site(&self, audience: Visibility) -> &SiteGraph {
-        &self.site[slot(audience)]
+    /// The site graph `audience` sees in `v` (the vault these graphs were built
+    /// from), laid out now if it was not yet.
+    pub fn site(&self, v: &Vault, audience: Visibility) -> &SiteGraph {
+        self.site[slot(audience)].get_or_init(|| {
+            let mut reuse = self.drawn();
+            reuse.extend(self.previous.iter().cloned());
+            SiteGraph::build(v, &self.links[slot(audience)], &reuse)
+        })
+    }
+
+    /// The public site graph (always laid out).
+    pub fn public(&self) -> &SiteGraph {
+        self.site[0].get().expect("laid out by `build`")
+    }
+
+    /// The drawings made so far.
+    fn drawn(&self) -> Vec<Arc<SiteGraph>> {
+        self.site.iter().filter_map(|g| g.get().cloned()).collect()
     }
 }

@@ -138,21 +138,24 @@ fn site_graph_draws_every_visible_note_and_reuses_an_unchanged_layout() {
         ("Secret.md", "[[A]] secret text"),
     ]);
     let g = Graphs::build(&v, None);
-    let public = g.site(Visibility::Public);
+    let public = g.site(&v, Visibility::Public);
     assert_eq!((public.shown(), public.total(), public.links()), (4, 4, 3));
     assert_eq!(public.svg().matches("<a class=\"node").count(), 4);
     assert!(!public.svg().contains("/secret") && !public.svg().contains("Secret"));
-    let private = g.site(Visibility::Private);
+    let private = g.site(&v, Visibility::Private);
     assert_eq!((private.shown(), private.links()), (5, 5));
     assert!(private.svg().contains("href=\"/secret\""));
     let again = Graphs::build(&v, Some(&g));
     for a in [Visibility::Public, Visibility::Private, Visibility::Draft] {
-        assert!(std::ptr::eq(again.site(a), g.site(a)), "{a:?} reused");
+        assert!(
+            std::ptr::eq(again.site(&v, a), g.site(&v, a)),
+            "{a:?} reused"
+        );
     }
     // Private and draft readers see the same notes here: one drawing.
     assert!(std::ptr::eq(
-        g.site(Visibility::Private),
-        g.site(Visibility::Draft)
+        g.site(&v, Visibility::Private),
+        g.site(&v, Visibility::Draft)
     ));
 }
 
@@ -220,7 +223,7 @@ mod hidden {
                     .filter(|&j| v.notes()[j].visibility() > audience)
                     .collect();
                 let links = g.links(audience);
-                let mut pages = vec![g.site(audience).svg().to_owned()];
+                let mut pages = vec![g.site(&v, audience).svg().to_owned()];
                 for i in 0..v.notes().len() {
                     if let Some(l) = local(&v, links, i) {
                         prop_assert!(!hidden.contains(&i), "a hidden note has a graph");
@@ -230,7 +233,7 @@ mod hidden {
                     }
                 }
                 let seen = v.notes().iter().filter(|n| n.visibility() <= audience).count();
-                prop_assert_eq!(g.site(audience).total(), seen);
+                prop_assert_eq!(g.site(&v, audience).total(), seen);
                 for svg in &pages {
                     for &j in &hidden {
                         let n = &v.notes()[j];
