@@ -59,6 +59,7 @@ mod fastpath;
 pub mod fill;
 pub mod guard;
 mod h1;
+mod h2conn;
 mod hit;
 #[expect(
     unsafe_code,

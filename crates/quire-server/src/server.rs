@@ -40,6 +40,7 @@ use crate::client::Peer;
 use crate::conns::{self, Conns};
 use crate::fastpath;
 use crate::guard::Guarded;
+use crate::h2conn::cork::Cork;
 use crate::inline::InlineFirst;
 use crate::metrics::Handshake;
 use crate::sendfile::Volume;
@@ -317,7 +318,7 @@ impl Connection {
     async fn serve(mut self, stream: tokio::net::TcpStream) {
         let ctx = self.ctx.clone();
         match self.wire(stream).await {
-            Some((wire, true)) => self.on_hyper(wire, bytes::Bytes::new()).await,
+            Some((wire, true)) => self.on_hyper(wire, bytes::Bytes::new(), true).await,
             Some((mut wire, false)) => {
                 let signals = fastpath::Signals {
                     shutdown: &mut self.stop,
@@ -328,7 +329,7 @@ impl Connection {
                 match exit {
                     Ok(fastpath::Exit::Handover(prefix)) => {
                         ctx.metrics.record_handover();
-                        self.on_hyper(wire, prefix).await;
+                        self.on_hyper(wire, prefix, false).await;
                     }
                     Ok(fastpath::Exit::Closed) => {}
                     Err(e) => {
@@ -372,13 +373,14 @@ impl Connection {
     }
 
     /// The rest of the connection on hyper, starting with the unanswered bytes
-    /// `prefix` the fast path read.
-    async fn on_hyper(self, wire: Wire, prefix: bytes::Bytes) {
+    /// `prefix` the fast path read; `h2`: HTTPS with `h2` chosen. HTTP/2 (by ALPN
+    /// or the cleartext preface) writes through a [`Cork`].
+    async fn on_hyper(self, wire: Wire, prefix: bytes::Bytes, h2: bool) {
         let Connection {
             ctx,
             peer,
             builder,
-            mut stop,
+            stop,
             reap,
             ..
         } = self;
@@ -386,9 +388,52 @@ impl Connection {
             let limits = &ctx.peek().cfg.limits;
             (limits.header_bytes.0 as usize, limits.client_idle_timeout.0)
         };
+        let h2 = h2 || prefix.starts_with(H2_PREFACE);
         // No sendfile on hyper's path: it drops a body's pin as soon as the write
         // returns (see `sendfile`).
         let io = Guarded::new(wire, prefix, head_limit, send_timeout);
+        let on = OnHyper {
+            ctx,
+            peer,
+            builder,
+            stop,
+            reap,
+        };
+        if h2 {
+            let cork = Cork::new(io);
+            let flusher = cork.flusher();
+            flusher.around(on.drive(cork)).await;
+        } else {
+            on.drive(io).await;
+        }
+    }
+}
+
+/// The start of the HTTP/2 connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// What a connection on hyper needs besides its transport.
+struct OnHyper {
+    ctx: Arc<Ctx>,
+    peer: Peer,
+    builder: auto::Builder<InlineFirst>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    reap: tokio::sync::watch::Receiver<u64>,
+}
+
+impl OnHyper {
+    /// Serves `io` with hyper to the connection's end.
+    async fn drive<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let OnHyper {
+            ctx,
+            peer,
+            builder,
+            mut stop,
+            reap,
+        } = self;
         let svc_ctx = ctx.clone();
         let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let ctx = svc_ctx.clone();
