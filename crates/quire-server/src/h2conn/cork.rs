@@ -31,7 +31,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// by measurement (h2load as above, main thread's CPU per hit, three rounds each):
 /// 16 KiB saved nothing over writing through, 64 KiB about 15 %, and 128 or
 /// 256 KiB no more than 64 (the kernel's copy into the socket grows with the
-/// write). Allocated once per connection, on its first write.
+/// write). Allocated on a turn's first write and released once sent, so it is
+/// held only while a connection's socket is full: at most `limits.connections`
+/// times this, and only for connections that stopped reading.
 pub(crate) const CORK_BYTES: usize = 64 * 1024;
 
 /// The transport and the bytes written to it but not yet sent.
@@ -53,7 +55,10 @@ impl<T: AsyncWrite + Unpin> Held<T> {
             }
             self.sent += n;
         }
-        self.buf.clear();
+        // Released, not kept: a connection holds the buffer only while bytes wait
+        // for its socket, so idle connections cost nothing here (one allocation per
+        // turn that writes, against a write saved per frame).
+        self.buf = Vec::new();
         self.sent = 0;
         Poll::Ready(Ok(()))
     }
@@ -269,6 +274,11 @@ mod tests {
         // One turn of the task: everything written in it is sent at its end.
         let cork = flusher.around(turn).await;
         assert_eq!(writes.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(
+            lock(&cork.shared).buf.capacity(),
+            0,
+            "no buffer kept once sent"
+        );
         let mut got = vec![0; expected.len()];
         server.read_exact(&mut got).await.unwrap();
         assert_eq!(got, expected);
