@@ -1,165 +1,17 @@
 //! The graphs and the opt-in page script end to end: a vault served by a real quire
 //! server on a loopback port, over real sockets.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::sync::Arc;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use quire_server::{Config, Ctx, Server};
-use quire_site::Site;
+use common::*;
 use quire_vault::Visibility;
 use sha2::{Digest, Sha256};
 
-struct Running {
-    addr: SocketAddr,
-    site: Site,
-    vault: tempfile::TempDir,
-    _ctx: Arc<Ctx>,
-    _rt: tokio::runtime::Runtime,
-    _watcher: Option<quire_site::watch::Watcher>,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        let n = name.to_string_lossy();
-        if n.ends_with(".db") || n.contains(".db-") || n == "secret" || n == "sessions" {
-            continue;
-        }
-        let dst = to.join(&name);
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
-fn start_on(vault: tempfile::TempDir, watch: bool) -> Running {
-    let site = Site::open(vault.path()).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut cfg = Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Config::default()
-    };
-    cfg.cache.path = vault.path().join(".quire-test-cache.vol");
-    cfg.cache.size = quire_server::config::ByteSize(64 << 20);
-    let (addr, ctx, watcher) = rt.block_on(async {
-        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone())).unwrap();
-        let server = Server::bind(ctx.clone()).await.unwrap();
-        let addr = server.local_addr().unwrap();
-        tokio::spawn(server.run(std::future::pending()));
-        let w = watch.then(|| quire_site::watch::start(site.clone(), ctx.clone()).unwrap());
-        (addr, ctx, w)
-    });
-    Running {
-        addr,
-        site,
-        vault,
-        _ctx: ctx,
-        _rt: rt,
-        _watcher: watcher,
-    }
-}
-
 fn example() -> Running {
-    let vault = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault");
-    copy_dir(&root, vault.path());
-    start_on(vault, false)
-}
-
-fn start_with(files: &[(&str, &str)], watch: bool) -> Running {
-    let vault = tempfile::tempdir().unwrap();
-    for (p, text) in files {
-        let path = vault.path().join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    start_on(vault, watch)
-}
-
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-    bytes: Vec<u8>,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A GET over a fresh connection (identity encoding, so the body is the bytes served).
-fn get(addr: SocketAddr, path: &str) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(raw.len());
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let rest = raw.get(split + 4..).unwrap_or_default();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let bytes = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Resp {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-        bytes,
-    }
-}
-
-fn dechunk(mut s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
-        let size = String::from_utf8_lossy(&s[..eol]);
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        let rest = &s[eol + 2..];
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.extend_from_slice(&rest[..n]);
-        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
-    }
-    out
+    start(false)
 }
 
 /// The local graph section of a note page, if it has one.

@@ -1,179 +1,12 @@
 //! `quire serve` end to end: a copy of the bundled example vault served by a real
 //! quire server on a loopback port, talked to over real sockets.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use quire_server::{Config, Ctx, Server};
+use common::*;
 use quire_site::Site;
-
-/// A running site on a copy of `examples/vault`.
-struct Running {
-    addr: SocketAddr,
-    site: Site,
-    ctx: Arc<Ctx>,
-    vault: tempfile::TempDir,
-    _rt: tokio::runtime::Runtime,
-    _watcher: Option<quire_site::watch::Watcher>,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name();
-        let n = name.to_string_lossy();
-        if n.ends_with(".db") || n.contains(".db-") || n == "secret" || n == "sessions" {
-            continue;
-        }
-        let dst = to.join(&name);
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
-fn example_vault() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault")
-}
-
-fn start(watch: bool) -> Running {
-    let vault = tempfile::tempdir().unwrap();
-    copy_dir(&example_vault(), vault.path());
-    start_on(vault, watch)
-}
-
-/// Stops `r` (server, site, cache) and serves its vault again, as after a restart.
-fn restart(r: Running) -> Running {
-    let Running {
-        vault,
-        site,
-        ctx,
-        _rt,
-        _watcher,
-        ..
-    } = r;
-    drop((_watcher, ctx, site));
-    _rt.shutdown_timeout(Duration::from_secs(10));
-    start_on(vault, false)
-}
-
-fn start_on(vault: tempfile::TempDir, watch: bool) -> Running {
-    let site = Site::open(vault.path()).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut cfg = Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..Config::default()
-    };
-    cfg.cache.path = vault.path().join(".quire-test-cache.vol");
-    cfg.cache.size = quire_server::config::ByteSize(64 << 20);
-    let (addr, ctx, watcher) = rt.block_on(async {
-        let ctx = Ctx::with_upstream(cfg, Arc::new(site.clone())).unwrap();
-        let server = Server::bind(ctx.clone()).await.unwrap();
-        let addr = server.local_addr().unwrap();
-        tokio::spawn(server.run(std::future::pending()));
-        let w = watch.then(|| quire_site::watch::start(site.clone(), ctx.clone()).unwrap());
-        (addr, ctx, w)
-    });
-    Running {
-        addr,
-        site,
-        ctx,
-        vault,
-        _rt: rt,
-        _watcher: watcher,
-    }
-}
-
-/// A response: status, lower-cased header lines, body (as text, and as bytes).
-#[derive(Debug)]
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-    bytes: Vec<u8>,
-}
-
-impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-    fn hit(&self) -> bool {
-        self.header("cache-status")
-            .is_some_and(|s| s.contains("quire; hit"))
-    }
-}
-
-/// One HTTP/1.1 request over a fresh connection, with extra header lines.
-fn get_with(addr: SocketAddr, method: &str, path: &str, extra: &str, body: &str) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(raw.len());
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let rest = raw.get(split + 4..).unwrap_or_default();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let bytes = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Resp {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-        bytes,
-    }
-}
-
-fn dechunk(mut s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = s.windows(2).position(|w| w == b"\r\n") {
-        let size = String::from_utf8_lossy(&s[..eol]);
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        let rest = &s[eol + 2..];
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.extend_from_slice(&rest[..n]);
-        s = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
-    }
-    out
-}
 
 /// A public note that a public note links to: its index and URL.
 fn public_linked_note(site: &Site) -> (usize, String) {
@@ -184,10 +17,6 @@ fn public_linked_note(site: &Site) -> (usize, String) {
         .find(|&i| public(i) && v.backlinks(i).iter().any(|&j| public(j)))
         .expect("a linked public note");
     (i, v.notes()[i].url.clone())
-}
-
-fn get(addr: SocketAddr, path: &str) -> Resp {
-    get_with(addr, "GET", path, "", "")
 }
 
 #[test]
@@ -797,17 +626,6 @@ fn large_attachments_stream_whole() {
         assert_eq!(a.body.len(), big.len());
         assert!(a.body == big, "the bytes are the file's");
     }
-}
-
-/// A running site on a temporary vault of `(path, text)` notes.
-fn start_with(files: &[(&str, &str)], watch: bool) -> Running {
-    let vault = tempfile::tempdir().unwrap();
-    for (p, text) in files {
-        let path = vault.path().join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    start_on(vault, watch)
 }
 
 #[test]

@@ -12,8 +12,6 @@
 //!   a change that alters the drawing (a new link either way, a neighbour renamed, a
 //!   link between two neighbours) changes the page's key, and nothing else does.
 
-use std::collections::HashMap;
-
 use xxhash_rust::xxh3::Xxh3;
 
 use super::svg::{self, NodeMark};
@@ -75,32 +73,17 @@ pub fn local(v: &Vault, links: &Links, i: usize) -> Option<Local> {
         let n = &v.notes()[j];
         (n.title(), n.url.as_str())
     };
-    let mut chosen: Vec<usize> = all.iter().map(|&j| j as usize).collect();
-    if chosen.len() > LOCAL_NODES_MAX {
-        chosen.sort_by(|&a, &b| {
-            links
-                .degree(b)
-                .cmp(&links.degree(a))
-                .then_with(|| key(a).cmp(&key(b)))
-        });
-        chosen.truncate(LOCAL_NODES_MAX);
-    }
-    chosen.sort_by(|&a, &b| key(a).cmp(&key(b)));
-    let at: HashMap<usize, u16> = chosen
-        .iter()
-        .enumerate()
-        .map(|(k, &j)| (j, k as u16))
+    let chosen = links.pick(
+        all.iter().map(|&j| j as usize).collect(),
+        LOCAL_NODES_MAX,
+        key,
+    );
+    // Positions fit: at most `LOCAL_NODES_MAX` nodes.
+    let edges = links
+        .edges_among(&chosen)
+        .into_iter()
+        .map(|(a, b)| (a as u16, b as u16))
         .collect();
-    let mut edges = Vec::new();
-    for (a, &j) in chosen.iter().enumerate() {
-        for &m in links.neighbours(j) {
-            if let Some(&b) = at.get(&(m as usize)) {
-                if usize::from(b) > a {
-                    edges.push((a as u16, b));
-                }
-            }
-        }
-    }
     Some(Local {
         center: node(v, i),
         nodes: chosen.iter().map(|&j| node(v, j)).collect(),

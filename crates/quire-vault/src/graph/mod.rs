@@ -95,4 +95,45 @@ impl Links {
     pub fn nodes(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.shown.len()).filter(|&i| self.shown[i])
     }
+
+    /// `notes` cut to the `max` most linked (ties in `key` order), then in `key`
+    /// order: what a bounded drawing shows.
+    pub(crate) fn pick<K: Ord>(
+        &self,
+        mut notes: Vec<usize>,
+        max: usize,
+        key: impl Fn(usize) -> K,
+    ) -> Vec<usize> {
+        if notes.len() > max {
+            notes.sort_by(|&a, &b| {
+                self.degree(b)
+                    .cmp(&self.degree(a))
+                    .then_with(|| key(a).cmp(&key(b)))
+            });
+            notes.truncate(max);
+        }
+        notes.sort_by_key(|&a| key(a));
+        notes
+    }
+
+    /// The links among `chosen` (note indices) as pairs of positions in `chosen`,
+    /// each once, the lower position first.
+    pub(crate) fn edges_among(&self, chosen: &[usize]) -> Vec<(u32, u32)> {
+        let at: std::collections::HashMap<usize, u32> = chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (i, k as u32))
+            .collect();
+        let mut edges = Vec::new();
+        for (a, &i) in chosen.iter().enumerate() {
+            for &m in self.neighbours(i) {
+                if let Some(&b) = at.get(&(m as usize)) {
+                    if b as usize > a {
+                        edges.push((a as u32, b));
+                    }
+                }
+            }
+        }
+        edges
+    }
 }

@@ -12,7 +12,6 @@
 //!   state's drawing when the [`SiteGraph::fingerprint`] is the same — editing a note's
 //!   text costs nothing here.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::{Arc, OnceLock};
 
@@ -100,52 +99,25 @@ impl SiteGraph {
 /// The notes drawn (by page path), the links between them, and how many notes the
 /// audience sees in all.
 fn structure(v: &Vault, links: &Links) -> (Vec<SiteNode>, Vec<(u32, u32)>, usize) {
-    let mut chosen: Vec<usize> = links.nodes().collect();
-    let total = chosen.len();
+    let total = links.nodes().count();
     let url = |i: usize| v.notes()[i].url.as_str();
-    if chosen.len() > SITE_NODES_MAX {
-        chosen.sort_by(|&a, &b| {
-            links
-                .degree(b)
-                .cmp(&links.degree(a))
-                .then_with(|| url(a).cmp(url(b)))
-        });
-        chosen.truncate(SITE_NODES_MAX);
-    }
-    chosen.sort_by(|&a, &b| url(a).cmp(url(b)));
-    let at: HashMap<usize, u32> = chosen
-        .iter()
-        .enumerate()
-        .map(|(k, &i)| (i, k as u32))
-        .collect();
-    let mut edges = Vec::new();
-    for (a, &i) in chosen.iter().enumerate() {
-        for &m in links.neighbours(i) {
-            if let Some(&b) = at.get(&(m as usize)) {
-                if b as usize > a {
-                    edges.push((a as u32, b));
-                }
-            }
-        }
+    let chosen = links.pick(links.nodes().collect(), SITE_NODES_MAX, url);
+    let edges = links.edges_among(&chosen);
+    let mut degree = vec![0usize; chosen.len()];
+    for &(a, b) in &edges {
+        degree[a as usize] += 1;
+        degree[b as usize] += 1;
     }
     let nodes = chosen
         .iter()
-        .map(|&i| SiteNode {
+        .zip(degree)
+        .map(|(&i, degree)| SiteNode {
             title: v.notes()[i].title().to_owned(),
             url: url(i).to_owned(),
-            degree: edges_of(&at, links, i),
+            degree,
         })
         .collect();
     (nodes, edges, total)
-}
-
-/// Note `i`'s links to other drawn notes.
-fn edges_of(at: &HashMap<usize, u32>, links: &Links, i: usize) -> usize {
-    links
-        .neighbours(i)
-        .iter()
-        .filter(|&&m| at.contains_key(&(m as usize)))
-        .count()
 }
 
 fn fingerprint(nodes: &[SiteNode], edges: &[(u32, u32)], total: usize) -> u64 {
