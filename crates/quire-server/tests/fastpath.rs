@@ -130,6 +130,37 @@ fn to_hyper(path: &str) -> String {
     get_req(path, "Connection: keep-alive\r\n")
 }
 
+/// The ttl `Cache-Status` gives in `fields`.
+fn ttl(fields: &[(String, String)]) -> i64 {
+    fields
+        .iter()
+        .find(|(n, _)| n == "cache-status")
+        .and_then(|(_, v)| {
+            v.split("ttl=")
+                .nth(1)?
+                .split(';')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .expect("a ttl")
+}
+
+/// `fields` without what moves with the clock between two answers (a second
+/// boundary may fall between them): `Age`, `Date`, and the ttl in `Cache-Status`
+/// (checked apart with [`ttl`]).
+fn timeless(fields: &[(String, String)]) -> Vec<(String, String)> {
+    fields
+        .iter()
+        .filter(|(n, _)| n != "age" && n != "date")
+        .map(|(n, v)| match v.split_once("; ttl=") {
+            Some((before, _)) if n == "cache-status" => (n.clone(), before.to_owned()),
+            _ => (n.clone(), v.clone()),
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fast_path_answers_exactly_as_the_general_path() {
     let o = Origin::start().await;
@@ -161,35 +192,10 @@ async fn the_fast_path_answers_exactly_as_the_general_path() {
     // A connection-level field hands the connection to hyper; its hit comes from there.
     let general = exchange(q.addr, to_hyper("/other") + &get_req("/page", ""), 2).await;
     assert_eq!(q.ctx.metrics.handovers(), before + 1);
-    // What moves with the clock between the two answers (a second boundary may fall
-    // between them): `Age`, `Date`, and the ttl in `Cache-Status`, checked apart.
-    let ttl = |f: &Vec<(String, String)>| -> i64 {
-        f.iter()
-            .find(|(n, _)| n == "cache-status")
-            .and_then(|(_, v)| {
-                v.split("ttl=")
-                    .nth(1)?
-                    .split(';')
-                    .next()?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .expect("a ttl")
-    };
-    let strip_age = |f: &Vec<(String, String)>| {
-        f.iter()
-            .filter(|(n, _)| n != "age" && n != "date")
-            .map(|(n, v)| match v.split_once("; ttl=") {
-                Some((before, _)) if n == "cache-status" => (n.clone(), before.to_owned()),
-                _ => (n.clone(), v.clone()),
-            })
-            .collect::<Vec<_>>()
-    };
     let (fs, ff, fb) = &fast[0];
     let (gs, gf, gb) = &general[1];
     assert_eq!(fs, gs);
-    assert_eq!(strip_age(ff), strip_age(gf), "same fields");
+    assert_eq!(timeless(ff), timeless(gf), "same fields");
     assert!(
         (ttl(ff) - ttl(gf)).abs() <= 1,
         "the same ttl, a second apart at most"
@@ -215,8 +221,8 @@ async fn the_fast_path_answers_exactly_as_the_general_path() {
     assert_eq!(fast304[0].0, 304);
     assert_eq!(general304[1].0, 304);
     assert_eq!(
-        strip_age(&fast304[0].1),
-        strip_age(&general304[1].1),
+        timeless(&fast304[0].1),
+        timeless(&general304[1].1),
         "same 304 fields"
     );
     assert!(fast304[0].2.is_empty());
@@ -227,7 +233,7 @@ async fn the_fast_path_answers_exactly_as_the_general_path() {
         1,
     )
     .await;
-    assert_eq!(strip_age(&head[0].1), strip_age(ff));
+    assert_eq!(timeless(&head[0].1), timeless(ff));
     assert!(head[0].2.is_empty());
 }
 
