@@ -26,14 +26,6 @@ const DOMAIN: &str = "quire.test";
 /// How long pebble's certificates last.
 const VALIDITY: Duration = Duration::from_secs(3600);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// pebble and its DNS, killed when dropped.
 struct Pebble {
     procs: Vec<Child>,

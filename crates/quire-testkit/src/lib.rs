@@ -633,3 +633,24 @@ pub fn read_response(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
         }
     }
 }
+
+/// A loopback port free now, for a server a test must name before it starts (a
+/// peer's URL, an ACME challenge port). Taken from 20000–29999, below the kernel's
+/// ephemeral range (32768–60999 by default): a port that `bind(":0")` handed out
+/// and the test then closed could be taken by another test's outgoing connection
+/// before the server binds it (it happened: `AddrInUse` in the ACME test). Each
+/// process starts at its own offset and never hands a port out twice.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let offset = std::process::id().wrapping_mul(97) % 10_000;
+    for _ in 0..10_000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + ((offset + n) % 10_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    l.local_addr().expect("its address").port()
+}

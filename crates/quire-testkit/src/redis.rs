@@ -88,8 +88,4 @@ impl Drop for Redis {
     }
 }
 
-/// A port free on loopback now.
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+pub use crate::free_port;
