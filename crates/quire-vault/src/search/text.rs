@@ -5,7 +5,8 @@
 //!   (`[[A|b]]` → `b`), embeds vanish, emphasis, heading and list markers and link
 //!   URLs go; code (fenced or inline) and raw HTML stay, as text; `%%comments%%`
 //!   are never indexed (they are the author's, not the reader's). Front matter is not
-//!   in the body at all.
+//!   in the body at all. Obsidian's own markers go too: a callout's `[!type]` (its
+//!   title stays) and `==highlight==`'s `==` (outside code).
 //! - **Control characters never reach the index**, so the two we use as snippet
 //!   sentinels ([`MARK_OPEN`], [`MARK_CLOSE`]) can only come from the snippet maker (`search/snippet.rs`);
 //!   [`snippet_html`] escapes everything else, so the only live markup in a snippet
@@ -32,9 +33,8 @@ pub fn plain_body(note: &Note) -> String {
     let mut out = String::with_capacity(md.len());
     for event in Parser::new_ext(&md, opts) {
         match event {
-            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => {
-                out.push_str(&t)
-            }
+            Event::Text(t) => out.push_str(&t.replace("==", "")),
+            Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => out.push_str(&t),
             Event::SoftBreak | Event::HardBreak => out.push(' '),
             Event::End(
                 TagEnd::Paragraph
@@ -53,7 +53,37 @@ pub fn plain_body(note: &Note) -> String {
             break;
         }
     }
-    clean(&out, BODY_BYTES_MAX)
+    clean(&without_callout_markers(&out), BODY_BYTES_MAX)
+}
+
+/// `text` with the `[!type]` (and its fold sign) a callout's first line starts with
+/// removed from each line that starts with one: pulldown-cmark reads it as text.
+fn without_callout_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        out.push_str(strip_callout_marker(line));
+    }
+    out
+}
+
+fn strip_callout_marker(line: &str) -> &str {
+    let Some(rest) = line.strip_prefix("[!") else {
+        return line;
+    };
+    let Some(end) = rest.find(']').filter(|&e| e > 0 && e <= 32) else {
+        return line;
+    };
+    if !rest[..end]
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return line;
+    }
+    let after = &rest[end + 1..];
+    after
+        .strip_prefix(['+', '-'])
+        .unwrap_or(after)
+        .trim_start_matches(' ')
 }
 
 /// `text` without control characters (but tabs and line ends), at most `max` bytes.
@@ -141,6 +171,28 @@ mod tests {
         assert!(t.contains("let x = [[not_a_link]];"), "{t}");
         assert!(t.contains("text code <b>raw</b>"), "{t}");
         assert!(!t.contains("example.com") && !t.contains("pic.png") && !t.contains('#'));
+    }
+
+    #[test]
+    fn obsidian_markers_are_not_indexed_but_code_keeps_them() {
+        let n = Note::parse(
+            "a.md",
+            b"> [!tip]- Water early\n> The ==soil== stays moist.\n\n[!not a callout] text\n\n`a == b`\n",
+        );
+        let text = plain_body(&n);
+        assert!(
+            text.starts_with("Water early The soil stays moist."),
+            "{text:?}"
+        );
+        assert!(
+            !text.contains("[!tip]") && !text.contains("==soil"),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("[!not a callout] text"),
+            "not a marker: {text:?}"
+        );
+        assert!(text.contains("a == b"), "code keeps its text: {text:?}");
     }
 
     #[test]
