@@ -21,13 +21,15 @@ pub(super) fn assign_ids(events: &mut [Event<'_>]) -> Vec<(u8, String, String)> 
         };
         let level = *level;
         let end = end_of(events, i, |e| matches!(e, Event::End(TagEnd::Heading(_))));
-        let text: String = events[i + 1..end]
-            .iter()
-            .filter_map(|e| match e {
-                Event::Text(t) | Event::Code(t) => Some(t.as_ref()),
-                _ => None,
-            })
-            .collect();
+        let mut text = String::new();
+        for e in &events[i + 1..end] {
+            match e {
+                Event::Text(t) | Event::Code(t) => text.push_str(t),
+                // A `#tag` or a formula, made HTML before this pass: its text.
+                Event::InlineHtml(h) => text.push_str(&html_text(h)),
+                _ => {}
+            }
+        }
         let id_s = heading_id(id.as_deref(), &text, &mut used);
         if let Event::Start(Tag::Heading { id, .. }) = &mut events[i] {
             *id = Some(CowStr::from(id_s.clone()));
@@ -35,6 +37,30 @@ pub(super) fn assign_ids(events: &mut [Event<'_>]) -> Vec<(u8, String, String)> 
         headings.push((level_num(level), id_s, text));
     }
     headings
+}
+
+/// The text an inline HTML run shows: tags dropped, a formula's `<annotation>` (its
+/// TeX source, not shown) skipped, the entities quire's own HTML writes decoded.
+fn html_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        rest = &rest[lt..];
+        if rest.starts_with("<annotation") {
+            rest = rest
+                .find("</annotation>")
+                .map_or("", |e| &rest[e + "</annotation>".len()..]);
+            continue;
+        }
+        rest = rest.find('>').map_or("", |gt| &rest[gt + 1..]);
+    }
+    out.push_str(rest);
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
 }
 
 /// A heading's id: its own (`{#id}`), else the slug of its `text`, else `section`;
@@ -64,5 +90,36 @@ pub(super) fn level_num(l: HeadingLevel) -> u8 {
         HeadingLevel::H4 => 4,
         HeadingLevel::H5 => 5,
         HeadingLevel::H6 => 6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::to_html;
+    use super::html_text;
+
+    #[test]
+    fn tags_and_formulas_in_a_heading_stay_in_its_text_and_id() {
+        let r = to_html("## Plans #garden\n\n## Euler $e^{i\\pi}$ & co\n\n## A <b>bold</b> one\n");
+        let texts: Vec<(&str, &str)> = r
+            .headings
+            .iter()
+            .map(|(_, id, text)| (id.as_str(), text.as_str()))
+            .collect();
+        assert_eq!(texts[0], ("plans-garden", "Plans #garden"));
+        assert!(texts[1].1.starts_with("Euler e"), "{texts:?}");
+        assert!(texts[1].1.ends_with(" & co"), "{texts:?}");
+        assert!(!texts[1].1.contains('\\'), "no TeX source twice: {texts:?}");
+        assert_eq!(texts[2], ("a-bold-one", "A bold one"));
+    }
+
+    #[test]
+    fn html_text_drops_markup_and_annotations() {
+        assert_eq!(
+            html_text("<math><mi>x</mi><annotation encoding=\"tex\">x</annotation></math> &amp; &lt;y&gt;"),
+            "x & <y>"
+        );
+        assert_eq!(html_text("<unclosed"), "");
+        assert_eq!(html_text("<annotation>never closed"), "");
     }
 }
