@@ -186,15 +186,13 @@ pub fn logout(
     if sessions.is_shared() {
         return match cluster_sign_out(c, sessions, users, shared) {
             Ok(()) => signed_out,
-            Err(why) => Reply::new(
+            // Why is in the log; the reader needs what it means for them.
+            Err(_) => Reply::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain; charset=utf-8",
-                format!(
-                    "You are signed out in this browser only: the sign-out could not be \
-                     recorded for every server of this site ({why}), so a copy of this \
-                     session would still work until it expires. Sign in and out again \
-                     in a moment.\n"
-                ),
+                "You are signed out in this browser only: the sign-out could not be \
+                 recorded for every server of this site, so a copy of this session would \
+                 still work until it expires. Sign in and out again in a moment.\n",
                 Policy::NoStore,
             )
             .with(header::SET_COOKIE, clear_cookie_header()),
