@@ -124,6 +124,7 @@ impl Cluster {
             conn: manager(&section.redis, reader::BLOCK + Duration::from_secs(2))?,
             connected: false,
             sessions,
+            epoch: None,
         };
         reader.catch_up(CATCH_UP_WAIT).await;
         let (stop, stopped) = tokio::sync::watch::channel(false);

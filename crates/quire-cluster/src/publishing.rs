@@ -10,7 +10,12 @@
 //!   time), and reads the whole table when it (re)connects to the bus, before it
 //!   reads the log: a node that was down or cut off cannot miss a sign-out, even
 //!   one the log no longer holds. Until a node has read the table once it honours
-//!   no cookie of the cluster (see `quire_vault::readers::Sessions::shared`).
+//!   no cookie of the cluster (see `quire_vault::readers::Sessions::shared`). Each
+//!   entry carries the table's epoch: a node that reads an entry of another epoch
+//!   than the table it holds (Redis lost the hash, and a new epoch began) reads the
+//!   whole table again instead of raising one generation, since generations of
+//!   different epochs do not compare and a sign-out must never be read as a lower
+//!   generation and ignored.
 //! - `<stream>:views`: note path → views. Each node sums its views in memory and
 //!   adds them every second in one `MULTI`/`HINCRBY…`/`EXEC` ([`ViewTotals`]), so a
 //!   batch counts once or not at all; while Redis is down the sums wait (at most
@@ -36,18 +41,31 @@ pub const VIEW_KEYS_MAX: usize = 100_000;
 /// How often a node adds its views to the cluster's totals.
 const VIEWS_EVERY: Duration = Duration::from_secs(1);
 
-/// HINCRBY the generation and XADD the `signout` entry carrying it, atomically.
-/// KEYS: the sessions hash, the stream. ARGV: the hash field, `stream_max`, then
-/// the entry's fields but `generation`.
+/// HINCRBY the generation and XADD the `signout` entry carrying it and the table's
+/// epoch, atomically; a table that lost its epoch (Redis emptied) gets the fresh one
+/// given. KEYS: the sessions hash, the stream. ARGV: the hash field, `stream_max`, a
+/// fresh epoch, then the entry's fields but `epoch` and `generation`.
 const SIGN_OUT: &str = r"
+local e = redis.call('HGET', KEYS[1], 'epoch')
+if not e then
+  redis.call('HSET', KEYS[1], 'epoch', ARGV[3])
+  e = ARGV[3]
+end
 local g = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 local args = {KEYS[2], 'MAXLEN', '~', ARGV[2], '*'}
-for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
+for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+args[#args + 1] = 'epoch'
+args[#args + 1] = e
 args[#args + 1] = 'generation'
 args[#args + 1] = tostring(g)
 local id = redis.call('XADD', unpack(args))
 return {g, id}
 ";
+
+/// A random epoch for a sign-out table that has none, as the hash stores it.
+fn fresh_epoch() -> String {
+    format!("{:016x}", rand::rng().next_u64())
+}
 
 /// A node's sessions, as the cluster updates them (implemented over the site's
 /// `Sessions` by the binary).
@@ -72,6 +90,7 @@ impl RedisBus {
     pub async fn sign_out(&self, name: &str) -> redis::RedisResult<u64> {
         let head = Op::SignOut {
             name: name.to_owned(),
+            epoch: 0,
             generation: 0,
         };
         let mut cmd = redis::cmd("EVAL");
@@ -80,9 +99,10 @@ impl RedisBus {
             .arg(self.sessions_key())
             .arg(&self.stream)
             .arg(format!("u:{name}"))
-            .arg(self.stream_max);
+            .arg(self.stream_max)
+            .arg(fresh_epoch());
         for (k, v) in wire::encode(&self.node, &head) {
-            if k != "generation" {
+            if k != "generation" && k != "epoch" {
                 cmd.arg(k).arg(v);
             }
         }
@@ -96,12 +116,11 @@ impl RedisBus {
         &self,
         conn: &mut ConnectionManager,
     ) -> redis::RedisResult<(u64, HashMap<String, u64>)> {
-        let fresh = format!("{:016x}", rand::rng().next_u64());
         let (table,): (HashMap<String, String>,) = redis::pipe()
             .cmd("HSETNX")
             .arg(self.sessions_key())
             .arg("epoch")
-            .arg(fresh)
+            .arg(fresh_epoch())
             .ignore()
             .cmd("HGETALL")
             .arg(self.sessions_key())
@@ -211,5 +230,36 @@ impl ViewTotals {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn views_waiting_for_a_bus_that_is_down_are_bounded_by_notes() {
+        // Nothing listens on port 1: every push fails and keeps what it had.
+        let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
+        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn));
+        let t = ViewTotals {
+            bus: bus.clone(),
+            pending: Mutex::new(HashMap::new()),
+        };
+        let paths: Vec<String> = (0..VIEW_KEYS_MAX + 10)
+            .map(|i| format!("n{i}.md"))
+            .collect();
+        t.add(paths.iter().map(|p| (p.as_str(), 2)));
+        t.add([("n0.md", 3)]);
+        t.push().await;
+        let pending = t.pending.lock().unwrap();
+        assert_eq!(
+            pending.len(),
+            VIEW_KEYS_MAX,
+            "never more notes than the bound"
+        );
+        assert_eq!(pending["n0.md"], 5, "a note already waiting still counts");
+        assert_eq!(bus.stats.views_dropped.load(Ordering::Relaxed), 20);
+        assert_eq!(bus.stats.views_pushed.load(Ordering::Relaxed), 0);
     }
 }

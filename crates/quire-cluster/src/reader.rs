@@ -48,6 +48,8 @@ pub(crate) struct Reader {
     pub(crate) connected: bool,
     /// A publishing node's sessions (see `crate::publishing`).
     pub(crate) sessions: Option<Arc<dyn SignOutTable>>,
+    /// The epoch of the sign-out table `sessions` last adopted.
+    pub(crate) epoch: Option<u64>,
 }
 
 impl Reader {
@@ -121,11 +123,8 @@ impl Reader {
     /// On (re)connecting: decides where to read from, and whether a gap makes
     /// everything held stale.
     async fn catch_up_check(&mut self) -> redis::RedisResult<()> {
-        if let Some(s) = &self.sessions {
-            // Before the log: a sign-out the log no longer holds is in the table.
-            let (epoch, generations) = self.bus.sign_outs(&mut self.conn).await?;
-            s.adopt(epoch, generations);
-        }
+        // Before the log: a sign-out the log no longer holds is in the table.
+        self.adopt_sign_outs().await?;
         let info = stream_info(&mut self.conn, &self.bus.stream).await?;
         let gap = match self.pos {
             None => self.ctx.store_entries() > 0,
@@ -149,6 +148,35 @@ impl Reader {
         self.connected = true;
         self.bus.stats.replays.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Reads the cluster's sign-out table into the node's sessions, if it has any.
+    async fn adopt_sign_outs(&mut self) -> redis::RedisResult<()> {
+        if let Some(s) = &self.sessions {
+            let (epoch, generations) = self.bus.sign_outs(&mut self.conn).await?;
+            s.adopt(epoch, generations);
+            self.epoch = Some(epoch);
+        }
+        Ok(())
+    }
+
+    /// Applies a sign-out read from the log: raises the reader's generation when
+    /// the entry is of the adopted table's epoch, else reads the whole table again
+    /// (see `crate::publishing`).
+    async fn sign_out(
+        &mut self,
+        name: &str,
+        epoch: u64,
+        generation: u64,
+    ) -> redis::RedisResult<()> {
+        match &self.sessions {
+            Some(s) if self.epoch == Some(epoch) => {
+                s.raise(name, generation);
+                Ok(())
+            }
+            Some(_) => self.adopt_sign_outs().await,
+            None => Ok(()),
+        }
     }
 
     fn revalidate_all(&self, pos: &mut Position) {
@@ -189,7 +217,9 @@ impl Reader {
             let Some(id) = StreamId::parse(&e.id) else {
                 continue;
             };
-            self.apply(id, &e, &mut pos).await;
+            // A failure leaves the batch unsaved: it is applied again after the
+            // reconnect (which reads the sign-out table first).
+            self.apply(id, &e, &mut pos).await?;
             pos.applied = id;
         }
         self.pos = Some(pos);
@@ -197,7 +227,12 @@ impl Reader {
         Ok(n)
     }
 
-    async fn apply(&self, id: StreamId, e: &redis::streams::StreamId, pos: &mut Position) {
+    async fn apply(
+        &mut self,
+        id: StreamId,
+        e: &redis::streams::StreamId,
+        pos: &mut Position,
+    ) -> redis::RedisResult<()> {
         let stats = &self.bus.stats;
         stats
             .lag_ms
@@ -214,19 +249,21 @@ impl Reader {
                     tokio::task::spawn_blocking(move || quire_server::bus::apply(&ctx, &inv)).await;
             }
             Some(wire::Entry {
-                op: Op::SignOut { name, generation },
+                op:
+                    Op::SignOut {
+                        name,
+                        epoch,
+                        generation,
+                    },
                 ..
-            }) => {
-                if let Some(s) = &self.sessions {
-                    s.raise(&name, generation);
-                }
-            }
+            }) => return self.sign_out(&name, epoch, generation).await,
             Some(wire::Entry { op: Op::All, .. }) => self.revalidate_all(pos),
             None => {
                 tracing::warn!(entry = %id, "cluster: an entry that does not decode: everything held is revalidated once");
                 self.revalidate_all(pos);
             }
         }
+        Ok(())
     }
 
     async fn save(&self, pos: Position) {

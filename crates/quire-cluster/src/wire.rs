@@ -22,6 +22,8 @@ pub enum Op {
     SignOut {
         /// The reader's name (as in the users file).
         name: String,
+        /// The sign-out table's epoch the generation belongs to.
+        epoch: u64,
         /// Their generation from now on.
         generation: u64,
     },
@@ -44,9 +46,14 @@ pub fn encode(node: &str, op: &Op) -> Vec<(&'static str, String)> {
     let mut f = vec![("v", "1".to_owned()), ("node", node.to_owned())];
     match op {
         Op::All => f.push(("op", "all".into())),
-        Op::SignOut { name, generation } => {
+        Op::SignOut {
+            name,
+            epoch,
+            generation,
+        } => {
             f.push(("op", "signout".into()));
             f.push(("name", name.clone()));
+            f.push(("epoch", format!("{epoch:016x}")));
             f.push(("generation", generation.to_string()));
         }
         Op::Targets(inv) => {
@@ -91,6 +98,7 @@ pub fn decode(get: impl Fn(&str) -> Option<String>) -> Option<Entry> {
             name: get("name").filter(|n| {
                 !n.is_empty() && n.len() <= NAME_LEN_MAX && !n.chars().any(char::is_control)
             })?,
+            epoch: u64::from_str_radix(&get("epoch")?, 16).ok()?,
             generation: get("generation")?.parse().ok()?,
         },
         kind @ ("purge" | "invalidate") => {
@@ -130,30 +138,37 @@ mod tests {
     fn a_sign_out_survives_the_trip_and_a_hostile_one_does_not_decode() {
         let op = Op::SignOut {
             name: "ada".into(),
+            epoch: 0xfeed,
             generation: 7,
         };
         assert_eq!(round_trip(&op).unwrap().op, op);
-        for (name, generation) in [
-            ("", "1"),
-            ("a\nb", "1"),
-            (&*"x".repeat(65), "1"),
-            ("ada", "-1"),
-            ("ada", "seven"),
+        let ok = "000000000000feed";
+        for (name, epoch, generation) in [
+            ("ada", ok, "7"),
+            ("", ok, "1"),
+            ("a\nb", ok, "1"),
+            (&*"x".repeat(65), ok, "1"),
+            ("ada", ok, "-1"),
+            ("ada", ok, "seven"),
+            ("ada", "not hex", "1"),
         ] {
             let fields: HashMap<&str, String> = [
                 ("v", "1"),
                 ("node", "n"),
                 ("op", "signout"),
                 ("name", name),
+                ("epoch", epoch),
                 ("generation", generation),
             ]
             .into_iter()
             .map(|(k, v)| (k, v.to_owned()))
             .collect();
+            let got = decode(|k| fields.get(k).cloned());
+            // The first is well formed: the others fail for their own field alone.
             assert_eq!(
-                decode(|k| fields.get(k).cloned()),
-                None,
-                "{name:?} {generation}"
+                got.is_some(),
+                generation == "7",
+                "{name:?} {epoch} {generation}"
             );
         }
     }

@@ -217,3 +217,41 @@ fn view_counts_are_the_clusters_totals() {
     );
     assert!(row(&a).contains("Totals over every node"), "{}", row(&a));
 }
+
+/// Redis lost the sign-out table (restarted empty, flushed): the next sign-out starts
+/// a new epoch at generation 1, which a node holding the old table must not read as
+/// an older generation and ignore. Every node reads the table again and refuses the
+/// signed-out cookie.
+#[test]
+fn a_sign_out_after_redis_lost_the_table_still_holds_on_every_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((redis, a, b)) = cluster(dir.path()) else {
+        return;
+    };
+    let first = a.sign_in();
+    assert_eq!(a.sign_out(&first).0, 303);
+    let cookie = a.sign_in();
+    assert!(
+        eventually(|| b.get_as(PRIVATE, &cookie) == 200),
+        "a new session"
+    );
+    assert_eq!(redis.cli(&["DEL", "quire:invalidations:sessions"]), "1");
+    let (status, head, _) = a.sign_out(&cookie);
+    assert_eq!(status, 303, "{head}");
+    assert_eq!(
+        redis.cli(&["HGET", "quire:invalidations:sessions", "u:reader"]),
+        "1"
+    );
+    for n in [&a, &b] {
+        assert!(
+            eventually(|| n.get_as(PRIVATE, &cookie) == 404),
+            "the signed-out cookie on every node"
+        );
+    }
+    let again = b.sign_in();
+    assert_eq!(
+        a.get_as(PRIVATE, &again),
+        200,
+        "the new epoch signs in everywhere"
+    );
+}
