@@ -6,6 +6,9 @@
 //! - `quire-chaos run`: the chaos run ([`proxy_run`], [`serve_run`], [`disk_full`]).
 //!   Fails on any wrong byte, lost invalidation, crash, panic, failed restart, or
 //!   error no fault or restart explains.
+//! - `quire-chaos hostile`: the hostile-client suite ([`hostile`]): every attack class
+//!   that once broke a promise, replayed against the real binary; fails on any that
+//!   breaks one again.
 //! - `quire-chaos soak`: the same load without chaos for a long time; fails on any
 //!   error; reports quire's memory over the run.
 //!
@@ -18,6 +21,7 @@
 mod client;
 mod content;
 mod disk_full;
+mod hostile;
 mod kills;
 mod ledger;
 mod load;
@@ -53,6 +57,29 @@ enum Command {
     /// A steady mix of hits, misses, purges and edits with no chaos; exits non-zero
     /// on any error; reports quire's memory (VmRSS, RssAnon) after a warm-up.
     Soak(SoakArgs),
+    /// The hostile-client suite: framing, slow readers, forged client identity,
+    /// hoarding, slow origins. Exits non-zero if any attack breaks a promise.
+    Hostile(HostileArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+struct HostileArgs {
+    /// The quire binary (default: $CARGO_TARGET_DIR/release/quire, then
+    /// target/release/quire).
+    #[arg(long, value_name = "PATH")]
+    quire: Option<PathBuf>,
+    /// small (CI, seconds per case) or full (the sizes the attacks were found at).
+    #[arg(long, value_enum, default_value = "small")]
+    scale: hostile::Scale,
+    /// Run only this case.
+    #[arg(long, value_name = "NAME")]
+    case: Option<String>,
+    /// Also write the outcomes as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Keep quire's configs and logs here (default: a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    scratch: Option<PathBuf>,
 }
 
 /// Which quire to run.
@@ -156,6 +183,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Run(a) => run(a).await,
             Command::Soak(a) => soak(a).await,
+            Command::Hostile(a) => hostile(a).await,
         }
     });
     match result {
@@ -285,6 +313,19 @@ async fn soak(a: &SoakArgs) -> anyhow::Result<Vec<String>> {
     report::print(&out);
     report::write_json(&out, c.json.as_deref())?;
     Ok(out.failures)
+}
+
+async fn hostile(a: &HostileArgs) -> anyhow::Result<Vec<String>> {
+    let exe = quire::find_binary(a.quire.as_deref())?;
+    let (dir, _tmp) = scratch(a.scratch.as_ref())?;
+    let outcomes = hostile::run_proxy(&exe, &dir, a.scale, a.case.as_deref()).await?;
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&outcomes)?)?;
+    }
+    Ok(outcomes
+        .iter()
+        .flat_map(|o| o.failures.iter().map(move |f| format!("{}: {f}", o.name)))
+        .collect())
 }
 
 #[cfg(test)]
