@@ -111,23 +111,24 @@ impl Tunnels {
         }
     }
 
-    /// A slot for one more tunnel of `client`, or the refusal to answer with.
-    fn claim(&self, client: ClientKey) -> Result<Claim, Response<Body>> {
+    /// A slot for one more tunnel of `client`; `None` when it holds its share or
+    /// every slot is taken (each counted).
+    fn claim(&self, client: ClientKey) -> Option<Claim> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let n = held.entry(client).or_insert(0);
         if *n >= self.per_client {
             self.refused_client.fetch_add(1, Ordering::Relaxed);
-            return Err(reply::no_tunnel_slot());
+            return None;
         }
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             if *n == 0 {
                 held.remove(&client);
             }
             self.refused.fetch_add(1, Ordering::Relaxed);
-            return Err(reply::no_tunnel_slot());
+            return None;
         };
         *n += 1;
-        Ok(Claim {
+        Some(Claim {
             _slot: slot,
             held: self.held.clone(),
             client,
@@ -196,9 +197,8 @@ impl Exchange<'_> {
             let why = "an upgrade request carries no body";
             return (reply::bad_request(why), Outcome::Error);
         }
-        let slot = match tunnels.claim(ClientKey::of(self.client.ip)) {
-            Ok(c) => c,
-            Err(refusal) => return (refusal, Outcome::Error),
+        let Some(slot) = tunnels.claim(ClientKey::of(self.client.ip)) else {
+            return (reply::no_tunnel_slot(), Outcome::Error);
         };
         let Exchange {
             ctx,
