@@ -347,6 +347,16 @@ pub struct Limits {
     pub shutdown_grace: Secs,
     /// Upgraded connections (WebSocket) open at once.
     pub upgrades: usize,
+    /// Upgraded connections one client may hold at once (its share of `upgrades`;
+    /// the client is the address `trusted_proxies` resolved, an IPv6 client its /64).
+    pub upgrades_per_client: usize,
+    /// An upgraded connection that carries no byte either way for this long is
+    /// closed.
+    pub tunnel_idle: Secs,
+    /// A response whose bytes do not move for this long (an HTTP/2 stream whose
+    /// flow-control window stays shut, a client that stops reading) is reset and its
+    /// store pins, connection slot and origin permit released.
+    pub send_stall: Secs,
 }
 
 impl Default for Limits {
@@ -366,6 +376,9 @@ impl Default for Limits {
             client_idle_timeout: Secs(Duration::from_secs(60)),
             shutdown_grace: Secs(Duration::from_secs(30)),
             upgrades: 1024,
+            upgrades_per_client: 64,
+            tunnel_idle: Secs(Duration::from_secs(3600)),
+            send_stall: Secs(Duration::from_secs(10)),
         }
     }
 }
@@ -601,6 +614,12 @@ impl Config {
         }
         if self.limits.connections_per_client == 0 {
             return bad("limits.connections_per_client must be at least 1".into());
+        }
+        if self.limits.upgrades_per_client == 0 {
+            return bad("limits.upgrades_per_client must be at least 1".into());
+        }
+        if self.limits.tunnel_idle.0.is_zero() || self.limits.send_stall.0.is_zero() {
+            return bad("limits.tunnel_idle and limits.send_stall must be above 0".into());
         }
         if self.limits.fills == 0 {
             return bad("limits.fills must be at least 1".into());

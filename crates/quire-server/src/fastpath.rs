@@ -103,15 +103,22 @@ impl InFlight {
         self.0.clear();
     }
 
-    /// Waits (up to `limit`) until the peer has acknowledged everything sent, then
-    /// lets go. `false` when it did not: the connection was aborted.
-    async fn settle(&mut self, stream: &TcpStream, limit: std::time::Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
+    /// Waits until the peer has acknowledged everything sent, then lets go; `false`
+    /// when no byte was acknowledged for `stall` (the connection was aborted). A
+    /// slow reader that keeps acknowledging is waited for.
+    async fn settle(&mut self, stream: &TcpStream, stall: std::time::Duration) -> bool {
+        let mut deadline = tokio::time::Instant::now() + stall;
         let mut pause = std::time::Duration::from_micros(200);
+        let mut left = None;
         while !self.0.is_empty() {
-            self.release_acked(stream);
-            if self.0.is_empty() {
+            let unacked = crate::sys::unacked(stream);
+            if unacked == Some(0) {
+                self.0.clear();
                 break;
+            }
+            if unacked < left || left.is_none() {
+                left = unacked;
+                deadline = tokio::time::Instant::now() + stall;
             }
             if tokio::time::Instant::now() >= deadline {
                 self.abort(stream);
@@ -136,8 +143,11 @@ pub(crate) async fn run(
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
     let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight).await;
-    let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
-    let drained = in_flight.settle(wire.tcp(), idle).await;
+    let stall = ctx.peek().cfg.limits.send_stall.0;
+    let drained = in_flight.settle(wire.tcp(), stall).await;
+    if !drained {
+        ctx.metrics.record_send_stalls(0, 1);
+    }
     match exit {
         Ok(Exit::Handover(_)) if !drained => Ok(Exit::Closed),
         e => e,
@@ -171,8 +181,11 @@ struct Conn<'a> {
     wire: &'a mut Wire,
     peer: Peer,
     volume: Option<&'a Volume>,
-    /// How long a client may stay silent, or leave the socket full.
+    /// How long a client may stay silent between requests.
     idle: Duration,
+    /// How long a response's bytes may stay still (`limits.send_stall`): a socket
+    /// left full, sent bytes left unacknowledged.
+    stall: Duration,
     /// Request bytes read and not yet answered.
     buf: BytesMut,
     /// Response heads are built here, reused for the life of the connection.
@@ -210,13 +223,17 @@ async fn serve(
     in_flight: &mut InFlight,
 ) -> io::Result<Exit> {
     let Signals { shutdown, reap } = signals;
-    let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
+    let (idle, stall) = {
+        let limits = &ctx.peek().cfg.limits;
+        (limits.client_idle_timeout.0, limits.send_stall.0)
+    };
     let mut c = Conn {
         ctx,
         wire,
         peer,
         volume,
         idle,
+        stall,
         buf: BytesMut::with_capacity(8 * 1024),
         out: Vec::with_capacity(1024),
     };
@@ -367,11 +384,12 @@ impl Conn<'_> {
         let req = req.into_request();
         // Bodies sent by sendfile stay pinned until acknowledged; do not hold them
         // through a wait on the origin.
-        if !in_flight.0.is_empty() && !in_flight.settle(self.wire.tcp(), self.idle).await {
+        if !in_flight.0.is_empty() && !in_flight.settle(self.wire.tcp(), self.stall).await {
+            self.ctx.metrics.record_send_stalls(0, 1);
             return Ok(false);
         }
         let resp = crate::service::handle(self.ctx.clone(), req, self.peer).await;
-        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.idle);
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
         if after.await? == h1::After::Close {
             // A clean end (FIN after the answer), as hyper ends a connection.
             self.wire.close_write().await;
@@ -394,7 +412,7 @@ impl Conn<'_> {
         } else {
             resp.body().size_hint().exact().unwrap_or(0)
         };
-        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.idle);
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
         Ok((after.await? == h1::After::KeepAlive).then_some((Outcome::Error, 429, len)))
     }
 
@@ -407,15 +425,17 @@ impl Conn<'_> {
         if in_flight.0.len() >= IN_FLIGHT_CHECK {
             in_flight.release_acked(self.wire.tcp());
         }
-        if in_flight.0.len() >= IN_FLIGHT_MAX && !in_flight.settle(self.wire.tcp(), self.idle).await
+        if in_flight.0.len() >= IN_FLIGHT_MAX
+            && !in_flight.settle(self.wire.tcp(), self.stall).await
         {
+            self.ctx.metrics.record_send_stalls(0, 1);
             return Ok(false);
         }
-        match write_answer(self.wire, &self.out, answer, self.volume, self.idle).await {
+        match write_answer(self.wire, &self.out, answer, self.volume, self.stall).await {
             Ok(false) => {}
             Ok(true) => in_flight.0.extend(answer.body.clone()),
             Err(e) => {
-                // Failed, or the client stopped reading for the idle limit. The queue
+                // Failed, or the client stopped reading for limits.send_stall. The queue
                 // may hold part of a sendfile'd body: drop it with the connection
                 // rather than let it outlive the pin.
                 in_flight.abort(self.wire.tcp());
@@ -588,7 +608,7 @@ async fn write_answer(
     head: &[u8],
     a: &Answer,
     volume: Option<&Volume>,
-    idle: std::time::Duration,
+    stall: std::time::Duration,
 ) -> io::Result<bool> {
     let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
     if let (Some(stream), Some(volume)) = (wire.plain(), volume) {
@@ -601,9 +621,9 @@ async fn write_answer(
                 Ok(rustix::io::writev(stream, slices)?)
             }
         };
-        h1::write_all_with(stream, &[head, body], idle, write).await?;
+        h1::write_all_with(stream, &[head, body], stall, write).await?;
         return Ok(sent_from_file);
     }
-    wire.write_all(&[head, body], idle).await?;
+    wire.write_all(&[head, body], stall).await?;
     Ok(false)
 }

@@ -311,6 +311,8 @@ pub(crate) struct Guarded {
     send_timeout: std::time::Duration,
     /// Set while a write waits; fires the send timeout.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Where a send timeout is counted.
+    on_stall: Option<std::sync::Arc<crate::state::Ctx>>,
 }
 
 impl Guarded {
@@ -334,7 +336,14 @@ impl Guarded {
             written: 0,
             send_timeout,
             stalled: None,
+            on_stall: None,
         }
+    }
+
+    /// Counts send timeouts in `ctx`'s `quire_send_stalls_total{scope="connection"}`.
+    pub(crate) fn on_stall(mut self, ctx: std::sync::Arc<crate::state::Ctx>) -> Guarded {
+        self.on_stall = Some(ctx);
+        self
     }
 
     /// Passes a write's result through, arming the send timeout while it is pending
@@ -355,10 +364,15 @@ impl Guarded {
                     .stalled
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
                 match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "client did not read the response in time",
-                    ))),
+                    Poll::Ready(()) => {
+                        if let Some(ctx) = self.on_stall.take() {
+                            ctx.metrics.record_send_stalls(0, 1);
+                        }
+                        Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "client did not read the response in time",
+                        )))
+                    }
                     Poll::Pending => Poll::Pending,
                 }
             }

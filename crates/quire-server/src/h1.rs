@@ -47,19 +47,19 @@ enum Framing {
 }
 
 /// Writes `resp` to `stream`; `head_only` for a `HEAD` request. `head` is scratch
-/// space for the response head. Waits for a full socket at most `idle` per write; a
-/// client that stops reading longer is a `TimedOut` error.
+/// space for the response head. A socket that stays full for `stall`
+/// (`limits.send_stall`: no byte taken) is a `TimedOut` error.
 pub(crate) async fn write_response(
     stream: &mut Wire,
     resp: Response<Body>,
     head_only: bool,
     head: &mut Vec<u8>,
-    idle: Duration,
+    stall: Duration,
 ) -> io::Result<After> {
     let (parts, mut body) = resp.into_parts();
     head.clear();
     let (framing, close) = serialise_head(&parts, &body, head_only, head);
-    let mut out = Out { stream, idle };
+    let mut out = Out { stream, stall };
     let whole = out.body(head, &mut body, &framing).await?;
     Ok(if close || !whole {
         After::Close
@@ -120,7 +120,7 @@ fn serialise_head(
 /// The socket a response goes out on, with the longest wait for room in it.
 struct Out<'a> {
     stream: &'a mut Wire,
-    idle: Duration,
+    stall: Duration,
 }
 
 impl Out<'_> {
@@ -194,7 +194,7 @@ impl Out<'_> {
     }
 
     async fn write(&mut self, parts: &[&[u8]]) -> io::Result<()> {
-        self.stream.write_all(parts, self.idle).await
+        self.stream.write_all(parts, self.stall).await
     }
 }
 
@@ -259,14 +259,15 @@ fn chunk_size(buf: &mut [u8; 18], mut len: usize) -> &[u8] {
 }
 
 /// Writes every byte of `parts`, trying at once and waiting for room only when the
-/// socket is full, then for at most `idle`: a client that stopped reading for that
-/// long is an error of kind `TimedOut` (the write is unfinished).
+/// socket is full: a socket that takes no byte for `stall` (`limits.send_stall`) is
+/// an error of kind `TimedOut` (the write is unfinished). The wait starts over
+/// whenever bytes move, so a slow reader is served to the end.
 pub(crate) async fn write_all(
     stream: &TcpStream,
     parts: &[&[u8]],
-    idle: Duration,
+    stall: Duration,
 ) -> io::Result<()> {
-    write_all_with(stream, parts, idle, |s| Ok(rustix::io::writev(stream, s)?)).await
+    write_all_with(stream, parts, stall, |s| Ok(rustix::io::writev(stream, s)?)).await
 }
 
 /// [`write_all`] with `write` doing each non-blocking write of the slices left (at
@@ -274,12 +275,11 @@ pub(crate) async fn write_all(
 pub(crate) async fn write_all_with(
     stream: &TcpStream,
     parts: &[&[u8]],
-    idle: Duration,
+    stall: Duration,
     mut write: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
 ) -> io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
-    let mut deadline = None;
     while done < total {
         let mut slices = [IoSlice::new(&[]); 4];
         let n = crate::wire::slices_from(parts, done, &mut slices);
@@ -287,8 +287,7 @@ pub(crate) async fn write_all_with(
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(k) => done += k,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let until = *deadline.get_or_insert_with(|| tokio::time::Instant::now() + idle);
-                tokio::time::timeout_at(until, stream.writable())
+                tokio::time::timeout(stall, stream.writable())
                     .await
                     .map_err(|_| {
                         io::Error::new(io::ErrorKind::TimedOut, "client stopped reading")

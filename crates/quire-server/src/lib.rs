@@ -87,6 +87,7 @@ mod reply;
 mod sendfile;
 pub mod server;
 mod service;
+mod stall;
 pub mod state;
 #[expect(
     unsafe_code,

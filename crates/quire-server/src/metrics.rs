@@ -278,6 +278,7 @@ pub struct Metrics {
     connections: AtomicI64,
     connections_refused: AtomicU64,
     connections_reaped: AtomicU64,
+    send_stalls: [AtomicU64; 2],
     fills_in_flight: AtomicI64,
     handshakes: [AtomicU64; Handshake::ALL.len()],
 }
@@ -303,6 +304,7 @@ impl Metrics {
             connections: AtomicI64::new(0),
             connections_refused: AtomicU64::new(0),
             connections_reaped: AtomicU64::new(0),
+            send_stalls: Default::default(),
             fills_in_flight: AtomicI64::new(0),
             handshakes: Default::default(),
         }
@@ -374,6 +376,25 @@ impl Metrics {
     /// `limits.connections`).
     pub fn record_connection_reaped(&self) {
         self.connections_reaped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Responses dropped, and connections closed, because their bytes did not
+    /// move for `limits.send_stall` (see `crate::stall`).
+    pub fn record_send_stalls(&self, streams: u64, connections: u64) {
+        if streams > 0 {
+            self.send_stalls[0].fetch_add(streams, Ordering::Relaxed);
+        }
+        if connections > 0 {
+            self.send_stalls[1].fetch_add(connections, Ordering::Relaxed);
+        }
+    }
+
+    /// Send stalls so far: (responses dropped, connections closed).
+    pub fn send_stalls(&self) -> (u64, u64) {
+        (
+            self.send_stalls[0].load(Ordering::Relaxed),
+            self.send_stalls[1].load(Ordering::Relaxed),
+        )
     }
 
     /// A TLS handshake ended with `result`.
@@ -551,6 +572,14 @@ impl Metrics {
             "quire_connections_reaped_total",
             "Idle keep-alive connections closed to make room at limits.connections.",
             self.connections_reaped.load(Ordering::Relaxed),
+        )?;
+        let (streams, conns) = self.send_stalls();
+        writeln!(
+            out,
+            "# HELP quire_send_stalls_total Responses whose bytes did not move for limits.send_stall: dropped (stream: an HTTP/2 stream reset, its pins released) and connections closed for it (connection).\n\
+             # TYPE quire_send_stalls_total counter\n\
+             quire_send_stalls_total{{scope=\"stream\"}} {streams}\n\
+             quire_send_stalls_total{{scope=\"connection\"}} {conns}"
         )?;
         counter(
             out,
@@ -1190,6 +1219,7 @@ mod tests {
             "quire_tls_handshakes_total",
             "quire_connections_refused_total",
             "quire_connections_reaped_total",
+            "quire_send_stalls_total",
             "quire_purged_entries_total",
             "quire_connections_open",
             "quire_fills_in_flight",

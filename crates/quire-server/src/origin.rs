@@ -25,6 +25,18 @@
 //!   roots, `origin_ca_file`, `origin_insecure_skip_verify`, handshake failures in
 //!   words — is [`tls`]'s. A failed handshake is an origin failure like any other
 //!   (502, or the stale copy `stale-if-error` allows); its log line names what failed.
+//! - **Framing the origin did not see honoured never goes back to the pool.** A
+//!   pooled connection is only as good as the last request's framing: an origin that
+//!   answers before reading a body skips the length it was *told*, so a head that
+//!   announces more than is sent makes it eat the next client's request. Every
+//!   request leaves through [`Origin::send_once`], which keeps `Content-Length` only
+//!   when it equals the length of the body actually attached ([`vouch_framing`]);
+//!   otherwise the field goes and hyper frames the message from the body itself
+//!   (`Transfer-Encoding` is hop-by-hop and never forwarded). A body that then ends
+//!   short of its length, or fails, makes hyper close that connection instead of
+//!   returning it to the pool, and a response that arrives before the body was sent
+//!   leaves the connection busy until it was. So the pool only ever holds a
+//!   connection whose every byte quire wrote was framed by quire.
 
 mod slots;
 mod tls;
@@ -395,6 +407,7 @@ impl Origin {
             .path_and_query(pq)
             .build()
             .map_err(|e| SendError::Failed(format!("bad request target: {e}")))?;
+        vouch_framing(&mut req);
         match tokio::time::timeout(self.read_timeout, self.client.request(req)).await {
             Err(_) => Err(SendError::Timeout),
             Ok(Err(e)) if e.is_connect() => Err(SendError::Connect(self.failure(&e))),
@@ -420,6 +433,25 @@ impl Origin {
             tracing::warn!(origin = %self.url, "{why}");
         }
         why
+    }
+}
+
+/// Keeps `Content-Length` only when it is the length of the body attached, so the
+/// origin is never told of bytes that will not come (see the module doc): an
+/// upgrade or a resend carries the client's head but no body.
+pub(crate) fn vouch_framing<B: http_body::Body>(req: &mut Request<B>) {
+    req.headers_mut().remove(header::TRANSFER_ENCODING);
+    let exact = req.body().size_hint().exact();
+    let declared = req.headers().get_all(header::CONTENT_LENGTH);
+    let mut lengths = declared
+        .iter()
+        .map(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let agrees = matches!(
+        (lengths.next(), lengths.next(), exact),
+        (Some(Some(n)), None, Some(e)) if n == e
+    );
+    if !agrees {
+        req.headers_mut().remove(header::CONTENT_LENGTH);
     }
 }
 
@@ -749,6 +781,39 @@ mod tests {
         assert!(h.keys().all(|k| !k.as_str().contains('_')), "{h:?}");
         let cookies: Vec<_> = h.get_all(header::COOKIE).iter().collect();
         assert_eq!(cookies, ["a=1; b=2"]);
+    }
+
+    #[test]
+    fn a_length_the_body_does_not_have_is_never_announced() {
+        let with = |cl: &[&str], body: OutBody| {
+            let mut r = Request::new(body);
+            for v in cl {
+                r.headers_mut()
+                    .append(header::CONTENT_LENGTH, v.parse().unwrap());
+            }
+            r.headers_mut()
+                .insert(header::TRANSFER_ENCODING, "chunked".parse().unwrap());
+            vouch_framing(&mut r);
+            assert!(!r.headers().contains_key(header::TRANSFER_ENCODING));
+            r.headers()
+                .get(header::CONTENT_LENGTH)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let full = || {
+            http_body_util::Full::new(Bytes::from_static(b"hello"))
+                .map_err(|never| -> std::io::Error { match never {} })
+                .boxed_unsync()
+        };
+        assert_eq!(
+            with(&["5"], empty_body()),
+            None,
+            "an upgrade's head, no body"
+        );
+        assert_eq!(with(&["0"], empty_body()), Some("0".into()));
+        assert_eq!(with(&["5"], full()), Some("5".into()));
+        assert_eq!(with(&["4"], full()), None);
+        assert_eq!(with(&["5", "5"], full()), None, "one length, not two");
+        assert_eq!(with(&["x"], full()), None);
     }
 
     #[test]

@@ -333,6 +333,10 @@ impl Connection {
                     }
                     Ok(fastpath::Exit::Closed) => {}
                     Err(e) => {
+                        if e.kind() == std::io::ErrorKind::TimedOut {
+                            // Only writes time out there: limits.send_stall.
+                            ctx.metrics.record_send_stalls(0, 1);
+                        }
                         tracing::debug!(error = %e, peer = %self.peer.addr, "connection failed")
                     }
                 }
@@ -384,14 +388,14 @@ impl Connection {
             reap,
             ..
         } = self;
-        let (head_limit, send_timeout) = {
+        let (head_limit, send_stall) = {
             let limits = &ctx.peek().cfg.limits;
-            (limits.header_bytes.0 as usize, limits.client_idle_timeout.0)
+            (limits.header_bytes.0 as usize, limits.send_stall.0)
         };
         let h2 = h2 || prefix.starts_with(H2_PREFACE);
         // No sendfile on hyper's path: it drops a body's pin as soon as the write
         // returns (see `sendfile`).
-        let io = Guarded::new(wire, prefix, head_limit, send_timeout);
+        let io = Guarded::new(wire, prefix, head_limit, send_stall).on_stall(ctx.clone());
         let on = OnHyper {
             ctx,
             peer,
@@ -435,10 +439,16 @@ impl OnHyper {
             reap,
         } = self;
         let svc_ctx = ctx.clone();
+        let watch = crate::stall::Watch::new();
+        let svc_watch = watch.clone();
         let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let ctx = svc_ctx.clone();
+            let watch = svc_watch.clone();
             let req = req.map(crate::origin::boxed_incoming);
-            async move { Ok::<_, Infallible>(service::handle(ctx, req, peer).await) }
+            async move {
+                let resp = service::handle(ctx, req, peer).await;
+                Ok::<_, Infallible>(resp.map(|b| watch.wrap(b)))
+            }
         });
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(io), svc)
@@ -447,11 +457,14 @@ impl OnHyper {
         // gracefully: at once if idle, else after the request in flight (HTTP/2 gets
         // a GOAWAY). hyper does not say whether it is idle: one handed over less than
         // REAP_IDLE_MIN ago has the request it was handed over for still to read, and
-        // is left alone.
+        // is left alone. Responses that stop moving are dropped, and a connection
+        // left with nothing else closes ([`crate::stall`]).
         tokio::pin!(conn);
         let mut asked = false;
         let handed = tokio::time::Instant::now();
         let mut reap = Box::pin(fastpath::next_change(reap));
+        let stall = ctx.peek().cfg.limits.send_stall.0;
+        let mut sweeps = sweeps(stall);
         let ended = loop {
             tokio::select! {
                 r = conn.as_mut() => break r,
@@ -459,12 +472,21 @@ impl OnHyper {
                     asked = true;
                     conn.as_mut().graceful_shutdown();
                 }
-                rx = &mut reap, if !asked => {
-                    if handed.elapsed() < conns::REAP_IDLE_MIN {
+                _ = sweeps.tick() => if stalled_out(&watch, stall, &ctx) {
+                    break Ok(());
+                },
+                rx = &mut reap => {
+                    if only_still(&watch, stall, &ctx) {
+                        // Nothing but responses that do not move: close now.
+                        ctx.metrics.record_connection_reaped();
+                        break Ok(());
+                    }
+                    if asked || handed.elapsed() < conns::REAP_IDLE_MIN {
                         reap = Box::pin(fastpath::next_change(rx));
                         continue;
                     }
                     asked = true;
+                    reap = Box::pin(fastpath::next_change(rx));
                     ctx.metrics.record_connection_reaped();
                     conn.as_mut().graceful_shutdown();
                 }
@@ -474,6 +496,35 @@ impl OnHyper {
             tracing::debug!(error = %e, peer = %peer.addr, "connection ended with an error");
         }
     }
+}
+
+/// Drops the responses of `watch` that stalled; whether the connection is left with
+/// nothing else (it closes then).
+fn stalled_out(watch: &crate::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
+    let swept = watch.sweep(stall, stall);
+    ctx.metrics.record_send_stalls(swept.newly as u64, 0);
+    let all = swept.all_stalled();
+    if all {
+        ctx.metrics.record_send_stalls(0, 1);
+    }
+    all
+}
+
+/// Whether every open response of `watch` has been still for
+/// [`conns::REAP_IDLE_MIN`] (and there is one): a full server closes such a
+/// connection at once.
+fn only_still(watch: &crate::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
+    let s = watch.sweep(stall, conns::REAP_IDLE_MIN);
+    ctx.metrics.record_send_stalls(s.newly as u64, 0);
+    s.open > 0 && s.still == s.open
+}
+
+/// The connection's stall sweeps: every half `stall` (at least every 10 ms).
+fn sweeps(stall: std::time::Duration) -> tokio::time::Interval {
+    let every = (stall / 2).max(std::time::Duration::from_millis(10));
+    let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    i
 }
 
 /// A connection slot: at once if one is free; else, while the server is full, idle

@@ -168,7 +168,7 @@ impl Ctx {
         let store = open_store(&cfg)?;
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
-        let tunnels = crate::tunnel::Tunnels::new(cfg.limits.upgrades);
+        let tunnels = crate::tunnel::Tunnels::new(&cfg.limits);
         let compress = CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         Ok(Arc::new(Ctx {

@@ -10,8 +10,9 @@
 //!   with one `writev` of those records when the socket has room. No sendfile: the
 //!   kernel cannot encrypt for rustls.
 //!
-//! Both wait for a full socket at most `idle` per response: a client that stops
-//! reading cannot hold a response (and the store region its body is pinned in).
+//! Both wait for a full socket at most `limits.send_stall` without a byte taken: a
+//! client that stops reading cannot hold a response (and the store region its body
+//! is pinned in), while one that reads slowly is served to the end.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -62,17 +63,12 @@ impl Wire {
         }
     }
 
-    /// Writes every byte of `parts`, waiting for room at most `idle` in all; a
-    /// client that stopped reading that long is a `TimedOut` error.
-    pub(crate) async fn write_all(&mut self, parts: &[&[u8]], idle: Duration) -> io::Result<()> {
+    /// Writes every byte of `parts`; a socket that takes no byte for `stall` is a
+    /// `TimedOut` error.
+    pub(crate) async fn write_all(&mut self, parts: &[&[u8]], stall: Duration) -> io::Result<()> {
         match self {
-            Wire::Plain(s) => crate::h1::write_all(s, parts, idle).await,
-            Wire::Tls(t) => {
-                let write = write_tls(t, parts);
-                tokio::time::timeout(idle, write).await.map_err(|_| {
-                    io::Error::new(io::ErrorKind::TimedOut, "client stopped reading")
-                })?
-            }
+            Wire::Plain(s) => crate::h1::write_all(s, parts, stall).await,
+            Wire::Tls(t) => write_tls(t, parts, stall).await,
         }
     }
 
@@ -159,18 +155,29 @@ async fn read_plain(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize>
 
 /// Hands `parts` to rustls as vectored writes (sealed into records as they go) and
 /// flushes the records to the socket.
-async fn write_tls(t: &mut TlsStream<TcpStream>, parts: &[&[u8]]) -> io::Result<()> {
+async fn write_tls(
+    t: &mut TlsStream<TcpStream>,
+    parts: &[&[u8]],
+    stall: Duration,
+) -> io::Result<()> {
+    let stalled = |_| io::Error::new(io::ErrorKind::TimedOut, "client stopped reading");
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let mut done = 0;
     while done < total {
         let mut slices = [IoSlice::new(&[]); 4];
         let n = slices_from(parts, done, &mut slices);
-        match t.write_vectored(&slices[..n]).await? {
+        let write = t.write_vectored(&slices[..n]);
+        match tokio::time::timeout(stall, write)
+            .await
+            .map_err(stalled)??
+        {
             0 => return Err(io::ErrorKind::WriteZero.into()),
             k => done += k,
         }
     }
-    t.flush().await
+    tokio::time::timeout(stall, t.flush())
+        .await
+        .map_err(stalled)?
 }
 
 /// Fills `slices` with the non-empty parts of `parts` from byte `done` on (as many
