@@ -174,7 +174,13 @@ impl Ctx {
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
         let tunnels = crate::tunnel::Tunnels::new(cfg.limits.upgrades);
-        let compress = CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0);
+        let e = &cfg.encodings;
+        let cpu = crate::compress_pool::CpuLimits {
+            large_bytes: e.large_bytes.0,
+            burst: e.background_cpu_burst.0,
+            share: e.background_cpu_share,
+        };
+        let compress = CompressPool::with_limits(e.threads, e.budget.0, cpu);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         let key_epochs = KeyEpochs::open(&policy.cfg.cache.path, fresh, &policy.keys);
         Ok(Arc::new(Ctx {
