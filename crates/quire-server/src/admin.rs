@@ -157,6 +157,7 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
             log_overruns: ctx.invalidations.overruns(),
         },
     );
+    ctx.compress.write_metrics(out);
 }
 
 /// `GET /_quire/explain?url=...`: what the cache holds for a URL and why.

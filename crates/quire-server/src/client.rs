@@ -11,11 +11,25 @@
 //!   walking the header from the right, trusted proxies are skipped; the first
 //!   address that is not one is the client, since everything left of it was written
 //!   by parties nobody vouches for. If every entry is trusted, the leftmost is the
-//!   client; an entry that is not an address ends the walk.
+//!   client.
+//! - **A client is never silently the proxy.** A trusted peer's header either names
+//!   a client or the request is refused (400, `quire_forwarded_for_refused_total`):
+//!   an entry the walk reaches that is not an address (junk, non-text bytes, an
+//!   empty header) is a proxy naming nobody, and falling back on the peer made a
+//!   local TLS terminator's clients one loopback client, exempt from every limit.
+//!   The walk works on bytes, field by field from the last, with no length limit of
+//!   its own (the head limit, `limits.header_bytes`, bounds it): a client cannot
+//!   push its terminator's entry out of reach with a long or non-text prefix, since
+//!   the walk never reads past the first untrusted address. Only a trusted peer that
+//!   sends no `X-Forwarded-For` at all speaks for itself (its own health checks).
+//!   Every caller asks this module: the service and the fast path refuse, the access
+//!   log names the same client the limits counted.
 //! - **The last `X-Forwarded-For` entry quire forwards is always the client it
 //!   resolved**: for an untrusted peer, the incoming header plus the peer (the usual
 //!   append); for a trusted one, the incoming header up to and including the client
-//!   (the trusted hops right of it are dropped). An origin — or the publishing site,
+//!   (the trusted hops right of it are dropped). An entry that is not visible ASCII
+//!   is forwarded as `unknown` (RFC 7239's word for an unnamed hop), so the header
+//!   is always valid text and never dropped. An origin — or the publishing site,
 //!   whose sign-in throttle counts per client — reads only that last entry.
 //! - The per-client limits (connections, fill slots, sign-in attempts) count this
 //!   address. A trusted proxy's own connections are not held to the per-client
@@ -25,10 +39,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use http::header::HeaderMap;
-
-/// Longest `X-Forwarded-For` (all lines joined) quire reads or extends; a longer one
-/// is ignored (and not forwarded) rather than walked.
-pub const FORWARDED_FOR_MAX: usize = 2048;
 
 /// An address block: `10.0.0.0/8`, `::1/128`, or a bare address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,50 +138,68 @@ pub struct Client {
 }
 
 impl Client {
-    /// The client of a request from `peer` with `headers`.
-    pub fn resolve(peer: SocketAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> Client {
-        let incoming = forwarded_for(headers);
+    /// The client of a request from `peer` with `headers`; `Err` when a trusted
+    /// peer's `X-Forwarded-For` names nobody (the request is refused).
+    pub fn resolve(
+        peer: SocketAddr,
+        headers: &HeaderMap,
+        trusted: &TrustedProxies,
+    ) -> Result<Client, Unnamed> {
         let peer_ip = peer.ip().to_canonical();
-        if trusted.is_empty() || !trusted.contains(peer_ip) {
-            let forwarded_for = match incoming {
-                Some(prev) if !prev.trim().is_empty() => format!("{prev}, {peer_ip}"),
-                _ => peer_ip.to_string(),
-            };
-            return Client {
+        let entries = entries(headers);
+        if !trusted.contains(peer_ip) {
+            let mut forwarded_for = joined(&entries);
+            if !forwarded_for.is_empty() {
+                forwarded_for.push_str(", ");
+            }
+            forwarded_for.push_str(&peer_ip.to_string());
+            return Ok(Client {
                 ip: peer_ip,
                 forwarded_for,
-            };
+            });
         }
-        let entries: Vec<&str> = incoming
-            .as_deref()
-            .map(|v| v.split(',').map(str::trim).collect())
-            .unwrap_or_default();
-        let mut chosen: Option<(usize, IpAddr)> = None;
-        for (i, e) in entries.iter().enumerate().rev() {
-            let Ok(ip) = e.parse::<IpAddr>().map(|ip| ip.to_canonical()) else {
-                break;
-            };
-            chosen = Some((i, ip));
-            if !trusted.contains(ip) {
-                break;
-            }
-        }
-        match chosen {
-            Some((i, ip)) => Client {
-                ip,
-                forwarded_for: entries[..=i].join(", "),
-            },
-            None => Client {
+        if headers.get(X_FORWARDED_FOR).is_none() {
+            return Ok(Client {
                 ip: peer_ip,
                 forwarded_for: peer_ip.to_string(),
-            },
+            });
         }
+        let (i, ip) = walk(&entries, trusted)?;
+        Ok(Client {
+            ip,
+            forwarded_for: joined(&entries[..=i]),
+        })
     }
 
     /// The client of a connection whose requests carry no forwarding header (tests,
     /// and requests that need none).
     pub fn direct(peer: SocketAddr) -> Client {
-        Client::resolve(peer, &HeaderMap::new(), &TrustedProxies::default())
+        let ip = peer.ip().to_canonical();
+        Client {
+            ip,
+            forwarded_for: ip.to_string(),
+        }
+    }
+
+    /// The client a request's log line and limits name: the resolved client, or
+    /// the peer when the request is refused for naming nobody.
+    pub(crate) fn ip_or_peer(
+        peer: SocketAddr,
+        headers: &HeaderMap,
+        trusted: &TrustedProxies,
+    ) -> IpAddr {
+        let ip = peer.ip().to_canonical();
+        if !trusted.contains(ip) {
+            return ip;
+        }
+        Client::resolve(peer, headers, trusted).map_or(ip, |c| c.ip)
+    }
+
+    /// Whether a request from `peer` names its client (cheap for an untrusted
+    /// peer: no header is read).
+    pub(crate) fn named(peer: SocketAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> bool {
+        !trusted.contains(peer.ip().to_canonical())
+            || Client::resolve(peer, headers, trusted).is_ok()
     }
 }
 
@@ -211,26 +239,81 @@ impl Peer {
     }
 }
 
-/// Every `X-Forwarded-For` line joined with `, `; `None` when absent, not text, or
-/// longer than [`FORWARDED_FOR_MAX`].
-fn forwarded_for(headers: &HeaderMap) -> Option<String> {
+/// Why a trusted peer's `X-Forwarded-For` names no client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unnamed {
+    /// Plain text for the 400's body.
+    pub reason: &'static str,
+}
+
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
+
+/// Every `X-Forwarded-For` entry, left to right across all of its fields, trimmed,
+/// empty list elements skipped (RFC 9110 §5.6.1), as bytes.
+fn entries(headers: &HeaderMap) -> Vec<&[u8]> {
+    headers
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b',').map(<[u8]>::trim_ascii))
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+/// The client among `entries`, from the right: its index and address.
+fn walk(entries: &[&[u8]], trusted: &TrustedProxies) -> Result<(usize, IpAddr), Unnamed> {
+    let mut chosen = None;
+    for (i, e) in entries.iter().enumerate().rev() {
+        let Some(ip) = address(e) else {
+            return Err(Unnamed {
+                reason: "X-Forwarded-For from a trusted proxy names no client: \
+                         an entry it vouches for is not an address",
+            });
+        };
+        chosen = Some((i, ip));
+        if !trusted.contains(ip) {
+            break;
+        }
+    }
+    chosen.ok_or(Unnamed {
+        reason: "X-Forwarded-For from a trusted proxy is empty",
+    })
+}
+
+/// An entry's address: `192.0.2.1`, `2001:db8::1`, and with a port as some
+/// balancers write them (`192.0.2.1:5000`, `[2001:db8::1]:5000`, `[2001:db8::1]`).
+fn address(e: &[u8]) -> Option<IpAddr> {
+    let s = std::str::from_utf8(e).ok()?;
+    let ip = s
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| s.parse::<SocketAddr>().ok().map(|a| a.ip()))
+        .or_else(|| {
+            s.strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .and_then(|r| r.parse::<IpAddr>().ok())
+        })?;
+    Some(ip.to_canonical())
+}
+
+/// `entries` joined with `, `, each that is not visible ASCII written `unknown`.
+fn joined(entries: &[&[u8]]) -> String {
     let mut out = String::new();
-    for v in headers.get_all("x-forwarded-for") {
-        let v = v.to_str().ok()?;
+    for e in entries {
         if !out.is_empty() {
             out.push_str(", ");
         }
-        out.push_str(v);
-        if out.len() > FORWARDED_FOR_MAX {
-            return None;
+        match std::str::from_utf8(e) {
+            Ok(s) if e.iter().all(|b| (0x20..0x7f).contains(b)) => out.push_str(s),
+            _ => out.push_str("unknown"),
         }
     }
-    (!out.is_empty()).then_some(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::header::HeaderValue;
 
     #[test]
     fn the_scheme_is_the_connections_unless_a_trusted_proxy_says() {
@@ -291,42 +374,102 @@ mod tests {
         }
     }
 
+    fn resolve(p: &str, xff: &[&str], t: &TrustedProxies) -> Result<Client, Unnamed> {
+        Client::resolve(peer(p), &h(xff), t)
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn an_untrusted_peer_is_the_client_whatever_it_forwards() {
         let t = TrustedProxies::parse(&["10.0.0.0/8"]).unwrap();
-        let c = Client::resolve(peer("192.0.2.7"), &h(&["6.6.6.6"]), &t);
-        assert_eq!(c.ip, "192.0.2.7".parse::<IpAddr>().unwrap());
+        let c = resolve("192.0.2.7", &["6.6.6.6"], &t).unwrap();
+        assert_eq!(c.ip, ip("192.0.2.7"));
         assert_eq!(c.forwarded_for, "6.6.6.6, 192.0.2.7");
-        let c = Client::resolve(peer("192.0.2.7"), &h(&[]), &TrustedProxies::default());
+        let c = resolve("192.0.2.7", &[], &TrustedProxies::default()).unwrap();
         assert_eq!(c.forwarded_for, "192.0.2.7");
+        // Junk from an untrusted peer is not refused: nobody believes it anyway.
+        let mut junk = HeaderMap::new();
+        junk.insert(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"\xff\xfe, 1.2.3.4").unwrap(),
+        );
+        let c = Client::resolve(peer("192.0.2.7"), &junk, &t).unwrap();
+        assert_eq!(c.forwarded_for, "unknown, 1.2.3.4, 192.0.2.7");
     }
 
     #[test]
     fn a_trusted_peer_names_the_rightmost_untrusted_entry() {
         let t = TrustedProxies::parse(&["10.0.0.0/8", "127.0.0.1"]).unwrap();
-        let c = Client::resolve(
-            peer("127.0.0.1"),
-            &h(&["6.6.6.6, 203.0.113.5", "10.1.1.1"]),
-            &t,
-        );
-        assert_eq!(c.ip, "203.0.113.5".parse::<IpAddr>().unwrap());
+        let c = resolve("127.0.0.1", &["6.6.6.6, 203.0.113.5", "10.1.1.1"], &t).unwrap();
+        assert_eq!(c.ip, ip("203.0.113.5"));
         assert_eq!(c.forwarded_for, "6.6.6.6, 203.0.113.5");
         // Every entry trusted: the leftmost.
-        let c = Client::resolve(peer("127.0.0.1"), &h(&["10.0.0.2, 10.0.0.3"]), &t);
-        assert_eq!(c.ip, "10.0.0.2".parse::<IpAddr>().unwrap());
-        // No header: the peer.
-        let c = Client::resolve(peer("127.0.0.1"), &h(&[]), &t);
-        assert_eq!(c.ip, "127.0.0.1".parse::<IpAddr>().unwrap());
+        let c = resolve("127.0.0.1", &["10.0.0.2, 10.0.0.3"], &t).unwrap();
+        assert_eq!(c.ip, ip("10.0.0.2"));
+        // No header: the peer speaks for itself.
+        let c = resolve("127.0.0.1", &[], &t).unwrap();
+        assert_eq!(c.ip, ip("127.0.0.1"));
         assert_eq!(c.forwarded_for, "127.0.0.1");
-        // Garbage where the proxy's entry should be: the peer.
-        let c = Client::resolve(peer("127.0.0.1"), &h(&["1.2.3.4, junk"]), &t);
-        assert_eq!(c.ip, "127.0.0.1".parse::<IpAddr>().unwrap());
         // Garbage left of the client is not reached.
-        let c = Client::resolve(peer("127.0.0.1"), &h(&["junk, 1.2.3.4"]), &t);
-        assert_eq!(c.ip, "1.2.3.4".parse::<IpAddr>().unwrap());
-        // Too long to walk: the peer.
-        let long = vec!["1.1.1.1"; 400].join(", ");
-        let c = Client::resolve(peer("127.0.0.1"), &h(&[&long]), &t);
-        assert_eq!(c.ip, "127.0.0.1".parse::<IpAddr>().unwrap());
+        let c = resolve("127.0.0.1", &["junk, 1.2.3.4"], &t).unwrap();
+        assert_eq!(c.ip, ip("1.2.3.4"));
+        // Ports, as some balancers write them.
+        let c = resolve("127.0.0.1", &["[2001:db8::1]:80, 10.0.0.1:5000"], &t).unwrap();
+        assert_eq!(c.ip, ip("2001:db8::1"));
+        // Empty list elements are skipped (RFC 9110 §5.6.1).
+        let c = resolve("127.0.0.1", &[" , 1.2.3.4 ,, "], &t).unwrap();
+        assert_eq!(c.ip, ip("1.2.3.4"));
+    }
+
+    #[test]
+    fn a_trusted_peer_naming_nobody_is_refused_never_the_client() {
+        let t = TrustedProxies::parse(&["10.0.0.0/8", "127.0.0.1"]).unwrap();
+        for xff in [
+            &["1.2.3.4, junk"][..],
+            &["1.2.3.4", "junk"],
+            &["junk, 10.0.0.2"],
+            &[""],
+            &[" , "],
+        ] {
+            let got = resolve("127.0.0.1", xff, &t);
+            assert!(got.is_err(), "{xff:?}: {got:?}");
+            assert_eq!(
+                Client::ip_or_peer(peer("127.0.0.1"), &h(xff), &t),
+                ip("127.0.0.1"),
+                "the log names the peer of a refused request"
+            );
+            assert!(!Client::named(peer("127.0.0.1"), &h(xff), &t));
+        }
+    }
+
+    #[test]
+    fn a_long_forwarded_for_still_names_its_rightmost_client() {
+        let t = TrustedProxies::parse(&["127.0.0.1"]).unwrap();
+        let long = vec!["1.1.1.1"; 4000].join(", ");
+        let c = resolve("127.0.0.1", &[&long, "203.0.113.5"], &t).unwrap();
+        assert_eq!(c.ip, ip("203.0.113.5"));
+        assert!(c.forwarded_for.ends_with(", 1.1.1.1, 203.0.113.5"));
+        assert!(Client::named(peer("127.0.0.1"), &h(&[&long]), &t));
+    }
+
+    #[test]
+    fn non_text_forwarded_for_names_its_client_and_forwards_text() {
+        let t = TrustedProxies::parse(&["127.0.0.1"]).unwrap();
+        let mut hm = HeaderMap::new();
+        hm.insert(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"caf\xc3\xa9, \xff, 203.0.113.5").unwrap(),
+        );
+        let c = Client::resolve(peer("127.0.0.1"), &hm, &t).unwrap();
+        assert_eq!(c.ip, ip("203.0.113.5"));
+        assert_eq!(c.forwarded_for, "unknown, unknown, 203.0.113.5");
+        hm.insert(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"203.0.113.5, \xff").unwrap(),
+        );
+        assert!(Client::resolve(peer("127.0.0.1"), &hm, &t).is_err());
     }
 }

@@ -146,6 +146,7 @@ async fn encode(ctx: &Arc<Ctx>, plan: &StorePlan, body: Bytes) -> Result<Coded, 
     let url = plan.url.clone();
     let cost = body.len() as u64;
     let kept = body.clone();
+    let ctx2 = ctx.clone();
     let job = move || -> Result<Coded, FillResult> {
         let identity = match sent {
             None => body,
@@ -158,7 +159,10 @@ async fn encode(ctx: &Arc<Ctx>, plan: &StorePlan, body: Bytes) -> Result<Coded, 
             },
         };
         let gzip = (gzip && identity.len() >= compress::MIN_COMPRESS_BYTES)
-            .then(|| compress::encode(Coding::Gzip, &identity, &levels).ok())
+            .then(|| {
+                let levels = ctx2.compress.levels_for(levels, identity.len());
+                compress::encode(Coding::Gzip, &identity, &levels).ok()
+            })
             .flatten()
             .filter(|g| compress::worth_keeping(identity.len(), g.len()));
         Ok(Coded { identity, gzip })

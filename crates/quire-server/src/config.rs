@@ -551,6 +551,15 @@ pub struct EncodingsConfig {
     /// Bytes of bodies queued or being compressed at once. Past it, a response is
     /// stored in identity only and its codings are not made (see `compress_pool`).
     pub budget: ByteSize,
+    /// Bodies this long or longer are compressed at cheap levels (gzip 6, brotli 4,
+    /// zstd 3, or the configured ones where lower).
+    pub large_bytes: ByteSize,
+    /// CPU time background compression (brotli, zstd after the commit) may spend at
+    /// once; past it, background jobs are shed until it is earned back.
+    pub background_cpu_burst: Secs,
+    /// CPU-seconds per second background compression earns back (0.25: a quarter
+    /// of one core on average).
+    pub background_cpu_share: f64,
 }
 
 impl Default for EncodingsConfig {
@@ -566,6 +575,9 @@ impl Default for EncodingsConfig {
             zstd_level: l.zstd,
             threads: 2,
             budget: ByteSize(64 << 20),
+            large_bytes: ByteSize(1 << 20),
+            background_cpu_burst: Secs(Duration::from_secs(10)),
+            background_cpu_share: 0.25,
         }
     }
 }
@@ -667,6 +679,12 @@ impl Config {
             .levels()
             .validate()
             .map_err(|e| ConfigError(e.to_string()))?;
+        let share = self.encodings.background_cpu_share;
+        if !(share.is_finite() && share > 0.0 && share <= 64.0) {
+            return bad(
+                "encodings.background_cpu_share must be above 0 (CPU-seconds per second)".into(),
+            );
+        }
         if self.encodings.brotli_upgrade_level > 11 {
             return bad("encodings.brotli_upgrade_level must be within 0..=11".into());
         }

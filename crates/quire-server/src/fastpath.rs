@@ -543,7 +543,10 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
         return None;
     }
     let policy = ctx.peek();
-    if bypass::bypass(method, headers, &policy.bypass).is_some() {
+    // A trusted proxy naming no client is the service's to refuse (crate::client).
+    if bypass::bypass(method, headers, &policy.bypass).is_some()
+        || !crate::client::Client::named(peer.addr, headers, &policy.trusted_proxies)
+    {
         return None;
     }
     let scheme = peer.scheme(headers, &policy.trusted_proxies);

@@ -68,6 +68,7 @@ mod hit;
 pub mod inherit;
 mod inline;
 mod invalidate;
+mod key_epoch;
 mod lookup;
 pub mod metrics;
 mod miss;

@@ -755,7 +755,8 @@ mod tests {
             "192.0.2.7:5555".parse().unwrap(),
             &c,
             &Default::default(),
-        );
+        )
+        .unwrap();
         let h = pass_headers(&c, &from);
         assert!(!h.contains_key(header::CONNECTION));
         assert!(!h.contains_key("x-secret"));

@@ -52,7 +52,7 @@ impl Exchange<'_> {
         } = self;
         let method = req.method().clone();
         let accept = encoding::parse_accept_encoding(req.headers());
-        let (out, body_failed) = outbound(req, &client, url.scheme());
+        let (out, body_failed) = outbound(req, &client, &url);
         let t0 = std::time::Instant::now();
         let resp = ctx.origin.send(out).await;
         let waited = t0.elapsed();
@@ -110,27 +110,29 @@ impl Exchange<'_> {
 }
 
 /// The request as it goes to the origin: the client's, origin-form, HTTP/1.1, with
-/// the fields [`origin::pass_headers`] forwards. The flag turns true if the client's
+/// the fields [`origin::pass_headers`] forwards, marked with the normalised host
+/// and path to route on ([`upstream::RouteBy`]). When the target carried an
+/// authority (HTTP/2's `:authority`, an HTTP/1.1 absolute-form target) that
+/// authority is the `Host` sent, whatever `Host` field came beside it: it is the
+/// one the key was made from (RFC 9112 §3.2.3, RFC 9113 §8.3.1), so the origin
+/// answers for the URL quire names. The flag turns true if the client's
 /// own body fails while it is forwarded (a bad chunk, a hang-up): that fails the
 /// exchange on the origin side too, and it is the client's 400, not the origin's
 /// 502.
 fn outbound(
     req: Request<OutBody>,
     client: &Client,
-    scheme: &str,
+    url: &NormalizedUrl,
 ) -> (Request<OutBody>, Arc<AtomicBool>) {
     let (parts, body) = req.into_parts();
     let mut headers = origin::pass_headers(&parts.headers, client);
-    origin::set_forwarded_proto(&mut headers, scheme);
-    if !headers.contains_key(header::HOST) {
-        // HTTP/2 carries the host in :authority.
-        if let Some(v) = parts
-            .uri
-            .authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-        {
-            headers.insert(header::HOST, v);
-        }
+    origin::set_forwarded_proto(&mut headers, url.scheme());
+    if let Some(v) = parts
+        .uri
+        .authority()
+        .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    {
+        headers.insert(header::HOST, v);
     }
     let body_failed = Arc::new(AtomicBool::new(false));
     let flag = body_failed.clone();
@@ -150,6 +152,10 @@ fn outbound(
         .unwrap_or_else(|_| http::Uri::from_static("/"));
     *out.version_mut() = http::Version::HTTP_11;
     *out.headers_mut() = headers;
+    out.extensions_mut().insert(upstream::RouteBy {
+        host: url.host().to_owned(),
+        path: url.path().to_owned(),
+    });
     (out, body_failed)
 }
 

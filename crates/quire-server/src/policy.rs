@@ -226,6 +226,12 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ),
         ("encodings.threads", e.0.threads != e.1.threads),
         ("encodings.budget", e.0.budget != e.1.budget),
+        ("encodings.large_bytes", e.0.large_bytes != e.1.large_bytes),
+        (
+            "encodings.background_cpu",
+            e.0.background_cpu_burst != e.1.background_cpu_burst
+                || e.0.background_cpu_share != e.1.background_cpu_share,
+        ),
         (
             "sendfile_min_bytes",
             old.sendfile_min_bytes != new.sendfile_min_bytes,

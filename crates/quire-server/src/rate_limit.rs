@@ -141,6 +141,7 @@ pub struct Limiter {
     admitted: [AtomicU64; 2],
     limited: [AtomicU64; 2],
     untracked: AtomicU64,
+    unnamed: AtomicU64,
 }
 
 impl Default for Limiter {
@@ -151,6 +152,7 @@ impl Default for Limiter {
             admitted: Default::default(),
             limited: Default::default(),
             untracked: AtomicU64::new(0),
+            unnamed: AtomicU64::new(0),
         }
     }
 }
@@ -196,6 +198,12 @@ impl Limiter {
         Ok(())
     }
 
+    /// A request was refused 400: a trusted proxy's `X-Forwarded-For` named no
+    /// client (see [`crate::client`]), so no budget could be charged to anyone.
+    pub(crate) fn record_unnamed(&self) {
+        self.unnamed.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters in Prometheus text format.
     pub fn write_metrics(&self, out: &mut String) {
         use std::fmt::Write as _;
@@ -230,8 +238,12 @@ impl Limiter {
              quire_rate_limit_clients {clients}\n\
              # HELP quire_rate_limit_untracked_total Requests let through untracked: the client table was full of clients with spent buckets.\n\
              # TYPE quire_rate_limit_untracked_total counter\n\
-             quire_rate_limit_untracked_total {}",
-            self.untracked.load(Ordering::Relaxed)
+             quire_rate_limit_untracked_total {}\n\
+             # HELP quire_forwarded_for_refused_total Requests refused 400: a trusted proxy's X-Forwarded-For named no client.\n\
+             # TYPE quire_forwarded_for_refused_total counter\n\
+             quire_forwarded_for_refused_total {}",
+            self.untracked.load(Ordering::Relaxed),
+            self.unnamed.load(Ordering::Relaxed)
         );
     }
 }

@@ -74,7 +74,7 @@ fn wanted(ctx: &Ctx, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
     if upgrade > levels.brotli && identity_len <= UPGRADE_BYTES_MAX {
         levels.brotli = upgrade;
     }
-    (codings, levels)
+    (codings, ctx.compress.levels_for(levels, identity_len))
 }
 
 /// Queues the other codings of a committed entry on the pool's background queue,
@@ -83,8 +83,12 @@ pub(crate) fn schedule(ctx: &Arc<Ctx>, later: Later) {
     if !later.compressible || later.identity.len() < compress::MIN_COMPRESS_BYTES {
         return;
     }
-    let (codings, _) = wanted(ctx, later.identity.len());
-    if codings.is_empty() {
+    let has_codings = ctx
+        .peek()
+        .codings
+        .iter()
+        .any(|c| matches!(c, Coding::Br | Coding::Zstd));
+    if !has_codings {
         return;
     }
     let cost = later.identity.len() as u64;

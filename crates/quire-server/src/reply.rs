@@ -76,6 +76,18 @@ pub(crate) fn bad_request(why: &str) -> Response<Body> {
     closing(plain(StatusCode::BAD_REQUEST, &text, status))
 }
 
+/// 400 for a request whose framing is sound but whose head names no client (a
+/// trusted proxy's `X-Forwarded-For`, see [`crate::client`]): the connection
+/// stays, since it carries other clients' requests.
+pub(crate) fn unnamed_client(why: &str) -> Response<Body> {
+    let status = CacheStatus::default().with_detail("bad-request");
+    plain(
+        StatusCode::BAD_REQUEST,
+        &format!("bad request: {why}\n"),
+        status,
+    )
+}
+
 /// The answer when the client's own request body failed while it was forwarded:
 /// 400, and the connection closes (its framing is lost).
 pub(crate) fn client_body_error(status: CacheStatus) -> Response<Body> {

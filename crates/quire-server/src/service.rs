@@ -121,7 +121,13 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         let path = url.path().to_owned();
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
-    let client = Client::resolve(peer.addr, req.headers(), &policy.trusted_proxies);
+    let client = match Client::resolve(peer.addr, req.headers(), &policy.trusted_proxies) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.limiter.record_unnamed();
+            return (reply::unnamed_client(e.reason), Outcome::Error);
+        }
+    };
     let now = ctx.clock.now();
     let x = Exchange {
         ctx,

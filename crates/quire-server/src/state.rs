@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::fill::Fills;
 use crate::hit::Records;
 use crate::invalidate::Invalidations;
+use crate::key_epoch::KeyEpochs;
 use crate::metrics::Metrics;
 use crate::origin::{Origin, OriginOptions};
 use crate::policy::{Policy, Reloaded};
@@ -53,6 +54,9 @@ const RECORDS_CACHED: usize = 32 * 1024;
 pub struct Ctx {
     /// What the configuration decides per request; swapped on reload.
     policy: ArcSwap<Policy>,
+    /// The epoch of the running `[keys]` scheme, in every key (see
+    /// [`crate::key_epoch`]).
+    key_epochs: KeyEpochs,
     /// The cache.
     pub store: Store,
     /// Where fills and passed requests go: the origin client, or the renderer of
@@ -165,13 +169,22 @@ impl Ctx {
     /// that fills from `origin` (`cfg.origin` is not used).
     pub fn with_upstream(cfg: Config, origin: Arc<dyn Upstream>) -> Result<Arc<Ctx>, StartError> {
         cfg.validate()?;
+        let fresh = !cfg.cache.path.exists();
         let store = open_store(&cfg)?;
         let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
         let tunnels = crate::tunnel::Tunnels::new(&cfg.limits);
-        let compress = CompressPool::new(cfg.encodings.threads, cfg.encodings.budget.0);
+        let e = &cfg.encodings;
+        let cpu = crate::compress_pool::CpuLimits {
+            large_bytes: e.large_bytes.0,
+            burst: e.background_cpu_burst.0,
+            share: e.background_cpu_share,
+        };
+        let compress = CompressPool::with_limits(e.threads, e.budget.0, cpu);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
+        let key_epochs = KeyEpochs::open(&policy.cfg.cache.path, fresh, &policy.keys);
         Ok(Arc::new(Ctx {
+            key_epochs,
             policy: ArcSwap::from_pointee(policy),
             fills,
             records: Records::new(RECORDS_CACHED),
@@ -267,6 +280,10 @@ impl Ctx {
             Some(&old),
         )
         .inspect_err(|_| self.reloads.failed())?;
+        // A changed `[keys]` takes a new key-scheme epoch (crate::key_epoch). A
+        // request between these two lines keys a URL normalised the old way under
+        // the new epoch: it fetched what it keyed, so the entry is right for its key.
+        self.key_epochs.adopt(&new.keys);
         self.policy.store(Arc::new(new));
         self.reloads.applied();
         Ok(Reloaded { needs_restart })
@@ -276,7 +293,7 @@ impl Ctx {
     /// request and pass it to [`Ctx::primary_key`] and [`Ctx::variant_key`], so that
     /// one request's keys agree.
     pub fn key_version(&self, url: &NormalizedUrl) -> u64 {
-        self.origin.key_version(url)
+        crate::key_epoch::mix(self.origin.key_version(url), self.key_epochs.current())
     }
 
     /// The key of `url`'s primary record at `version`.

@@ -44,6 +44,19 @@ pub struct FillMark {
     pub from_peer: bool,
 }
 
+/// An extension on a passed request: the normalised host and path its URL was
+/// keyed by. A passed request carries the client's own target and `Host`; an
+/// upstream that routes ([`crate::origins`]) routes on these instead, so a pass
+/// goes to the pool a fill of the same URL would (`/api/%2e%2e/admin` is
+/// `/admin`, `/%61pi/x` is `/api/x`, `a.example.` is `a.example`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteBy {
+    /// The normalised host (lower case, no trailing dot, aliases folded; no port).
+    pub host: String,
+    /// The normalised path.
+    pub path: String,
+}
+
 /// Errors a response body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -332,3 +332,111 @@ fn origin_and_origins_together_are_refused() {
     c.origins[0].weight = 0;
     assert!(c.validate().is_err());
 }
+
+/// One client's slow page (slower than `origin_read_timeout`) must not mark a pool
+/// down: each request reaches at most two origins, and a timeout only makes quire
+/// probe the origin, whose quick answer to the probe keeps it up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_requests_from_one_client_never_mark_a_pool_down() {
+    let (a, b, c) = (
+        Origin::start().await,
+        Origin::start().await,
+        Origin::start().await,
+    );
+    for o in [&a, &b, &c] {
+        for i in 0..3 {
+            let slow = Route::ok("late", &NO_STORE).delay(Duration::from_secs(3));
+            o.route(&format!("/slow{i}"), slow);
+        }
+        o.route("/", Route::ok("home", &NO_STORE));
+        o.route("/ok", Route::ok("ok", &NO_STORE));
+    }
+    let urls = [a.url(), b.url(), c.url()];
+    let q = Quire::start(&a, |cfg| {
+        use_origins(cfg, urls.iter().map(|u| entry(u, |_| {})).collect());
+    })
+    .await;
+    let slow: Vec<_> = (0..3)
+        .map(|i| {
+            let url = q.url(&format!("/slow{i}"));
+            tokio::spawn(async move {
+                let r = quire_testkit::client()
+                    .get(url.parse().unwrap())
+                    .await
+                    .unwrap();
+                r.status().as_u16()
+            })
+        })
+        .collect();
+    for s in slow {
+        assert!([502, 504].contains(&s.await.unwrap()));
+    }
+    for i in 0..3 {
+        let path = format!("/slow{i}");
+        let reached = a.hits(&path) + b.hits(&path) + c.hits(&path);
+        assert!(reached <= 2, "{path} reached {reached} origins");
+    }
+    assert!(
+        wait_for(
+            || metrics(&q).contains("quire_origins_probes_total{result=\"pass\"}")
+                && !metrics(&q).contains("quire_origins_probes_total{result=\"pass\"} 0\n")
+        )
+        .await,
+        "{}",
+        metrics(&q)
+    );
+    for u in &urls {
+        assert!(origin_up(&q, u), "{u} stays up:\n{}", metrics(&q));
+    }
+    for _ in 0..6 {
+        assert_eq!(get(&q, "/ok", &[]).await.status, 200);
+    }
+}
+
+/// A pass (here POSTs) goes where a fill of the same URL would: routed on the
+/// normalised path and host, not on the target as the client spelt it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passes_route_on_the_normalised_path_and_host_like_fills() {
+    let (site, api, admin, blog) = (
+        Origin::start().await,
+        Origin::start().await,
+        Origin::start().await,
+        Origin::start().await,
+    );
+    let (us, ua, ud, ub) = (site.url(), api.url(), admin.url(), blog.url());
+    let q = Quire::start(&site, |c| {
+        use_origins(
+            c,
+            vec![
+                entry(&us, |_| {}),
+                entry(&ua, |e| e.path_prefix = "/api".into()),
+                entry(&ud, |e| e.path_prefix = "/admin".into()),
+                entry(&ub, |e| e.hosts = vec!["a.example".into()]),
+            ],
+        )
+    })
+    .await;
+    let post = |path: &'static str, host: &'static str| {
+        let q = &q;
+        async move { send(q, "POST", path, &[("host", host)], b"x").await }
+    };
+    post("/api/%2e%2e/admin", "www.example").await;
+    assert_eq!(
+        (admin.seen_all().len(), api.seen_all().len()),
+        (1, 0),
+        "dot segments are resolved before routing"
+    );
+    post("/%61pi/x", "www.example").await;
+    assert_eq!(
+        api.seen_all().len(),
+        1,
+        "percent-encoded letters are decoded"
+    );
+    post("/", "a.example.").await;
+    assert_eq!(
+        blog.seen_all().len(),
+        1,
+        "a trailing dot names the same host"
+    );
+    assert_eq!(site.seen_all().len(), 0);
+}

@@ -155,3 +155,48 @@ async fn a_reload_can_move_the_access_log() {
         .unwrap()
         .contains("GET /b "));
 }
+
+/// Stored under one `[keys]` (the query kept), purged under another (the query
+/// dropped: the purge names `/page`, not the stored `/page?v=1`), then the first
+/// reloaded again: the old version must not come back as a hit.
+#[tokio::test]
+async fn a_purge_under_one_key_config_holds_after_reverting_to_another() {
+    use quire_server::config::{QuerySetting, QueryValue};
+    let origin = Origin::start().await;
+    let page = |body: &str| Route::ok(body, &[("cache-control", "max-age=600")]);
+    origin.route("/page?v=1", page("version 1"));
+    let mut q = Quire::start(&origin, |_| {}).await;
+    let a = q.ctx.policy().cfg.clone();
+    assert_eq!(get(&q, "/page?v=1", &[]).await.body, "version 1");
+    settle(&q).await;
+    assert!(get(&q, "/page?v=1", &[])
+        .await
+        .cache_status()
+        .contains("hit"));
+
+    let mut b = a.clone();
+    b.keys.query = QuerySetting::One(QueryValue::Word("none".into()));
+    q.ctx.reload(b).unwrap();
+    origin.route("/page?v=1", page("version 2"));
+    origin.route("/page", page("version 2"));
+    let auth = bearer(TOKEN);
+    let purged = send(&q, "PURGE", "/page?v=1", &[("authorization", &auth)], b"").await;
+    assert_eq!(purged.status, 200, "{:?}", purged.body);
+
+    q.ctx.reload(a.clone()).unwrap();
+    let got = get(&q, "/page?v=1", &[]).await;
+    assert_eq!(got.body, "version 2", "{}", got.cache_status());
+    assert!(
+        !got.cache_status().contains("hit"),
+        "{}",
+        got.cache_status()
+    );
+    // The same scheme kept across a reload keeps its epoch: hits stay hits.
+    settle(&q).await;
+    q.ctx.reload(a).unwrap();
+    assert!(get(&q, "/page?v=1", &[])
+        .await
+        .cache_status()
+        .contains("hit"));
+    q.shutdown().await;
+}

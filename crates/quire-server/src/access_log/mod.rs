@@ -179,14 +179,10 @@ impl AccessLog {
     }
 }
 
-/// The client a log line names: the peer, or whom a trusted proxy names.
+/// The client a log line names: the peer, or whom a trusted proxy names — the
+/// client the limits count ([`Client::ip_or_peer`]).
 pub(crate) fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> IpAddr {
-    let ip = peer.ip().to_canonical();
-    if trusted.is_empty() || !trusted.contains(ip) {
-        ip
-    } else {
-        Client::resolve(peer, headers, trusted).ip
-    }
+    Client::ip_or_peer(peer, headers, trusted)
 }
 
 /// What a request's log line needs from the request, taken before the request is

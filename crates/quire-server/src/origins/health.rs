@@ -38,6 +38,8 @@ pub(crate) struct Health {
     marked_down: AtomicU64,
     checks_passed: AtomicU64,
     checks_failed: AtomicU64,
+    /// A probe after a suspicion is in flight (one at a time).
+    probing: AtomicBool,
 }
 
 impl Health {
@@ -55,6 +57,7 @@ impl Health {
             marked_down: AtomicU64::new(0),
             checks_passed: AtomicU64::new(0),
             checks_failed: AtomicU64::new(0),
+            probing: AtomicBool::new(false),
         }
     }
 
@@ -97,6 +100,17 @@ impl Health {
         if n >= self.max_fails {
             self.mark_down(&format!("{n} requests failed in a row, the last: {why}"));
         }
+    }
+
+    /// Whether this caller starts the one probe in flight (see
+    /// [`crate::origins`]); `end_probe` when it is over.
+    pub(crate) fn start_probe(&self) -> bool {
+        !self.probing.swap(true, Ordering::AcqRel)
+    }
+
+    /// The probe started by `start_probe` is over.
+    pub(crate) fn end_probe(&self) {
+        self.probing.store(false, Ordering::Release);
     }
 
     /// An active check passed.
@@ -162,12 +176,17 @@ pub(crate) struct Check {
     pub(crate) status: Option<u16>,
     pub(crate) interval: Duration,
     pub(crate) timeout: Duration,
+    /// A probe after a suspicion: `HEAD`, and any answer in time passes.
+    pub(crate) head_any_status: bool,
 }
 
 impl Check {
     /// One check: `Ok` when the origin answered as expected in time.
     pub(crate) async fn run(&self) -> Result<(), String> {
         let mut req = http::Request::new(crate::origin::empty_body());
+        if self.head_any_status {
+            *req.method_mut() = http::Method::HEAD;
+        }
         *req.uri_mut() = self
             .path
             .parse()
@@ -188,6 +207,7 @@ impl Check {
         };
         let got = resp.status().as_u16();
         let ok = match self.status {
+            _ if self.head_any_status => true,
             Some(want) => got == want,
             None => (200..400).contains(&got),
         };

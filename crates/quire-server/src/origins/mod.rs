@@ -17,6 +17,28 @@
 //!   is empty is sent again (a streamed body cannot be replayed), and a POST or
 //!   any other unsafe method that reached an origin is never sent again, even if
 //!   it then timed out: the origin may have acted on it.
+//! - **A request reaches at most two origins.** After an origin received it and
+//!   failed, it is sent to at most one other ([`RESENDS_MAX`]); origins that never
+//!   received it (refused connections) do not count, since they did no work. A
+//!   slow page therefore costs the pool two exchanges per request, not one per
+//!   origin, and each origin sees a request once, so its timeout counts against
+//!   that origin once.
+//! - **Health judges origins, not clients.** What a client asks for decides how
+//!   long the origin takes and whether it answers at all (a slow report, a page
+//!   that hangs): a failure *after* the request was sent (a timeout, a reset) is
+//!   only a suspicion, and the origin is judged on a request quire chooses — one
+//!   probe at a time per origin (`health_path`, or `HEAD /` where no check is set,
+//!   any answer within `health_timeout` passing). Only a failed probe counts
+//!   towards `max_fails`, so any number of slow requests from any number of
+//!   clients can mark an origin down only if the origin also fails quire's own
+//!   request. With active checks the scheduled check is the judge and a suspicion
+//!   starts no probe. Failures to connect are the origin's own (no request content
+//!   is involved) and count at once. Probes are counted in
+//!   `quire_origins_probes_total{result}`.
+//! - **Passes route as fills do**: on the normalised host and path of the URL the
+//!   request was keyed by ([`crate::upstream::RouteBy`]), not the target as sent,
+//!   so `/api/%2e%2e/admin`, `/%61pi/x` and `Host: a.example.` reach the pool of
+//!   `/admin`, `/api/x` and `a.example`.
 //! - **Origins marked down are skipped** (see [`health`]); when every origin of the
 //!   pool is down the request fails at once, without a connection attempt, and the
 //!   fill path answers from a stale copy where `stale-if-error` allows, else 502.
@@ -44,7 +66,7 @@ use crate::origin::{
     copy_head, family, label, Origin, OriginError, OriginOptions, OriginSetupError, OutBody,
     SendError,
 };
-use crate::upstream::{UpBody, UpFuture, Upstream};
+use crate::upstream::{RouteBy, UpBody, UpFuture, Upstream};
 
 /// The origins of `[[origins]]` and how requests are shared among them.
 #[derive(Debug)]
@@ -60,13 +82,20 @@ struct Shared {
     retries: AtomicU64,
     unrouted: AtomicU64,
     none_up: AtomicU64,
+    /// Probes after a suspicion: passed, failed.
+    probes: [AtomicU64; 2],
 }
+
+/// Origins a request is sent to after the first that received it failed.
+pub(crate) const RESENDS_MAX: usize = 1;
 
 /// One origin server.
 #[derive(Debug)]
 struct Member {
     origin: Origin,
     health: Health,
+    /// What judges a suspicion when no active check does (see the module doc).
+    probe: Option<Arc<Check>>,
 }
 
 impl HealthOf for Shared {
@@ -96,7 +125,7 @@ impl Origins {
                 let probe_opts = OriginOptions {
                     max_connections: 1,
                     max_idle: 1,
-                    ..opts
+                    ..opts.clone()
                 };
                 checks.push(Check {
                     member: m,
@@ -106,11 +135,24 @@ impl Origins {
                     status: e.health_status,
                     interval: e.health_interval.0,
                     timeout: e.health_timeout.0,
+                    head_any_status: false,
                 });
             }
             let active = e.health_path.is_some();
+            let probe = (!active).then(|| {
+                let host = routes
+                    .pool_of(m)
+                    .and_then(|p| p.check_host())
+                    .map_or_else(|| origin.url().authority().to_owned(), str::to_owned);
+                probe_of(m, &e.url, host, &opts, e.health_timeout.0)
+            });
+            let probe = probe.transpose()?.map(Arc::new);
             let health = Health::new(name, e.max_fails, active, e.health_interval.0);
-            members.push(Member { origin, health });
+            members.push(Member {
+                origin,
+                health,
+                probe,
+            });
         }
         let shared = Arc::new(Shared {
             members,
@@ -119,6 +161,7 @@ impl Origins {
             retries: AtomicU64::new(0),
             unrouted: AtomicU64::new(0),
             none_up: AtomicU64::new(0),
+            probes: Default::default(),
         });
         health::spawn(checks, Arc::downgrade(&shared))
             .map_err(|e| bad(format!("origins: cannot start the health checks: {e}")))?;
@@ -161,6 +204,32 @@ pub fn describe(cfg: &Config) -> String {
         (None, []) => "?".into(),
         (None, many) => format!("{} origins", many.len()),
     }
+}
+
+/// The probe of member `m` when it has no active check: `HEAD /`, any answer
+/// within `timeout` passing, on a client of its own (one connection).
+fn probe_of(
+    m: usize,
+    url: &str,
+    host: String,
+    opts: &OriginOptions,
+    timeout: Duration,
+) -> Result<Check, OriginSetupError> {
+    let probe_opts = OriginOptions {
+        max_connections: 1,
+        max_idle: 1,
+        ..opts.clone()
+    };
+    Ok(Check {
+        member: m,
+        origin: Origin::new(url, &probe_opts)?,
+        path: "/".into(),
+        host,
+        status: None,
+        interval: Duration::ZERO,
+        timeout,
+        head_any_status: true,
+    })
 }
 
 /// How quire reaches the origin of entry `e`.
@@ -213,19 +282,22 @@ pub fn validate(cfg: &Config) -> Result<(), String> {
 }
 
 impl Shared {
-    async fn send(&self, req: Request<OutBody>) -> Result<Response<UpBody>, OriginError> {
-        let host = request_host(&req);
-        let Some(pool) = self.routes.pool_for(&host, req.uri().path()) else {
+    async fn send(self: Arc<Self>, req: Request<OutBody>) -> Result<Response<UpBody>, OriginError> {
+        let (host, path) = match req.extensions().get::<RouteBy>() {
+            Some(r) => (r.host.clone(), r.path.clone()),
+            None => (request_host(&req), req.uri().path().to_owned()),
+        };
+        let Some(pool) = self.routes.pool_for(&host, &path) else {
             self.unrouted.fetch_add(1, Ordering::Relaxed);
             return Err(OriginError::Failed(format!(
-                "no origin is configured for host `{host}` and path `{}`",
-                req.uri().path()
+                "no origin is configured for host `{host}` and path `{path}`"
             )));
         };
         // A bodiless request can be sent again; a streamed body cannot.
         let spare = req.body().is_end_stream().then(|| copy_head(&req));
         let mut req = Some(req);
         let mut last = None;
+        let mut received = 0;
         for m in pool.order() {
             let member = &self.members[m];
             if !member.health.is_up() && !member.health.try_again() {
@@ -234,25 +306,30 @@ impl Shared {
             let Some(r) = req.take().or_else(|| spare.as_ref().map(copy_head)) else {
                 break;
             };
-            match member.origin.exchange(r).await {
+            let e = match member.origin.exchange(r).await {
                 Ok(resp) => {
                     member.health.request_ok();
                     return Ok(resp);
                 }
-                Err(e) => {
-                    let again = spare.as_ref().is_some_and(|s| may_resend(s, &e));
-                    if !matches!(e, SendError::Busy) {
-                        // Busy is quire's own limit, not the origin failing.
-                        member.health.request_failed(&e.to_string());
-                    }
-                    let e = OriginError::from(e);
-                    if !again {
-                        return Err(e);
-                    }
-                    self.retries.fetch_add(1, Ordering::Relaxed);
-                    last = Some(e);
+                Err(e) => e,
+            };
+            if e.unsent() {
+                // Busy is quire's own limit, not the origin failing.
+                if !matches!(e, SendError::Busy) {
+                    member.health.request_failed(&e.to_string());
                 }
+            } else {
+                received += 1;
+                self.suspect(m, &e);
             }
+            let again =
+                spare.as_ref().is_some_and(|s| may_resend(s, &e)) && received <= RESENDS_MAX;
+            let e = OriginError::from(e);
+            if !again {
+                return Err(e);
+            }
+            self.retries.fetch_add(1, Ordering::Relaxed);
+            last = Some(e);
         }
         if last.is_none() {
             self.none_up.fetch_add(1, Ordering::Relaxed);
@@ -260,6 +337,38 @@ impl Shared {
         Err(last.unwrap_or_else(|| {
             OriginError::Failed(format!("every origin for host `{host}` is marked down"))
         }))
+    }
+
+    /// A request failed at member `m` after it was sent: the origin is judged by a
+    /// probe of its own (one at a time), never by the request (see the module doc).
+    fn suspect(self: &Arc<Self>, m: usize, e: &SendError) {
+        let member = &self.members[m];
+        let Some(probe) = member.probe.clone() else {
+            return;
+        };
+        if !member.health.start_probe() {
+            return;
+        }
+        let why = e.to_string();
+        let shared = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let outcome = probe.run().await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let health = &shared.members[m].health;
+            match outcome {
+                Ok(()) => {
+                    shared.probes[0].fetch_add(1, Ordering::Relaxed);
+                    health.request_ok();
+                }
+                Err(probe_why) => {
+                    shared.probes[1].fetch_add(1, Ordering::Relaxed);
+                    health.request_failed(&format!("{why}; then its probe: {probe_why}"));
+                }
+            }
+            health.end_probe();
+        });
     }
 
     fn metrics(&self, out: &mut String) {
@@ -270,6 +379,7 @@ impl Shared {
             .collect();
         crate::origin::write_families(out, &rows);
         self.health_families(out);
+        self.probe_family(out);
         for (name, help, v) in [
             (
                 "quire_origins_retries_total",
@@ -293,6 +403,18 @@ impl Shared {
                 v.load(Ordering::Relaxed)
             );
         }
+    }
+
+    fn probe_family(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP quire_origins_probes_total Probes of an origin after a request sent to it failed (a timeout, a reset): only a failed probe counts towards max_fails.\n\
+             # TYPE quire_origins_probes_total counter\n\
+             quire_origins_probes_total{{result=\"pass\"}} {}\n\
+             quire_origins_probes_total{{result=\"fail\"}} {}",
+            self.probes[0].load(Ordering::Relaxed),
+            self.probes[1].load(Ordering::Relaxed)
+        );
     }
 
     fn health_families(&self, out: &mut String) {
@@ -354,7 +476,7 @@ fn may_resend(head: &Request<OutBody>, e: &SendError) -> bool {
 
 impl Upstream for Origins {
     fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
-        Box::pin(self.shared.send(req))
+        Box::pin(self.shared.clone().send(req))
     }
 
     fn read_timeout(&self) -> Duration {
