@@ -312,7 +312,33 @@ async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
     for p in &paths {
         versioned(&t.origin, p, 2);
     }
-    let (status, answer) = purge(&t.nodes[0], "?wait=all", &urls_json(&paths)).await;
+    // Read at once, while c lags (well inside its cut-off window): a and b have
+    // applied the purge, c has not, and c owns some of these keys.
+    let (status, answer) = purge(&t.nodes[0], "", &urls_json(&paths)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        wait_for(|| r.cli(&["HGET", "quire:invalidations:applied", "b"])
+            .ends_with(answer["cluster"]["entry"].as_str().unwrap()))
+        .await
+    );
+    let read_all = || async {
+        for n in &t.nodes[..2] {
+            for p in &paths {
+                let (_, body, cs) = get(n, p).await;
+                assert_eq!(
+                    String::from_utf8_lossy(&body),
+                    format!("{p} version 2"),
+                    "a lagging owner's old copy came back after the purge ({cs})"
+                );
+            }
+        }
+    };
+    read_all().await;
+    // And `wait=all` with the owner still behind names it, never acknowledges it.
+    for p in &paths {
+        versioned(&t.origin, p, 3);
+    }
+    let (status, answer) = purge(&t.nodes[1], "?wait=all", &urls_json(&paths)).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["cluster"]["all_applied"], false, "{answer}");
     assert_eq!(answer["cluster"]["nodes"]["a"], "applied", "{answer}");
@@ -321,15 +347,8 @@ async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
         answer["cluster"]["nodes"]["c"], "applied",
         "the lagging node is named, never acknowledged: {answer}"
     );
-    for n in &t.nodes[..2] {
-        for p in &paths {
-            let (_, body, cs) = get(n, p).await;
-            assert_eq!(
-                String::from_utf8_lossy(&body),
-                format!("{p} version 2"),
-                "a lagging owner's old copy came back after the purge ({cs})"
-            );
-        }
+    for p in &paths {
+        versioned(&t.origin, p, 2);
     }
     let (_, _, text) = fetch(t.nodes[0].addr, "GET", "/_quire/metrics", "").await;
     let text = String::from_utf8(text).unwrap();
@@ -505,4 +524,81 @@ async fn a_cluster_purge_answers_the_entries_it_removed() {
             "round {round}: the reader applied it first and the answer said 0: {answer}"
         );
     }
+}
+
+/// A node's sessions as the cluster sees them: a cookie is `(epoch, generation)`
+/// and is honoured while it is the table's current pair for its reader.
+#[derive(Default)]
+struct Table(std::sync::Mutex<(u64, std::collections::HashMap<String, u64>)>);
+
+impl Table {
+    fn cookie(&self, name: &str) -> (u64, u64) {
+        let t = self.0.lock().unwrap();
+        (t.0, t.1.get(name).copied().unwrap_or(0))
+    }
+
+    fn honours(&self, name: &str, cookie: (u64, u64)) -> bool {
+        self.cookie(name) == cookie
+    }
+}
+
+impl quire_cluster::SignOutTable for Table {
+    fn adopt(&self, epoch: u64, generations: std::collections::HashMap<String, u64>) {
+        *self.0.lock().unwrap() = (epoch, generations);
+    }
+
+    fn raise(&self, name: &str, generation: u64) {
+        let mut t = self.0.lock().unwrap();
+        let g = t.1.entry(name.to_owned()).or_insert(0);
+        *g = (*g).max(generation);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_redis_refuses_a_cookie_signed_out_elsewhere() {
+    use std::sync::Arc;
+    let Some(redis) = Redis::start() else { return };
+    let origin = Origin::start().await;
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let tables: Vec<Arc<Table>> = (0..2).map(|_| Arc::new(Table::default())).collect();
+    let peers = std::collections::BTreeMap::new();
+    let mut nodes = Vec::new();
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        let spec = common::Spec {
+            name,
+            port: free_port(),
+            redis: &redis.url(),
+            peers: &peers,
+            origin: &origin,
+            volume: dirs[i].path().join("cache.vol"),
+        };
+        let table: Arc<dyn quire_cluster::SignOutTable> = tables[i].clone();
+        nodes.push(common::start_node_with(&spec, Some(table)).await);
+    }
+    let (a, b) = (&nodes[0], &nodes[1]);
+    assert_ne!(tables[1].cookie("ada").0, 0, "b adopted the cluster's table");
+    // A cookie b issued, honoured on both nodes.
+    let cookie = tables[1].cookie("ada");
+    assert!(tables[0].honours("ada", cookie));
+    b.link.cut();
+    let cut = Instant::now();
+    a.cluster.as_ref().unwrap().bus.sign_out("ada").await.unwrap();
+    assert!(!tables[0].honours("ada", cookie), "ended where it was made");
+    while tables[1].honours("ada", cookie) {
+        assert!(
+            cut.elapsed() < Duration::from_millis(quire_cluster::bus::LIVE_MS),
+            "b honoured a signed-out cookie past the liveness window"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(health(b).await.contains("session cookie is refused"));
+    b.link.restore();
+    until_cut_off(b, false).await;
+    // Back: the cluster's table again; the signed-out cookie stays refused, a new
+    // one holds on both nodes.
+    assert!(
+        wait_for(|| tables[1].cookie("ada") == tables[0].cookie("ada")).await,
+        "b read the table again"
+    );
+    assert!(!tables[1].honours("ada", cookie));
 }

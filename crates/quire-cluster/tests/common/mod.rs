@@ -110,6 +110,14 @@ pub(crate) struct Spec<'a> {
 }
 
 pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
+    start_node_with(s, None).await
+}
+
+/// [`start_node`] for a publishing node whose sessions are `sessions`.
+pub(crate) async fn start_node_with(
+    s: &Spec<'_>,
+    sessions: Option<Arc<dyn quire_cluster::SignOutTable>>,
+) -> Node {
     let redis_port: u16 = s
         .redis
         .trim_end_matches('/')
@@ -138,7 +146,9 @@ pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
         Arc::new(PeerFill::new(origin, s.name, s.peers, section.peer_timeout.0, &opts).unwrap())
     };
     let ctx = Ctx::with_upstream(cfg, upstream).unwrap();
-    let cluster = Cluster::start(&ctx, &section, &s.volume).await.unwrap();
+    let cluster = Cluster::start_with(&ctx, &section, &s.volume, sessions)
+        .await
+        .unwrap();
     let server = Server::bind(ctx.clone()).await.unwrap();
     let addr = server.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
