@@ -1,17 +1,42 @@
 //! The invalidation log on Redis Streams: appending (`XADD` with `MAXLEN ~`),
-//! waiting for every live node (`wait=all`), heartbeats, and the queue of unsafe
-//! methods' invalidations that wait for a bus that is down.
+//! waiting for every node (`wait=all`), heartbeats, the queue of unsafe methods'
+//! invalidations that wait for a bus that is down, and what this node knows of its
+//! own position (for peer fill and for being cut off).
 //!
-//! Two hashes sit beside the stream: `<stream>:applied` (node → the last entry it
-//! applied) and `<stream>:alive` (node → its last heartbeat, Unix ms, every
-//! second). A node is live while its heartbeat is under [`LIVE_MS`] old; `wait=all`
-//! waits for the live ones, and names each.
+//! Two hashes sit beside the stream: `<stream>:applied` (node → the incarnation
+//! and last entry it applied) and `<stream>:alive` (node → its last heartbeat,
+//! every second). Key decisions:
+//! - **Positions and liveness come from Redis, never a node's clock.** A
+//!   heartbeat is the Redis server's `TIME`, written by a script, and `wait=all`
+//!   judges it against `TIME` read in the same round trip, so a node whose clock
+//!   is off is live exactly when it beats. Positions are the ids Redis assigned.
+//! - **The log has an incarnation** (`<stream>:incarnation`, random). Every
+//!   append and every read checks it in one script ([`INCARNATION`]): a stream
+//!   that is missing (Redis restarted empty, `FLUSHALL`, `DEL`) or whose last id is
+//!   below a position a node holds in it (Redis came back from an older snapshot)
+//!   gets a new incarnation. Ids of two incarnations never compare: a node that
+//!   sees a new one has a gap (it revalidates everything and reads the table of
+//!   sign-outs again, see `reader`), acks of an older one do not count for
+//!   `wait=all`, and peer answers of another one are refused.
+//! - **`wait=all` acknowledges only nodes that confirmed.** It waits for the live
+//!   nodes (heartbeat under [`LIVE_MS`] old); a node whose heartbeat is older (up
+//!   to [`FORGET_MS`]) is named `unreachable` and `all_applied` is then false. Such
+//!   a node revalidates everything it serves on its own once it has not read the
+//!   log for [`CUT_OFF_MS`] (see `reader::watch`), which is less than [`LIVE_MS`]
+//!   minus a heartbeat, so it does so before anyone stops waiting for it.
+//! - **An entry this node appends is applied by the purge that appended it, never
+//!   twice**: the reader checks an entry of this node under the same lock the
+//!   append holds until it has recorded the id, so the purge's answer counts what
+//!   it removed.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::RngCore;
 
 use quire_server::bus::{Bus, Invalidation, NodeAck, PublishFuture, Receipt, WaitFuture};
 use redis::aio::ConnectionManager;
@@ -21,6 +46,153 @@ use crate::wire::{self, Op};
 
 /// A heartbeat older than this marks a node gone (for `wait=all`).
 pub const LIVE_MS: u64 = 5_000;
+
+/// A node that has not read the log for this long counts itself cut off: it
+/// revalidates everything it serves, takes no peer answers and honours no session
+/// cookie until it has caught up. Under [`LIVE_MS`] minus a heartbeat and a
+/// round trip, so it starts before `wait=all` stops waiting for it.
+pub const CUT_OFF_MS: u64 = 2_500;
+
+/// A heartbeat older than this is forgotten: the node is no longer named by
+/// `wait=all` (it stopped without leaving, an hour ago).
+pub const FORGET_MS: u64 = 3_600_000;
+
+/// The script every append and every read runs first: the log's incarnation,
+/// made new when the stream is missing or its last id is below the caller's
+/// position in the incarnation the caller knows; then the stream's last id.
+/// KEYS: the stream, the incarnation key. ARGV: a fresh incarnation, the caller's
+/// position (ms, seq) and its incarnation (all as text).
+pub(crate) const INCARNATION: &str = r"
+local function below(id, ms, seq)
+  local dash = string.find(id, '-', 1, true)
+  local ims = tonumber(string.sub(id, 1, dash - 1))
+  local iseq = tonumber(string.sub(id, dash + 1))
+  return ims < ms or (ims == ms and iseq < seq)
+end
+local function incarnation()
+  local last = '0-0'
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('XGROUP', 'CREATE', KEYS[1], 'quire', '$', 'MKSTREAM')
+    redis.call('SET', KEYS[2], ARGV[1])
+  else
+    local info = redis.call('XINFO', 'STREAM', KEYS[1])
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then last = info[i + 1] end
+    end
+  end
+  local inc = redis.call('GET', KEYS[2])
+  if (not inc) or (inc == ARGV[4] and below(last, tonumber(ARGV[2]), tonumber(ARGV[3]))) then
+    inc = ARGV[1]
+    redis.call('SET', KEYS[2], inc)
+  end
+  return inc, last
+end
+";
+
+/// [`INCARNATION`], answering it and the last id.
+const CHECK: &str = r"
+local inc, last = incarnation()
+return {inc, last}
+";
+
+/// [`INCARNATION`], then `XADD` (ARGV from the 5th: `stream_max`, then the
+/// entry's fields); answers the incarnation and the id.
+const APPEND: &str = r"
+local inc = incarnation()
+local args = {KEYS[1], 'MAXLEN', '~', ARGV[5], '*'}
+for i = 6, #ARGV do args[#args + 1] = ARGV[i] end
+local id = redis.call('XADD', unpack(args))
+return {inc, id}
+";
+
+/// A heartbeat at the Redis server's time. KEYS: the alive hash. ARGV: the node.
+const BEAT: &str = r"
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000)))
+return 1
+";
+
+/// A position in the log: an incarnation and an entry id in it, as peers' answers
+/// and the `applied` hash carry it (`<incarnation, 16 hex digits>/<id>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    /// The log's incarnation (0: unknown).
+    pub incarnation: u64,
+    /// The entry.
+    pub id: StreamId,
+}
+
+impl Stamp {
+    /// Parses the text form.
+    pub fn parse(s: &str) -> Option<Stamp> {
+        let (inc, id) = s.split_once('/')?;
+        Some(Stamp {
+            incarnation: u64::from_str_radix(inc, 16).ok()?,
+            id: StreamId::parse(id)?,
+        })
+    }
+
+    /// Whether every entry up to `floor` is included: the same incarnation (a
+    /// known one), and not before it.
+    pub fn covers(&self, floor: &Stamp) -> bool {
+        self.incarnation != 0 && self.incarnation == floor.incarnation && self.id >= floor.id
+    }
+}
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}/{}", self.incarnation, self.id)
+    }
+}
+
+/// A fresh random incarnation (never 0), as the scripts store it.
+pub(crate) fn fresh_incarnation() -> String {
+    format!("{:016x}", rand::rng().next_u64() | 1)
+}
+
+/// Where this node is: what its reader applied, and the newest entry it appended
+/// and applied itself.
+#[derive(Debug, Default)]
+pub(crate) struct Where {
+    pub(crate) applied: Stamp,
+    own: Option<Stamp>,
+}
+
+/// Whether this node reads the log (see [`CUT_OFF_MS`]).
+#[derive(Debug)]
+pub(crate) struct Liveness {
+    base: Instant,
+    /// Milliseconds after `base` of the last read that reached the head of the log.
+    last_ok_ms: AtomicU64,
+    /// Set by the watcher while cut off.
+    pub(crate) cut_off: AtomicBool,
+    /// Set by the watcher when the node is back: the reader reads the sign-out
+    /// table again.
+    pub(crate) readopt: AtomicBool,
+}
+
+impl Liveness {
+    fn new() -> Liveness {
+        Liveness {
+            base: Instant::now(),
+            last_ok_ms: AtomicU64::new(0),
+            cut_off: AtomicBool::new(false),
+            readopt: AtomicBool::new(false),
+        }
+    }
+
+    /// The log was read up to its head by a request sent at `sent`.
+    pub(crate) fn ok(&self, sent: Instant) {
+        let ms = u64::try_from(sent.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX);
+        self.last_ok_ms.fetch_max(ms, Ordering::AcqRel);
+    }
+
+    /// How long since the log was last read up to its head.
+    pub(crate) fn since_ok(&self) -> Duration {
+        let at = self.base + Duration::from_millis(self.last_ok_ms.load(Ordering::Acquire));
+        Instant::now().saturating_duration_since(at)
+    }
+}
 
 /// Invalidations of unsafe methods kept while the bus is down; past it they are
 /// dropped and replaced by one `all` entry (every node revalidates everything).
@@ -33,8 +205,15 @@ pub struct RedisBus {
     pub(crate) stream: String,
     pub(crate) stream_max: u64,
     pub(crate) conn: ConnectionManager,
+    /// The addresses of the cluster's peers (whose peer requests are honoured).
+    peers: HashSet<IpAddr>,
     /// Entries this node appended and applied itself: its reader skips them.
     own: Mutex<HashSet<StreamId>>,
+    /// Held by a purge from before its append until its id is in `own`, and by the
+    /// reader while it checks an entry of this node.
+    pub(crate) appending: tokio::sync::Mutex<()>,
+    pub(crate) place: Mutex<Where>,
+    pub(crate) live: Liveness,
     pending: Mutex<VecDeque<Op>>,
     overflowed: AtomicBool,
     /// Set when the node leaves: no more heartbeats.
@@ -60,6 +239,8 @@ pub(crate) struct Stats {
     pub(crate) sign_outs: AtomicU64,
     pub(crate) views_pushed: AtomicU64,
     pub(crate) views_dropped: AtomicU64,
+    pub(crate) cut_offs: AtomicU64,
+    pub(crate) peer_refused: AtomicU64,
 }
 
 /// Unix milliseconds now.
@@ -77,13 +258,18 @@ impl RedisBus {
         stream: &str,
         stream_max: u64,
         conn: ConnectionManager,
+        peers: HashSet<IpAddr>,
     ) -> RedisBus {
         RedisBus {
             node: node.into(),
             stream: stream.into(),
             stream_max,
             conn,
+            peers,
             own: Mutex::new(HashSet::new()),
+            appending: tokio::sync::Mutex::new(()),
+            place: Mutex::new(Where::default()),
+            live: Liveness::new(),
             pending: Mutex::new(VecDeque::new()),
             overflowed: AtomicBool::new(false),
             leaving: AtomicBool::new(false),
@@ -110,31 +296,65 @@ impl RedisBus {
         format!("{}:alive", self.stream)
     }
 
-    /// Appends `op`; its id.
-    pub(crate) async fn append(&self, op: &Op) -> redis::RedisResult<StreamId> {
-        let mut c = redis::cmd("XADD");
-        c.arg(&self.stream)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(self.stream_max)
-            .arg("*");
+    fn incarnation_key(&self) -> String {
+        format!("{}:incarnation", self.stream)
+    }
+
+    /// `script` (which starts with [`INCARNATION`]) for this stream at the
+    /// position `at`.
+    fn scripted(&self, script: &str, at: Stamp) -> redis::Cmd {
+        let mut c = redis::cmd("EVAL");
+        c.arg(format!("{INCARNATION}{script}"))
+            .arg(2)
+            .arg(&self.stream)
+            .arg(self.incarnation_key())
+            .arg(fresh_incarnation())
+            .arg(at.id.ms)
+            .arg(at.id.seq)
+            .arg(format!("{:016x}", at.incarnation));
+        c
+    }
+
+    /// The log's incarnation and its last id, checked against the position `at`
+    /// (see [`INCARNATION`]).
+    pub(crate) async fn incarnation(
+        &self,
+        conn: &mut ConnectionManager,
+        at: Stamp,
+    ) -> redis::RedisResult<(u64, StreamId)> {
+        let (inc, last): (String, String) = self.scripted(CHECK, at).query_async(conn).await?;
+        parse_answer(&inc, &last)
+    }
+
+    /// Appends `op`; its incarnation and id.
+    pub(crate) async fn append(&self, op: &Op) -> redis::RedisResult<Stamp> {
+        let at = self.place.lock().unwrap_or_else(|p| p.into_inner()).applied;
+        let mut c = self.scripted(APPEND, at);
+        c.arg(self.stream_max);
         for (k, v) in wire::encode(&self.node, op) {
             c.arg(k).arg(v);
         }
-        let res: redis::RedisResult<String> = c.query_async(&mut self.conn.clone()).await;
-        match res {
-            Ok(id) => {
+        let res: redis::RedisResult<(String, String)> = c.query_async(&mut self.conn.clone()).await;
+        match res.and_then(|(inc, id)| parse_answer(&inc, &id)) {
+            Ok((incarnation, id)) => {
                 self.stats.appended.fetch_add(1, Ordering::Relaxed);
                 self.stats.up.store(true, Ordering::Relaxed);
-                StreamId::parse(&id).ok_or_else(|| {
-                    redis::RedisError::from((redis::ErrorKind::Parse, "XADD id", id))
-                })
+                Ok(Stamp { incarnation, id })
             }
             Err(e) => {
                 self.stats.append_failed.fetch_add(1, Ordering::Relaxed);
                 self.stats.up.store(false, Ordering::Relaxed);
                 Err(e)
             }
+        }
+    }
+
+    /// The reader applied everything up to `at`.
+    pub(crate) fn applied_up_to(&self, at: Stamp) {
+        let mut w = self.place.lock().unwrap_or_else(|p| p.into_inner());
+        w.applied = at;
+        if w.own.is_some_and(|o| o.incarnation != at.incarnation || o.id <= at.id) {
+            w.own = None;
         }
     }
 
@@ -147,12 +367,12 @@ impl RedisBus {
             .remove(&id)
     }
 
-    /// Records that this node applied everything up to `id`.
-    pub(crate) async fn ack(&self, id: StreamId) -> redis::RedisResult<()> {
+    /// Records that this node applied everything up to `at`.
+    pub(crate) async fn ack(&self, at: Stamp) -> redis::RedisResult<()> {
         redis::cmd("HSET")
             .arg(self.applied_key())
             .arg(&self.node)
-            .arg(id.to_string())
+            .arg(at.to_string())
             .query_async(&mut self.conn.clone())
             .await
     }
@@ -168,15 +388,16 @@ impl RedisBus {
             .await;
     }
 
-    /// One heartbeat (none once the node is leaving).
+    /// One heartbeat at the Redis server's time (none once the node is leaving).
     pub(crate) async fn beat(&self) -> redis::RedisResult<()> {
         if self.leaving.load(Ordering::Acquire) {
             return Ok(());
         }
-        redis::cmd("HSET")
+        redis::cmd("EVAL")
+            .arg(BEAT)
+            .arg(1)
             .arg(self.alive_key())
             .arg(&self.node)
-            .arg(now_ms())
             .query_async(&mut self.conn.clone())
             .await
     }
@@ -215,31 +436,55 @@ impl RedisBus {
         let _ = tokio::time::timeout(every, self.wake.notified()).await;
     }
 
-    async fn acks(&self, id: StreamId) -> redis::RedisResult<Vec<NodeAck>> {
-        let (applied, alive): (HashMap<String, String>, HashMap<String, u64>) = redis::pipe()
+    /// Each node the alive hash names (heartbeat under [`FORGET_MS`] old, by the
+    /// Redis server's clock), this one included: whether it applied `entry`, and
+    /// whether it is live.
+    async fn acks(&self, entry: Stamp) -> redis::RedisResult<Vec<NodeAck>> {
+        type Answer = (HashMap<String, String>, HashMap<String, u64>, (u64, u64));
+        let (applied, alive, (secs, micros)): Answer = redis::pipe()
             .cmd("HGETALL")
             .arg(self.applied_key())
             .cmd("HGETALL")
             .arg(self.alive_key())
+            .cmd("TIME")
             .query_async(&mut self.conn.clone())
             .await?;
-        let now = now_ms();
-        let mut live: BTreeMap<String, bool> = alive
+        let now = secs.saturating_mul(1000).saturating_add(micros / 1000);
+        let mut nodes: BTreeMap<String, bool> = alive
             .into_iter()
-            .filter(|(_, at)| now.saturating_sub(*at) < LIVE_MS)
-            .map(|(n, _)| (n, false))
+            .filter(|(_, at)| now.saturating_sub(*at) < FORGET_MS)
+            .map(|(n, at)| (n, now.saturating_sub(at) < LIVE_MS))
             .collect();
-        live.insert(self.node.clone(), false);
-        for (n, done) in &mut live {
-            *done = applied
-                .get(n)
-                .and_then(|a| StreamId::parse(a))
-                .is_some_and(|a| a >= id);
-        }
-        Ok(live
+        nodes.insert(self.node.clone(), true);
+        Ok(nodes
             .into_iter()
-            .map(|(node, applied)| NodeAck { node, applied })
+            .map(|(node, live)| NodeAck {
+                applied: applied
+                    .get(&node)
+                    .and_then(|a| Stamp::parse(a))
+                    .is_some_and(|a| a.covers(&entry)),
+                node,
+                live,
+            })
             .collect())
+    }
+
+    /// Every invalidation applied here, the reader's and this node's own: the
+    /// least a peer's answer must carry. `None` while cut off or while this node's
+    /// own entries are of an incarnation its reader has not reached.
+    fn floor_stamp(&self) -> Option<Stamp> {
+        if self.live.cut_off.load(Ordering::Acquire) {
+            return None;
+        }
+        let w = self.place.lock().unwrap_or_else(|p| p.into_inner());
+        match w.own {
+            Some(o) if o.incarnation != w.applied.incarnation => None,
+            Some(o) => Some(Stamp {
+                id: o.id.max(w.applied.id),
+                ..o
+            }),
+            None => (w.applied.incarnation != 0).then_some(w.applied),
+        }
     }
 
     fn write_metrics(&self, out: &mut String) {
@@ -247,13 +492,15 @@ impl RedisBus {
         let load = |v: &AtomicU64| v.load(Ordering::Relaxed);
         let pending = self.pending.lock().map_or(0, |p| p.len()) as u64;
         let lag = load(&s.lag_ms) as f64 / 1000.0;
-        let gauges: [(&str, &str, f64); 4] = [
+        let cut = f64::from(u8::from(self.live.cut_off.load(Ordering::Relaxed)));
+        let gauges: [(&str, &str, f64); 5] = [
             ("quire_cluster_bus_up", "Whether the last call to the bus succeeded.", f64::from(u8::from(s.up.load(Ordering::Relaxed)))),
             ("quire_cluster_lag_seconds", "From the last applied entry's append to its application here.", lag),
             ("quire_cluster_lag_entries", "Entries the last read of the log returned: a few when this node keeps up, 512 (a full read) when it is at least that many behind.", load(&s.last_read) as f64),
             ("quire_cluster_pending_entries", "Unsafe-method invalidations waiting for the bus.", pending as f64),
+            ("quire_cluster_cut_off", "Whether this node is cut off from the log now (revalidating everything, refusing session cookies).", cut),
         ];
-        let counters: [(&str, &str, &AtomicU64); 9] = [
+        let counters: [(&str, &str, &AtomicU64); 11] = [
             ("quire_cluster_appended_total", "Entries this node appended to the log.", &s.appended),
             ("quire_cluster_append_failures_total", "Appends the bus refused or could not take (purges answered 503).", &s.append_failed),
             ("quire_cluster_applied_total", "Entries from the log applied here.", &s.applied),
@@ -263,6 +510,8 @@ impl RedisBus {
             ("quire_cluster_sign_outs_total", "Sign-outs this node recorded for the cluster (publishing mode).", &s.sign_outs),
             ("quire_cluster_views_pushed_total", "Page views this node added to the cluster's totals.", &s.views_pushed),
             ("quire_cluster_views_dropped_total", "Page views not added to the cluster's totals: too many notes waited for a bus that was down.", &s.views_dropped),
+            ("quire_cluster_cut_offs_total", "Times this node went without reading the log for longer than the cut-off window (it then revalidated everything it served and honoured no session cookie until it caught up).", &s.cut_offs),
+            ("quire_cluster_peer_answers_refused_total", "Peer answers refused because the owner's log position was below this node's (or unknown): filled from the origin instead.", &s.peer_refused),
         ];
         for (name, help, v) in gauges {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
@@ -281,32 +530,73 @@ impl Bus for RedisBus {
     fn publish(&self, inv: &Invalidation) -> PublishFuture<'_> {
         let op = Op::Targets(inv.clone());
         Box::pin(async move {
-            let id = self.append(&op).await.map_err(|e| e.to_string())?;
+            let _one = self.appending.lock().await;
+            let at = self.append(&op).await.map_err(|e| e.to_string())?;
             self.own
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(id);
-            Ok(Receipt { id: id.to_string() })
+                .insert(at.id);
+            let mut w = self.place.lock().unwrap_or_else(|p| p.into_inner());
+            w.own = Some(match w.own {
+                Some(o) if o.incarnation == at.incarnation && o.id > at.id => o,
+                _ => at,
+            });
+            Ok(Receipt {
+                id: at.id.to_string(),
+                incarnation: at.incarnation,
+            })
         })
     }
 
     fn wait_all(&self, receipt: &Receipt, timeout: Duration) -> WaitFuture<'_> {
-        let id = StreamId::parse(&receipt.id).unwrap_or_default();
+        let entry = Stamp {
+            incarnation: receipt.incarnation,
+            id: StreamId::parse(&receipt.id).unwrap_or_default(),
+        };
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + timeout;
             let mut last = vec![NodeAck {
                 node: self.node.clone(),
                 applied: false,
+                live: true,
             }];
             loop {
-                if let Ok(acks) = self.acks(id).await {
+                if let Ok(acks) = self.acks(entry).await {
                     last = acks;
                 }
-                if last.iter().all(|a| a.applied) || tokio::time::Instant::now() >= deadline {
+                // Done when every live node applied it; the others are named.
+                let live_done = last.iter().all(|a| a.applied || !a.live);
+                if live_done || tokio::time::Instant::now() >= deadline {
                     return last;
                 }
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
+        })
+    }
+
+    fn is_peer(&self, addr: IpAddr) -> bool {
+        self.peers.contains(&addr)
+    }
+
+    fn position(&self) -> Option<String> {
+        if self.live.cut_off.load(Ordering::Acquire) {
+            return None;
+        }
+        let w = self.place.lock().unwrap_or_else(|p| p.into_inner());
+        (w.applied.incarnation != 0).then(|| w.applied.to_string())
+    }
+
+    fn floor(&self) -> Option<String> {
+        self.floor_stamp().map(|s| s.to_string())
+    }
+
+    fn health(&self) -> Option<String> {
+        self.live.cut_off.load(Ordering::Acquire).then(|| {
+            format!(
+                "cluster: cut off from the invalidation log for {} s (over {} ms): every response is revalidated, no peer answer is taken and every session cookie is refused until this node has caught up",
+                self.live.since_ok().as_secs(),
+                CUT_OFF_MS
+            )
         })
     }
 
@@ -327,6 +617,13 @@ impl Bus for RedisBus {
     fn metrics(&self, out: &mut String) {
         self.write_metrics(out);
     }
+}
+
+/// An incarnation and an id as the scripts answer them.
+fn parse_answer(inc: &str, id: &str) -> redis::RedisResult<(u64, StreamId)> {
+    let bad = || redis::RedisError::from((redis::ErrorKind::Parse, "incarnation or entry id"));
+    let inc = u64::from_str_radix(inc, 16).map_err(|_| bad())?;
+    Ok((inc, StreamId::parse(id).ok_or_else(bad)?))
 }
 
 /// Runs the heartbeat and the pending queue's flusher until `bus` is dropped.
@@ -357,7 +654,7 @@ mod tests {
     async fn the_queue_for_a_bus_that_is_down_is_bounded_and_overflow_revalidates_all() {
         // Nothing listens on port 1: every append fails.
         let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
-        let bus = RedisBus::new("a", "s", 1000, conn);
+        let bus = RedisBus::new("a", "s", 1000, conn, HashSet::new());
         let inv = |i: usize| Invalidation {
             targets: vec![Target::Url(format!("http://h/{i}"))],
             soft: false,

@@ -29,6 +29,8 @@ mod reader;
 pub mod stream_id;
 pub mod wire;
 
+use std::collections::HashSet;
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +81,27 @@ fn manager(url: &str, timeout: Duration) -> Result<ConnectionManager, redis::Red
     ConnectionManager::new_lazy_with_config(client, cfg)
 }
 
+/// The addresses of the cluster's peers, whose peer requests this node honours:
+/// those their URLs name, and what their host names resolve to now (once, at
+/// start; a name that does not resolve adds nothing and is logged).
+async fn peer_addresses(section: &ClusterSection) -> HashSet<IpAddr> {
+    let mut addrs: HashSet<IpAddr> = section.peer_addresses().into_iter().collect();
+    for url in section.peers.values() {
+        let Ok(origin) = quire_server::origin::Origin::parse(url) else {
+            continue;
+        };
+        let host = origin.host().trim_matches(['[', ']']).to_owned();
+        if host.parse::<IpAddr>().is_ok() {
+            continue;
+        }
+        match tokio::net::lookup_host(format!("{host}:0")).await {
+            Ok(found) => addrs.extend(found.map(|a| a.ip())),
+            Err(e) => tracing::warn!(peer = %host, error = %e, "cluster: a peer's name does not resolve: its peer requests are not honoured"),
+        }
+    }
+    addrs
+}
+
 impl Cluster {
     /// Joins the cluster `section` describes with the server `ctx`, whose volume is
     /// at `volume`: attaches the bus, applies what the log holds past the saved
@@ -109,12 +132,15 @@ impl Cluster {
             &section.stream,
             section.stream_max,
             conn,
+            peer_addresses(section).await,
         ));
-        if !ctx.attach_bus(bus.clone()) {
+        let dyn_bus: Arc<dyn quire_server::bus::Bus> = bus.clone();
+        if !ctx.attach_bus(dyn_bus.clone()) {
             return Err(ClusterError::Config(
                 "a bus is attached to this server already".into(),
             ));
         }
+        ctx.origin.attach_bus(&dyn_bus);
         let path = position::path_for(volume);
         let mut reader = reader::Reader {
             bus: bus.clone(),
@@ -123,13 +149,14 @@ impl Cluster {
             path,
             conn: manager(&section.redis, reader::BLOCK + Duration::from_secs(2))?,
             connected: false,
-            sessions,
+            sessions: sessions.clone(),
             epoch: None,
         };
         reader.catch_up(CATCH_UP_WAIT).await;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let reader = tokio::spawn(reader.run(stopped));
         bus::spawn_background(&bus);
+        reader::watch(&bus, ctx, sessions);
         Ok(Cluster { bus, stop, reader })
     }
 

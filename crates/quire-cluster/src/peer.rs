@@ -17,6 +17,21 @@
 //!   within `peer_timeout`, a connection failure, or a 5xx, and this node fills from
 //!   the origin itself. The owner's answer is stored like the origin's, with its
 //!   `Age`, so it keeps the origin's freshness; its `Cache-Status` is dropped.
+//! - **A peer's copy is never older than what this node applied.** The owner
+//!   answers with its log position taken before its lookup
+//!   (`quire_server::bus::PEER_POSITION_HEADER`); the answer is taken only if that
+//!   position covers this node's floor, read when the answer arrives: every entry
+//!   its reader applied and every purge it appended and applied itself, in the
+//!   same incarnation of the log (`crate::bus::Stamp::covers`). An owner that lags
+//!   behind the log, was cut off, or answers without a position is skipped like
+//!   one that failed, and this node fills from the origin (counted in
+//!   `quire_cluster_peer_answers_refused_total`). A node that is itself cut off
+//!   from the log takes no peer answer at all. So a purge this node applied, or
+//!   that `wait=all` reported applied here, is never undone by a lagging owner's
+//!   old copy.
+//! - The owner honours `quire-peer` only from a configured peer's address (see
+//!   `quire_server::bus`): a client's own `quire-peer` is dropped at the door, so
+//!   it neither turns peer fill off nor poses as a node.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,9 +40,12 @@ use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
 use http_body::Body as _;
+use quire_server::bus::{Bus, PEER_POSITION_HEADER};
 use quire_server::origin::{copy_head, Origin, OriginOptions, OutBody};
 use quire_server::upstream::{FillMark, UpBody, UpFuture, Upstream, PEER_HEADER};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use crate::bus::Stamp;
 
 /// One other node.
 #[derive(Debug)]
@@ -45,6 +63,8 @@ pub struct PeerFill {
     peers: Vec<Peer>,
     timeout: Duration,
     stats: PeerStats,
+    /// The node's bus, once the cluster started (see [`Upstream::attach_bus`]).
+    bus: std::sync::OnceLock<Arc<dyn Bus>>,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +73,7 @@ struct PeerStats {
     own_keys: AtomicU64,
     fallback: AtomicU64,
     served_to_peers: AtomicU64,
+    refused: AtomicU64,
 }
 
 impl PeerFill {
@@ -85,6 +106,7 @@ impl PeerFill {
             peers,
             timeout,
             stats: PeerStats::default(),
+            bus: std::sync::OnceLock::new(),
         })
     }
 
@@ -122,7 +144,13 @@ impl PeerFill {
             tokio::time::timeout(self.timeout, Upstream::send(&owner.client, to_peer)).await;
         match asked {
             Ok(Ok(mut resp)) if !resp.status().is_server_error() => {
+                if !self.recent_enough(&resp) {
+                    self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(peer = %owner.name, "peer fill: the owner's copy may be older than what this node applied; filling from the origin");
+                    return self.inner.send(spare).await;
+                }
                 resp.headers_mut().remove("cache-status");
+                resp.headers_mut().remove(PEER_POSITION_HEADER);
                 self.stats.from_peer.fetch_add(1, Ordering::Relaxed);
                 Ok(resp)
             }
@@ -131,6 +159,27 @@ impl PeerFill {
                 tracing::debug!(peer = %owner.name, "peer fill: the owner did not answer in time; filling from the origin");
                 self.inner.send(spare).await
             }
+        }
+    }
+}
+
+impl PeerFill {
+    /// Whether the owner's answer `resp` covers every invalidation this node
+    /// applied (see the module doc).
+    fn recent_enough<B>(&self, resp: &Response<B>) -> bool {
+        let floor = self
+            .bus
+            .get()
+            .and_then(|b| b.floor())
+            .and_then(|f| Stamp::parse(&f));
+        let theirs = resp
+            .headers()
+            .get(PEER_POSITION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(Stamp::parse);
+        match (theirs, floor) {
+            (Some(t), Some(f)) => t.covers(&f),
+            _ => false,
         }
     }
 }
@@ -160,14 +209,20 @@ impl Upstream for PeerFill {
         self.inner.query_paths()
     }
 
+    fn attach_bus(&self, bus: &Arc<dyn Bus>) {
+        let _ = self.bus.set(bus.clone());
+        self.inner.attach_bus(bus);
+    }
+
     fn metrics(&self, out: &mut String) {
         self.inner.metrics(out);
         let s = &self.stats;
-        out.push_str("# HELP quire_cluster_peer_fills_total Fills by where they went: peer (the key's owner answered), own (this node owns the key), fallback (the owner did not answer in time; the origin did), for_peer (a peer's fill this node made as the owner).\n# TYPE quire_cluster_peer_fills_total counter\n");
+        out.push_str("# HELP quire_cluster_peer_fills_total Fills by where they went: peer (the key's owner answered), own (this node owns the key), fallback (the owner did not answer in time; the origin did), refused (the owner's position did not cover this node's; the origin did), for_peer (a peer's fill this node made as the owner).\n# TYPE quire_cluster_peer_fills_total counter\n");
         for (name, v) in [
             ("peer", &s.from_peer),
             ("own", &s.own_keys),
             ("fallback", &s.fallback),
+            ("refused", &s.refused),
             ("for_peer", &s.served_to_peers),
         ] {
             let _ = writeln!(

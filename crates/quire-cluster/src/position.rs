@@ -1,6 +1,11 @@
 //! Where this node is in the log, kept beside its volume (`<volume>.cluster`):
-//! the last entry it applied, and the instant before which everything it holds
-//! counts as stale.
+//! the log's incarnation, the last entry it applied, and the instant before which
+//! everything it holds counts as stale.
+//!
+//! An entry id names an entry only within one incarnation of the stream (see
+//! `crate::bus`: Redis that lost the stream starts a new one, whose ids may be lower
+//! than positions the nodes saved), so a position is always the pair, and two
+//! positions of different incarnations never compare.
 //!
 //! Written after every batch it applies, by writing a temporary file and renaming
 //! it over the old one, so a kill at any moment leaves the old position or the
@@ -21,6 +26,8 @@ pub struct Position {
     pub applied: StreamId,
     /// Unix milliseconds before which stored responses are stale (0: none).
     pub stale_before_ms: u64,
+    /// The incarnation of the log `applied` belongs to (0: unknown).
+    pub incarnation: u64,
 }
 
 /// The position file of the volume at `volume`.
@@ -35,16 +42,21 @@ pub fn load(path: &Path) -> Option<Position> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut applied = None;
     let mut stale_before_ms = None;
+    let mut incarnation = 0;
     for line in text.lines() {
         match line.split_once('=') {
             Some(("applied", v)) => applied = StreamId::parse(v.trim()),
             Some(("stale_before_ms", v)) => stale_before_ms = v.trim().parse().ok(),
+            Some(("incarnation", v)) => {
+                incarnation = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
+            }
             _ => {}
         }
     }
     Some(Position {
         applied: applied?,
         stale_before_ms: stale_before_ms?,
+        incarnation,
     })
 }
 
@@ -54,8 +66,8 @@ pub fn save(path: &Path, pos: &Position) -> std::io::Result<()> {
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let text = format!(
-        "# quire cluster position: the last log entry applied to this volume\napplied={}\nstale_before_ms={}\n",
-        pos.applied, pos.stale_before_ms
+        "# quire cluster position: the last log entry applied to this volume\napplied={}\nstale_before_ms={}\nincarnation={:016x}\n",
+        pos.applied, pos.stale_before_ms, pos.incarnation
     );
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
@@ -74,6 +86,7 @@ mod tests {
         let pos = Position {
             applied: StreamId { ms: 17, seq: 3 },
             stale_before_ms: 99,
+            incarnation: 0xfeed,
         };
         save(&path, &pos).unwrap();
         assert_eq!(load(&path), Some(pos));

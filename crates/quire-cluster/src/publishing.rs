@@ -21,6 +21,15 @@
 //!   batch counts once or not at all; while Redis is down the sums wait (at most
 //!   [`VIEW_KEYS_MAX`] notes; views of further notes are dropped and counted).
 //!
+//! - **A node cut off from the log honours no session cookie** once it has not
+//!   read the log for `bus::CUT_OFF_MS` ([`SignOutTable::suspend`], by
+//!   `reader::watch`), until it has read the table again. Not only cookies issued
+//!   elsewhere: a sign-out ends every cookie of that reader, those this node
+//!   issued included, so "its own sessions" are no safer than the others. It says
+//!   so in `/_quire/health`. Readers sign in again there (or use another node)
+//!   while it is cut off; a cookie issued then carries an epoch of its own and
+//!   ends when the node is back.
+//!
 //! The session secret itself never travels: every node reads it from its own
 //! configuration (`cluster.session_secret` or `session_secret_file`).
 
@@ -74,6 +83,12 @@ pub trait SignOutTable: Send + Sync {
     fn adopt(&self, epoch: u64, generations: HashMap<String, u64>);
     /// One sign-out read from the log.
     fn raise(&self, name: &str, generation: u64);
+    /// The node is cut off from the log: it cannot know who signed out elsewhere,
+    /// so no cookie is honoured until the table is adopted again. By default, a
+    /// random epoch no cookie carries.
+    fn suspend(&self) {
+        self.adopt(rand::rng().next_u64(), HashMap::new());
+    }
 }
 
 impl RedisBus {
@@ -241,7 +256,7 @@ mod tests {
     async fn views_waiting_for_a_bus_that_is_down_are_bounded_by_notes() {
         // Nothing listens on port 1: every push fails and keeps what it had.
         let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
-        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn));
+        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn, Default::default()));
         let t = ViewTotals {
             bus: bus.clone(),
             pending: Mutex::new(HashMap::new()),

@@ -12,6 +12,18 @@
 //!   stored in the position file and in the server, see
 //!   `Ctx::stale_everything_before`): the bodies stay, each is revalidated once.
 //!   So does an entry that does not decode, and an `all` entry.
+//! - **A new incarnation of the log is a gap** (Redis lost the stream or went back
+//!   to an older copy; see `crate::bus`): checked before every read, so a stream
+//!   whose ids went backwards is never read from a position it no longer reaches.
+//!   The node revalidates everything, reads the sign-out table again and reads on
+//!   from the new incarnation's head.
+//! - **A node that cannot read the log revalidates everything it serves.** A
+//!   watcher ([`watch`]) that does not wait on Redis sees when the last read that
+//!   reached the head of the log is older than `bus::CUT_OFF_MS` (a connection
+//!   held open but silent, a Redis that stopped answering, a backlog too long to
+//!   apply): from then until a read reaches the head again, every response held is
+//!   made stale every tick (each is revalidated on its next use), peer answers are
+//!   refused and session cookies are not honoured.
 //! - Entries this node appended and already applied are skipped once.
 //! - A publishing node reads the cluster's sign-out table on every (re)connect,
 //!   before the log (see `crate::publishing`).
@@ -19,13 +31,13 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use quire_server::Ctx;
 use redis::aio::ConnectionManager;
 use redis::streams::StreamReadReply;
 
-use crate::bus::{now_ms, RedisBus};
+use crate::bus::{now_ms, RedisBus, Stamp, CUT_OFF_MS};
 use crate::position::{self, Position};
 use crate::publishing::SignOutTable;
 use crate::stream_id::StreamId;
@@ -103,14 +115,47 @@ impl Reader {
                     }
                 }
             }
-            match self.read_batch(Some(BLOCK)).await {
-                Ok(_) => self.bus.stats.up.store(true, Ordering::Relaxed),
+            let sent = Instant::now();
+            match self.one_read().await {
+                Ok(Some(n)) => {
+                    self.bus.stats.up.store(true, Ordering::Relaxed);
+                    if n < BATCH {
+                        self.bus.live.ok(sent);
+                    }
+                }
+                // A new incarnation: the next turn's check handles the gap.
+                Ok(None) => connected = false,
                 Err(e) => {
                     connected = false;
                     self.down(&e).await;
                 }
             }
         }
+    }
+
+    /// One turn: the sign-out table again if the node is back from being cut
+    /// off, the log's incarnation, then one batch; `None` when the incarnation
+    /// changed.
+    async fn one_read(&mut self) -> redis::RedisResult<Option<usize>> {
+        if self.bus.live.readopt.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.adopt_sign_outs().await {
+                self.bus.live.readopt.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        let at = self.stamp();
+        let (inc, _) = self.bus.incarnation(&mut self.conn, at).await?;
+        if inc != at.incarnation {
+            return Ok(None);
+        }
+        self.read_batch(Some(BLOCK)).await.map(Some)
+    }
+
+    fn stamp(&self) -> Stamp {
+        self.pos.map_or_else(Stamp::default, |p| Stamp {
+            incarnation: p.incarnation,
+            id: p.applied,
+        })
     }
 
     async fn down(&self, e: &redis::RedisError) {
@@ -125,21 +170,35 @@ impl Reader {
     async fn catch_up_check(&mut self) -> redis::RedisResult<()> {
         // Before the log: a sign-out the log no longer holds is in the table.
         self.adopt_sign_outs().await?;
+        let at = self.stamp();
+        let (inc, last) = self.bus.incarnation(&mut self.conn, at).await?;
         let info = stream_info(&mut self.conn, &self.bus.stream).await?;
-        let gap = match self.pos {
-            None => self.ctx.store_entries() > 0,
-            Some(p) => info.lost_after(p.applied),
+        let why = match self.pos {
+            None => (self.ctx.store_entries() > 0)
+                .then_some("no saved position beside a volume that holds responses"),
+            Some(p) if p.incarnation != inc => Some(
+                "the log is a new incarnation (Redis lost the stream, or its ids went backwards)",
+            ),
+            Some(p) => info
+                .lost_after(p.applied)
+                .then_some("the log was trimmed past this node's position"),
         };
-        let mut pos = self.pos.unwrap_or(Position {
-            applied: info.last,
-            stale_before_ms: 0,
-        });
-        if gap {
-            let why = if self.pos.is_none() {
-                "no saved position beside a volume that holds responses"
-            } else {
-                "the log was trimmed past this node's position"
-            };
+        let mut pos = match self.pos {
+            Some(p) if p.incarnation == inc => p,
+            // Everything before the head of a new incarnation is covered by the
+            // revalidation below (and the sign-out table read above).
+            Some(p) => Position {
+                applied: last,
+                incarnation: inc,
+                ..p
+            },
+            None => Position {
+                applied: last,
+                stale_before_ms: 0,
+                incarnation: inc,
+            },
+        };
+        if let Some(why) = why {
             tracing::warn!("cluster: {why}: everything held is revalidated once");
             self.revalidate_all(&mut pos);
         }
@@ -180,10 +239,14 @@ impl Reader {
     }
 
     fn revalidate_all(&self, pos: &mut Position) {
-        let now = now_ms();
-        pos.stale_before_ms = pos.stale_before_ms.max(now);
-        self.ctx
-            .stale_everything_before(UNIX_EPOCH + Duration::from_millis(now));
+        // The clock the store's reception times are on: the instant compares with
+        // them only, never with another node's.
+        let now = self.ctx.clock.now();
+        let ms = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        pos.stale_before_ms = pos.stale_before_ms.max(ms);
+        self.ctx.stale_everything_before(now);
         self.bus
             .stats
             .revalidate_all
@@ -239,7 +302,7 @@ impl Reader {
             .store(now_ms().saturating_sub(id.ms), Ordering::Relaxed);
         stats.applied.fetch_add(1, Ordering::Relaxed);
         match wire::decode(|k| e.get::<String>(k)) {
-            Some(entry) if entry.node == self.bus.node && self.bus.take_own(id) => {}
+            Some(entry) if entry.node == self.bus.node && self.own(id).await => {}
             Some(wire::Entry {
                 op: Op::Targets(inv),
                 ..
@@ -266,12 +329,65 @@ impl Reader {
         Ok(())
     }
 
+    /// Whether this node appended `id` and applied it itself, asked under the
+    /// lock the append holds until it has recorded the id (see `crate::bus`).
+    async fn own(&self, id: StreamId) -> bool {
+        let _appending = self.bus.appending.lock().await;
+        self.bus.take_own(id)
+    }
+
     async fn save(&self, pos: Position) {
         if let Err(e) = position::save(&self.path, &pos) {
             tracing::warn!(error = %e, path = %self.path.display(), "cluster: the position could not be saved");
         }
-        let _ = self.bus.ack(pos.applied).await;
+        let at = Stamp {
+            incarnation: pos.incarnation,
+            id: pos.applied,
+        };
+        self.bus.applied_up_to(at);
+        let _ = self.bus.ack(at).await;
     }
+}
+
+/// How often the watcher looks at the reader.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// Watches whether this node reads the log (see the module doc) until `bus` is
+/// dropped: past `CUT_OFF_MS` without a read that reached the head, every response
+/// held is made stale on every tick and `sessions` are suspended; once a read
+/// reaches the head again, the reader reads the sign-out table again.
+pub(crate) fn watch(
+    bus: &Arc<RedisBus>,
+    ctx: &Arc<Ctx>,
+    sessions: Option<Arc<dyn SignOutTable>>,
+) {
+    let weak = Arc::downgrade(bus);
+    let ctx = Arc::downgrade(ctx);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(WATCH_EVERY).await;
+            let (Some(bus), Some(ctx)) = (weak.upgrade(), ctx.upgrade()) else {
+                return;
+            };
+            let live = &bus.live;
+            if live.since_ok() > Duration::from_millis(CUT_OFF_MS) {
+                if !live.cut_off.swap(true, Ordering::AcqRel) {
+                    tracing::warn!("cluster: the log has not been read for {CUT_OFF_MS} ms: everything is revalidated and no session cookie is honoured until this node catches up");
+                    bus.stats.cut_offs.fetch_add(1, Ordering::Relaxed);
+                    if let Some(s) = &sessions {
+                        s.suspend();
+                    }
+                }
+                ctx.stale_everything_before(ctx.clock.now());
+            } else if live.cut_off.load(Ordering::Acquire) {
+                // Sessions first: the reader reads the table before the flag clears
+                // for peer fill; cookies stay refused until it has.
+                live.readopt.store(true, Ordering::Release);
+                live.cut_off.store(false, Ordering::Release);
+                tracing::info!("cluster: the log is read again");
+            }
+        }
+    });
 }
 
 /// What `XINFO STREAM` says, the parts the reader needs.

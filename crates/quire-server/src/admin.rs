@@ -99,7 +99,12 @@ pub async fn handle(
 ) -> (Response<Body>, Outcome) {
     let method = req.method().clone();
     if path == "/_quire/health" && (method == Method::GET || method == Method::HEAD) {
-        let mut r = plain(StatusCode::OK, "ok\n", admin_status());
+        let mut text = String::from("ok\n");
+        if let Some(line) = ctx.bus().and_then(|b| b.health()) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let mut r = plain(StatusCode::OK, &text, admin_status());
         r.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return (r, Outcome::Admin);

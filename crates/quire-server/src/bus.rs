@@ -21,6 +21,14 @@
 //!   costs a refill or a revalidation. So a node applying its own purge ahead of
 //!   the log's order, or applying it again when it reads it back, never serves what
 //!   a purge removed.
+//! - **A peer's copy is never older than what the asking node applied.** The
+//!   cluster's peer requests ([`crate::upstream::PEER_HEADER`]) are honoured only
+//!   from an address of a configured peer ([`Bus::is_peer`]); anyone else's is
+//!   dropped at the door, so a client cannot turn peer fill off or pose as a node.
+//!   A peer's request is answered with this node's log position taken *before*
+//!   the lookup ([`PEER_POSITION_HEADER`], from [`Bus::position`]): every
+//!   invalidation up to it was applied before the answer was chosen, and the
+//!   asking node refuses an answer whose position is below its own.
 
 use std::fmt;
 use std::future::Future;
@@ -28,6 +36,10 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use crate::purge::Target;
+
+/// The field a node answers a peer's request with: its position in the log when
+/// it looked the request up (see the module doc).
+pub const PEER_POSITION_HEADER: &str = "quire-peer-position";
 
 /// One invalidation, as it crosses the bus.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +58,9 @@ pub struct Invalidation {
 pub struct Receipt {
     /// The entry's id in the log.
     pub id: String,
+    /// The incarnation of the log the id belongs to: ids of two incarnations
+    /// (before and after Redis lost the stream) do not compare.
+    pub incarnation: u64,
 }
 
 /// Whether one node has applied an entry, for `wait=all`.
@@ -55,6 +70,9 @@ pub struct NodeAck {
     pub node: String,
     /// Whether it applied the entry before the wait ended.
     pub applied: bool,
+    /// Whether it was live (its heartbeat recent, by the bus's clock): a node that
+    /// is not was not waited for, and is named as unreachable.
+    pub live: bool,
 }
 
 /// What [`Bus::publish`] returns.
@@ -78,6 +96,49 @@ pub trait Bus: Send + Sync + fmt::Debug + 'static {
 
     /// Appends the bus's own Prometheus families to `/_quire/metrics`.
     fn metrics(&self, out: &mut String);
+
+    /// Whether `addr` is one of the cluster's peers (whose peer requests are
+    /// honoured).
+    fn is_peer(&self, _addr: std::net::IpAddr) -> bool {
+        false
+    }
+
+    /// This node's position in the log now (every entry up to it applied here), as
+    /// a peer's answer carries it; `None` when it does not know one.
+    fn position(&self) -> Option<String> {
+        None
+    }
+
+    /// The least position a peer's answer must carry to be taken here (every
+    /// invalidation this node applied, its own included); `None`: take none.
+    fn floor(&self) -> Option<String> {
+        None
+    }
+
+    /// A line for `/_quire/health` when the node is degraded (cut off from the
+    /// log, say), saying what it does about it.
+    fn health(&self) -> Option<String> {
+        None
+    }
+}
+
+/// On a request that carries [`crate::upstream::PEER_HEADER`]: drops the field
+/// unless `from` is a configured peer, else this node's position, taken now
+/// (before the lookup), for the answer's [`PEER_POSITION_HEADER`].
+pub(crate) fn peer_request(
+    ctx: &crate::state::Ctx,
+    headers: &mut http::HeaderMap,
+    from: std::net::IpAddr,
+) -> Option<http::HeaderValue> {
+    if !headers.contains_key(crate::upstream::PEER_HEADER) {
+        return None;
+    }
+    let Some(bus) = ctx.bus().filter(|b| b.is_peer(from)) else {
+        headers.remove(crate::upstream::PEER_HEADER);
+        return None;
+    };
+    let pos = bus.position().unwrap_or_default();
+    http::HeaderValue::from_str(&pos).ok()
 }
 
 /// Applies `inv` to this node's store: what a node does with an entry it read

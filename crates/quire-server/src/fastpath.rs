@@ -511,6 +511,11 @@ fn parse(head: &[u8]) -> Option<Plain> {
         ) {
             return None;
         }
+        if name == crate::upstream::PEER_HEADER {
+            // A cluster peer's request: the service checks who sent it and stamps
+            // the answer with the log position (see `crate::bus`).
+            return None;
+        }
         if name == header::HOST && headers.contains_key(header::HOST) {
             // Two `Host` fields: the service refuses them (see `crate::refuse`).
             return None;

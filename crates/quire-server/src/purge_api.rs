@@ -233,7 +233,11 @@ fn cluster_json(id: &str, acks: Option<&[NodeAck]>) -> serde_json::Value {
         let nodes: serde_json::Map<String, serde_json::Value> = acks
             .iter()
             .map(|a| {
-                let s = if a.applied { "applied" } else { "pending" };
+                let s = match (a.applied, a.live) {
+                    (true, _) => "applied",
+                    (false, true) => "pending",
+                    (false, false) => "unreachable",
+                };
                 (a.node.clone(), serde_json::Value::from(s))
             })
             .collect();
@@ -270,15 +274,23 @@ mod tests {
             NodeAck {
                 node: "a".into(),
                 applied: true,
+                live: true,
             },
             NodeAck {
                 node: "b".into(),
                 applied: false,
+                live: true,
+            },
+            NodeAck {
+                node: "c".into(),
+                applied: false,
+                live: false,
             },
         ];
         let v = cluster_json("1-0", Some(&acks));
         assert_eq!(v["nodes"]["a"], "applied");
         assert_eq!(v["nodes"]["b"], "pending");
+        assert_eq!(v["nodes"]["c"], "unreachable", "named, never counted");
         assert_eq!(v["all_applied"], false);
         assert!(cluster_json("1-0", None).get("nodes").is_none());
     }

@@ -50,7 +50,14 @@ use crate::state::Ctx;
 
 /// Answers one request and records it in the metrics; over HTTPS, the answer
 /// carries `Strict-Transport-Security` when `tls.hsts` is set.
-pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> Response<Body> {
+pub(crate) async fn handle(
+    ctx: Arc<Ctx>,
+    mut req: Request<OutBody>,
+    peer: Peer,
+) -> Response<Body> {
+    // A cluster peer's request: honoured only from a peer, stamped with the log
+    // position taken before the lookup (see `crate::bus`).
+    let peer_position = crate::bus::peer_request(&ctx, req.headers_mut(), peer.addr.ip());
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
@@ -60,6 +67,10 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, req: Request<OutBody>, peer: Peer) -> 
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
     let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
+    if let Some(p) = peer_position {
+        resp.headers_mut()
+            .insert(crate::bus::PEER_POSITION_HEADER, p);
+    }
     if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
         resp.headers_mut()
             .insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());

@@ -109,6 +109,12 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     fn metrics(&self, out: &mut String) {
         let _ = out;
     }
+
+    /// The cluster's bus, once it is attached to the server (peer fill reads the
+    /// node's position in the log from it; see `crate::bus`).
+    fn attach_bus(&self, bus: &std::sync::Arc<dyn crate::bus::Bus>) {
+        let _ = bus;
+    }
 }
 
 impl Upstream for Origin {

@@ -28,6 +28,76 @@ pub(crate) struct Node {
     pub(crate) stop: Option<tokio::sync::oneshot::Sender<()>>,
     pub(crate) task: Option<tokio::task::JoinHandle<()>>,
     pub(crate) volume: PathBuf,
+    /// This node's connection to Redis, which a test can cut.
+    pub(crate) link: Link,
+}
+
+/// A TCP relay between one node and Redis that a test can make silent: while
+/// cut, it holds every connection open and forwards nothing (no reset, no FIN),
+/// as a partition does; when restored, what it held flows on.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Link {
+    pub(crate) async fn start(redis_port: u16) -> Link {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = cut.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", redis_port)).await
+                else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                tokio::spawn(relay(cr, sw, flag.clone()));
+                tokio::spawn(relay(sr, cw, flag.clone()));
+            }
+        });
+        Link { port, cut }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stops forwarding (connections stay open and silent).
+    pub(crate) fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn relay(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        while cut.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while cut.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 pub(crate) struct Spec<'a> {
@@ -40,6 +110,22 @@ pub(crate) struct Spec<'a> {
 }
 
 pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
+    start_node_with(s, None).await
+}
+
+/// [`start_node`] for a publishing node whose sessions are `sessions`.
+pub(crate) async fn start_node_with(
+    s: &Spec<'_>,
+    sessions: Option<Arc<dyn quire_cluster::SignOutTable>>,
+) -> Node {
+    let redis_port: u16 = s
+        .redis
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a redis URL with a port");
+    let link = Link::start(redis_port).await;
     let mut cfg = Config {
         listen: SocketAddr::from(([127, 0, 0, 1], s.port)),
         admin_token: Some(TOKEN.into()),
@@ -47,7 +133,7 @@ pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
     };
     cfg.cache.path = s.volume.clone();
     cfg.cache.size = ByteSize(32 << 20);
-    let mut section = ClusterSection::new(s.redis, s.name);
+    let mut section = ClusterSection::new(&link.url(), s.name);
     section.peers = s.peers.clone();
     section.peer_timeout = Secs(Duration::from_secs(1));
     cfg.cluster = Some(section.clone());
@@ -60,7 +146,9 @@ pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
         Arc::new(PeerFill::new(origin, s.name, s.peers, section.peer_timeout.0, &opts).unwrap())
     };
     let ctx = Ctx::with_upstream(cfg, upstream).unwrap();
-    let cluster = Cluster::start(&ctx, &section, &s.volume).await.unwrap();
+    let cluster = Cluster::start_with(&ctx, &section, &s.volume, sessions)
+        .await
+        .unwrap();
     let server = Server::bind(ctx.clone()).await.unwrap();
     let addr = server.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -74,6 +162,7 @@ pub(crate) async fn start_node(s: &Spec<'_>) -> Node {
         stop: Some(tx),
         task: Some(task),
         volume: s.volume.clone(),
+        link,
     }
 }
 
