@@ -70,6 +70,9 @@ pub struct Snapshot {
     /// Vault path → the record of the public note's last anonymous render: its
     /// body's dependencies and version.
     pub records: HashMap<String, Arc<Record>>,
+    /// How many pages were rendered to make this snapshot's records (those whose
+    /// previous record no longer held).
+    pub rendered: usize,
 }
 
 impl Snapshot {
@@ -113,6 +116,7 @@ impl Snapshot {
             attachment_audience: HashMap::new(),
             note_paths: HashMap::with_hasher(Xxh3Builder::new()),
             records: HashMap::new(),
+            rendered: 0,
         };
         for (i, n) in s.vault.notes().iter().enumerate() {
             if s.vault.by_url(&n.url) == Some(i) {
@@ -121,7 +125,7 @@ impl Snapshot {
             }
         }
         s.attachment_audience = attachment_audience(&s.vault);
-        s.records = body_records(&s.vault, previous);
+        (s.records, s.rendered) = body_records(&s.vault, previous);
         s.versions = s.compute_versions();
         let mut search = Xxh3::new();
         for n in s.vault.notes() {
@@ -281,7 +285,7 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
 /// The record of every public note's anonymous render: `previous`'s where it still
 /// holds on `v` (the render would read the same, so make the same body), else a new
 /// render's.
-fn body_records(v: &Vault, previous: Option<&Snapshot>) -> HashMap<String, Arc<Record>> {
+fn body_records(v: &Vault, previous: Option<&Snapshot>) -> (HashMap<String, Arc<Record>>, usize) {
     let t0 = std::time::Instant::now();
     let mut out = HashMap::new();
     let mut rendered = 0usize;
@@ -305,7 +309,7 @@ fn body_records(v: &Vault, previous: Option<&Snapshot>) -> HashMap<String, Arc<R
         ms = t0.elapsed().as_millis() as u64,
         "page records"
     );
-    out
+    (out, rendered)
 }
 
 /// A nonzero version from the epoch and a content hash.
