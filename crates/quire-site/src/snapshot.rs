@@ -1,11 +1,16 @@
 //! One consistent state of the site: the vault as loaded, its settings and templates,
 //! related notes, and the **version of every cacheable page**.
 //!
-//! A page's version is a hash of everything its anonymous rendering depends on, taken
-//! without rendering it: for a note, its bytes, the state of every link target
-//! (visible or not, and where), its embeds' versions, the same of every note it
-//! transcludes, its backlinks, its local graph, related notes, folder and tags; for a
-//! listing, the listing itself; for `/graph`, the public site graph. Every version also folds in the epoch (settings, templates,
+//! A page's version is a hash of everything its anonymous rendering depends on: for a
+//! note, **its body's version is what its last anonymous render read** (the
+//! renderer's `Record`: every note read, with what each link showed; see
+//! quire-vault's `render::record`), plus its backlinks, its local graph, related
+//! notes, folder and tags; for a listing, the listing itself; for `/graph`, the
+//! public site graph. Each snapshot keeps the record of every public note: a record
+//! that still holds on the new vault is kept (no render), one that does not is made
+//! again by rendering that note. So a reload renders exactly the pages whose
+//! dependencies changed, a hostile note costs its own pages' renders, and there is
+//! no second walk that could count differently from the renderer. Every version also folds in the epoch (settings, templates,
 //! stylesheet, quire's own version). So a change to a
 //! note changes the versions of exactly the pages that show it, and those pages'
 //! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
@@ -21,7 +26,7 @@ use std::sync::Arc;
 use quire_vault::graph::{self, Graphs};
 use quire_vault::pages;
 use quire_vault::preview::front_image;
-use quire_vault::render::{attachment_url, embedded_notes};
+use quire_vault::render::{attachment_url, render_recorded, Record};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
@@ -62,6 +67,12 @@ pub struct Snapshot {
     /// Page path → the note's vault path, shared, for view counts (no allocation on
     /// the hit path).
     pub note_paths: HashMap<String, Arc<str>, Xxh3Builder>,
+    /// Vault path → the record of the public note's last anonymous render: its
+    /// body's dependencies and version.
+    pub records: HashMap<String, Arc<Record>>,
+    /// How many pages were rendered to make this snapshot's records (those whose
+    /// previous record no longer held).
+    pub rendered: usize,
 }
 
 impl Snapshot {
@@ -104,6 +115,8 @@ impl Snapshot {
             other_version: mix(epoch, 0),
             attachment_audience: HashMap::new(),
             note_paths: HashMap::with_hasher(Xxh3Builder::new()),
+            records: HashMap::new(),
+            rendered: 0,
         };
         for (i, n) in s.vault.notes().iter().enumerate() {
             if s.vault.by_url(&n.url) == Some(i) {
@@ -112,6 +125,7 @@ impl Snapshot {
             }
         }
         s.attachment_audience = attachment_audience(&s.vault);
+        (s.records, s.rendered) = body_records(&s.vault, previous);
         s.versions = s.compute_versions();
         let mut search = Xxh3::new();
         for n in s.vault.notes() {
@@ -152,7 +166,12 @@ impl Snapshot {
                 continue;
             }
             let mut ctx = model::note(v, i, pub_, self.related.of(i, pub_));
-            ctx["body"] = body_inputs(v, i).into();
+            ctx["body"] = self
+                .records
+                .get(&n.path)
+                .map(|r| format!("{:016x}", r.version()))
+                .into();
+            ctx["image"] = front_image(n).and_then(|a| v.attachment_version(a)).into();
             ctx["graph"] = graph::local(v, self.graphs.links(pub_), i)
                 .map(|g| format!("{:016x}", g.fingerprint()))
                 .into();
@@ -263,49 +282,34 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     out
 }
 
-/// What a note's rendered body depends on besides its own bytes: where each link
-/// goes for an anonymous reader, each embed's version, and the same of every note it
-/// transcludes for an anonymous reader (`embedded_notes` walks what rendering does,
-/// depth and cycles included), so an edit to an embedded note changes exactly the
-/// pages that show it.
-fn body_inputs(v: &Vault, i: usize) -> String {
-    let mut s = own_inputs(v, i);
-    for t in embedded_notes(v, i, Visibility::Public) {
-        s.push_str("|e");
-        s.push_str(&own_inputs(v, t));
-    }
-    s
-}
-
-/// A note's bytes and where each of its links and embeds goes.
-fn own_inputs(v: &Vault, i: usize) -> String {
-    let n = &v.notes()[i];
-    let mut s = format!("{:016x}", n.version);
-    if let Some(ver) = front_image(n).and_then(|name| v.attachment_version(name)) {
-        s.push_str(&format!("|i{ver:x}"));
-    }
-    for (l, t) in n.links.iter().zip(v.targets(i)) {
-        s.push('|');
-        if l.embed {
-            if let Some(ver) = v.attachment_version(&l.target) {
-                s.push_str(&format!("a{ver:x}"));
-            } else if let Some(t) = v.resolve(&l.target) {
-                push_target(&mut s, v, t);
-            }
-        } else if let Some(t) = *t {
-            push_target(&mut s, v, t);
+/// The record of every public note's anonymous render: `previous`'s where it still
+/// holds on `v` (the render would read the same, so make the same body), else a new
+/// render's.
+fn body_records(v: &Vault, previous: Option<&Snapshot>) -> (HashMap<String, Arc<Record>>, usize) {
+    let t0 = std::time::Instant::now();
+    let mut out = HashMap::new();
+    let mut rendered = 0usize;
+    for (i, n) in v.notes().iter().enumerate() {
+        if n.visibility() != Visibility::Public {
+            continue;
         }
+        let kept = previous
+            .and_then(|p| p.records.get(&n.path))
+            .filter(|r| r.holds(v))
+            .cloned();
+        let record = kept.unwrap_or_else(|| {
+            rendered += 1;
+            Arc::new(render_recorded(v, i, Visibility::Public).1)
+        });
+        out.insert(n.path.clone(), record);
     }
-    s
-}
-
-fn push_target(s: &mut String, v: &Vault, t: usize) {
-    let m = &v.notes()[t];
-    if m.visibility() == Visibility::Public {
-        s.push_str(&m.url);
-    } else {
-        s.push('-');
-    }
+    tracing::debug!(
+        rendered,
+        kept = out.len() - rendered,
+        ms = t0.elapsed().as_millis() as u64,
+        "page records"
+    );
+    (out, rendered)
 }
 
 /// A nonzero version from the epoch and a content hash.

@@ -12,17 +12,30 @@
 //!   shows an "embed cycle" mark; a page renders at most `EMBEDS_MAX` embeds and
 //!   [`EMBED_BYTES_MAX`] bytes of them (beyond, links). The diagram budget is the
 //!   page's, shared with everything it embeds.
-//! - Embeds are replaced by markers (a private-use character around the embed's
-//!   number) before the markdown is parsed; only the markers inside the part that is
-//!   shown are rendered, and the events are spliced: a paragraph holding an embed is
-//!   split around it (a block may not sit in a `<p>`); where no block may go (a
-//!   heading, a table cell, a link) the embed is a link.
-//! - **The page depends on every note it transcludes**: [`embedded_notes`] walks
-//!   exactly what rendering walks, so the site folds those notes into the page's
-//!   version and an edit to one re-renders exactly the pages that show it.
+//!   Every embed that reaches its target takes a slot, found or not: a note of
+//!   embeds of missing sections costs 64 look-ups, not one per line.
+//! - **A target note is parsed once per render**: its substituted markdown and its
+//!   index of sections and blocks (`part::Index`) are kept for the render, however
+//!   many embeds name it.
+//! - Embeds are replaced by markers (a private-use character, this render's random
+//!   tag and the embed's number) before the markdown is parsed; only the markers
+//!   inside the part that is shown are rendered, and the events are spliced: a
+//!   paragraph holding an embed is split around it (a block may not sit in a `<p>`);
+//!   where no block may go (a heading, a table cell, a link) the embed is a link.
+//!   **No note's text can hold a marker**: the tag is drawn per render (64 random
+//!   bits), after the note was written, and a slot is spliced once at most, so a
+//!   pasted copy of a marker is text and never repeats an embed.
+//! - **The page depends on exactly what it read**: the render keeps a
+//!   [`Record`](super::record::Record) of every note it read and every embed it met
+//!   (see `record`); the site versions the page by it. There is no second walk.
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 
+use super::record::{Outcome, Record};
 use super::{diagram, part, to_html_in, wikilinks, Nesting, Rendered};
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -49,6 +62,21 @@ pub(super) struct Slot {
     inline: String,
 }
 
+/// The embeds a part's markers stand for, and the render's marker tag.
+#[derive(Debug, Default)]
+pub(super) struct Slots {
+    tag: String,
+    list: Vec<Option<Slot>>,
+}
+
+impl Slots {
+    /// The slot a marker's text (what follows [`OPEN`] up to [`CLOSE`]) names.
+    fn get(&self, marker: &str) -> Option<(usize, &Slot)> {
+        let k: usize = marker.strip_prefix(self.tag.as_str())?.parse().ok()?;
+        Some((k, self.list.get(k)?.as_ref()?))
+    }
+}
+
 /// An embed of a note the reader may see, found in a note's markdown.
 #[derive(Debug)]
 struct Pending {
@@ -59,15 +87,29 @@ struct Pending {
     href: String,
 }
 
-/// A note's markdown with its links replaced and its embeds as markers.
+/// A note's markdown with its links replaced and its embeds as markers, and its
+/// sections and blocks once an embed asks for one.
 #[derive(Debug)]
 struct Source {
     md: String,
     pending: Vec<Pending>,
+    index: OnceCell<part::Index>,
 }
 
-/// One page's render: the notes being rendered (outermost first) and what the page
-/// has left to spend.
+impl Source {
+    fn select(&self, heading: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
+        match heading {
+            None => Some(std::borrow::Cow::Borrowed(&self.md)),
+            Some(_) => self
+                .index
+                .get_or_init(|| part::Index::new(&self.md))
+                .select(&self.md, heading),
+        }
+    }
+}
+
+/// One page's render: the notes being rendered (outermost first), what the page
+/// has left to spend, the notes read so far, and the record of it all.
 #[derive(Debug)]
 pub(super) struct Page<'v> {
     vault: &'v Vault,
@@ -76,6 +118,11 @@ pub(super) struct Page<'v> {
     bytes_left: usize,
     embeds_left: usize,
     diagrams: diagram::Budget,
+    /// This render's marker tag: random, so no note's text can hold a marker.
+    tag: String,
+    /// Every note read, substituted once.
+    read: HashMap<usize, Rc<Source>>,
+    record: Record,
 }
 
 impl<'v> Page<'v> {
@@ -88,21 +135,31 @@ impl<'v> Page<'v> {
             bytes_left: EMBED_BYTES_MAX,
             embeds_left: EMBEDS_MAX,
             diagrams: diagram::Budget::default(),
+            tag: format!("{:016x}:", rand::random::<u64>()),
+            read: HashMap::new(),
+            record: Record::new(audience),
         }
     }
 
-    /// Note `i` as the page's own.
-    pub(super) fn render_top(mut self, i: usize) -> Rendered {
+    /// Note `i` as the page's own, and what its render read.
+    pub(super) fn render_top(mut self, i: usize) -> (Rendered, Record) {
         let src = self.source(i);
         self.chain.push(i);
         let slots = self.expand(&src, &src.md);
-        to_html_in(&src.md, &slots, &mut self.diagrams, Nesting::Page)
+        let r = to_html_in(&src.md, &slots, &mut self.diagrams, Nesting::Page);
+        (r, self.record)
     }
 
-    fn source(&self, i: usize) -> Source {
+    /// Note `i`'s markdown substituted, once per render; recorded as read.
+    fn source(&mut self, i: usize) -> Rc<Source> {
+        if let Some(s) = self.read.get(&i) {
+            return Rc::clone(s);
+        }
         let v = self.vault;
+        self.record.read(v, i);
         let note = &v.notes()[i];
         let mut pending = Vec::new();
+        let tag = &self.tag;
         let md = wikilinks::substitute(
             v,
             &note.body,
@@ -116,44 +173,65 @@ impl<'v> Page<'v> {
                     text: text.to_owned(),
                     href: href.to_owned(),
                 });
-                format!("{OPEN}{}{CLOSE}", pending.len() - 1)
+                format!("{OPEN}{tag}{}{CLOSE}", pending.len() - 1)
             },
         );
-        Source { md, pending }
+        let src = Rc::new(Source {
+            md,
+            pending,
+            index: OnceCell::new(),
+        });
+        self.read.insert(i, Rc::clone(&src));
+        src
     }
 
     /// Renders every embed whose marker is in `part` (of `src`), in order.
-    fn expand(&mut self, src: &Source, part: &str) -> Vec<Option<Slot>> {
-        let mut slots: Vec<Option<Slot>> = src.pending.iter().map(|_| None).collect();
-        for k in markers(part) {
-            if let (Some(p), Some(None)) = (src.pending.get(k), slots.get(k)) {
-                slots[k] = Some(self.embed(p));
+    fn expand(&mut self, src: &Source, part: &str) -> Slots {
+        let mut list: Vec<Option<Slot>> = src.pending.iter().map(|_| None).collect();
+        let tag = self.tag.clone();
+        for k in markers(part, &tag) {
+            if let (Some(p), Some(None)) = (src.pending.get(k), list.get(k)) {
+                list[k] = Some(self.embed(p));
             }
         }
-        slots
+        Slots { tag, list }
     }
 
     /// One embed: the part it names rendered, or a mark or a link when a bound or
-    /// a cycle stops it.
+    /// a cycle stops it; recorded either way.
     fn embed(&mut self, p: &Pending) -> Slot {
         let link = format!(
             "<a class=\"wikilink embed-link\" href=\"{}\">{}</a>",
             p.href, p.text
         );
+        let (slot, outcome) = self.embed_part(p, link);
+        let heading = p.heading.as_deref();
+        self.record.embed(self.vault, p.target, heading, outcome);
+        slot
+    }
+
+    fn embed_part(&mut self, p: &Pending, link: String) -> (Slot, Outcome) {
         if self.chain.contains(&p.target) {
-            return Slot::mark("embed-cycle", "↻ embed cycle:", &link);
+            return (
+                Slot::mark("embed-cycle", "↻ embed cycle:", &link),
+                Outcome::Cycle,
+            );
         }
         if self.chain.len() > EMBED_DEPTH_MAX || self.embeds_left == 0 {
-            return Slot::inline(link);
+            return (Slot::inline(link), Outcome::Budget);
         }
+        // Every embed that reaches its target takes a slot, found or not.
+        self.embeds_left -= 1;
         let src = self.source(p.target);
-        let Some(part) = part::select(&src.md, p.heading.as_deref()) else {
-            return Slot::mark("embed-missing", "Section not found:", &link);
+        let Some(part) = src.select(p.heading.as_deref()) else {
+            return (
+                Slot::mark("embed-missing", "Section not found:", &link),
+                Outcome::Missing,
+            );
         };
         if part.len() > self.bytes_left {
-            return Slot::inline(link);
+            return (Slot::inline(link), Outcome::Budget);
         }
-        self.embeds_left -= 1;
         self.chain.push(p.target);
         let slots = self.expand(&src, &part);
         let r = to_html_in(&part, &slots, &mut self.diagrams, Nesting::Embedded);
@@ -165,42 +243,14 @@ impl<'v> Page<'v> {
         let cost = block.len().max(part.len());
         if cost > self.bytes_left {
             self.bytes_left = 0;
-            return Slot::inline(link);
+            return (Slot::inline(link), Outcome::Budget);
         }
         self.bytes_left -= cost;
-        Slot {
+        let slot = Slot {
             block,
             inline: link,
-        }
-    }
-
-    /// The notes the embeds in `part` (of `src`) transclude, as `embed` would render
-    /// them; `left` counts embeds as `embeds_left` does.
-    fn walk(
-        &self,
-        src: &Source,
-        part: &str,
-        chain: &mut Vec<usize>,
-        left: &mut usize,
-        out: &mut Vec<usize>,
-    ) {
-        for k in markers(part) {
-            let Some(p) = src.pending.get(k) else {
-                continue;
-            };
-            if chain.contains(&p.target) || chain.len() > EMBED_DEPTH_MAX || *left == 0 {
-                continue;
-            }
-            out.push(p.target);
-            let s = self.source(p.target);
-            let Some(part) = part::select(&s.md, p.heading.as_deref()) else {
-                continue;
-            };
-            *left -= 1;
-            chain.push(p.target);
-            self.walk(&s, &part, chain, left, out);
-            chain.pop();
-        }
+        };
+        (slot, Outcome::Shown)
     }
 }
 
@@ -221,27 +271,11 @@ impl Slot {
     }
 }
 
-/// The notes whose content note `i`'s page shows for `audience` through its embeds,
-/// at any depth, sorted: the page must change when any of them does.
-pub fn embedded_notes(vault: &Vault, i: usize, audience: Visibility) -> Vec<usize> {
-    if !vault.notes()[i].links.iter().any(|l| l.embed) {
-        return Vec::new();
-    }
-    let page = Page::new(vault, audience);
-    let src = page.source(i);
-    let mut out = Vec::new();
-    let mut left = EMBEDS_MAX;
-    page.walk(&src, &src.md, &mut vec![i], &mut left, &mut out);
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-/// The embed numbers of the markers in `md`, in order.
-fn markers(md: &str) -> impl Iterator<Item = usize> + '_ {
-    md.split(OPEN).skip(1).filter_map(|s| {
+/// The embed numbers of this render's markers (tagged `tag`) in `md`, in order.
+fn markers<'m>(md: &'m str, tag: &'m str) -> impl Iterator<Item = usize> + 'm {
+    md.split(OPEN).skip(1).filter_map(move |s| {
         let (n, _) = s.split_once(CLOSE)?;
-        n.parse().ok()
+        n.strip_prefix(tag)?.parse().ok()
     })
 }
 
@@ -256,12 +290,14 @@ enum Place {
     Inline,
 }
 
-/// Puts each rendered embed where its marker is (see [`Place`]).
-pub(super) fn splice<'a>(events: Vec<Event<'a>>, slots: &[Option<Slot>]) -> Vec<Event<'a>> {
-    if slots.iter().all(Option::is_none) {
+/// Puts each rendered embed where its marker is (see [`Place`]), once: a slot is
+/// spliced at its first marker only.
+pub(super) fn splice<'a>(events: Vec<Event<'a>>, slots: &Slots) -> Vec<Event<'a>> {
+    if slots.list.iter().all(Option::is_none) {
         return events;
     }
-    let mut out = Vec::with_capacity(events.len() + 4 * slots.len());
+    let mut used = vec![false; slots.list.len()];
+    let mut out = Vec::with_capacity(events.len() + 4 * slots.list.len());
     let mut open: Vec<Place> = Vec::new();
     for e in events {
         match &e {
@@ -275,10 +311,12 @@ pub(super) fn splice<'a>(events: Vec<Event<'a>>, slots: &[Option<Slot>]) -> Vec<
         }
         let at = open.last().copied().unwrap_or(Place::Inline);
         match e {
-            Event::Text(t) if t.contains(OPEN) => put_text(&t, at, slots, &mut out),
-            Event::Html(h) if h.contains(OPEN) => out.push(Event::Html(inline_all(&h, slots))),
+            Event::Text(t) if t.contains(OPEN) => put_text(&t, at, slots, &mut used, &mut out),
+            Event::Html(h) if h.contains(OPEN) => {
+                out.push(Event::Html(inline_all(&h, slots, &mut used)));
+            }
             Event::InlineHtml(h) if h.contains(OPEN) => {
-                out.push(Event::InlineHtml(inline_all(&h, slots)));
+                out.push(Event::InlineHtml(inline_all(&h, slots, &mut used)));
             }
             e => out.push(e),
         }
@@ -286,17 +324,30 @@ pub(super) fn splice<'a>(events: Vec<Event<'a>>, slots: &[Option<Slot>]) -> Vec<
     tidy(out)
 }
 
+/// The slot the marker opening `after` names, if not spliced yet (then marked
+/// spliced), and the text after the marker.
+fn take<'s, 't>(
+    after: &'t str,
+    slots: &'s Slots,
+    used: &mut [bool],
+) -> Option<(&'s Slot, &'t str)> {
+    let (n, tail) = after.split_once(CLOSE)?;
+    let (k, slot) = slots.get(n)?;
+    let u = used.get_mut(k)?;
+    if *u {
+        return None;
+    }
+    *u = true;
+    Some((slot, tail))
+}
+
 /// Splits the pieces of a text holding markers into events.
-fn put_text<'a>(t: &str, at: Place, slots: &[Option<Slot>], out: &mut Vec<Event<'a>>) {
+fn put_text<'a>(t: &str, at: Place, slots: &Slots, used: &mut [bool], out: &mut Vec<Event<'a>>) {
     let mut rest = t;
     while let Some(o) = rest.find(OPEN) {
         let after = &rest[o + OPEN.len_utf8()..];
-        let slot = after.split_once(CLOSE).and_then(|(n, tail)| {
-            let s = slots.get(n.parse::<usize>().ok()?)?.as_ref()?;
-            Some((s, tail))
-        });
-        let Some((slot, tail)) = slot else {
-            // Not one of ours: text as written.
+        let Some((slot, tail)) = take(after, slots, used) else {
+            // Not one of ours, or spliced already: text as written.
             out.push(Event::Text(CowStr::from(
                 rest[..o + OPEN.len_utf8()].to_owned(),
             )));
@@ -322,18 +373,14 @@ fn put_text<'a>(t: &str, at: Place, slots: &[Option<Slot>], out: &mut Vec<Event<
     }
 }
 
-/// `html` with every marker replaced by its embed's inline form.
-fn inline_all<'a>(html: &str, slots: &[Option<Slot>]) -> CowStr<'a> {
+/// `html` with every marker replaced by its embed's inline form (once).
+fn inline_all<'a>(html: &str, slots: &Slots, used: &mut [bool]) -> CowStr<'a> {
     let mut out = String::with_capacity(html.len());
     let mut rest = html;
     while let Some(o) = rest.find(OPEN) {
         out.push_str(&rest[..o]);
         let after = &rest[o + OPEN.len_utf8()..];
-        let found = after.split_once(CLOSE).and_then(|(n, tail)| {
-            let s = slots.get(n.parse::<usize>().ok()?)?.as_ref()?;
-            Some((s, tail))
-        });
-        match found {
+        match take(after, slots, used) {
             Some((s, tail)) => {
                 out.push_str(&s.inline);
                 rest = tail;
@@ -393,6 +440,7 @@ pub(super) fn strip_ids(events: &mut [Event<'_>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::record::Outcome;
     use crate::render::render;
     use crate::testing::vault;
 
@@ -402,6 +450,12 @@ mod tests {
     }
 
     const FREE: &str = "---\nfree: true\n---\n";
+
+    /// The vault paths the render of `name`'s page read.
+    fn read(v: &Vault, name: &str, audience: Visibility) -> Vec<String> {
+        let (_, rec) = crate::render::render_recorded(v, v.resolve(name).unwrap(), audience);
+        rec.notes().map(str::to_owned).collect()
+    }
 
     #[test]
     fn a_whole_note_is_embedded_with_a_link_to_its_source() {
@@ -599,9 +653,10 @@ mod tests {
             "{html}"
         );
         let (_d, v) = vault(&files);
-        let deps = embedded_notes(&v, v.resolve("n0").unwrap(), Visibility::Draft);
-        let names: Vec<&str> = deps.iter().map(|&i| v.notes()[i].name.as_str()).collect();
-        assert_eq!(names, ["N1", "N2", "N3"]);
+        assert_eq!(
+            read(&v, "n0", Visibility::Draft),
+            ["N0.md", "N1.md", "N2.md", "N3.md"]
+        );
     }
 
     #[test]
@@ -624,7 +679,7 @@ mod tests {
     }
 
     #[test]
-    fn embedded_notes_follow_only_the_part_shown() {
+    fn the_record_holds_only_the_part_shown() {
         let (_d, v) = vault(&[
             ("Home.md", "![[Other#One]]\n"),
             ("Other.md", "# One\n![[Shown]]\n# Two\n![[Hidden]]\n"),
@@ -632,11 +687,15 @@ mod tests {
             ("Hidden.md", "h"),
             ("Secret.md", "x"),
         ]);
-        let deps = embedded_notes(&v, v.resolve("home").unwrap(), Visibility::Public);
-        assert!(deps.is_empty(), "nothing public: {deps:?}");
-        let deps = embedded_notes(&v, v.resolve("home").unwrap(), Visibility::Private);
-        let names: Vec<&str> = deps.iter().map(|&i| v.notes()[i].name.as_str()).collect();
-        assert_eq!(names, ["Other", "Shown"]);
+        assert_eq!(
+            read(&v, "home", Visibility::Public),
+            ["Home.md"],
+            "nothing public"
+        );
+        assert_eq!(
+            read(&v, "home", Visibility::Private),
+            ["Home.md", "Other.md", "Shown.md"]
+        );
     }
 
     #[test]
@@ -662,6 +721,63 @@ mod tests {
             Visibility::Draft,
         );
         assert_eq!(html, "<p>a \u{E000}0\u{E001} b</p>\n");
+    }
+
+    #[test]
+    fn a_pasted_marker_never_repeats_an_embed() {
+        // 29.3: copies of an embed's marker pasted into the note repeated the embed
+        // once per copy (16 KB of them: a 907 MB page).
+        let pasted: String = (0..2000)
+            .map(|k| match k % 3 {
+                0 => "\u{E000}0\u{E001}".to_owned(),
+                1 => "\u{E000}0000000000000000:0\u{E001}".to_owned(),
+                _ => "&#xE000;0&#xE001;".to_owned(),
+            })
+            .collect();
+        let html = page(
+            &[
+                (
+                    "Home.md",
+                    &format!("![[Other]]\n\n{pasted}\n\n![[Other]]\n"),
+                ),
+                ("Other.md", "the-embedded-text\n"),
+            ],
+            "home",
+            Visibility::Draft,
+        );
+        assert_eq!(
+            html.matches("the-embedded-text").count(),
+            2,
+            "the two real embeds only"
+        );
+        assert!(html.len() < 64 * 1024, "{}", html.len());
+    }
+
+    #[test]
+    fn embeds_of_missing_sections_take_a_slot_and_parse_the_note_once() {
+        // 29.5: each embed of a missing section re-parsed the whole target note and
+        // took no slot (a 70 KB note of them: 35 s per reload).
+        let big = "# Real\n".to_owned() + &"text ^b1\n\n".repeat(2000);
+        let lines: String = (0..500)
+            .map(|k| format!("![[Big#nowhere-{k}]] ![[Big#^none{k}]]\n"))
+            .collect();
+        let (_d, v) = vault(&[("Home.md", &lines), ("Big.md", &big)]);
+        super::part::PARSES.with(|c| c.set(0));
+        let (r, rec) =
+            crate::render::render_recorded(&v, v.resolve("home").unwrap(), Visibility::Draft);
+        assert_eq!(
+            super::part::PARSES.with(std::cell::Cell::get),
+            1,
+            "parsed once"
+        );
+        let missing = rec
+            .embeds()
+            .iter()
+            .filter(|e| e.outcome == Outcome::Missing)
+            .count();
+        assert_eq!(missing, EMBEDS_MAX, "each took a slot");
+        assert_eq!(rec.embeds().len(), 1000);
+        assert_eq!(r.html.matches("Section not found").count(), EMBEDS_MAX);
     }
 
     mod graph {
@@ -717,15 +833,16 @@ mod tests {
                         if n.visibility() > audience {
                             continue;
                         }
-                        let html = render(&v, i, audience).html;
-                        let deps = embedded_notes(&v, i, audience);
-                        for (j, m) in v.notes().iter().enumerate() {
+                        let (r, rec) = crate::render::render_recorded(&v, i, audience);
+                        let html = r.html;
+                        let deps: Vec<&str> = rec.notes().collect();
+                        for m in v.notes() {
                             let mark = format!("body{}mark", &m.name[1..]);
                             if m.visibility() > audience {
                                 prop_assert!(!html.contains(&mark), "{} shows {}: {}", n.name, m.name, html);
-                                prop_assert!(!deps.contains(&j));
-                            } else if j != i && html.contains(&mark) {
-                                prop_assert!(deps.contains(&j), "{} shows {} undeclared", n.name, m.name);
+                                prop_assert!(!deps.contains(&m.path.as_str()) || m.path == n.path);
+                            } else if html.contains(&mark) {
+                                prop_assert!(deps.contains(&m.path.as_str()), "{} shows {} unrecorded", n.name, m.name);
                             }
                         }
                     }

@@ -3,7 +3,8 @@
 //!
 //! - `wikilinks`: `[[links]]` and `![[embeds]]`, resolved against the vault.
 //! - `embed`: `![[Note]]`, `![[Note#Heading]]`, `![[Note#^block]]` transcluded;
-//!   `part` finds the section or block an embed names.
+//!   `part` finds the section or block an embed names; `record` keeps what a
+//!   render read, which is the page's dependency set and version.
 //! - `headings`: unique ids on headings, for the table of contents and links.
 //! - `code`: highlighted fenced code.
 //! - `diagram`: ` ```mermaid ` flowcharts and sequence diagrams drawn as SVG.
@@ -42,11 +43,13 @@ mod mark;
 mod math;
 mod part;
 mod prose;
+mod record;
 mod sanitize;
 mod tags;
 mod wikilinks;
 
-pub use embed::{embedded_notes, EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+pub use embed::{EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+pub use record::{Embed, Outcome, Record};
 pub(crate) use tags::inline_tags;
 pub use tags::tag_url;
 
@@ -62,6 +65,12 @@ pub struct Rendered {
 /// Renders note `i` of `vault` for a reader allowed up to `audience`, with the notes
 /// it embeds transcluded (see `embed`).
 pub fn render(vault: &Vault, i: usize, audience: Visibility) -> Rendered {
+    render_recorded(vault, i, audience).0
+}
+
+/// [`render`], with the record of everything it read: the page's dependencies and
+/// version (see `record`).
+pub fn render_recorded(vault: &Vault, i: usize, audience: Visibility) -> (Rendered, Record) {
     embed::Page::new(vault, audience).render_top(i)
 }
 
@@ -78,7 +87,12 @@ fn options() -> Options {
 /// Markdown without embeds to HTML, as a page of its own (tests of single passes).
 #[cfg(test)]
 fn to_html(md: &str) -> Rendered {
-    to_html_in(md, &[], &mut diagram::Budget::default(), Nesting::Page)
+    to_html_in(
+        md,
+        &embed::Slots::default(),
+        &mut diagram::Budget::default(),
+        Nesting::Page,
+    )
 }
 
 /// Whether markdown is a page's own or a part of another note embedded in it.
@@ -96,7 +110,7 @@ enum Nesting {
 /// the page's diagram budget, shared with everything it embeds.
 fn to_html_in(
     md: &str,
-    slots: &[Option<embed::Slot>],
+    slots: &embed::Slots,
     diagrams: &mut diagram::Budget,
     nesting: Nesting,
 ) -> Rendered {

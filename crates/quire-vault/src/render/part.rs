@@ -11,6 +11,9 @@
 //!   without case; `#A#B` is B within A's section. Only headings outside any
 //!   container (list, quote, callout) open sections: cutting inside one would leave
 //!   it unbalanced.
+//! - **A note is parsed once per render** however many embeds name parts of it: an
+//!   [`Index`] of its top headings and its blocks is built from one parse, and each
+//!   embed's part is looked up in it.
 //! - A block inside a quote or callout is taken out of it: the `>` markers of its
 //!   continuation lines are dropped, so it renders as the paragraph it is.
 
@@ -24,16 +27,54 @@ use crate::links::slug;
 
 /// The markdown of the part of `md` the embed's `#…` part (`heading`, without the
 /// `#`) names, or `None` when the note has no such section or block.
+#[cfg(test)]
 pub(super) fn select<'m>(md: &'m str, heading: Option<&str>) -> Option<Cow<'m, str>> {
-    match heading {
-        None => Some(Cow::Borrowed(md)),
-        Some(h) => match h.strip_prefix('^') {
-            Some(id) => {
-                let (range, quotes) = block(md, id.trim())?;
-                Some(unquote(&md[range], quotes))
-            }
-            None => section(md, h).map(|r| Cow::Borrowed(&md[r])),
-        },
+    Index::new(md).select(md, heading)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Indexes built on this thread (tests count parses per render).
+    pub(super) static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A note's top headings and blocks, from one parse of its markdown.
+#[derive(Debug)]
+pub(super) struct Index {
+    headings: Vec<Heading>,
+    /// Each block's id, range and quote depth, in order (the first of an id wins).
+    blocks: Vec<(String, Range<usize>, usize)>,
+}
+
+impl Index {
+    /// Parses `md` once.
+    pub(super) fn new(md: &str) -> Index {
+        #[cfg(test)]
+        PARSES.with(|c| c.set(c.get() + 1));
+        let events: Vec<(Event<'_>, Range<usize>)> =
+            Parser::new_ext(md, options()).into_offset_iter().collect();
+        Index {
+            headings: top_headings(&events),
+            blocks: blocks(&events),
+        }
+    }
+
+    /// The part of `md` (the markdown this index was built from) that `heading`
+    /// names, as [`select`] says.
+    pub(super) fn select<'m>(&self, md: &'m str, heading: Option<&str>) -> Option<Cow<'m, str>> {
+        match heading {
+            None => Some(Cow::Borrowed(md)),
+            Some(h) => match h.strip_prefix('^') {
+                Some(id) => {
+                    let id = id.trim();
+                    let (_, range, quotes) = self.blocks.iter().find(|(b, _, _)| b == id)?;
+                    Some(unquote(md.get(range.clone())?, *quotes))
+                }
+                None => section(md.len(), &self.headings, h)
+                    .and_then(|r| md.get(r))
+                    .map(Cow::Borrowed),
+            },
+        }
     }
 }
 
@@ -64,19 +105,20 @@ fn unquote(text: &str, quotes: usize) -> Cow<'_, str> {
 
 /// A heading outside any container: its level, the slug of its text, where it
 /// starts.
+#[derive(Debug)]
 struct Heading {
     level: u8,
     slug: String,
     start: usize,
 }
 
-fn top_headings(md: &str) -> Vec<Heading> {
+fn top_headings(events: &[(Event<'_>, Range<usize>)]) -> Vec<Heading> {
     let mut out = Vec::new();
     let mut depth = 0usize;
     let mut open: Option<Heading> = None;
     let mut text = String::new();
-    for (e, r) in Parser::new_ext(md, options()).into_offset_iter() {
-        match (&e, open.is_some()) {
+    for (e, r) in events {
+        match (e, open.is_some()) {
             (Event::Start(Tag::Heading { level, .. }), false) if depth == 0 => {
                 text.clear();
                 open = Some(Heading {
@@ -100,10 +142,10 @@ fn top_headings(md: &str) -> Vec<Heading> {
     out
 }
 
-/// The section `path` (`Heading`, or `Heading#Subheading`…) names.
-fn section(md: &str, path: &str) -> Option<Range<usize>> {
-    let hs = top_headings(md);
-    let mut range = 0..md.len();
+/// The section `path` (`Heading`, or `Heading#Subheading`…) names, in markdown of
+/// `len` bytes whose top headings are `hs`.
+fn section(len: usize, hs: &[Heading], path: &str) -> Option<Range<usize>> {
+    let mut range = 0..len;
     let mut found = false;
     for seg in path.split('#').map(str::trim).filter(|s| !s.is_empty()) {
         let want = slug(seg);
@@ -115,18 +157,17 @@ fn section(md: &str, path: &str) -> Option<Range<usize>> {
         let end = hs[k + 1..]
             .iter()
             .find(|h| h.level <= level)
-            .map_or(md.len(), |h| h.start);
+            .map_or(len, |h| h.start);
         range = hs[k].start..end.min(range.end);
         found = true;
     }
     found.then_some(range)
 }
 
-/// The paragraph or list item whose text ends in the block marker `^id` (as
-/// `blockref` reads it), and how many quotes it sits in.
-fn block(md: &str, id: &str) -> Option<(Range<usize>, usize)> {
-    let events: Vec<(Event<'_>, Range<usize>)> =
-        Parser::new_ext(md, options()).into_offset_iter().collect();
+/// Every paragraph or list item whose text ends in a block marker `^id` (as
+/// `blockref` reads it): the id, the block, and how many quotes it sits in.
+fn blocks(events: &[(Event<'_>, Range<usize>)]) -> Vec<(String, Range<usize>, usize)> {
+    let mut out = Vec::new();
     let mut quotes = 0usize;
     for (j, (e, r)) in events.iter().enumerate() {
         match e {
@@ -153,11 +194,11 @@ fn block(md: &str, id: &str) -> Option<(Range<usize>, usize)> {
             })
             .collect();
         let own_line = k == 0 || matches!(events[k - 1].0, Event::Start(_) | Event::SoftBreak);
-        if blockref::marker(&text, own_line).is_some_and(|(_, m)| m == id) {
-            return Some((r.clone(), quotes));
+        if let Some((_, m)) = blockref::marker(&text, own_line) {
+            out.push((m.to_owned(), r.clone(), quotes));
         }
     }
-    None
+    out
 }
 
 #[cfg(test)]

@@ -6,6 +6,12 @@
 //!   appears to an anonymous reader, not even as a link target).
 //! - Every name and label is HTML-escaped; the note's own markdown (raw HTML
 //!   included) is the author's.
+//! - **What a link shows is read from the vault in one place** (`seen`), and
+//!   [`observe`] hashes exactly that for a page's version (`record`): a hidden and a
+//!   missing target are the same observation, so creating or deleting a note the
+//!   reader may not see changes neither the page nor its version.
+
+use xxhash_rust::xxh3::Xxh3;
 
 use super::{attachment_url, escape, url_path};
 use crate::links::{self, WikiLink};
@@ -34,6 +40,58 @@ pub(super) fn substitute(
     })
 }
 
+/// What a link reads from the vault: an attached file, a fragment of the page
+/// itself, a note the reader may see, or nothing (missing and hidden alike).
+enum Seen<'v> {
+    File(&'v str, u64),
+    Here,
+    Note(usize),
+    Nothing,
+}
+
+/// What link `l` (resolved by the vault to `t`) shows to `audience`.
+fn seen<'v>(vault: &'v Vault, l: &WikiLink, t: Option<usize>, audience: Visibility) -> Seen<'v> {
+    if l.embed {
+        if let (Some(rel), Some(v)) = (
+            vault.attachment(&l.target),
+            vault.attachment_version(&l.target),
+        ) {
+            return Seen::File(rel, v);
+        }
+    }
+    if l.target.is_empty() && l.heading.is_some() {
+        return Seen::Here;
+    }
+    // Embeds are not resolved with the links (they are no backlinks): resolved here.
+    let t = t.or_else(|| l.embed.then(|| vault.resolve(&l.target)).flatten());
+    match t.filter(|&t| vault.notes()[t].visibility() <= audience) {
+        Some(t) => Seen::Note(t),
+        None => Seen::Nothing,
+    }
+}
+
+/// Hashes into `h` what every link of note `i` shows to `audience` (see `seen`):
+/// with the note's own bytes, everything its substituted markdown depends on.
+pub(super) fn observe(vault: &Vault, i: usize, audience: Visibility, h: &mut Xxh3) {
+    let targets = vault.targets(i);
+    for (k, l) in vault.notes()[i].links.iter().enumerate() {
+        match seen(vault, l, targets.get(k).copied().flatten(), audience) {
+            Seen::File(rel, v) => {
+                h.update(b"f");
+                h.update(rel.as_bytes());
+                h.update(&v.to_le_bytes());
+            }
+            Seen::Here => h.update(b"h"),
+            Seen::Note(t) => {
+                h.update(b"n");
+                h.update(vault.notes()[t].url.as_bytes());
+            }
+            Seen::Nothing => h.update(b"-"),
+        }
+        h.update(&[0]);
+    }
+}
+
 /// One link's HTML: an image or attachment for an embedded file, else a link to the
 /// target (and fragment) when `audience` may see it (for an embedded note, what
 /// `embed` makes of it), else plain text.
@@ -45,25 +103,17 @@ fn link_html(
     embed: &mut EmbedHook<'_>,
 ) -> String {
     let text = escape(&l.text());
-    if l.embed {
-        if let Some(html) = attachment_html(vault, l, &text) {
-            return html;
-        }
-    }
     let fragment = l.heading.as_deref().map(links::fragment);
-    if l.target.is_empty() {
-        if let Some(f) = fragment {
-            let href = url_path(&format!("#{f}"));
-            return format!(
+    match seen(vault, l, t, audience) {
+        Seen::File(rel, v) => attachment_html(rel, v, l, &text),
+        Seen::Here => {
+            let href = url_path(&format!("#{}", fragment.unwrap_or_default()));
+            format!(
                 "<a class=\"wikilink\" href=\"{}\">{text}</a>",
                 escape(&href)
-            );
+            )
         }
-    }
-    // Embeds are not resolved with the links (they are no backlinks): resolved here.
-    let t = t.or_else(|| l.embed.then(|| vault.resolve(&l.target)).flatten());
-    match t.filter(|&t| vault.notes()[t].visibility() <= audience) {
-        Some(t) => {
+        Seen::Note(t) => {
             let mut href = vault.notes()[t].url.clone();
             if let Some(f) = fragment {
                 href.push('#');
@@ -76,7 +126,7 @@ fn link_html(
             format!("<a class=\"wikilink\" href=\"{href}\">{text}</a>")
         }
         // The same for a note that does not exist and one the reader may not see.
-        None => broken(&text),
+        Seen::Nothing => broken(&text),
     }
 }
 
@@ -85,17 +135,15 @@ pub(super) fn broken(text: &str) -> String {
     format!("<span class=\"wikilink broken\">{text}</span>")
 }
 
-/// An embedded attachment: an image, else a link to the file. `None` when the vault
-/// has no such attachment.
-fn attachment_html(vault: &Vault, l: &WikiLink, text: &str) -> Option<String> {
-    let rel = vault.attachment(&l.target)?;
-    let v = vault.attachment_version(&l.target)?;
+/// An embedded attachment at vault path `rel`, version `v`: an image, else a link
+/// to the file.
+fn attachment_html(rel: &str, v: u64, l: &WikiLink, text: &str) -> String {
     // Addressed by file name (what embeds name) and versioned, so the site can serve
     // it as immutable.
     let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
     let src = format!("{}?v={v:016x}", attachment_url(&name));
     let ext = rel.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
-    Some(if IMAGE_EXTS.contains(&ext.as_str()) {
+    if IMAGE_EXTS.contains(&ext.as_str()) {
         format!(
             "<img src=\"{}\" alt=\"{}\" loading=\"lazy\">",
             escape(&src),
@@ -106,5 +154,5 @@ fn attachment_html(vault: &Vault, l: &WikiLink, text: &str) -> Option<String> {
             "<a class=\"attachment\" href=\"{}\">{text}</a>",
             escape(&src)
         )
-    })
+    }
 }
