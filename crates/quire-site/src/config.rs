@@ -36,6 +36,51 @@ pub struct SiteConfig {
     /// popover on hover or focus, and pan and zoom on `/graph`. Served from the
     /// binary and allowed by its hash in the page's CSP (`crate::script`).
     pub hover_previews: bool,
+    /// `[render]`: what one page's render may spend (`quire_vault::render::budget`).
+    pub render: RenderLimits,
+}
+
+/// `[render]` in `site.toml`: the render budgets. Past one, the construct is shown
+/// as its source with a note, and the note and bound are logged once.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RenderLimits {
+    /// MathML bytes of one formula.
+    pub formula_bytes_max: usize,
+    /// MathML bytes of one page.
+    pub math_bytes_max: usize,
+    /// HTML bytes of one note's body; a note whose markdown is larger is not
+    /// rendered.
+    pub page_bytes_max: usize,
+    /// Inline tags of one note (and front matter tags, apart).
+    pub tags_per_note_max: usize,
+    /// Links drawn on `/graph`.
+    pub graph_edges_max: usize,
+}
+
+impl Default for RenderLimits {
+    fn default() -> RenderLimits {
+        let l = quire_vault::render::budget::Limits::default();
+        RenderLimits {
+            formula_bytes_max: l.formula_bytes_max,
+            math_bytes_max: l.math_bytes_max,
+            page_bytes_max: l.page_bytes_max,
+            tags_per_note_max: l.tags_per_note_max,
+            graph_edges_max: l.graph_edges_max,
+        }
+    }
+}
+
+impl From<RenderLimits> for quire_vault::render::budget::Limits {
+    fn from(r: RenderLimits) -> Self {
+        quire_vault::render::budget::Limits {
+            formula_bytes_max: r.formula_bytes_max,
+            math_bytes_max: r.math_bytes_max,
+            page_bytes_max: r.page_bytes_max,
+            tags_per_note_max: r.tags_per_note_max,
+            graph_edges_max: r.graph_edges_max,
+        }
+    }
 }
 
 impl Default for SiteConfig {
@@ -49,6 +94,7 @@ impl Default for SiteConfig {
             session_hours: 24 * 14,
             secure_cookies: false,
             hover_previews: false,
+            render: RenderLimits::default(),
         }
     }
 }
@@ -98,6 +144,13 @@ impl SiteConfig {
                 cfg.language
             )));
         }
+        let r = &cfg.render;
+        if r.formula_bytes_max < 1024 || r.page_bytes_max < 64 * 1024 {
+            return Err(err(
+                "[render] formula_bytes_max must be 1024 or more and page_bytes_max 65536 or more"
+                    .into(),
+            ));
+        }
         Ok((
             SiteConfig {
                 base_url: base.to_owned(),
@@ -132,5 +185,21 @@ mod tests {
         assert!(load("titel = \"x\"").unwrap_err().why.contains("titel"));
         assert!(load("base_url = \"x.org\"").is_err());
         assert!(load("language = \"en us\"").is_err());
+    }
+
+    #[test]
+    fn render_budgets_are_read_and_checked() {
+        let c = load("[render]\nmath_bytes_max = 1000000\ngraph_edges_max = 50\n").unwrap();
+        assert_eq!(c.render.math_bytes_max, 1_000_000);
+        assert_eq!(c.render.graph_edges_max, 50);
+        assert_eq!(
+            c.render.page_bytes_max,
+            RenderLimits::default().page_bytes_max
+        );
+        assert!(load("[render]\npage_bytes_max = 10\n").is_err());
+        assert!(load("[render]\nformula_bytes = 10\n")
+            .unwrap_err()
+            .why
+            .contains("formula_bytes"));
     }
 }

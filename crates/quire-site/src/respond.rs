@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::StatusCode;
-use quire_vault::render::render;
+use quire_vault::render::render_bounded;
 use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
 use quire_vault::Visibility;
@@ -32,6 +32,9 @@ pub struct Stores<'a> {
     pub search: &'a SearchIndex,
     /// The cluster, on a cluster node that joined it.
     pub shared: Option<&'a dyn crate::shared::Shared>,
+    /// Raised when nobody waits for this answer any more (its client left, or the
+    /// fill timed out): a note's render stops at its next formula or block.
+    pub cancel: Option<&'a Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Answers a GET or HEAD.
@@ -89,7 +92,9 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         return alias(s, req, url, shared).unwrap_or_else(|| not_found(s, req));
     };
     let mut extra = model::note(v, i, aud, s.related.of(i, aud));
-    let r = render(v, i, aud);
+    // Bounded (`quire_vault::render::budget`): a body past the page budget is a
+    // short notice, so the page is stored like any other and not rendered again.
+    let (r, _) = render_bounded(v, i, aud, db.cancel.cloned());
     extra["note"]["html"] = r.html.into();
     if who.is_some_and(|w| w.audience == Visibility::Draft) {
         extra["note"]["views"] = db.views.count(&v.notes()[i].path).ok().into();
@@ -201,6 +206,8 @@ fn site_graph(s: &Snapshot, req: &Req<'_>, shared: Policy) -> Reply {
         "svg": g.svg(),
         "notes": g.shown(),
         "links": g.links(),
+        "links_total": g.links_total(),
+        "links_more": g.links_total() - g.links(),
         "total": g.total(),
         "more": g.total() - g.shown(),
     }});

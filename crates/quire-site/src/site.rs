@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -307,6 +307,9 @@ fn open_sessions(dir: &Path, mode: &SessionMode, ttl: Duration) -> Result<Sessio
 }
 
 fn load(root: &Path, previous: Option<&Vault>) -> Result<Parts, SiteError> {
+    // The render budgets first: the tag cap applies while notes are parsed.
+    let (config, text) = SiteConfig::load(root)?;
+    quire_vault::render::budget::set_limits(config.render.into());
     let vault = match previous {
         Some(p) => Vault::reload(root, p)?,
         None => Vault::load(root)?,
@@ -314,7 +317,6 @@ fn load(root: &Path, previous: Option<&Vault>) -> Result<Parts, SiteError> {
     for w in vault.warnings() {
         tracing::warn!(path = %w.path, "{}", w.message);
     }
-    let (config, text) = SiteConfig::load(root)?;
     let templates = Arc::new(Templates::load(root)?);
     Ok(Parts {
         vault,
@@ -360,7 +362,11 @@ impl Upstream for Site {
             } else {
                 None
             };
-            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, form))
+            // Raised when this future is dropped (the client left, or the fill
+            // timed out) so a render nobody waits for stops early.
+            let cancel = Arc::new(AtomicBool::new(false));
+            let _on_drop = CancelOnDrop(cancel.clone());
+            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, form, &cancel))
                 .await
                 .map_err(|e| OriginError::Failed(format!("render failed: {e}")))?;
             Ok(reply.into_response())
@@ -419,6 +425,7 @@ impl Upstream for Site {
             "Page views written to the views database.",
             v.written(),
         );
+        budget_metrics(out);
     }
 
     fn query_paths(&self) -> Option<Vec<String>> {
@@ -453,8 +460,47 @@ impl Upstream for Site {
     }
 }
 
-/// Renders the answer to one request.
-fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> Reply {
+/// Raises its flag when dropped: the answer's future was dropped, so nobody waits.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The render budgets' counters (`quire_vault::render::budget`).
+fn budget_metrics(out: &mut String) {
+    use quire_vault::render::budget::{self, Bound};
+    use std::fmt::Write;
+    let name = "quire_site_render_budget_reached_total";
+    let _ = write!(
+        out,
+        "# HELP {name} Renders that reached a render budget (site.toml [render]), by bound.\n# TYPE {name} counter\n"
+    );
+    for b in Bound::ALL {
+        let _ = writeln!(
+            out,
+            "{name}{{bound=\"{}\"}} {}",
+            b.key(),
+            budget::exceeded_total(b)
+        );
+    }
+    let name = "quire_site_renders_cancelled_total";
+    let _ = write!(
+        out,
+        "# HELP {name} Note renders stopped because nobody waited for them any more.\n# TYPE {name} counter\n{name} {}\n",
+        budget::cancelled_total()
+    );
+}
+
+/// Renders the answer to one request; `cancel` is raised once nobody waits for it.
+fn answer(
+    inner: &Inner,
+    parts: &http::request::Parts,
+    form: Option<Bytes>,
+    cancel: &Arc<AtomicBool>,
+) -> Reply {
     inner.renders.fetch_add(1, Ordering::Relaxed);
     let snap = inner.snap.load_full();
     let users = inner.users.load();
@@ -488,6 +534,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> R
                 views: &inner.views,
                 search: &inner.search,
                 shared: inner.shared.get().map(|s| &**s),
+                cancel: Some(cancel),
             },
         ),
         (&Method::POST, "/login" | "/logout") if !auth::from_this_site(&parts.headers, &snap) => {

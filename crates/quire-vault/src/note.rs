@@ -55,12 +55,7 @@ impl Note {
         let body = body.to_owned();
         let links = links::extract(&body);
         let mut front = front;
-        // Inline `#tags` are the note's tags too, after those of the front matter.
-        for t in crate::render::inline_tags(&body, &links) {
-            if !front.tags.iter().any(|f| f.eq_ignore_ascii_case(&t)) {
-                front.tags.push(t);
-            }
-        }
+        add_inline_tags(path, &body, &links, &mut front.tags);
         Note {
             url: url_of(path),
             path: path.to_owned(),
@@ -87,6 +82,31 @@ impl Note {
         } else {
             Visibility::Private
         }
+    }
+}
+
+/// Adds the body's inline `#tags` to a note's `tags`, after those of the front
+/// matter: at most `tags_per_note_max` of each (see `render::tags`; the note and
+/// bound are logged when the cap cuts), de-duplicated through a hash set.
+fn add_inline_tags(path: &str, body: &str, links: &[WikiLink], tags: &mut Vec<String>) {
+    let max = crate::render::budget::limits().tags_per_note_max;
+    let (inline, more) = crate::render::inline_tags(body, links, max);
+    let over_front = tags.len() > max;
+    tags.truncate(max);
+    let mut have: std::collections::HashSet<String> =
+        tags.iter().map(|t| t.to_ascii_lowercase()).collect();
+    for t in inline {
+        if have.insert(t.to_ascii_lowercase()) {
+            tags.push(t);
+        }
+    }
+    if more || over_front {
+        tracing::warn!(
+            note = path,
+            bound = "tags_per_note_max",
+            limit = max,
+            "render budget reached: tags past the cap are text, not tag pages"
+        );
     }
 }
 

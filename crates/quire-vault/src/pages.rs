@@ -77,7 +77,9 @@ pub fn tags(v: &Vault, audience: Visibility) -> BTreeMap<String, Vec<Entry>> {
     for e in index(v, audience) {
         for t in &v.notes()[e.note].front.tags {
             let list = out.entry(t.to_lowercase()).or_default();
-            if !list.iter().any(|x| x.note == e.note) {
+            // A note's entries are pushed together: only the last can be the same
+            // note (a scan of the list made this quadratic in a tag's notes).
+            if list.last().is_none_or(|x| x.note != e.note) {
                 list.push(e.clone());
             }
         }

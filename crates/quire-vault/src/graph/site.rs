@@ -7,6 +7,11 @@
 //!   says how many were left out. Labels are drawn for the most linked notes only
 //!   ([`LABELS_MAX`]); every other node shows its title as a tooltip and, through the
 //!   stylesheet, its label on hover or focus.
+//! - **Links bounded too**: at most `graph_edges_max` links are drawn (`render`
+//!   budget, `site.toml` `[render]`), spread over the notes — each keeps at most its
+//!   share (twice the cap over the notes drawn), in the order of the notes — so a
+//!   clique of 1,000 notes (499,500 links, a 12.9 MB page) draws 10,000 of them; the
+//!   page says how many links there are in all.
 //! - **Laid out only when the graph changes**: a layout is a pure function of the
 //!   graph's structure (titles, pages, links), so a new vault state reuses the previous
 //!   state's drawing when the [`SiteGraph::fingerprint`] is the same — editing a note's
@@ -47,6 +52,7 @@ pub struct SiteGraph {
     nodes: Vec<SiteNode>,
     edges: Vec<(u32, u32)>,
     total: usize,
+    links_total: usize,
     svg: String,
 }
 
@@ -54,7 +60,8 @@ impl SiteGraph {
     /// The graph of `links`, reusing a drawing from `previous` when one has the same
     /// structure.
     pub fn build(v: &Vault, links: &Links, previous: &[Arc<SiteGraph>]) -> Arc<SiteGraph> {
-        let (nodes, edges, total) = structure(v, links);
+        let edges_max = crate::render::budget::limits().graph_edges_max;
+        let (nodes, edges, total, links_total) = structure(v, links, edges_max);
         let fingerprint = fingerprint(&nodes, &edges, total);
         if let Some(p) = previous.iter().find(|p| p.fingerprint == fingerprint) {
             return p.clone();
@@ -66,6 +73,7 @@ impl SiteGraph {
             nodes,
             edges,
             total,
+            links_total,
             svg,
         })
     }
@@ -90,19 +98,31 @@ impl SiteGraph {
         self.edges.len()
     }
 
+    /// Links between the notes drawn, in all (more than [`SiteGraph::links`] past
+    /// `graph_edges_max`).
+    pub fn links_total(&self) -> usize {
+        self.links_total
+    }
+
     /// Notes the audience sees in all (more than [`SiteGraph::shown`] past the cap).
     pub fn total(&self) -> usize {
         self.total
     }
 }
 
-/// The notes drawn (by page path), the links between them, and how many notes the
-/// audience sees in all.
-fn structure(v: &Vault, links: &Links) -> (Vec<SiteNode>, Vec<(u32, u32)>, usize) {
+/// The graph's shape: the notes drawn, the links drawn between them, how many notes
+/// the audience sees in all, and how many links the notes drawn have in all.
+type Structure = (Vec<SiteNode>, Vec<(u32, u32)>, usize, usize);
+
+/// The notes drawn (by page path), at most `edges_max` links between them, how many
+/// notes the audience sees in all and how many links there were.
+fn structure(v: &Vault, links: &Links, edges_max: usize) -> Structure {
     let total = links.nodes().count();
     let url = |i: usize| v.notes()[i].url.as_str();
     let chosen = links.pick(links.nodes().collect(), SITE_NODES_MAX, url);
-    let edges = links.edges_among(&chosen);
+    let all = links.edges_among(&chosen);
+    let links_total = all.len();
+    let edges = cap_edges(all, chosen.len(), edges_max);
     let mut degree = vec![0usize; chosen.len()];
     for &(a, b) in &edges {
         degree[a as usize] += 1;
@@ -117,7 +137,30 @@ fn structure(v: &Vault, links: &Links) -> (Vec<SiteNode>, Vec<(u32, u32)>, usize
             degree,
         })
         .collect();
-    (nodes, edges, total)
+    (nodes, edges, total, links_total)
+}
+
+/// At most `max` of `edges` between `nodes` notes, each note keeping at most twice
+/// its share (`2·max / nodes`, one at least), first come first kept.
+fn cap_edges(edges: Vec<(u32, u32)>, nodes: usize, max: usize) -> Vec<(u32, u32)> {
+    if edges.len() <= max {
+        return edges;
+    }
+    let share = (2 * max / nodes.max(1)).max(1);
+    let mut kept_of = vec![0usize; nodes];
+    let mut out = Vec::with_capacity(max);
+    for (a, b) in edges {
+        if out.len() >= max {
+            break;
+        }
+        let (ka, kb) = (kept_of[a as usize], kept_of[b as usize]);
+        if ka < share && kb < share {
+            kept_of[a as usize] += 1;
+            kept_of[b as usize] += 1;
+            out.push((a, b));
+        }
+    }
+    out
 }
 
 fn fingerprint(nodes: &[SiteNode], edges: &[(u32, u32)], total: usize) -> u64 {

@@ -12,11 +12,18 @@
 //! - A formula that does not parse (or is longer than [`FORMULA_LEN_MAX`]) shows its
 //!   source, escaped, marked as an error with the reason in a tooltip; the page
 //!   renders on.
+//! - **Output is bounded, not just input** (`budget`): `\def` multiplies a formula
+//!   (a 7 KB one wrote 4.4 MB of MathML), so a formula's parse stops after
+//!   `formula_bytes_max / 16` events, its MathML may not pass `formula_bytes_max`, and
+//!   the page's formulas together not `math_bytes_max`; past either the formula shows
+//!   as source like one that does not parse, and once the page's MathML is spent the
+//!   formulas after it are not even parsed. The bound reached is in the tooltip.
 
 use pulldown_cmark::{CowStr, Event};
 use pulldown_latex::config::DisplayMode;
 use pulldown_latex::{push_mathml, Parser, RenderConfig, Storage};
 
+use super::budget::{self, Bound};
 use super::escape;
 use super::sanitize::{sanitize, Allow};
 
@@ -107,9 +114,20 @@ pub(super) fn math(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
         .collect()
 }
 
+/// MathML bytes one parse event may write, at most, for the event cap.
+const EVENT_BYTES: usize = 16;
+
 /// One formula as MathML, or as its source marked as an error.
 fn formula(src: &str, display: bool) -> String {
-    match mathml(src, display) {
+    let rendered = if budget::math_spent() || budget::cancelled() {
+        Err(past(Bound::MathBytes))
+    } else {
+        mathml(src, display).and_then(|m| match budget::spend_math(m.len()) {
+            Ok(()) => Ok(m),
+            Err(b) => Err(past(b)),
+        })
+    };
+    match rendered {
         Ok(m) => m,
         Err(reason) => {
             let (open, close) = if display { ("$$", "$$") } else { ("$", "$") };
@@ -128,7 +146,15 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
         return Err(format!("longer than {FORMULA_LEN_MAX} bytes"));
     }
     let storage = Storage::new();
-    let events: Vec<_> = Parser::new(src, &storage).collect();
+    let events_max = budget::current().formula_bytes_max / EVENT_BYTES;
+    let mut events = Vec::new();
+    for e in Parser::new(src, &storage) {
+        if events.len() >= events_max {
+            budget::reach(Bound::FormulaBytes);
+            return Err(past(Bound::FormulaBytes));
+        }
+        events.push(e);
+    }
     if let Some(Err(e)) = events.iter().find(|e| e.is_err()) {
         // The first line says what; the rest draws the source around it.
         return Err(e.to_string().lines().next().unwrap_or("").to_owned());
@@ -147,6 +173,15 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
     // no-break space is what it means.
     let out = out.replace("&amp;nbsp;", "\u{a0}");
     sanitize(&out, &MATHML, "").ok_or_else(|| "unexpected MathML".to_owned())
+}
+
+/// Why a formula past bound `b` is shown as source.
+fn past(b: Bound) -> String {
+    format!(
+        "its MathML is past the render budget ({} = {} bytes)",
+        b.key(),
+        b.limit(&budget::current())
+    )
 }
 
 #[cfg(test)]

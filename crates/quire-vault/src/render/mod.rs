@@ -16,6 +16,7 @@
 //! - `math`: `$inline$` and `$$display$$` math to MathML.
 //! - `sanitize`: the allow-list that markup from other crates is rebuilt through.
 //! - `prose`: which text inline constructs may be found in.
+//! - `budget`: what one page's render may spend, and which bound it reached.
 //!
 //! Key decisions:
 //! - **A link to a note the reader may not see renders as plain text**, exactly like a
@@ -26,6 +27,9 @@
 //! - Wikilinks are replaced by inline HTML before parsing; every other construct is a
 //!   pass over pulldown-cmark's events, in a fixed order (`to_html`).
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use pulldown_cmark::{Event, Options, Parser, TextMergeStream};
 
 pub use crate::html::escape;
@@ -33,6 +37,7 @@ use crate::note::Visibility;
 use crate::vault::Vault;
 
 mod blockref;
+pub mod budget;
 mod callout;
 mod code;
 pub(crate) mod comments;
@@ -72,6 +77,41 @@ pub fn render(vault: &Vault, i: usize, audience: Visibility) -> Rendered {
 /// version (see `record`).
 pub fn render_recorded(vault: &Vault, i: usize, audience: Visibility) -> (Rendered, Record) {
     embed::Page::new(vault, audience).render_top(i)
+}
+
+/// Note `i` of `vault` rendered for `audience` under the render budgets
+/// ([`budget`]): what it reached is logged once per note and bound, and a raised
+/// `cancel` (its client left) stops it early with a body nobody will see. A note
+/// whose markdown alone is over the page budget is not rendered.
+pub fn render_bounded(
+    vault: &Vault,
+    i: usize,
+    audience: Visibility,
+    cancel: Option<Arc<AtomicBool>>,
+) -> (Rendered, budget::Spent) {
+    let (r, spent) = render_metered(vault, i, audience, budget::limits(), cancel);
+    budget::log_once(&vault.notes()[i].path, &spent);
+    (r, spent)
+}
+
+/// [`render_bounded`] under `limits`, unlogged.
+fn render_metered(
+    vault: &Vault,
+    i: usize,
+    audience: Visibility,
+    limits: budget::Limits,
+    cancel: Option<Arc<AtomicBool>>,
+) -> (Rendered, budget::Spent) {
+    budget::metered(limits, cancel, || {
+        if vault.notes()[i].body.len() > limits.page_bytes_max {
+            budget::reach(budget::Bound::PageBytes);
+            return Rendered {
+                html: budget::page_notice(limits.page_bytes_max),
+                headings: Vec::new(),
+            };
+        }
+        render(vault, i, audience)
+    })
 }
 
 /// The markdown options every render and every search for a section parse with.
@@ -131,7 +171,7 @@ fn to_html_in(
         }
     };
     let mut html = String::with_capacity(md.len() * 3 / 2);
-    pulldown_cmark::html::push_html(&mut html, events.into_iter());
+    budget::push_html(&mut html, events.into_iter());
     Rendered { html, headings }
 }
 

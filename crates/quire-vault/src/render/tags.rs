@@ -8,11 +8,18 @@
 //! - Never inside code, links, images or a rendered wikilink.
 //! - The note's inline tags are its tags too (as in Obsidian), read with the same
 //!   rules by [`inline_tags`], so every tag link reaches a page that lists the note.
+//! - **At most `tags_per_note_max` inline tags per note** (`budget`), the first
+//!   ones, in both readers: every tag is a page whose listing shows each of its
+//!   notes' tags, so 20,000 tags in one note cost every reload 31 s (20,000 pages of
+//!   20,000 tags). A tag past the cap is shown as its text, with the bound in a
+//!   tooltip, and links nowhere. De-duplication is a hash set (it was a scan).
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use pulldown_cmark::{CowStr, Event, Options, Parser};
 
+use super::budget::{self, Bound};
 use super::prose::{boundary_before, Context};
 use super::{escape, url_path};
 use crate::links::{self, WikiLink};
@@ -72,6 +79,7 @@ pub(super) fn link_tags(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
     let mut out = Vec::with_capacity(events.len());
     let mut ctx = Context::default();
     let mut start_ok = true;
+    let mut seen = Seen::new(budget::current().tags_per_note_max);
     for e in events {
         ctx.step(&e);
         let after = boundary_before(Some(&e));
@@ -81,26 +89,67 @@ pub(super) fn link_tags(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
         };
         start_ok = after;
         match e {
-            Event::Text(t) if !found.is_empty() => push_linked(&mut out, &t, found),
+            Event::Text(t) if !found.is_empty() => push_linked(&mut out, &t, found, &mut seen),
             e => out.push(e),
         }
     }
     out
 }
 
-/// Text `t` with each tag in `found` (ranges without the `#`) made a link.
-fn push_linked<'a>(out: &mut Vec<Event<'a>>, t: &str, found: Vec<Range<usize>>) {
+/// The distinct tags (ASCII case folded) read so far, up to a cap.
+#[derive(Debug)]
+struct Seen {
+    names: HashSet<String>,
+    max: usize,
+}
+
+impl Seen {
+    fn new(max: usize) -> Seen {
+        Seen {
+            names: HashSet::new(),
+            max,
+        }
+    }
+
+    /// Whether `name` is within the cap (seen before, or new with room left).
+    fn admit(&mut self, name: &str) -> bool {
+        let key = name.to_ascii_lowercase();
+        if self.names.contains(&key) {
+            return true;
+        }
+        if self.names.len() >= self.max {
+            return false;
+        }
+        self.names.insert(key);
+        true
+    }
+}
+
+/// Text `t` with each tag in `found` (ranges without the `#`) made a link, those
+/// past the note's tag cap shown as text with the bound in a tooltip.
+fn push_linked<'a>(out: &mut Vec<Event<'a>>, t: &str, found: Vec<Range<usize>>, seen: &mut Seen) {
     let mut at = 0;
     for r in found {
         if r.start - 1 > at {
             out.push(Event::Text(CowStr::from(t[at..r.start - 1].to_owned())));
         }
         let name = &t[r.clone()];
-        out.push(Event::InlineHtml(CowStr::from(format!(
-            "<a class=\"tag\" href=\"{}\">#{}</a>",
-            escape(&url_path(&tag_url(name))),
-            escape(name)
-        ))));
+        let html = if seen.admit(name) {
+            format!(
+                "<a class=\"tag\" href=\"{}\">#{}</a>",
+                escape(&url_path(&tag_url(name))),
+                escape(name)
+            )
+        } else {
+            budget::reach(Bound::TagsPerNote);
+            format!(
+                "<span class=\"tag-over\" title=\"past the render budget ({} = {})\">#{}</span>",
+                Bound::TagsPerNote.key(),
+                seen.max,
+                escape(name)
+            )
+        };
+        out.push(Event::InlineHtml(CowStr::from(html)));
         at = r.end;
     }
     if at < t.len() {
@@ -108,17 +157,18 @@ fn push_linked<'a>(out: &mut Vec<Event<'a>>, t: &str, found: Vec<Range<usize>>) 
     }
 }
 
-/// The inline tags of a note's `body` (its `links` and comments left out), in
-/// order, each once (compared without case).
-pub(crate) fn inline_tags(body: &str, links: &[WikiLink]) -> Vec<String> {
+/// The first `max` inline tags of a note's `body` (its `links` and comments left
+/// out), in order, each once (compared without case), and whether there were more.
+pub(crate) fn inline_tags(body: &str, links: &[WikiLink], max: usize) -> (Vec<String>, bool) {
     if !body.contains('#') {
-        return Vec::new();
+        return (Vec::new(), false);
     }
     let md = super::comments::rewrite(body, links, |_, _| " ".to_owned());
     let events: Vec<Event<'_>> =
         pulldown_cmark::TextMergeStream::new(Parser::new_ext(&md, Options::ENABLE_TABLES))
             .collect();
     let mut out: Vec<String> = Vec::new();
+    let mut seen = Seen::new(max);
     let mut ctx = Context::default();
     for (i, e) in events.iter().enumerate() {
         ctx.step(e);
@@ -128,12 +178,16 @@ pub(crate) fn inline_tags(body: &str, links: &[WikiLink]) -> Vec<String> {
         }
         for r in find(t, boundary_before(i.checked_sub(1).map(|p| &events[p]))) {
             let name = &t[r];
-            if !out.iter().any(|o| o.eq_ignore_ascii_case(name)) {
+            let new = !seen.names.contains(&name.to_ascii_lowercase());
+            if !seen.admit(name) {
+                return (out, true);
+            }
+            if new {
                 out.push(name.to_owned());
             }
         }
     }
-    out
+    (out, false)
 }
 
 #[cfg(test)]
@@ -187,6 +241,29 @@ mod tests {
     fn inline_tags_are_read_outside_code_comments_and_links() {
         let body = "Intro #one and #Two.\n\n`#code` %%#hidden%% [[Note#Heading]] #two again\n\n```\n#fenced\n```\n- item #nested/tag\n";
         let links = crate::links::extract(body);
-        assert_eq!(inline_tags(body, &links), ["one", "Two", "nested/tag"]);
+        assert_eq!(
+            inline_tags(body, &links, 256),
+            (vec!["one".into(), "Two".into(), "nested/tag".into()], false)
+        );
+    }
+
+    #[test]
+    fn twenty_thousand_inline_tags_are_capped_per_note() {
+        // Issue 29.6: 20,000 tags in one note made 20,000 tag pages each listing the
+        // note's 20,000 tags (every reload 31 s). The first `tags_per_note_max` are
+        // the note's tags and links; the rest are text with the bound in a tooltip.
+        let max = crate::render::budget::limits().tags_per_note_max;
+        let body: String = (0..20_000).map(|i| format!("#t{i} ")).collect();
+        let (tags, more) = inline_tags(&body, &[], max);
+        assert_eq!(tags.len(), max);
+        assert!(more);
+        assert_eq!(tags[0], "t0");
+        let h = html(&body);
+        assert_eq!(h.matches("class=\"tag\"").count(), max, "linked: the cap");
+        assert_eq!(h.matches("class=\"tag-over\"").count(), 20_000 - max);
+        assert!(h.contains("title=\"past the render budget (tags_per_note_max = "));
+        // The same tag again, in another case, is no new tag.
+        let again = format!("{body} #T0 #t1");
+        assert_eq!(html(&again).matches("class=\"tag\"").count(), max + 2);
     }
 }
