@@ -15,8 +15,11 @@
 //!   accept loop finds no connection slot free it signals the connections; each one
 //!   waiting for a next request with nothing read, idle for at least
 //!   [`REAP_IDLE_MIN`], closes (nginx does the same when it runs out of
-//!   connections). A connection in the middle of a request is never cut. The
-//!   signal repeats every [`REAP_EVERY`] while the server stays full.
+//!   connections). A connection in the middle of a request is never cut, unless
+//!   every response it has open has not moved for [`REAP_IDLE_MIN`] (an HTTP/2
+//!   client holding shut windows, see [`crate::stall`]): that one closes at once,
+//!   so stalled clients cannot keep the health check out either. The signal
+//!   repeats every [`REAP_EVERY`] while the server stays full.
 
 use std::collections::HashMap;
 use std::net::IpAddr;

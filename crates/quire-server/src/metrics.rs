@@ -1241,7 +1241,7 @@ mod tests {
         ] {
             assert!(sampled.contains(name), "missing family {name}");
         }
-        assert_eq!(types.len(), 31);
+        assert_eq!(types.len(), 32);
 
         for line in [
             "quire_store_hits_total 1",

@@ -205,6 +205,11 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("limits.fills", l.0.fills != l.1.fills),
         ("limits.upgrades", l.0.upgrades != l.1.upgrades),
         (
+            "limits.upgrades_per_client",
+            l.0.upgrades_per_client != l.1.upgrades_per_client,
+        ),
+        ("limits.tunnel_idle", l.0.tunnel_idle != l.1.tunnel_idle),
+        (
             "limits.fills_per_client",
             l.0.fills_per_client != l.1.fills_per_client,
         ),

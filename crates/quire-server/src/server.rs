@@ -21,6 +21,12 @@
 //!   path as cleartext does ([`crate::wire`]).
 //! - Every connection's reads pass through [`crate::guard`], which refuses ambiguously
 //!   framed requests (`Content-Length` with `Transfer-Encoding`, several lengths).
+//! - **Every response makes progress or ends** ([`crate::stall`]): on hyper's
+//!   path each response body is watched, one that hyper stops asking for (an HTTP/2
+//!   window kept shut) is dropped after `limits.send_stall` and the connection
+//!   closes when nothing else is open on it; writes that the client does not take
+//!   fail after the same deadline ([`crate::guard::Guarded`], and the fast path's
+//!   own writes).
 //! - Oversized request heads get 431 from hyper (`max_buf_size` = `limits.header_bytes`),
 //!   slow or idle clients are cut by `header_read_timeout` = `limits.client_idle_timeout`.
 

@@ -18,8 +18,9 @@
 //! its watch every half `limits.send_stall`:
 //! - a body whose clock passed `limits.send_stall` is **taken out of its wrapper and
 //!   dropped**: its store pins, origin connection and permit go at once, and its
-//!   access-log line is written. When hyper polls the wrapper again it gets an error
-//!   and resets the stream (`RST_STREAM`). Counted in
+//!   access-log line is written. The stream itself ends with `RST_STREAM` when hyper
+//!   next polls the wrapper (it gets an error: the client opened its window) or
+//!   with its connection. Counted in
 //!   `quire_send_stalls_total{scope="stream"}`.
 //! - when every open response of the connection has stalled, **the connection
 //!   closes** (its slot frees for other clients): a client that holds nothing but

@@ -179,6 +179,48 @@ async fn https_http1_hits_are_served_by_the_fast_path_under_an_https_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_zero_window_streams_over_tls_are_reset_after_send_stall() {
+    // The send deadline holds over TLS too: an HTTP/2 client that keeps every
+    // stream's window at zero (and answers PINGs) loses its hits.
+    let o = Origin::start().await;
+    let big = "x".repeat(100_000);
+    cacheable(&o, "/big", &big);
+    let pki = Pki::new();
+    let q = https_quire(&o, &pki, |c| {
+        c.limits.send_stall = "300ms".parse().unwrap();
+    })
+    .await;
+    let tls = connect(&q, &pki, &[b"h2"]).await;
+    let (mut send, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let mut bodies = Vec::new();
+    for _ in 0..3 {
+        let req = http::Request::get("https://localhost/big")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let resp = send.send_request(req).await.unwrap();
+        assert_eq!(resp.status(), 200);
+        bodies.push(resp.into_body());
+    }
+    for mut b in bodies {
+        let end = tokio::time::timeout(
+            Duration::from_secs(30),
+            http_body_util::BodyExt::frame(&mut b),
+        )
+        .await
+        .expect("the stalled stream was never reset");
+        assert!(matches!(end, Some(Err(_))), "{end:?}");
+    }
+    let (streams, conns) = q.ctx.metrics.send_stalls();
+    assert_eq!((streams, conns), (3, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_offers_h2_gets_http2() {
     let o = Origin::start().await;
     cacheable(&o, "/b", "bravo");

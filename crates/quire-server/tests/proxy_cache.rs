@@ -654,6 +654,8 @@ async fn slow_client_after_reclaim(
         c.cache.size = quire_server::config::ByteSize(16 << 20);
         c.cache.admission = false;
         c.limits.client_idle_timeout = quire_server::config::Secs(idle);
+        // The body waits in the socket for the whole pause: a send stall.
+        c.limits.send_stall = quire_server::config::Secs(idle);
     })
     .await;
     get(&q, "/slow", &[]).await;

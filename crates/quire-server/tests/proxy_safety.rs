@@ -538,7 +538,7 @@ async fn a_head_trickled_in_is_cut_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_cut_off() {
     // A stalled reader must not hold a response, and the store region its body is
-    // pinned in, forever: the send timeout (`client_idle_timeout`) closes it.
+    // pinned in, forever: the send deadline (`limits.send_stall`) closes it.
     let o = Origin::start().await;
     let big: Vec<u8> = (0..6_000_000u32).map(|i| (i % 253) as u8).collect();
     o.route(
@@ -547,7 +547,7 @@ async fn a_client_that_stops_reading_is_cut_off() {
     );
     let q = Quire::start(&o, |c| {
         c.cache.size = quire_server::config::ByteSize(1 << 30);
-        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_millis(500));
+        c.limits.send_stall = quire_server::config::Secs(Duration::from_millis(500));
     })
     .await;
     assert_eq!(get(&q, "/big", &[]).await.body.len(), big.len());

@@ -188,3 +188,35 @@ async fn h1_client_that_never_reads_a_large_hit_is_cut_after_send_stall() {
     assert!(got.len() < len, "the whole response went: {}", got.len());
     q.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_pass_gives_its_origin_permit_back() {
+    // A passed-through response holds its origin connection and permit: a shut
+    // window must not keep every other client's miss at 502.
+    let origin = Origin::start().await;
+    // A stream that never ends: the pass holds its origin connection for as long
+    // as it lives.
+    origin.route(
+        "/pass",
+        Route::ok("p", &[("cache-control", "no-store")]).endless(Duration::from_millis(50)),
+    );
+    origin.route("/other", Route::ok("o", &[("cache-control", "no-store")]));
+    let mut q = Quire::start(&origin, |c| {
+        c.limits.send_stall = "300ms".parse().unwrap();
+        c.limits.origin_connections = 1;
+    })
+    .await;
+    let mut h2 = shut_window_client(&q).await;
+    let _held = hold(&mut h2, &q, &["/pass".to_owned()]).await;
+    let mut answered = false;
+    for _ in 0..300 {
+        if send(&q, "GET", "/other", &[], b"").await.status == 200 {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(answered, "the stalled pass kept the only origin permit");
+    assert!(q.ctx.metrics.send_stalls().0 >= 1);
+    q.shutdown().await;
+}
