@@ -6,6 +6,12 @@
 //! Files quire itself writes under `.quire/` (databases, the session secret) are
 //! ignored, so writing a view count never triggers a reload.
 //!
+//! A public note that reads as no longer public right after a write may be half
+//! saved (quire-vault's `vault::SETTLE`): the vault keeps it as it was and says so,
+//! and [`republish`] reloads again once `SETTLE` has passed, up to
+//! [`SETTLE_ROUNDS`] times, so a real change of visibility is published late by
+//! `SETTLE` at most, and an in-place save never serves a 404.
+//!
 //! A change made after the site was loaded but before watching began raises no event,
 //! so [`start`] reloads once more as soon as events are caught (a reload re-reads only
 //! files whose size or mtime changed). Reloads run one at a time, so the last to
@@ -67,8 +73,23 @@ fn ours(p: &Path) -> bool {
             || name.contains(".corrupt"))
 }
 
-/// Republishes `site` and purges what changed.
+/// Reloads after a half-saved note before giving up until the next event.
+pub const SETTLE_ROUNDS: usize = 10;
+
+/// Republishes `site` and purges what changed; again after
+/// [`quire_vault::vault::SETTLE`] while a note may be half-saved.
 pub fn republish(site: &Site, ctx: &Ctx) {
+    publish_once(site, ctx);
+    for _ in 0..SETTLE_ROUNDS {
+        if !site.snapshot().vault.unsettled() {
+            break;
+        }
+        std::thread::sleep(quire_vault::vault::SETTLE);
+        publish_once(site, ctx);
+    }
+}
+
+fn publish_once(site: &Site, ctx: &Ctx) {
     let t0 = Instant::now();
     match site.reload() {
         Ok(paths) => {

@@ -168,13 +168,16 @@ fn a_hostile_note_costs_its_own_pages_not_every_reload() {
 
 /// The figure for docs/publishing.md: open and reload times of the example vault
 /// with the missing-section bomb (run by hand; no threshold):
-/// `cargo test -p quire-site --test versions -- --ignored --nocapture`.
+/// `cargo test -p quire-site --test versions -- --ignored --nocapture`
+/// (`QUIRE_MEASURE_BOMB=0`: the example vault alone).
 #[test]
 #[ignore = "a measurement, run by hand"]
 fn measure_reload_with_the_missing_section_bomb() {
     let vault = tempfile::tempdir().unwrap();
     copy_dir(&example_vault(), vault.path());
-    missing_section_bomb(vault.path());
+    if std::env::var("QUIRE_MEASURE_BOMB").as_deref() != Ok("0") {
+        missing_section_bomb(vault.path());
+    }
     let t0 = Instant::now();
     let site = quire_site::Site::open(vault.path()).unwrap();
     let open = t0.elapsed();
@@ -188,4 +191,32 @@ fn measure_reload_with_the_missing_section_bomb() {
         reloads.push(t0.elapsed());
     }
     eprintln!("open {open:?}, reloads after an unrelated edit {reloads:?}");
+}
+
+#[test]
+fn an_in_place_save_never_serves_a_404() {
+    // Low of 29: an editor saving in place truncates, then writes; reloads in
+    // between published the note as private, and 2,423 of 23,882 requests got 404.
+    let files = [("Home.md", format!("{FREE}the old text\n"))];
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let r = start_with(&refs, true);
+    warm(&r, "/home");
+    let path = r.vault.path().join("Home.md");
+    // Truncated, its mtime ahead so it reads as just written whatever the load.
+    let f = std::fs::File::create(&path).unwrap();
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    drop(f);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(600) {
+        assert_eq!(get(r.addr, "/home").status, 200, "while half-saved");
+    }
+    assert!(r.site.snapshot().vault.unsettled());
+    std::fs::write(&path, format!("{FREE}the new text\n")).unwrap();
+    within(Duration::from_secs(5), || {
+        let page = get(r.addr, "/home");
+        assert_eq!(page.status, 200);
+        page.body.contains("the new text")
+    })
+    .expect("the finished save is published");
 }

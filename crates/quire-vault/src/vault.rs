@@ -14,12 +14,25 @@
 //! - Dot folders (`.obsidian`, `.quire`, `.git`) are skipped; other files are
 //!   attachments, addressed by file name.
 //! - A note that cannot be read is reported and left out; it never stops the load.
+//! - **An in-place save never makes a public note 404**: an editor saving in place
+//!   truncates the file, then writes it, and a reload between the two read a note
+//!   without front matter, so private. On a reload, a note that was public and now
+//!   reads as not public (or empty) while its file was written less than [`SETTLE`]
+//!   ago keeps its previous parse and stamp, and the vault says it is
+//!   [`unsettled`](Vault::unsettled): the watcher reloads again once `SETTLE` has
+//!   passed, when a real change of visibility is published. A note made private is
+//!   so published at most `SETTLE` (plus a reload) later than another edit.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use crate::front::FrontError;
 use crate::note::Note;
+
+/// How long after its last write a public note that reads as no longer public is
+/// taken to be half-saved (see the module doc).
+pub const SETTLE: Duration = Duration::from_secs(1);
 
 /// A problem met while loading, with the file it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +73,9 @@ pub struct Vault {
     /// For each note, its wikilinks' targets (`None`: broken), in link order.
     resolved: Vec<Vec<Option<usize>>>,
     warnings: Vec<Warning>,
+    /// Whether a public note that reads as no longer public was kept as it was,
+    /// written too recently to tell a save in progress from an edit.
+    unsettled: bool,
 }
 
 /// The warning for a note whose front matter was rejected (it is then private).
@@ -87,6 +103,24 @@ fn file_stamp(path: &Path) -> u64 {
     buf[..8].copy_from_slice(&m.len().to_le_bytes());
     buf[8..].copy_from_slice(&mtime.to_le_bytes());
     xxhash_rust::xxh3::xxh3_64(&buf) | 1
+}
+
+/// Whether `new`, just read from `path`, may be `old` half-saved: `old` was public,
+/// `new` is not (or is empty), and the file was written less than [`SETTLE`] ago
+/// (or in the future).
+fn half_saved(path: &Path, old: &Note, new: &Note) -> bool {
+    use crate::note::Visibility;
+    let drops = old.visibility() == Visibility::Public
+        && (new.visibility() != Visibility::Public || new.body.trim().is_empty());
+    if !drops {
+        return false;
+    }
+    let written = std::fs::metadata(path).and_then(|m| m.modified());
+    written.is_ok_and(|t| {
+        SystemTime::now()
+            .duration_since(t)
+            .map_or(true, |age| age < SETTLE)
+    })
 }
 
 /// Deepest folder nesting followed.
@@ -132,6 +166,7 @@ impl Vault {
         let mut notes = Vec::new();
         let mut attachments = HashMap::new();
         let mut stamps = Vec::new();
+        let mut unsettled = false;
         for rel in files {
             if rel.ends_with(".md") {
                 let stamp = file_stamp(&root.join(&rel));
@@ -144,6 +179,15 @@ impl Vault {
                 match std::fs::read(root.join(&rel)) {
                     Ok(bytes) => {
                         let n = Note::parse(&rel, &bytes);
+                        if let Some(&(old_stamp, old)) = reuse.get(rel.as_str()) {
+                            if half_saved(&root.join(&rel), old, &n) {
+                                unsettled = true;
+                                warnings.extend(front_warning(old));
+                                notes.push(old.clone());
+                                stamps.push(old_stamp);
+                                continue;
+                            }
+                        }
                         stamps.push(stamp);
                         if let Some(e @ FrontError::Limit(_)) = &n.front_error {
                             // Past a bound: likely hostile, logged as an error when read.
@@ -165,7 +209,14 @@ impl Vault {
         }
         let mut v = Vault::index(root.to_owned(), notes, attachments, warnings);
         v.stamps = stamps;
+        v.unsettled = unsettled;
         Ok(v)
+    }
+
+    /// Whether a note was kept as it was because it may be half-saved: reload again
+    /// once [`SETTLE`] has passed.
+    pub fn unsettled(&self) -> bool {
+        self.unsettled
     }
 
     fn index(
@@ -189,6 +240,7 @@ impl Vault {
             resolved,
             warnings,
             stamps: Vec::new(),
+            unsettled: false,
         }
     }
 
@@ -438,6 +490,7 @@ fn walk(dir: &Path, rel: &str, depth: usize, files: &mut Vec<String>, warnings: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::note::Visibility;
     use crate::testing::vault;
 
     #[test]
@@ -678,5 +731,51 @@ mod tests {
     fn a_missing_vault_is_a_clear_error() {
         let e = Vault::load(Path::new("/nonexistent/vault")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/vault"));
+    }
+
+    #[test]
+    fn an_in_place_save_never_makes_a_public_note_404() {
+        // Low of 29: an editor saving in place truncates, then writes; a reload
+        // between the two read a note without front matter (private): 404.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.md");
+        std::fs::write(&path, "---\nfree: true\n---\nthe old text\n").unwrap();
+        let v = Vault::load(dir.path()).unwrap();
+        let set_mtime = |age: i64| {
+            let now = SystemTime::now();
+            let t = if age >= 0 {
+                now - Duration::from_secs(age.unsigned_abs())
+            } else {
+                now + Duration::from_secs(age.unsigned_abs())
+            };
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        };
+        // Truncated, or half-written front matter, just now: kept as it was.
+        for half in ["", "---\nfre"] {
+            std::fs::write(&path, half).unwrap();
+            set_mtime(-10);
+            let w = Vault::reload(dir.path(), &v).unwrap();
+            assert_eq!(w.notes()[0].visibility(), Visibility::Public, "{half:?}");
+            assert!(w.notes()[0].body.contains("the old text"));
+            assert!(w.unsettled());
+        }
+        // The save finished: read.
+        std::fs::write(&path, "---\nfree: true\n---\nthe new text\n").unwrap();
+        let w = Vault::reload(dir.path(), &v).unwrap();
+        assert!(w.notes()[0].body.contains("the new text") && !w.unsettled());
+        // Made private on purpose: published once the file has settled.
+        std::fs::write(&path, "private now\n").unwrap();
+        set_mtime(-10);
+        let x = Vault::reload(dir.path(), &w).unwrap();
+        assert_eq!(x.notes()[0].visibility(), Visibility::Public);
+        set_mtime(10);
+        let y = Vault::reload(dir.path(), &x).unwrap();
+        assert_eq!(y.notes()[0].visibility(), Visibility::Private);
+        assert!(!y.unsettled());
     }
 }

@@ -8,7 +8,8 @@
 //! audience (`wikilinks::observe`: an attached file and its version, a note's page,
 //! or nothing — missing and hidden alike). It also lists every embed it met and
 //! what became of it (shown, missing part, cycle, past a budget), for logs and
-//! tests. [`Record::holds`] asks a later vault whether every fingerprint is still
+//! tests (the first 256; the rest are counted: a record's size is bounded whatever
+//! the note holds). [`Record::holds`] asks a later vault whether every fingerprint is still
 //! the same; [`Record::version`] hashes them.
 //!
 //! Why no edit that changes a page can leave its record holding: a render is a
@@ -70,9 +71,15 @@ pub struct Record {
     audience: Visibility,
     /// Vault path → fingerprint, of every note whose markdown the render read.
     notes: BTreeMap<String, u64>,
-    /// Every embed met, in the order met.
+    /// The first [`EMBEDS_LISTED`] embeds met, in the order met.
     embeds: Vec<Embed>,
+    /// Embeds met past those.
+    embeds_unlisted: usize,
 }
+
+/// Embeds a record lists: a hostile note may hold thousands past the budget, and
+/// the list is for logs and tests, not the version (which the notes read make).
+const EMBEDS_LISTED: usize = 256;
 
 impl Record {
     pub(super) fn new(audience: Visibility) -> Record {
@@ -80,6 +87,7 @@ impl Record {
             audience,
             notes: BTreeMap::new(),
             embeds: Vec::new(),
+            embeds_unlisted: 0,
         }
     }
 
@@ -94,6 +102,10 @@ impl Record {
 
     /// Notes an embed of note `i` and what became of it.
     pub(super) fn embed(&mut self, vault: &Vault, i: usize, part: Option<&str>, outcome: Outcome) {
+        if self.embeds.len() >= EMBEDS_LISTED {
+            self.embeds_unlisted += 1;
+            return;
+        }
         self.embeds.push(Embed {
             note: vault.notes()[i].path.clone(),
             part: part.map(str::to_owned),
@@ -126,9 +138,14 @@ impl Record {
         self.notes.keys().map(String::as_str)
     }
 
-    /// Every embed the render met, in order.
+    /// The first embeds the render met, in order (at most 256).
     pub fn embeds(&self) -> &[Embed] {
         &self.embeds
+    }
+
+    /// How many embeds the render met past those [`Record::embeds`] lists.
+    pub fn embeds_unlisted(&self) -> usize {
+        self.embeds_unlisted
     }
 }
 
