@@ -36,6 +36,42 @@ pub struct SiteConfig {
     /// popover on hover or focus, and pan and zoom on `/graph`. Served from the
     /// binary and allowed by its hash in the page's CSP (`crate::script`).
     pub hover_previews: bool,
+    /// How many password checks run at once, and how sign-ins wait for one
+    /// (`[sign_in]`; read at start-up).
+    pub sign_in: SignInConfig,
+}
+
+/// `[sign_in]` of `site.toml`: the sign-in gate (`crate::gate`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SignInConfig {
+    /// Password checks (argon2, 19 MiB each at the default cost) running at once.
+    pub checks_at_once: usize,
+    /// Sign-ins waiting for a check before more are refused with 503.
+    pub queue: usize,
+    /// Seconds a sign-in waits for a check before it is refused with 503.
+    pub queue_wait: u64,
+}
+
+impl Default for SignInConfig {
+    fn default() -> SignInConfig {
+        SignInConfig {
+            checks_at_once: 2,
+            queue: 32,
+            queue_wait: 10,
+        }
+    }
+}
+
+impl SignInConfig {
+    /// The gate's limits.
+    pub fn limits(&self) -> crate::gate::GateLimits {
+        crate::gate::GateLimits {
+            at_once: self.checks_at_once.max(1),
+            queue: self.queue,
+            wait: std::time::Duration::from_secs(self.queue_wait.max(1)),
+        }
+    }
 }
 
 impl Default for SiteConfig {
@@ -49,6 +85,7 @@ impl Default for SiteConfig {
             session_hours: 24 * 14,
             secure_cookies: false,
             hover_previews: false,
+            sign_in: SignInConfig::default(),
         }
     }
 }
