@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{get_with, start, Running};
+use common::{copy_dir, example_vault, get_with, start, start_on, Running};
 use quire_server::upstream::Upstream;
 
 /// The default cost of the example's hashes (m=19456 KiB).
@@ -20,6 +20,16 @@ const CHECK_BYTES: u64 = 19456 * 1024;
 /// `POST /login` with `form` from the loopback address `src`: the status and the
 /// response's `Set-Cookie`, if any.
 fn post_from(addr: SocketAddr, src: [u8; 4], form: &str) -> (u16, Option<String>) {
+    let (status, head) = post_raw(addr, src, form);
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .map(str::to_owned);
+    (status, cookie)
+}
+
+/// `POST /login` with `form` from `src`: the status and the whole response as text.
+fn post_raw(addr: SocketAddr, src: [u8; 4], form: &str) -> (u16, String) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
@@ -51,11 +61,7 @@ fn post_from(addr: SocketAddr, src: [u8; 4], form: &str) -> (u16, Option<String>
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let cookie = text
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: "))
-        .map(str::to_owned);
-    (status, cookie)
+    (status, text.into_owned())
 }
 
 /// One sample of the site's metric `name` (with its labels, if any).
@@ -74,13 +80,26 @@ fn burst(
     src: impl Fn(usize) -> [u8; 4],
     form: impl Fn(usize) -> String,
 ) -> Vec<u16> {
+    burst_raw(r, n, src, form)
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// [`burst`], with each whole response.
+fn burst_raw(
+    r: &Running,
+    n: usize,
+    src: impl Fn(usize) -> [u8; 4],
+    form: impl Fn(usize) -> String,
+) -> Vec<(u16, String)> {
     let all = Arc::new(Barrier::new(n));
     let threads: Vec<_> = (0..n)
         .map(|i| {
             let (all, addr, src, form) = (all.clone(), r.addr, src(i), form(i));
             std::thread::spawn(move || {
                 all.wait();
-                post_from(addr, src, &form).0
+                post_raw(addr, src, &form)
             })
         })
         .collect();
@@ -206,4 +225,52 @@ fn range_on_a_404_is_not_206() {
     }
     let ok = get_with(r.addr, "GET", "/", "Range: bytes=0-3\r\n", "");
     assert_eq!(ok.status, 206, "ranges of a 200 still work");
+}
+
+/// A queue of one place and one check at a time, and 30 sign-ins at once from 30
+/// addresses: those past the queue are answered 503 with `Retry-After` at once,
+/// counted, and their attempt is no failure (the same address and name is checked
+/// next time, not throttled).
+#[test]
+fn sign_ins_past_the_queue_get_503_with_retry_after_and_cost_no_attempt() {
+    let vault = tempfile::tempdir().unwrap();
+    copy_dir(&example_vault(), vault.path());
+    let site_toml = vault.path().join(".quire/site.toml");
+    let mut text = std::fs::read_to_string(&site_toml).unwrap_or_default();
+    text.push_str("\n[sign_in]\nchecks_at_once = 1\nqueue = 1\nqueue_wait = 1\n");
+    std::fs::write(&site_toml, text).unwrap();
+    let r = start_on(vault, false);
+    let answers = burst_raw(
+        &r,
+        30,
+        |i| [127, 0, 4, 1 + i as u8],
+        |_| "name=admin&password=guess".to_owned(),
+    );
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    for (_, head) in answers.iter().filter(|(s, _)| *s == 503) {
+        assert!(head.contains("\r\nretry-after: 1\r\n"), "{head}");
+    }
+    let refused = statuses.iter().filter(|&&s| s == 503).count() as u64;
+    assert!(refused > 0, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [200, 503].contains(s)),
+        "{statuses:?}"
+    );
+    let mut out = String::new();
+    r.site.metrics(&mut out);
+    let counted: u64 = out
+        .lines()
+        .filter(|l| l.starts_with("quire_sign_in_refused_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(counted, refused);
+    assert!(metric(&r, "quire_sign_in_checks_in_flight_max") <= 2);
+    // One refused address, alone now: checked, and told when to come back if not.
+    let i = statuses.iter().position(|&s| s == 503).unwrap();
+    let (status, _) = post_raw(
+        r.addr,
+        [127, 0, 4, 1 + i as u8],
+        "name=admin&password=guess",
+    );
+    assert_eq!(status, 200, "a refused sign-in was counted as a failure");
 }
