@@ -353,14 +353,20 @@ pub(crate) fn serve(
         // Stored as the origin sent it (a coding quire does not decode).
         h.insert(header::CONTENT_ENCODING, ce);
     }
-    let range = conditional::evaluate_range(
-        req.headers,
-        req.method,
-        v.body_len,
-        v.etag,
-        p.last_modified,
-        Some(p.date),
-    );
+    // RFC 9110 §14.2: ranges apply to a 200 only; a stored 404 (or any other
+    // status) is answered whole, never as a 206 of its error page.
+    let range = if p.status() == StatusCode::OK {
+        conditional::evaluate_range(
+            req.headers,
+            req.method,
+            v.body_len,
+            v.etag,
+            p.last_modified,
+            Some(p.date),
+        )
+    } else {
+        RangeAnswer::Full
+    };
     let out = Ranged {
         p,
         entry,

@@ -18,7 +18,11 @@
 //!   the reader's sessions on other devices) is refused from then on, across restarts.
 //! - **Failed sign-ins are throttled per (account, client), per client and, loosely,
 //!   per account** (`quire_vault::readers::LoginLimiter`): one client cannot lock
-//!   another out, and a refusal is a 429 with `Retry-After`.
+//!   another out, and a refusal is a 429 with `Retry-After`. The attempt is booked
+//!   before its password is checked, so concurrent guesses cannot outrun the budget.
+//! - **Password checks are bounded** (`crate::gate`): a fixed number run at once,
+//!   each in memory the gate reuses; a sign-in waits for one on the runtime, in a
+//!   bounded queue with a deadline, and past it gets a 503 with `Retry-After`.
 //! - **After signing in, only a path on this site is a target** (`routes::local_target`):
 //!   `next` arrives both in `GET /login?next=` (put into the form) and in the form's
 //!   field, and is checked on both ways in.
@@ -33,6 +37,7 @@
 //!   trusted proxy named); earlier entries come from the client and are ignored.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::header::{self, HeaderMap};
@@ -42,6 +47,7 @@ use quire_vault::readers::{
 };
 use serde_json::json;
 
+use crate::gate::Gate;
 use crate::model::Viewer;
 use crate::reply::{Policy, Reply, HTML};
 use crate::routes::{local_target, percent_decode};
@@ -92,11 +98,13 @@ pub struct Login<'a> {
     /// The published site.
     pub snap: &'a Snapshot,
     /// The users file.
-    pub users: &'a Users,
+    pub users: &'a Arc<Users>,
     /// Session signing.
     pub sessions: &'a Sessions,
     /// Failed-attempt throttle.
-    pub limiter: &'a LoginLimiter,
+    pub limiter: &'a Arc<LoginLimiter>,
+    /// How many password checks run at once.
+    pub gate: &'a Arc<Gate>,
 }
 
 /// Whether the request reached quire over HTTPS: quire's server sets
@@ -108,8 +116,27 @@ pub fn over_https(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes() == b"https")
 }
 
-/// `POST /login`: signs in and redirects to `next`, or shows the form again.
-pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
+/// The login form again, with `error`.
+fn again(l: &Login<'_>, next: &str, status: StatusCode, error: &str) -> Reply {
+    let ctx = l
+        .snap
+        .page_context(None, "/login", json!({"error": error, "next": next}));
+    match l.snap.templates.render("login.html", &ctx) {
+        Ok(html) => Reply::new(status, HTML, html, Policy::NoStore),
+        Err(e) => Reply::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain; charset=utf-8",
+            format!("{e}\n"),
+            Policy::NoStore,
+        ),
+    }
+}
+
+/// `POST /login`: signs in and redirects to `next`, or shows the form again. In
+/// order: the throttle books the attempt (or refuses it, 429), the gate gives it a
+/// check slot (or refuses it, 503), argon2 runs on the blocking pool in the slot's
+/// memory, and the booking becomes a failure or a success.
+pub async fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let form = String::from_utf8_lossy(body);
     let name = field(&form, "name").unwrap_or_default();
     let password = field(&form, "password").unwrap_or_default();
@@ -117,46 +144,54 @@ pub fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
     let next = local_target(&next);
     let ip = peer(headers);
     let now = SystemTime::now();
-    let again = |status: StatusCode, error: &str| {
-        let ctx = l
-            .snap
-            .page_context(None, "/login", json!({"error": error, "next": next}));
-        match l.snap.templates.render("login.html", &ctx) {
-            Ok(html) => Reply::new(status, HTML, html, Policy::NoStore),
-            Err(e) => Reply::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "text/plain; charset=utf-8",
-                format!("{e}\n"),
-                Policy::NoStore,
-            ),
+    let attempt = match l.limiter.reserve(&name, ip, now) {
+        Ok(a) => a,
+        Err(wait) => {
+            tracing::info!(%ip, wait_secs = wait.as_secs(), "sign-in throttled");
+            let message = format!("Too many failed attempts. Try again in {}.", spoken(wait));
+            // RFC 9110 §10.2.3: seconds until this client may try this account again.
+            return again(l, &next, StatusCode::TOO_MANY_REQUESTS, &message)
+                .with(header::RETRY_AFTER, wait.as_secs().max(1).to_string());
         }
     };
-    if let Err(wait) = l.limiter.check(&name, ip, now) {
-        tracing::info!(%ip, wait_secs = wait.as_secs(), "sign-in throttled");
-        let message = format!("Too many failed attempts. Try again in {}.", spoken(wait));
-        // RFC 9110 §10.2.3: seconds until this client may try this account again.
-        return again(StatusCode::TOO_MANY_REQUESTS, &message)
-            .with(header::RETRY_AFTER, wait.as_secs().max(1).to_string());
-    }
-    match l.users.verify(&name, &password) {
-        Some(reader) => {
-            l.limiter.succeeded(&name, ip);
-            let cookie = l.sessions.issue(&reader, now);
-            tracing::info!(reader = %reader.name, "signed in");
-            Reply::redirect(&next).with(
-                header::SET_COOKIE,
-                set_cookie_header(
-                    &cookie,
-                    l.sessions.ttl(),
-                    l.snap.config.secure_cookies || over_https(headers),
-                ),
-            )
+    let mut pass = match l.gate.enter(attempt.known()).await {
+        Ok(p) => p,
+        Err(why) => {
+            // Dropping `attempt` releases it: it was never checked.
+            let wait = l.gate.retry_after();
+            tracing::warn!(%ip, ?why, "sign-in refused: every password check is busy");
+            let message = format!("Too many sign-ins at once. Try again in {}.", spoken(wait));
+            return again(l, &next, StatusCode::SERVICE_UNAVAILABLE, &message)
+                .with(header::RETRY_AFTER, wait.as_secs().max(1).to_string());
         }
-        None => {
-            l.limiter.failed(&name, ip, now);
-            again(StatusCode::OK, "Wrong name or password.")
-        }
-    }
+    };
+    let users = l.users.clone();
+    let check = tokio::task::spawn_blocking(move || {
+        let reader = users.verify_in(&name, &password, pass.memory());
+        drop(pass);
+        reader
+    });
+    // A check that panicked is a failure; one cut short by shutdown is never booked.
+    let reader = match check.await {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => None,
+        Err(_) => return again(l, &next, StatusCode::SERVICE_UNAVAILABLE, "Shutting down."),
+    };
+    let Some(reader) = reader else {
+        attempt.failed();
+        return again(l, &next, StatusCode::OK, "Wrong name or password.");
+    };
+    attempt.succeeded();
+    let cookie = l.sessions.issue(&reader, now);
+    tracing::info!(reader = %reader.name, "signed in");
+    Reply::redirect(&next).with(
+        header::SET_COOKIE,
+        set_cookie_header(
+            &cookie,
+            l.sessions.ttl(),
+            l.snap.config.secure_cookies || over_https(headers),
+        ),
+    )
 }
 
 /// A wait as a reader would say it: "30 seconds", "1 minute", "15 minutes".

@@ -38,6 +38,9 @@ pub struct SiteConfig {
     pub hover_previews: bool,
     /// `[render]`: what one page's render may spend (`quire_vault::render::budget`).
     pub render: RenderLimits,
+    /// How many password checks run at once, and how sign-ins wait for one
+    /// (`[sign_in]`; read at start-up).
+    pub sign_in: SignInConfig,
 }
 
 /// `[render]` in `site.toml`: the render budgets. Past one, the construct is shown
@@ -71,6 +74,28 @@ impl Default for RenderLimits {
     }
 }
 
+/// `[sign_in]` of `site.toml`: the sign-in gate (`crate::gate`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SignInConfig {
+    /// Password checks (argon2, 19 MiB each at the default cost) running at once.
+    pub checks_at_once: usize,
+    /// Sign-ins waiting for a check before more are refused with 503.
+    pub queue: usize,
+    /// Seconds a sign-in waits for a check before it is refused with 503.
+    pub queue_wait: u64,
+}
+
+impl Default for SignInConfig {
+    fn default() -> SignInConfig {
+        SignInConfig {
+            checks_at_once: 2,
+            queue: 32,
+            queue_wait: 10,
+        }
+    }
+}
+
 impl From<RenderLimits> for quire_vault::render::budget::Limits {
     fn from(r: RenderLimits) -> Self {
         quire_vault::render::budget::Limits {
@@ -79,6 +104,17 @@ impl From<RenderLimits> for quire_vault::render::budget::Limits {
             page_bytes_max: r.page_bytes_max,
             tags_per_note_max: r.tags_per_note_max,
             graph_edges_max: r.graph_edges_max,
+        }
+    }
+}
+
+impl SignInConfig {
+    /// The gate's limits.
+    pub fn limits(&self) -> crate::gate::GateLimits {
+        crate::gate::GateLimits {
+            at_once: self.checks_at_once.max(1),
+            queue: self.queue,
+            wait: std::time::Duration::from_secs(self.queue_wait.max(1)),
         }
     }
 }
@@ -95,6 +131,7 @@ impl Default for SiteConfig {
             secure_cookies: false,
             hover_previews: false,
             render: RenderLimits::default(),
+            sign_in: SignInConfig::default(),
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod auth;
 pub mod config;
 pub mod extras;
 pub mod feed;
+pub mod gate;
 pub mod model;
 pub mod related;
 pub mod reply;

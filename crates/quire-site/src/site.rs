@@ -32,6 +32,7 @@ use quire_vault::Vault;
 
 use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
+use crate::gate::Gate;
 use crate::related;
 use crate::reply::{Policy, Reply};
 use crate::request::{self, Req};
@@ -87,7 +88,9 @@ struct Inner {
     /// Session cookie signing (`.quire/secret`) and sign-outs (`.quire/sessions`).
     sessions: Sessions,
     /// Failed sign-in throttle.
-    limiter: LoginLimiter,
+    limiter: Arc<LoginLimiter>,
+    /// Password checks at once (`[sign_in]` of `site.toml`, read at start).
+    gate: Arc<Gate>,
     /// Page views (`.quire/views.db`).
     views: Views,
     /// Full-text search (`.quire/search.db`).
@@ -124,6 +127,7 @@ impl Site {
             source,
         })?;
         let users = Users::load(&dir.join("users.toml"))?;
+        let snap_gate = snap.config.sign_in.limits();
         let sessions = open_sessions(&dir, mode, auth::ttl(&snap))?;
         let views = Views::open(&dir.join("views.db"), VIEWS_QUEUE)?;
         let (search, rebuilt) = SearchIndex::open_or_rebuild(&dir.join("search.db"))?;
@@ -146,7 +150,8 @@ impl Site {
                 renders: AtomicU64::new(0),
                 users: ArcSwap::from_pointee(users),
                 sessions,
-                limiter: LoginLimiter::new(LoginLimits::default()),
+                limiter: Arc::new(LoginLimiter::new(LoginLimits::default())),
+                gate: Gate::new(snap_gate),
                 views,
                 search,
                 related: Mutex::new(engine),
@@ -362,11 +367,14 @@ impl Upstream for Site {
             } else {
                 None
             };
+            if parts.method == Method::POST && percent_decode(parts.uri.path()) == "/login" {
+                return Ok(sign_in(&inner, &parts, form).await.into_response());
+            }
             // Raised when this future is dropped (the client left, or the fill
             // timed out) so a render nobody waits for stops early.
             let cancel = Arc::new(AtomicBool::new(false));
             let _on_drop = CancelOnDrop(cancel.clone());
-            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, form, &cancel))
+            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, &cancel))
                 .await
                 .map_err(|e| OriginError::Failed(format!("render failed: {e}")))?;
             Ok(reply.into_response())
@@ -398,6 +406,7 @@ impl Upstream for Site {
 
     fn metrics(&self, out: &mut String) {
         use std::fmt::Write;
+        self.inner.gate.metrics(out);
         let v = &self.inner.views;
         let mut family = |name: &str, help: &str, value: u64| {
             let _ = write!(
@@ -494,13 +503,27 @@ fn budget_metrics(out: &mut String) {
     );
 }
 
+/// `POST /login`, on the runtime: it waits for a check slot there, and only the
+/// password check itself takes a blocking thread (`crate::gate`).
+async fn sign_in(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes>) -> Reply {
+    inner.renders.fetch_add(1, Ordering::Relaxed);
+    let snap = inner.snap.load_full();
+    if !auth::from_this_site(&parts.headers, &snap) {
+        return auth::cross_site();
+    }
+    let users = inner.users.load_full();
+    let login = auth::Login {
+        snap: &snap,
+        users: &users,
+        sessions: &inner.sessions,
+        limiter: &inner.limiter,
+        gate: &inner.gate,
+    };
+    auth::login(&login, &parts.headers, form.as_deref().unwrap_or_default()).await
+}
+
 /// Renders the answer to one request; `cancel` is raised once nobody waits for it.
-fn answer(
-    inner: &Inner,
-    parts: &http::request::Parts,
-    form: Option<Bytes>,
-    cancel: &Arc<AtomicBool>,
-) -> Reply {
+fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>) -> Reply {
     inner.renders.fetch_add(1, Ordering::Relaxed);
     let snap = inner.snap.load_full();
     let users = inner.users.load();
@@ -540,16 +563,6 @@ fn answer(
         (&Method::POST, "/login" | "/logout") if !auth::from_this_site(&parts.headers, &snap) => {
             auth::cross_site()
         }
-        (&Method::POST, "/login") => auth::login(
-            &auth::Login {
-                snap: &snap,
-                users: &users,
-                sessions: &inner.sessions,
-                limiter: &inner.limiter,
-            },
-            &parts.headers,
-            form.as_deref().unwrap_or_default(),
-        ),
         (&Method::POST, "/logout") => auth::logout(
             &parts.headers,
             &inner.sessions,

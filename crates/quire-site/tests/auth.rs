@@ -3,11 +3,14 @@
 //! 127.0.0.1). Each test is named for the attack it pins.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{self, HeaderMap, HeaderValue};
 use http::StatusCode;
 use quire_site::auth::{self, Login};
+use quire_site::config::SignInConfig;
+use quire_site::gate::Gate;
 use quire_site::reply::Reply;
 use quire_site::Site;
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
@@ -19,7 +22,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 struct Vault {
     dir: tempfile::TempDir,
     site: Site,
-    users: Users,
+    users: Arc<Users>,
 }
 
 impl Vault {
@@ -30,7 +33,7 @@ impl Vault {
         let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault/.quire");
         std::fs::copy(example.join("users.toml"), quire.join("users.toml")).unwrap();
         let site = Site::open(dir.path()).unwrap();
-        let users = Users::load(&quire.join("users.toml")).unwrap();
+        let users = Arc::new(Users::load(&quire.join("users.toml")).unwrap());
         Vault { dir, site, users }
     }
 
@@ -44,16 +47,22 @@ impl Vault {
     }
 
     /// `POST /login` from `ip` with `name` and `password`.
-    fn login(&self, s: &Sessions, l: &LoginLimiter, ip: &str, who: (&str, &str)) -> Reply {
+    fn login(&self, s: &Sessions, l: &Arc<LoginLimiter>, ip: &str, who: (&str, &str)) -> Reply {
         let snap = self.site.snapshot();
+        let gate = Gate::new(SignInConfig::default().limits());
         let login = Login {
             snap: &snap,
             users: &self.users,
             sessions: s,
             limiter: l,
+            gate: &gate,
         };
         let body = format!("name={}&password={}&next=/", who.0, who.1);
-        auth::login(&login, &from(ip), body.as_bytes())
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(auth::login(&login, &from(ip), body.as_bytes()))
     }
 }
 
@@ -82,8 +91,8 @@ fn cookie(r: &Reply) -> HeaderMap {
     h
 }
 
-fn limiter() -> LoginLimiter {
-    LoginLimiter::new(LoginLimits::default())
+fn limiter() -> Arc<LoginLimiter> {
+    Arc::new(LoginLimiter::new(LoginLimits::default()))
 }
 
 /// Behind one TLS terminator every reader used to share one address, and ten wrong
@@ -131,10 +140,10 @@ fn per_client_throttle_still_stops_the_guesser() {
     assert!(field(&a, &header::SET_COOKIE).is_none());
     // Spraying names: past the per-client limit (4 here, 20 by default; fewer argon2
     // runs in a debug build) every name is refused. An IPv6 client is its /64.
-    let l = LoginLimiter::new(LoginLimits {
+    let l = Arc::new(LoginLimiter::new(LoginLimits {
         per_client: 4,
         ..LoginLimits::default()
-    });
+    }));
     for i in 0..4 {
         let ip = format!("2001:db8:1:2::{i:x}");
         let r = v.login(&s, &l, &ip, (&format!("user{i}"), "guess"));

@@ -40,10 +40,12 @@ use std::path::PathBuf;
 
 use crate::note::Visibility;
 
-pub use limiter::{LoginLimiter, LoginLimits};
+pub use limiter::{Attempt, LoginLimiter, LoginLimits};
 pub use session::{clear_cookie_header, session_cookie, set_cookie_header, Sessions};
 pub(crate) use users::NAME_LEN_MAX;
-pub use users::{check_name, hash_password, write_user, UserWrite, Users, PASSWORD_LEN_MAX};
+pub use users::{
+    check_name, hash_password, write_user, CheckMemory, UserWrite, Users, PASSWORD_LEN_MAX,
+};
 
 /// A signed-in person.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

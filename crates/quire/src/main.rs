@@ -13,7 +13,8 @@
 //! Around `serve` and `proxy`: [`upgrade`] (socket activation, the binary upgrade on
 //! `SIGUSR2`) and [`systemd`] (readiness, reload and stop notifications, watchdog).
 //!
-//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
+//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`), in colour only when
+//! stderr is a terminal.
 
 #![forbid(unsafe_code)]
 
@@ -36,8 +37,11 @@ use crate::cli::{BenchCommand, Cli, Command};
 
 fn main() -> ExitCode {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    // Colour codes only for a person at a terminal: a file, a pipe or journald
+    // would keep them as `ESC[2m` noise.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

@@ -19,6 +19,16 @@ use crate::upgrade::{self, Start};
 /// fronts).
 const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 
+/// Without a configuration file, the largest response stored is what the volume's
+/// regions (1/128 of it, a power of two) hold, up to the general default of 8 MiB: the
+/// default start (a 256 MiB volume) used to warn about its own defaults, that
+/// responses over 2 MB would not be stored. A file that sets `limits.object_bytes`
+/// keeps it, and the warning when the volume is too small for it.
+fn fitting_object_bytes(cache_bytes: u64) -> u64 {
+    let region = 1u64 << (cache_bytes / 128).max(1).ilog2();
+    region.clamp(64 << 10, 8 << 20)
+}
+
 /// The configuration `args` describe: the file if given, then each flag over it.
 pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
@@ -38,6 +48,9 @@ pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
         args.cache_size.as_deref(),
         args.workers,
     )?;
+    if args.config.is_none() {
+        cfg.limits.object_bytes = ByteSize(fitting_object_bytes(cfg.cache.size.0));
+    }
     apply_tls_flags(&mut cfg, &args.tls);
     crate::proxy::apply_log_flags(&mut cfg, &args.log);
     Ok(cfg)

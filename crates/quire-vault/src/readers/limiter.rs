@@ -33,10 +33,27 @@
 //!   until it ends, at most [`LoginLimits::slow_max`] (1 h) after the last failure.
 //!   Locking an account out for good would hand every botnet a switch to turn its
 //!   owner off; slowing it is the trade.
+//! - **An attempt is booked before its password is checked** ([`LoginLimiter::reserve`]
+//!   checks and books under one lock, and is the only way in): a booked attempt
+//!   counts against the (account, client) and client budgets as a failure would
+//!   until it is decided, so 100 concurrent guesses from one address get exactly the
+//!   5 checks the budget allows, where checking first and recording after let all 100
+//!   through (and let one address fill the account count alone, which is what put an
+//!   account into slow mode for its owner). In slow mode a client may have one attempt
+//!   under way at a time. An attempt dropped undecided (refused a check slot) is
+//!   released and costs nothing.
+//! - **The owner's known address is not held by slow mode.** An (account, client)
+//!   pair that signed in within [`LoginLimits::known_for`] (90 days) gets its own
+//!   budget in slow mode, not the hour's wait: a typo there costs the ordinary back-off
+//!   after 5. Only the right password makes a pair known, so guessers cannot trigger
+//!   the hour for the owner's usual address, and making a pair known gives a guesser
+//!   nothing they did not already have. The owner on a new address in slow mode still
+//!   waits after a typo (at most [`LoginLimits::slow_max`]): that is the remaining
+//!   trade.
 //! - **A success forgets the (account, client) failures** (an owner's typos), never
 //!   the client's: an attacker with an account of their own could otherwise reset
 //!   their budget by signing in to it.
-//! - Every refusal says when to come back ([`LoginLimiter::check`] returns the wait,
+//! - Every refusal says when to come back ([`LoginLimiter::reserve`] returns the wait,
 //!   for `Retry-After`).
 //!
 //! Memory is fixed: each count is a count-min sketch of 2 rows × 4096 cells indexed by
@@ -44,7 +61,9 @@
 //! value is the least of its two cells; a collision can only overstate a count (throttle
 //! early, never late), and only when both cells of a key are shared. One client's
 //! failures are bounded by its own back-off, so they cannot fill the tables either.
-//! Three sketches of 8192 16-byte cells: 384 KiB, whatever is tried.
+//! Three sketches of 8192 16-byte cells and one of 8192 8-byte sign-in times
+//! (known pairs; a collision there could only make a guesser's pair look known when
+//! both its cells are shared with pairs that signed in): 448 KiB, whatever is tried.
 //!
 //! Time is the caller's (`SystemTime`, injected by tests), in whole seconds. A clock
 //! stepping back never makes a wait longer than the longest back-off or slow mode.
@@ -52,7 +71,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// Rows per sketch: a key is overcounted only when all its cells are shared.
@@ -83,11 +102,15 @@ pub struct LoginLimits {
     pub account_drain: Duration,
     /// Slow mode ends at most this long after the account's last failure.
     pub slow_max: Duration,
+    /// An (account, client) pair that signed in is known this long after: slow mode
+    /// does not hold it back.
+    pub known_for: Duration,
 }
 
 impl Default for LoginLimits {
     /// 5 failures per (account, client) and 20 per client, then back-off from 30 s to
-    /// 15 min; 50 per account draining one per 5 min; forgotten after a day.
+    /// 15 min; 50 per account draining one per 5 min; forgotten after a day; a pair
+    /// that signed in is known for 90 days.
     fn default() -> LoginLimits {
         LoginLimits {
             per_pair: 5,
@@ -98,14 +121,17 @@ impl Default for LoginLimits {
             per_account: 50,
             account_drain: Duration::from_secs(5 * 60),
             slow_max: Duration::from_secs(3600),
+            known_for: Duration::from_secs(90 * 24 * 3600),
         }
     }
 }
-
 /// Failures of one key and when the last one was; forgotten after `forget_after`.
+/// `pending` counts attempts reserved and not yet decided: they count against the
+/// budget as failures would, so concurrent attempts cannot outrun it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Backoff {
     failures: u32,
+    pending: u32,
     last: u64,
 }
 
@@ -120,11 +146,15 @@ impl Backoff {
     }
 
     /// When the key may try again: past `limit` failures, the last one plus the
-    /// back-off (0: now).
+    /// back-off (0: now). Attempts still pending count as failures; when only they
+    /// fill the budget, the wait is the first back-off (their outcome decides).
     fn free_at(self, limit: u32, now: u64, l: &LoginLimits) -> u64 {
         let n = self.failures(now, l);
-        if n < limit {
+        if n.saturating_add(self.pending) < limit {
             return 0;
+        }
+        if n < limit {
+            return now.saturating_add(secs(l.backoff_first));
         }
         let doublings = (n - limit).min(DOUBLINGS_MAX);
         let wait = secs(l.backoff_first)
@@ -164,6 +194,7 @@ impl Bucket {
 }
 
 /// The cells one sign-in attempt touches, one per row of each sketch.
+#[derive(Debug, Clone, Copy)]
 struct Cells {
     pair: [usize; ROWS],
     client: [usize; ROWS],
@@ -174,10 +205,13 @@ struct Tables {
     pairs: Vec<Backoff>,
     clients: Vec<Backoff>,
     accounts: Vec<Bucket>,
+    /// When each (account, client) pair last signed in (unix seconds; 0: never).
+    known: Vec<u64>,
 }
 
-/// Counts failed sign-ins: call [`LoginLimiter::check`] before verifying a password,
-/// then [`LoginLimiter::failed`] or [`LoginLimiter::succeeded`].
+/// Counts failed sign-ins. The only way to try a password is
+/// [`LoginLimiter::reserve`] first: it checks and books the attempt in one step, and
+/// the [`Attempt`] it returns is then [`Attempt::failed`] or [`Attempt::succeeded`].
 pub struct LoginLimiter {
     limits: LoginLimits,
     seed: RandomState,
@@ -193,8 +227,75 @@ impl std::fmt::Debug for LoginLimiter {
     }
 }
 
+/// One sign-in attempt booked by [`LoginLimiter::reserve`]: it counts against every
+/// budget until it is decided. Dropped undecided (the password was never checked, say
+/// the sign-in queue refused it), it is released and counts as nothing.
+#[derive(Debug)]
+#[must_use = "an attempt counts against the budget until it is decided or dropped"]
+pub struct Attempt {
+    limiter: Arc<LoginLimiter>,
+    cells: Cells,
+    now: u64,
+    known: bool,
+    decided: bool,
+}
+
+impl Attempt {
+    /// Whether this (account, client) pair signed in successfully within
+    /// [`LoginLimits::known_for`]: a pair no guesser can make known.
+    pub fn known(&self) -> bool {
+        self.known
+    }
+
+    /// The password was wrong: the attempt becomes a failure.
+    pub fn failed(mut self) {
+        self.decided = true;
+        let (c, now, l) = (self.cells, self.now, &self.limiter.limits);
+        let mut t = self.limiter.lock();
+        for r in 0..ROWS {
+            release(&mut t, &c, r);
+            t.pairs[c.pair[r]].fail(now, l);
+            t.clients[c.client[r]].fail(now, l);
+            t.accounts[c.account[r]].fail(now, l);
+        }
+    }
+
+    /// The password was right: this client's failures on this account are forgotten
+    /// (not its failures elsewhere), and the pair is known from now on.
+    pub fn succeeded(mut self) {
+        self.decided = true;
+        let (c, now) = (self.cells, self.now);
+        let mut t = self.limiter.lock();
+        for r in 0..ROWS {
+            release(&mut t, &c, r);
+            let pair = &mut t.pairs[c.pair[r]];
+            (pair.failures, pair.last) = (0, 0);
+            t.known[c.pair[r]] = now;
+        }
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if !self.decided {
+            let c = self.cells;
+            let mut t = self.limiter.lock();
+            for r in 0..ROWS {
+                release(&mut t, &c, r);
+            }
+        }
+    }
+}
+
+/// Ends one pending attempt in row `r`'s cells.
+fn release(t: &mut Tables, c: &Cells, r: usize) {
+    for b in [&mut t.pairs[c.pair[r]], &mut t.clients[c.client[r]]] {
+        b.pending = b.pending.saturating_sub(1);
+    }
+}
+
 impl LoginLimiter {
-    /// A limiter with `limits`, 384 KiB.
+    /// A limiter with `limits`, 448 KiB.
     pub fn new(limits: LoginLimits) -> LoginLimiter {
         LoginLimiter {
             limits,
@@ -203,56 +304,97 @@ impl LoginLimiter {
                 pairs: vec![Backoff::default(); ROWS * COLS],
                 clients: vec![Backoff::default(); ROWS * COLS],
                 accounts: vec![Bucket::default(); ROWS * COLS],
+                known: vec![0; ROWS * COLS],
             }),
         }
     }
 
-    /// Whether a sign-in as `name` from `ip` may be tried now; if not, how long until
-    /// this client may try this account again (at least a second), for `Retry-After`.
-    pub fn check(&self, name: &str, ip: IpAddr, now: SystemTime) -> Result<(), Duration> {
+    /// Books a sign-in attempt as `name` from `ip` if one may be tried now, checking
+    /// and booking under one lock (so N concurrent attempts are N bookings in turn);
+    /// if not, how long until this client may try this account again (at least a
+    /// second), for `Retry-After`.
+    pub fn reserve(
+        self: &Arc<Self>,
+        name: &str,
+        ip: IpAddr,
+        now: SystemTime,
+    ) -> Result<Attempt, Duration> {
         let c = self.cells(name, ip);
-        let (now, l) = (unix_secs(now), &self.limits);
-        let t = self.lock();
+        let now = unix_secs(now);
+        let mut t = self.lock();
+        let known = self.free_at(&t, &c, now)?;
+        for r in 0..ROWS {
+            t.pairs[c.pair[r]].pending += 1;
+            t.clients[c.client[r]].pending += 1;
+        }
+        Ok(Attempt {
+            limiter: self.clone(),
+            cells: c,
+            now,
+            known,
+            decided: false,
+        })
+    }
+
+    /// `Ok(known)` if an attempt with cells `c` may be tried at `now`, else the wait.
+    fn free_at(&self, t: &Tables, c: &Cells, now: u64) -> Result<bool, Duration> {
+        let l = &self.limits;
         let least = |cells: &[usize; ROWS], f: &dyn Fn(usize) -> u64| {
             cells.iter().map(|&i| f(i)).min().unwrap_or(0)
         };
         let pair_free = least(&c.pair, &|i| t.pairs[i].free_at(l.per_pair, now, l));
         let client_free = least(&c.client, &|i| t.clients[i].free_at(l.per_client, now, l));
         let pair_failures = least(&c.pair, &|i| u64::from(t.pairs[i].failures(now, l)));
+        let pair_pending = least(&c.pair, &|i| u64::from(t.pairs[i].pending));
+        let signed_in = least(&c.pair, &|i| t.known[i]);
+        let known = signed_in > 0 && now < signed_in.saturating_add(secs(l.known_for));
         // Capped for a clock that stepped back since the account's last failure.
         let slow_until = least(&c.account, &|i| t.accounts[i].slow_until(l))
             .min(now.saturating_add(secs(l.slow_max)));
         let mut free = pair_free.max(client_free);
-        if pair_failures > 0 {
-            free = free.max(slow_until);
+        // Slow mode holds back clients that failed on the account, or have an attempt
+        // on it under way, unless the pair is known (see the module doc).
+        if slow_until > now && !known {
+            if pair_failures > 0 {
+                free = free.max(slow_until);
+            } else if pair_pending > 0 {
+                free = free.max(now.saturating_add(secs(l.backoff_first)));
+            }
         }
         if free > now {
             Err(Duration::from_secs(free - now))
         } else {
-            Ok(())
+            Ok(known)
         }
     }
 
-    /// Records a failed sign-in as `name` from `ip`.
-    pub fn failed(&self, name: &str, ip: IpAddr, now: SystemTime) {
+    /// Whether a sign-in as `name` from `ip` may be tried now, without booking it.
+    #[cfg(test)]
+    fn check(&self, name: &str, ip: IpAddr, now: SystemTime) -> Result<(), Duration> {
         let c = self.cells(name, ip);
-        let (now, l) = (unix_secs(now), &self.limits);
-        let mut t = self.lock();
-        for r in 0..ROWS {
-            t.pairs[c.pair[r]].fail(now, l);
-            t.clients[c.client[r]].fail(now, l);
-            t.accounts[c.account[r]].fail(now, l);
-        }
+        let t = self.lock();
+        self.free_at(&t, &c, unix_secs(now)).map(|_| ())
     }
 
-    /// Records a sign-in as `name` from `ip` that succeeded: this client's failures on
-    /// this account are forgotten (not its failures elsewhere).
-    pub fn succeeded(&self, name: &str, ip: IpAddr) {
+    /// Records a failed sign-in as `name` from `ip`, booked and decided at once.
+    #[cfg(test)]
+    fn failed(self: &Arc<Self>, name: &str, ip: IpAddr, now: SystemTime) {
         let c = self.cells(name, ip);
-        let mut t = self.lock();
-        for i in c.pair {
-            t.pairs[i] = Backoff::default();
+        {
+            let mut t = self.lock();
+            for r in 0..ROWS {
+                t.pairs[c.pair[r]].pending += 1;
+                t.clients[c.client[r]].pending += 1;
+            }
         }
+        Attempt {
+            limiter: self.clone(),
+            cells: c,
+            now: unix_secs(now),
+            known: false,
+            decided: false,
+        }
+        .failed();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tables> {
@@ -317,7 +459,7 @@ mod tests {
     /// which has already mistyped once, may try at every moment of it.
     #[test]
     fn one_client_cannot_lock_out_another() {
-        let l = LoginLimiter::new(LoginLimits::default());
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
         let (a, b) = (ip("192.0.2.1"), ip("198.51.100.7"));
         l.failed("admin", b, t(START));
         let (mut now, mut failures) = (START, 0);
@@ -340,7 +482,7 @@ mod tests {
 
     #[test]
     fn per_client_throttle_still_stops_the_guesser() {
-        let l = LoginLimiter::new(LoginLimits::default());
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
         let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
         for _ in 0..5 {
             assert_eq!(l.check("admin", a, t(START)), Ok(()));
@@ -364,7 +506,7 @@ mod tests {
 
     #[test]
     fn lockout_answers_retry_after() {
-        let l = LoginLimiter::new(LoginLimits::default());
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
         let a = ip("192.0.2.1");
         for _ in 0..5 {
             l.failed("ada", a, t(START));
@@ -389,15 +531,18 @@ mod tests {
             l.failed("bob", a, t(later));
         }
         assert!(l.check("bob", a, t(later)).is_err());
-        l.succeeded("bob", a);
-        assert_eq!(l.check("bob", a, t(later)), Ok(()));
+        l.reserve("bob", a, t(later + 30)).unwrap().succeeded();
+        for _ in 0..4 {
+            l.failed("bob", a, t(later + 30));
+        }
+        assert_eq!(l.check("bob", a, t(later + 30)), Ok(()));
     }
 
     /// Many addresses guessing one account: slowed to about one guess per address per
     /// day plus the drain, and the owner still signs in from an address of their own.
     #[test]
     fn distributed_guessing_is_bounded_and_the_owner_still_gets_in() {
-        let l = LoginLimiter::new(LoginLimits::default());
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
         let bots: Vec<IpAddr> = (0..200u32)
             .map(|i| IpAddr::from((0x0a00_0000 + i).to_be_bytes()))
             .collect();
@@ -428,10 +573,10 @@ mod tests {
 
     #[test]
     fn ipv6_counts_per_64_and_mapped_ipv4_as_ipv4() {
-        let l = LoginLimiter::new(LoginLimits {
+        let l = Arc::new(LoginLimiter::new(LoginLimits {
             per_pair: 1,
             ..LoginLimits::default()
-        });
+        }));
         l.failed("x", ip("2001:db8::1"), t(START));
         assert!(l.check("x", ip("2001:db8::ffff:1"), t(START)).is_err());
         assert_eq!(l.check("x", ip("2001:db8:0:1::1"), t(START)), Ok(()));
@@ -441,12 +586,82 @@ mod tests {
 
     #[test]
     fn a_clock_stepping_back_never_lengthens_a_wait_past_the_ceiling() {
-        let l = LoginLimiter::new(LoginLimits::default());
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
         let a = ip("192.0.2.1");
         for _ in 0..30 {
             l.failed("ada", a, t(START));
         }
         let wait = l.check("ada", a, t(START - 3600)).unwrap_err();
         assert!(wait <= Duration::from_secs(900), "{wait:?}");
+    }
+
+    /// 100 guesses from one address at the same moment, each holding its booking
+    /// until all have asked: exactly the documented 5 are let through to a password
+    /// check, where checking before recording let all 100 through.
+    #[test]
+    fn concurrent_guesses_from_one_address_book_at_most_the_limit() {
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
+        let all = Arc::new(std::sync::Barrier::new(100));
+        let booked: Vec<_> = (0..100)
+            .map(|_| {
+                let (l, all) = (l.clone(), all.clone());
+                std::thread::spawn(move || {
+                    all.wait();
+                    let a = l.reserve("admin", ip("192.0.2.1"), t(START));
+                    all.wait();
+                    a.map(Attempt::failed).is_ok()
+                })
+            })
+            .collect();
+        let booked = booked
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&b| b)
+            .count();
+        assert_eq!(booked, 5);
+        assert!(l.check("admin", ip("192.0.2.1"), t(START)).is_err());
+        // Every booking was decided: none is left pending.
+        let t = l.lock();
+        assert!(t.pairs.iter().chain(&t.clients).all(|b| b.pending == 0));
+    }
+
+    /// A booking dropped undecided (the queue refused it) costs nothing.
+    #[test]
+    fn an_attempt_never_checked_is_released() {
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
+        for _ in 0..50 {
+            drop(l.reserve("ada", ip("192.0.2.1"), t(START)).unwrap());
+        }
+        assert_eq!(l.check("ada", ip("192.0.2.1"), t(START)), Ok(()));
+    }
+
+    /// Guessers from 200 addresses keep `admin` in slow mode. The owner signed in
+    /// from their usual address last week; a typo there does not hold them back for
+    /// the hour of slow mode, since no guesser can make a pair known.
+    #[test]
+    fn a_typo_from_the_owners_known_address_is_not_held_by_slow_mode() {
+        let l = Arc::new(LoginLimiter::new(LoginLimits::default()));
+        let owner = ip("203.0.113.5");
+        l.reserve("admin", owner, t(START)).unwrap().succeeded();
+        let now = START + 7 * 24 * 3600;
+        for i in 0..200u32 {
+            let bot = IpAddr::from((0x0a00_0000 + i).to_be_bytes());
+            if let Ok(a) = l.reserve("admin", bot, t(now)) {
+                a.failed();
+            }
+        }
+        let stranger = ip("198.51.100.1");
+        l.failed("admin", stranger, t(now));
+        assert!(l.check("admin", stranger, t(now)).unwrap_err() > Duration::from_secs(600));
+        let typo = l.reserve("admin", owner, t(now)).unwrap();
+        assert!(typo.known());
+        typo.failed();
+        let again = l.reserve("admin", owner, t(now)).unwrap();
+        again.succeeded();
+        // In slow mode a fresh address has one attempt under way at a time.
+        let fresh = ip("198.51.100.2");
+        let first = l.reserve("admin", fresh, t(now)).unwrap();
+        assert!(l.reserve("admin", fresh, t(now)).is_err());
+        drop(first);
     }
 }

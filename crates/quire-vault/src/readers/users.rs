@@ -16,10 +16,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
-use argon2::password_hash::{
-    Output, PasswordHash, PasswordHasher, PasswordVerifier, Salt, SaltString,
-};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::{Output, PasswordHash, PasswordHasher, Salt, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
 use toml::Spanned;
 
@@ -157,18 +155,28 @@ impl Users {
     /// Checks a sign-in. Takes about as long whether or not `name` exists: an unknown
     /// name is verified against a dummy hash with the first user's argon2 parameters.
     /// Over-long names or passwords fail at once (that says nothing about who exists).
+    /// Allocates argon2's memory for this one check; [`Users::verify_in`] reuses it.
     pub fn verify(&self, name: &str, password: &str) -> Option<Reader> {
+        self.verify_in(name, password, &mut CheckMemory::default())
+    }
+
+    /// [`Users::verify`] with argon2's working memory (19 MiB at the default cost)
+    /// taken from `memory`, grown when a hash needs more and kept for the next
+    /// check: a fixed set of these bounds what sign-ins hold, whatever the allocator
+    /// keeps of freed blocks.
+    pub fn verify_in(
+        &self,
+        name: &str,
+        password: &str,
+        memory: &mut CheckMemory,
+    ) -> Option<Reader> {
         if name.len() > NAME_LEN_MAX || password.len() > PASSWORD_LEN_MAX {
             return None;
         }
         let user = self.by_name.get(name).map(|&i| &self.users[i]);
         let phc = user.map_or(self.dummy.as_str(), |u| u.phc.as_str());
         // Parsed at load already; parsing again here keeps `Users` free of borrows.
-        let ok = PasswordHash::new(phc).is_ok_and(|h| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &h)
-                .is_ok()
-        });
+        let ok = PasswordHash::new(phc).is_ok_and(|h| memory.matches(password, &h));
         match user {
             Some(u) if ok => Some(Reader {
                 name: u.name.clone(),
@@ -176,6 +184,54 @@ impl Users {
             }),
             _ => None,
         }
+    }
+}
+
+/// argon2's working memory for one password check at a time (see
+/// [`Users::verify_in`]).
+#[derive(Default)]
+pub struct CheckMemory {
+    blocks: Vec<Block>,
+}
+
+impl std::fmt::Debug for CheckMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CheckMemory({} bytes)", self.bytes())
+    }
+}
+
+impl CheckMemory {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.blocks.len() * Block::SIZE
+    }
+
+    /// Whether `password` hashes to `h`, in this memory; the output is compared in
+    /// constant time (`Output`'s equality).
+    fn matches(&mut self, password: &str, h: &PasswordHash<'_>) -> bool {
+        let (Some(salt), Some(expected)) = (h.salt, h.hash) else {
+            return false;
+        };
+        let Ok(params) = Params::try_from(h) else {
+            return false;
+        };
+        let Ok(algorithm) = Algorithm::try_from(h.algorithm) else {
+            return false;
+        };
+        let version = h.version.map_or(Ok(Version::default()), Version::try_from);
+        let mut salt_buf = [0u8; 64];
+        let (Ok(version), Ok(salt)) = (version, salt.decode_b64(&mut salt_buf)) else {
+            return false;
+        };
+        if self.blocks.len() < params.block_count() {
+            self.blocks.resize(params.block_count(), Block::default());
+        }
+        let mut out = [0u8; Output::MAX_LENGTH];
+        let out = &mut out[..expected.len()];
+        Argon2::new(algorithm, version, params)
+            .hash_password_into_with_memory(password.as_bytes(), salt, out, &mut self.blocks[..])
+            .is_ok()
+            && Output::new(out).is_ok_and(|o| o == expected)
     }
 }
 

@@ -52,6 +52,11 @@ impl Process {
         p
     }
 
+    /// Every stderr line so far.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
     /// The first stderr line containing `what` (waiting up to 30 s for it).
     pub(crate) fn wait_line(&self, what: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);

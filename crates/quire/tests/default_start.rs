@@ -1,0 +1,55 @@
+//! `quire serve` started as a newcomer starts it, its log read as a file or a pipe
+//! reads it: the default start is clean, and the log carries no colour codes.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{Process, QUIRE};
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// The example vault with no configuration file and the default cache size: it
+/// used to warn about its own defaults (`responses larger than 2031552 bytes will
+/// not be stored`), with `ESC[33m` colour codes in a log that was a pipe.
+#[test]
+fn the_default_start_warns_about_nothing_and_logs_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
+        &vault,
+    );
+    let mut cmd = Command::new(QUIRE);
+    cmd.arg("serve")
+        .arg(&vault)
+        .args(["--listen", "127.0.0.1:0", "--no-watch", "--cache"])
+        .arg(dir.path().join("serve.vol"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null());
+    let quire = Process::start(&mut cmd);
+    // An info line of the site's own, written before `serving`.
+    let info = quire.wait_line("search index rebuilt");
+    assert!(info.contains("INFO"), "{info}");
+    let lines = quire.lines();
+    assert!(
+        lines.iter().all(|l| !l.contains('\u{1b}')),
+        "colour codes in a piped log: {lines:#?}"
+    );
+    assert!(
+        lines.iter().all(|l| !l.contains("WARN")),
+        "the default start warned: {lines:#?}"
+    );
+}
