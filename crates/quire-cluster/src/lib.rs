@@ -133,6 +133,7 @@ impl Cluster {
             section.stream_max,
             conn,
             peer_addresses(section).await,
+            section.peers.keys().cloned().collect(),
         ));
         let dyn_bus: Arc<dyn quire_server::bus::Bus> = bus.clone();
         if !ctx.attach_bus(dyn_bus.clone()) {

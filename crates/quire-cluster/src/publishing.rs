@@ -256,7 +256,7 @@ mod tests {
     async fn views_waiting_for_a_bus_that_is_down_are_bounded_by_notes() {
         // Nothing listens on port 1: every push fails and keeps what it had.
         let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
-        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn, Default::default()));
+        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn, Default::default(), Vec::new()));
         let t = ViewTotals {
             bus: bus.clone(),
             pending: Mutex::new(HashMap::new()),
