@@ -187,7 +187,8 @@ impl Liveness {
 
     /// The log was read up to its head by a request sent at `sent`.
     pub(crate) fn ok(&self, sent: Instant) {
-        let ms = u64::try_from(sent.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX);
+        let ms = u64::try_from(sent.saturating_duration_since(self.base).as_millis())
+            .unwrap_or(u64::MAX);
         self.last_ok_ms.fetch_max(ms, Ordering::AcqRel);
     }
 
@@ -370,7 +371,9 @@ impl RedisBus {
     pub(crate) fn applied_up_to(&self, at: Stamp) {
         let mut w = self.place.lock().unwrap_or_else(|p| p.into_inner());
         w.applied = at;
-        if w.own.is_some_and(|o| o.incarnation != at.incarnation || o.id <= at.id) {
+        if w.own
+            .is_some_and(|o| o.incarnation != at.incarnation || o.id <= at.id)
+        {
             w.own = None;
         }
     }

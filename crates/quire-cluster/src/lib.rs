@@ -96,7 +96,9 @@ async fn peer_addresses(section: &ClusterSection) -> HashSet<IpAddr> {
         }
         match tokio::net::lookup_host(format!("{host}:0")).await {
             Ok(found) => addrs.extend(found.map(|a| a.ip())),
-            Err(e) => tracing::warn!(peer = %host, error = %e, "cluster: a peer's name does not resolve: its peer requests are not honoured"),
+            Err(e) => {
+                tracing::warn!(peer = %host, error = %e, "cluster: a peer's name does not resolve: its peer requests are not honoured")
+            }
         }
     }
     addrs

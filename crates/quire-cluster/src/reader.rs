@@ -420,11 +420,7 @@ const WATCH_EVERY: Duration = Duration::from_millis(100);
 /// dropped: past `CUT_OFF_MS` without a read that reached the head, every response
 /// held is made stale on every tick and `sessions` are suspended; once a read
 /// reaches the head again, the reader reads the sign-out table again.
-pub(crate) fn watch(
-    bus: &Arc<RedisBus>,
-    ctx: &Arc<Ctx>,
-    sessions: Option<Arc<dyn SignOutTable>>,
-) {
+pub(crate) fn watch(bus: &Arc<RedisBus>, ctx: &Arc<Ctx>, sessions: Option<Arc<dyn SignOutTable>>) {
     let weak = Arc::downgrade(bus);
     let ctx = Arc::downgrade(ctx);
     tokio::spawn(async move {
