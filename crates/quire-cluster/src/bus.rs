@@ -20,7 +20,10 @@
 //!   `wait=all`, and peer answers of another one are refused.
 //! - **`wait=all` acknowledges only nodes that confirmed.** It waits for the live
 //!   nodes (heartbeat under [`LIVE_MS`] old); a node whose heartbeat is older (up
-//!   to [`FORGET_MS`]) is named `unreachable` and `all_applied` is then false. Such
+//!   to [`FORGET_MS`]), and a configured peer never heard from, is named
+//!   `unreachable` and `all_applied` is then false. Heartbeats seen are
+//!   remembered, so a hash Redis lost does not make `wait=all` forget a node; a
+//!   node that leaves writes a heartbeat of 0, which forgets it. Such
 //!   a node revalidates everything it serves on its own once it has not read the
 //!   log for [`CUT_OFF_MS`] (see `reader::watch`), which is less than [`LIVE_MS`]
 //!   minus a heartbeat, so it does so before anyone stops waiting for it.
@@ -105,11 +108,12 @@ local id = redis.call('XADD', unpack(args))
 return {inc, id}
 ";
 
-/// A heartbeat at the Redis server's time. KEYS: the alive hash. ARGV: the node.
+/// A heartbeat at the Redis server's time; answers the whole alive hash. KEYS:
+/// the alive hash. ARGV: the node.
 const BEAT: &str = r"
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000)))
-return 1
+return redis.call('HGETALL', KEYS[1])
 ";
 
 /// A position in the log: an incarnation and an entry id in it, as peers' answers
@@ -183,7 +187,8 @@ impl Liveness {
 
     /// The log was read up to its head by a request sent at `sent`.
     pub(crate) fn ok(&self, sent: Instant) {
-        let ms = u64::try_from(sent.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX);
+        let ms = u64::try_from(sent.saturating_duration_since(self.base).as_millis())
+            .unwrap_or(u64::MAX);
         self.last_ok_ms.fetch_max(ms, Ordering::AcqRel);
     }
 
@@ -207,6 +212,8 @@ pub struct RedisBus {
     pub(crate) conn: ConnectionManager,
     /// The addresses of the cluster's peers (whose peer requests are honoured).
     peers: HashSet<IpAddr>,
+    /// The configured peers' names: `wait=all` names each, heard from or not.
+    members: Vec<String>,
     /// Entries this node appended and applied itself: its reader skips them.
     own: Mutex<HashSet<StreamId>>,
     /// Held by a purge from before its append until its id is in `own`, and by the
@@ -218,6 +225,12 @@ pub struct RedisBus {
     overflowed: AtomicBool,
     /// Set when the node leaves: no more heartbeats.
     leaving: AtomicBool,
+    /// The latest reading of this node's clock (Unix ms), and the least instant a
+    /// revalidation of everything uses (see `reader`).
+    pub(crate) clock_seen_ms: AtomicU64,
+    pub(crate) clock_floor_ms: AtomicU64,
+    /// Every node's last heartbeat seen in the alive hash (see `remember`).
+    known: Mutex<HashMap<String, u64>>,
     wake: tokio::sync::Notify,
     pub(crate) stats: Stats,
 }
@@ -259,6 +272,7 @@ impl RedisBus {
         stream_max: u64,
         conn: ConnectionManager,
         peers: HashSet<IpAddr>,
+        members: Vec<String>,
     ) -> RedisBus {
         RedisBus {
             node: node.into(),
@@ -266,6 +280,7 @@ impl RedisBus {
             stream_max,
             conn,
             peers,
+            members,
             own: Mutex::new(HashSet::new()),
             appending: tokio::sync::Mutex::new(()),
             place: Mutex::new(Where::default()),
@@ -273,6 +288,9 @@ impl RedisBus {
             pending: Mutex::new(VecDeque::new()),
             overflowed: AtomicBool::new(false),
             leaving: AtomicBool::new(false),
+            known: Mutex::new(HashMap::new()),
+            clock_seen_ms: AtomicU64::new(0),
+            clock_floor_ms: AtomicU64::new(0),
             wake: tokio::sync::Notify::new(),
             stats: Stats::default(),
         }
@@ -353,7 +371,9 @@ impl RedisBus {
     pub(crate) fn applied_up_to(&self, at: Stamp) {
         let mut w = self.place.lock().unwrap_or_else(|p| p.into_inner());
         w.applied = at;
-        if w.own.is_some_and(|o| o.incarnation != at.incarnation || o.id <= at.id) {
+        if w.own
+            .is_some_and(|o| o.incarnation != at.incarnation || o.id <= at.id)
+        {
             w.own = None;
         }
     }
@@ -381,11 +401,31 @@ impl RedisBus {
     /// (instead of until its last heartbeat is [`LIVE_MS`] old).
     pub(crate) async fn leave(&self) {
         self.leaving.store(true, Ordering::Release);
-        let _: redis::RedisResult<()> = redis::cmd("HDEL")
+        // A heartbeat of 0: "left", so a node that remembers this one forgets it
+        // (a deleted field would look like a hash Redis lost).
+        let _: redis::RedisResult<()> = redis::cmd("HSET")
             .arg(self.alive_key())
             .arg(&self.node)
+            .arg(0)
             .query_async(&mut self.conn.clone())
             .await;
+    }
+
+    /// Merges the alive hash as read now into the heartbeats this node remembers
+    /// (the later of the two; a heartbeat of 0 forgets the node): a hash Redis lost
+    /// (`FLUSHALL`, restarted empty) does not make `wait=all` forget who it has to
+    /// wait for. The merged heartbeats.
+    fn remember(&self, alive: HashMap<String, u64>) -> HashMap<String, u64> {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        for (node, at) in alive {
+            if at == 0 {
+                known.remove(&node);
+            } else {
+                let t = known.entry(node).or_insert(0);
+                *t = (*t).max(at);
+            }
+        }
+        known.clone()
     }
 
     /// One heartbeat at the Redis server's time (none once the node is leaving).
@@ -393,13 +433,15 @@ impl RedisBus {
         if self.leaving.load(Ordering::Acquire) {
             return Ok(());
         }
-        redis::cmd("EVAL")
+        let alive: HashMap<String, u64> = redis::cmd("EVAL")
             .arg(BEAT)
             .arg(1)
             .arg(self.alive_key())
             .arg(&self.node)
             .query_async(&mut self.conn.clone())
-            .await
+            .await?;
+        self.remember(alive);
+        Ok(())
     }
 
     /// Appends what [`Bus::publish_later`] queued, until the queue is empty or the
@@ -450,11 +492,15 @@ impl RedisBus {
             .query_async(&mut self.conn.clone())
             .await?;
         let now = secs.saturating_mul(1000).saturating_add(micros / 1000);
-        let mut nodes: BTreeMap<String, bool> = alive
+        let mut nodes: BTreeMap<String, bool> = self
+            .remember(alive)
             .into_iter()
             .filter(|(_, at)| now.saturating_sub(*at) < FORGET_MS)
             .map(|(n, at)| (n, now.saturating_sub(at) < LIVE_MS))
             .collect();
+        for m in &self.members {
+            nodes.entry(m.clone()).or_insert(false);
+        }
         nodes.insert(self.node.clone(), true);
         Ok(nodes
             .into_iter()
@@ -654,7 +700,7 @@ mod tests {
     async fn the_queue_for_a_bus_that_is_down_is_bounded_and_overflow_revalidates_all() {
         // Nothing listens on port 1: every append fails.
         let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
-        let bus = RedisBus::new("a", "s", 1000, conn, HashSet::new());
+        let bus = RedisBus::new("a", "s", 1000, conn, HashSet::new(), Vec::new());
         let inv = |i: usize| Invalidation {
             targets: vec![Target::Url(format!("http://h/{i}"))],
             soft: false,

@@ -96,7 +96,9 @@ async fn peer_addresses(section: &ClusterSection) -> HashSet<IpAddr> {
         }
         match tokio::net::lookup_host(format!("{host}:0")).await {
             Ok(found) => addrs.extend(found.map(|a| a.ip())),
-            Err(e) => tracing::warn!(peer = %host, error = %e, "cluster: a peer's name does not resolve: its peer requests are not honoured"),
+            Err(e) => {
+                tracing::warn!(peer = %host, error = %e, "cluster: a peer's name does not resolve: its peer requests are not honoured")
+            }
         }
     }
     addrs
@@ -133,6 +135,7 @@ impl Cluster {
             section.stream_max,
             conn,
             peer_addresses(section).await,
+            section.peers.keys().cloned().collect(),
         ));
         let dyn_bus: Arc<dyn quire_server::bus::Bus> = bus.clone();
         if !ctx.attach_bus(dyn_bus.clone()) {

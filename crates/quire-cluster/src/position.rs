@@ -28,6 +28,10 @@ pub struct Position {
     pub stale_before_ms: u64,
     /// The incarnation of the log `applied` belongs to (0: unknown).
     pub incarnation: u64,
+    /// The latest this node's clock read (Unix ms) when it was saved: responses
+    /// stored before a restart may carry reception times up to about this, even
+    /// if the clock is behind it now (see `reader`'s revalidation instant).
+    pub clock_seen_ms: u64,
 }
 
 /// The position file of the volume at `volume`.
@@ -43,10 +47,12 @@ pub fn load(path: &Path) -> Option<Position> {
     let mut applied = None;
     let mut stale_before_ms = None;
     let mut incarnation = 0;
+    let mut clock_seen_ms = 0;
     for line in text.lines() {
         match line.split_once('=') {
             Some(("applied", v)) => applied = StreamId::parse(v.trim()),
             Some(("stale_before_ms", v)) => stale_before_ms = v.trim().parse().ok(),
+            Some(("clock_seen_ms", v)) => clock_seen_ms = v.trim().parse().unwrap_or(0),
             Some(("incarnation", v)) => {
                 incarnation = u64::from_str_radix(v.trim(), 16).unwrap_or(0);
             }
@@ -57,6 +63,7 @@ pub fn load(path: &Path) -> Option<Position> {
         applied: applied?,
         stale_before_ms: stale_before_ms?,
         incarnation,
+        clock_seen_ms,
     })
 }
 
@@ -66,8 +73,8 @@ pub fn save(path: &Path, pos: &Position) -> std::io::Result<()> {
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let text = format!(
-        "# quire cluster position: the last log entry applied to this volume\napplied={}\nstale_before_ms={}\nincarnation={:016x}\n",
-        pos.applied, pos.stale_before_ms, pos.incarnation
+        "# quire cluster position: the last log entry applied to this volume\napplied={}\nstale_before_ms={}\nincarnation={:016x}\nclock_seen_ms={}\n",
+        pos.applied, pos.stale_before_ms, pos.incarnation, pos.clock_seen_ms
     );
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
@@ -87,6 +94,7 @@ mod tests {
             applied: StreamId { ms: 17, seq: 3 },
             stale_before_ms: 99,
             incarnation: 0xfeed,
+            clock_seen_ms: 1234,
         };
         save(&path, &pos).unwrap();
         assert_eq!(load(&path), Some(pos));

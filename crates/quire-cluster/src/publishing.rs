@@ -17,7 +17,7 @@
 //!   different epochs do not compare and a sign-out must never be read as a lower
 //!   generation and ignored.
 //! - `<stream>:views`: note path → views. Each node sums its views in memory and
-//!   adds them every second in one `MULTI`/`HINCRBY…`/`EXEC` ([`ViewTotals`]), so a
+//!   adds them every second in one script of `HINCRBY`s ([`ViewTotals`]), so a
 //!   batch counts once or not at all; while Redis is down the sums wait (at most
 //!   [`VIEW_KEYS_MAX`] notes; views of further notes are dropped and counted).
 //!
@@ -171,6 +171,9 @@ impl RedisBus {
 pub struct ViewTotals {
     bus: Arc<RedisBus>,
     pending: Mutex<HashMap<String, u64>>,
+    /// Everything this node added since it started (added again if Redis loses
+    /// the totals).
+    sent: Mutex<HashMap<String, u64>>,
 }
 
 impl ViewTotals {
@@ -180,6 +183,7 @@ impl ViewTotals {
         let totals = Arc::new(ViewTotals {
             bus: bus.clone(),
             pending: Mutex::new(HashMap::new()),
+            sent: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&totals);
         tokio::spawn(async move {
@@ -213,22 +217,23 @@ impl ViewTotals {
         }
     }
 
-    /// Sends what is pending in one transaction; on failure keeps it for the next.
+    /// Sends what is pending in one script; on failure keeps it for the next. When
+    /// the cluster's totals do not know this node (Redis restarted empty, or
+    /// flushed), everything this node added since it started is added again with
+    /// the batch, in the same script.
     pub async fn push(&self) {
         let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
         if batch.is_empty() {
             return;
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for (path, n) in &batch {
-            pipe.cmd("HINCRBY")
-                .arg(self.bus.views_key())
-                .arg(path)
-                .arg(*n)
-                .ignore();
-        }
-        let sent: redis::RedisResult<()> = pipe.query_async(&mut self.bus.conn.clone()).await;
+        let sent = match self.send(&batch, None).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let again = self.sent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                self.send(&batch, Some(&again)).await.map(|_| ())
+            }
+            Err(e) => Err(e),
+        };
         let views: u64 = batch.values().sum();
         match sent {
             Ok(()) => {
@@ -236,6 +241,10 @@ impl ViewTotals {
                     .stats
                     .views_pushed
                     .fetch_add(views, Ordering::Relaxed);
+                let mut all = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+                for (path, n) in batch {
+                    Self::count(&mut all, &path, n);
+                }
             }
             Err(e) => {
                 tracing::debug!(error = %e, views, "cluster: views kept for the next push");
@@ -246,7 +255,59 @@ impl ViewTotals {
             }
         }
     }
+
+    /// Adds `n` views of `path` to what this node has sent (bounded like the
+    /// pending sums; past the bound a note's views are not added again after a
+    /// loss).
+    fn count(all: &mut HashMap<String, u64>, path: &str, n: u64) {
+        if let Some(c) = all.get_mut(path) {
+            *c = c.saturating_add(n);
+        } else if all.len() < VIEW_KEYS_MAX {
+            all.insert(path.to_owned(), n);
+        }
+    }
+
+    /// [`ADD_VIEWS`] with `batch`, and with `again` (everything sent before) when
+    /// the totals may have lost it; `false` when they did not know this node and
+    /// nothing was added.
+    async fn send(
+        &self,
+        batch: &HashMap<String, u64>,
+        again: Option<&HashMap<String, u64>>,
+    ) -> redis::RedisResult<bool> {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(ADD_VIEWS)
+            .arg(2)
+            .arg(self.bus.views_key())
+            .arg(format!("{}:nodes", self.bus.views_key()))
+            .arg(&self.bus.node)
+            .arg(if again.is_some() { "all" } else { "batch" })
+            .arg(batch.len());
+        for (path, n) in batch.iter().chain(again.into_iter().flatten()) {
+            cmd.arg(path).arg(*n);
+        }
+        let known: u8 = cmd.query_async(&mut self.bus.conn.clone()).await?;
+        Ok(known == 1 || again.is_some())
+    }
 }
+
+/// Adds a node's views to the cluster's totals. KEYS: the views hash, the set of
+/// nodes whose views it holds. ARGV: the node, `batch` or `all`, the number of
+/// batch pairs, the batch's (path, views) pairs, then (with `all`) everything the
+/// node sent before. With `batch`, a node the set does not hold (the totals were
+/// lost, or it never sent) adds nothing and gets 0; with `all`, what it sent before
+/// is added again first when the set does not hold it.
+const ADD_VIEWS: &str = r"
+local known = redis.call('SISMEMBER', KEYS[2], ARGV[1])
+local nb = tonumber(ARGV[3])
+if known == 0 then
+  if ARGV[2] == 'batch' then return 0 end
+  for i = 4 + 2 * nb, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  redis.call('SADD', KEYS[2], ARGV[1])
+end
+for i = 4, 3 + 2 * nb, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+";
 
 #[cfg(test)]
 mod tests {
@@ -256,10 +317,18 @@ mod tests {
     async fn views_waiting_for_a_bus_that_is_down_are_bounded_by_notes() {
         // Nothing listens on port 1: every push fails and keeps what it had.
         let conn = crate::manager("redis://127.0.0.1:1/", Duration::from_millis(200)).unwrap();
-        let bus = Arc::new(RedisBus::new("a", "s", 1000, conn, Default::default()));
+        let bus = Arc::new(RedisBus::new(
+            "a",
+            "s",
+            1000,
+            conn,
+            Default::default(),
+            Vec::new(),
+        ));
         let t = ViewTotals {
             bus: bus.clone(),
             pending: Mutex::new(HashMap::new()),
+            sent: Mutex::new(HashMap::new()),
         };
         let paths: Vec<String> = (0..VIEW_KEYS_MAX + 10)
             .map(|i| format!("n{i}.md"))

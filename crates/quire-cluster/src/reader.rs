@@ -71,6 +71,22 @@ impl Reader {
             () = self.apply_forever() => {}
             _ = stopped.wait_for(|s| *s) => {}
         }
+        // The clock's latest reading, for the next start's revalidation instant
+        // (a batch cut short stays unsaved: the position is the last whole one).
+        self.bus
+            .clock_seen_ms
+            .fetch_max(unix_ms(self.ctx.clock.now()), Ordering::AcqRel);
+        if let Some(p) = self.pos {
+            if let Err(e) = position::save(
+                &self.path,
+                &Position {
+                    clock_seen_ms: self.bus.clock_seen_ms.load(Ordering::Acquire),
+                    ..p
+                },
+            ) {
+                tracing::warn!(error = %e, "cluster: the position could not be saved");
+            }
+        }
     }
 
     /// Before the node serves: restores the saved stale instant, then applies
@@ -79,6 +95,17 @@ impl Reader {
     /// so everything it holds is revalidated once; the reader catches up later.
     pub(crate) async fn catch_up(&mut self, within: Duration) {
         if let Some(p) = self.pos {
+            self.bus
+                .clock_seen_ms
+                .fetch_max(p.clock_seen_ms, Ordering::AcqRel);
+            // Only a clock that went back since needs the margin: otherwise every
+            // response received just after the start would count as stale too.
+            if p.clock_seen_ms > unix_ms(self.ctx.clock.now()) {
+                self.bus.clock_floor_ms.fetch_max(
+                    p.clock_seen_ms.saturating_add(CLOCK_SAVE_MARGIN_MS),
+                    Ordering::AcqRel,
+                );
+            }
             if p.stale_before_ms > 0 {
                 self.ctx
                     .stale_everything_before(UNIX_EPOCH + Duration::from_millis(p.stale_before_ms));
@@ -115,6 +142,7 @@ impl Reader {
                     }
                 }
             }
+            self.save_clock().await;
             let sent = Instant::now();
             match self.one_read().await {
                 Ok(Some(n)) => {
@@ -149,6 +177,21 @@ impl Reader {
             return Ok(None);
         }
         self.read_batch(Some(BLOCK)).await.map(Some)
+    }
+
+    /// Saves the position when the clock's latest reading moved on by a second
+    /// since it was saved (see [`CLOCK_SAVE_MARGIN_MS`]).
+    async fn save_clock(&mut self) {
+        let seen = self.bus.clock_seen_ms.load(Ordering::Acquire);
+        if let Some(p) = self.pos {
+            if seen > p.clock_seen_ms.saturating_add(1_000) {
+                self.pos = Some(Position {
+                    clock_seen_ms: seen,
+                    ..p
+                });
+                self.save(p).await;
+            }
+        }
     }
 
     fn stamp(&self) -> Stamp {
@@ -196,6 +239,7 @@ impl Reader {
                 applied: last,
                 stale_before_ms: 0,
                 incarnation: inc,
+                clock_seen_ms: 0,
             },
         };
         if let Some(why) = why {
@@ -239,14 +283,10 @@ impl Reader {
     }
 
     fn revalidate_all(&self, pos: &mut Position) {
-        // The clock the store's reception times are on: the instant compares with
-        // them only, never with another node's.
-        let now = self.ctx.clock.now();
-        let ms = now
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let ms = revalidation_instant(&self.bus, &self.ctx);
         pos.stale_before_ms = pos.stale_before_ms.max(ms);
-        self.ctx.stale_everything_before(now);
+        self.ctx
+            .stale_everything_before(UNIX_EPOCH + Duration::from_millis(ms));
         self.bus
             .stats
             .revalidate_all
@@ -336,7 +376,8 @@ impl Reader {
         self.bus.take_own(id)
     }
 
-    async fn save(&self, pos: Position) {
+    async fn save(&self, mut pos: Position) {
+        pos.clock_seen_ms = self.bus.clock_seen_ms.load(Ordering::Acquire);
         if let Err(e) = position::save(&self.path, &pos) {
             tracing::warn!(error = %e, path = %self.path.display(), "cluster: the position could not be saved");
         }
@@ -349,6 +390,29 @@ impl Reader {
     }
 }
 
+/// Reception times up to this far past the last saved clock reading may be in
+/// the store after a crash (the reading is saved at least every second while the
+/// reader turns, a turn lasts a few seconds at most, and exactly at a clean stop).
+/// Added only when the clock now reads before the saved reading.
+const CLOCK_SAVE_MARGIN_MS: u64 = 10_000;
+
+/// The instant before which "everything held" was received, on the clock the
+/// store's reception times are on (this node's, compared with nothing else's):
+/// now, or the latest reading of that clock if it has gone back since (a clock
+/// corrected after running ahead, before or since a restart), so a revalidation
+/// never misses a response stored while the clock was ahead.
+fn revalidation_instant(bus: &RedisBus, ctx: &Ctx) -> u64 {
+    let now = unix_ms(ctx.clock.now());
+    bus.clock_seen_ms.fetch_max(now, Ordering::AcqRel);
+    now.max(bus.clock_seen_ms.load(Ordering::Acquire))
+        .max(bus.clock_floor_ms.load(Ordering::Acquire))
+}
+
+fn unix_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// How often the watcher looks at the reader.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 
@@ -356,11 +420,7 @@ const WATCH_EVERY: Duration = Duration::from_millis(100);
 /// dropped: past `CUT_OFF_MS` without a read that reached the head, every response
 /// held is made stale on every tick and `sessions` are suspended; once a read
 /// reaches the head again, the reader reads the sign-out table again.
-pub(crate) fn watch(
-    bus: &Arc<RedisBus>,
-    ctx: &Arc<Ctx>,
-    sessions: Option<Arc<dyn SignOutTable>>,
-) {
+pub(crate) fn watch(bus: &Arc<RedisBus>, ctx: &Arc<Ctx>, sessions: Option<Arc<dyn SignOutTable>>) {
     let weak = Arc::downgrade(bus);
     let ctx = Arc::downgrade(ctx);
     tokio::spawn(async move {
@@ -369,6 +429,8 @@ pub(crate) fn watch(
             let (Some(bus), Some(ctx)) = (weak.upgrade(), ctx.upgrade()) else {
                 return;
             };
+            bus.clock_seen_ms
+                .fetch_max(unix_ms(ctx.clock.now()), Ordering::AcqRel);
             let live = &bus.live;
             if live.since_ok() > Duration::from_millis(CUT_OFF_MS) {
                 if !live.cut_off.swap(true, Ordering::AcqRel) {
@@ -378,7 +440,8 @@ pub(crate) fn watch(
                         s.suspend();
                     }
                 }
-                ctx.stale_everything_before(ctx.clock.now());
+                let ms = revalidation_instant(&bus, &ctx);
+                ctx.stale_everything_before(UNIX_EPOCH + Duration::from_millis(ms));
             } else if live.cut_off.load(Ordering::Acquire) {
                 // Sessions first: the reader reads the table before the flag clears
                 // for peer fill; cookies stay refused until it has.

@@ -317,7 +317,8 @@ async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
     let (status, answer) = purge(&t.nodes[0], "", &urls_json(&paths)).await;
     assert_eq!(status, 200, "{answer}");
     assert!(
-        wait_for(|| r.cli(&["HGET", "quire:invalidations:applied", "b"])
+        wait_for(|| r
+            .cli(&["HGET", "quire:invalidations:applied", "b"])
             .ends_with(answer["cluster"]["entry"].as_str().unwrap()))
         .await
     );
@@ -361,7 +362,10 @@ async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
     for p in &paths {
         let started = Instant::now();
         while get(c, p).await.1 != format!("{p} version 2").into_bytes() {
-            assert!(started.elapsed() < Duration::from_secs(15), "c never caught up");
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "c never caught up"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -381,7 +385,10 @@ async fn a_node_cut_off_past_the_liveness_window_revalidates_everything_it_serve
     let (status, answer) = purge(&t.nodes[0], "", r#"{"urls":["http://127.0.0.1/cut"]}"#).await;
     assert_eq!(status, 200, "{answer}");
     let (_, body, cs) = get(c, "/cut").await;
-    assert_eq!(body, b"/cut version 2", "served the purged bytes while cut off ({cs})");
+    assert_eq!(
+        body, b"/cut version 2",
+        "served the purged bytes while cut off ({cs})"
+    );
     let (_, _, text) = fetch(c.addr, "GET", "/_quire/metrics", "").await;
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("quire_cluster_cut_off 1\n"), "{text}");
@@ -493,7 +500,11 @@ async fn an_outside_quire_peer_header_never_turns_peer_fill_off() {
         s.write_all(req.as_bytes()).await.unwrap();
         let mut out = Vec::new();
         s.read_to_end(&mut out).await.unwrap();
-        assert!(out.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&out));
+        assert!(
+            out.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
         assert!(
             !String::from_utf8_lossy(&out).contains("quire-peer-position"),
             "a client is never answered as a peer"
@@ -576,14 +587,27 @@ async fn a_node_cut_off_from_redis_refuses_a_cookie_signed_out_elsewhere() {
         nodes.push(common::start_node_with(&spec, Some(table)).await);
     }
     let (a, b) = (&nodes[0], &nodes[1]);
-    assert_ne!(tables[1].cookie("ada").0, 0, "b adopted the cluster's table");
+    assert_ne!(
+        tables[1].cookie("ada").0,
+        0,
+        "b adopted the cluster's table"
+    );
     // A cookie b issued, honoured on both nodes.
     let cookie = tables[1].cookie("ada");
     assert!(tables[0].honours("ada", cookie));
     b.link.cut();
     let cut = Instant::now();
-    a.cluster.as_ref().unwrap().bus.sign_out("ada").await.unwrap();
-    assert!(!tables[0].honours("ada", cookie), "ended where it was made");
+    a.cluster
+        .as_ref()
+        .unwrap()
+        .bus
+        .sign_out("ada")
+        .await
+        .unwrap();
+    assert!(
+        wait_for(|| !tables[0].honours("ada", cookie)).await,
+        "ended on the node that can read the log"
+    );
     while tables[1].honours("ada", cookie) {
         assert!(
             cut.elapsed() < Duration::from_millis(quire_cluster::bus::LIVE_MS),
@@ -601,4 +625,37 @@ async fn a_node_cut_off_from_redis_refuses_a_cookie_signed_out_elsewhere() {
         "b read the table again"
     );
     assert!(!tables[1].honours("ada", cookie));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_view_totals_survive_redis_restarting_empty() {
+    let Some(t) = three(false).await else { return };
+    let bus = &t.nodes[0].cluster.as_ref().unwrap().bus;
+    let totals = quire_cluster::ViewTotals::start(bus);
+    totals.add([("a.md", 3), ("b.md", 1)]);
+    totals.push().await;
+    let views = |rows: Vec<(String, u64)>| {
+        rows.into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let before = views(bus.view_totals().await.unwrap());
+    assert_eq!(before.get("a.md"), Some(&3), "{before:?}");
+    assert_eq!(t.redis.cli(&["FLUSHALL"]), "OK");
+    totals.add([("a.md", 2)]);
+    totals.push().await;
+    let after = views(bus.view_totals().await.unwrap());
+    assert_eq!(
+        after.get("a.md"),
+        Some(&5),
+        "added again, not reset: {after:?}"
+    );
+    assert_eq!(after.get("b.md"), Some(&1), "{after:?}");
+    totals.add([("a.md", 1)]);
+    totals.push().await;
+    let once = views(bus.view_totals().await.unwrap());
+    assert_eq!(
+        once.get("a.md"),
+        Some(&6),
+        "added again once only: {once:?}"
+    );
 }

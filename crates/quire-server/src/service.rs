@@ -50,11 +50,7 @@ use crate::state::Ctx;
 
 /// Answers one request and records it in the metrics; over HTTPS, the answer
 /// carries `Strict-Transport-Security` when `tls.hsts` is set.
-pub(crate) async fn handle(
-    ctx: Arc<Ctx>,
-    mut req: Request<OutBody>,
-    peer: Peer,
-) -> Response<Body> {
+pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer) -> Response<Body> {
     // A cluster peer's request: honoured only from a peer, stamped with the log
     // position taken before the lookup (see `crate::bus`).
     let peer_position = crate::bus::peer_request(&ctx, req.headers_mut(), peer.addr.ip());

@@ -166,7 +166,9 @@ fn a_session_signs_in_on_every_node_and_a_sign_out_holds_on_every_node() {
 
 /// With Redis down, a sign-out cannot reach the other nodes: it answers 503 and
 /// says so (clearing the cookie in this browser), and the session is not ended
-/// on one node only while the others still honour it.
+/// on one node only while the others still honour it: past the cut-off window
+/// no node that cannot read the log honours any cookie (it cannot know who
+/// signed out elsewhere), so both refuse it together.
 #[test]
 fn a_sign_out_the_cluster_cannot_record_is_a_loud_503() {
     let dir = tempfile::tempdir().unwrap();
@@ -179,15 +181,9 @@ fn a_sign_out_the_cluster_cannot_record_is_a_loud_503() {
     assert_eq!(status, 503, "{head}");
     assert!(body.contains("this browser only"), "{body}");
     assert!(head.to_ascii_lowercase().contains("max-age=0"), "{head}");
-    assert_eq!(
-        b.get_as(PRIVATE, &cookie),
-        200,
-        "nodes still serve the session"
-    );
-    assert_eq!(
-        a.get_as(PRIVATE, &cookie),
-        200,
-        "and a as well: nothing half done"
+    assert!(
+        eventually(|| a.get_as(PRIVATE, &cookie) != 200 && b.get_as(PRIVATE, &cookie) != 200),
+        "cut off from the log, both nodes fail closed"
     );
 }
 
