@@ -42,7 +42,7 @@
 //!     are debited, so a burst of commits leaves the background less. In any
 //!     `t` seconds, background compression therefore spends at most
 //!     `burst + share × t` CPU-seconds, plus the job each thread has in hand.
-//!   Measured CPU is exported as `quire_compress_cpu_seconds_total`.
+//!     Measured CPU is exported as `quire_compress_cpu_seconds_total`.
 //!
 //! The pool never runs on a request's worker; waiting for a job is a channel receive.
 

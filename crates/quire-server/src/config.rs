@@ -1007,6 +1007,11 @@ mod tests {
             ..Config::default()
         };
         assert!(c.validate().is_err(), "a bad trusted proxy block");
+        for share in [0.0, -1.0, f64::NAN, 1e9] {
+            let mut c = Config::default();
+            c.encodings.background_cpu_share = share;
+            assert!(c.validate().is_err(), "background_cpu_share {share}");
+        }
         let c = Config {
             origin: Some("ftp://example.com".into()),
             ..Config::default()

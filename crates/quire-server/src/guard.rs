@@ -306,6 +306,8 @@ pub(crate) struct Guarded {
     scan: Scanner,
     /// Set once a request was refused: reads end, the 400 goes out before shutdown.
     refused: Option<Vec<u8>>,
+    /// Why, for the access log once the connection ends (see `server`).
+    pub(crate) refusal: std::sync::Arc<std::sync::OnceLock<&'static str>>,
     written: usize,
     /// How long a write may wait for the client to take bytes.
     send_timeout: std::time::Duration,
@@ -333,6 +335,7 @@ impl Guarded {
             prefix,
             scan: Scanner::new(head_limit),
             refused: None,
+            refusal: std::sync::Arc::default(),
             written: 0,
             send_timeout,
             stalled: None,
@@ -410,6 +413,7 @@ impl AsyncRead for Guarded {
             tracing::debug!(why, "refusing an ambiguously framed request");
             buf.set_filled(before + offset);
             this.refused = Some(response_400(why));
+            let _ = this.refusal.set(why);
         }
         Poll::Ready(Ok(()))
     }

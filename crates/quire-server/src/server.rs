@@ -48,7 +48,7 @@ use crate::fastpath;
 use crate::guard::Guarded;
 use crate::h2conn::cork::Cork;
 use crate::inline::InlineFirst;
-use crate::metrics::Handshake;
+use crate::metrics::{Handshake, Outcome};
 use crate::sendfile::Volume;
 use crate::service;
 use crate::state::{Ctx, StartError};
@@ -402,19 +402,24 @@ impl Connection {
         // No sendfile on hyper's path: it drops a body's pin as soon as the write
         // returns (see `sendfile`).
         let io = Guarded::new(wire, prefix, head_limit, send_stall).on_stall(ctx.clone());
+        let guard_refused = io.refusal.clone();
         let on = OnHyper {
-            ctx,
+            ctx: ctx.clone(),
             peer,
             builder,
             stop,
             reap,
         };
-        if h2 {
+        let hyper_refused = if h2 {
             let cork = Cork::new(io);
             let flusher = cork.flusher();
-            flusher.around(on.drive(cork)).await;
+            flusher.around(on.drive(cork)).await
         } else {
-            on.drive(io).await;
+            on.drive(io).await
+        };
+        let refused = guard_refused.get().map(|_| 400).or(hyper_refused);
+        if let Some(status) = refused {
+            refused_before_routing(&ctx, peer, status);
         }
     }
 }
@@ -432,8 +437,9 @@ struct OnHyper {
 }
 
 impl OnHyper {
-    /// Serves `io` with hyper to the connection's end.
-    async fn drive<I>(self, io: I)
+    /// Serves `io` with hyper to the connection's end; the status hyper answered
+    /// a head it could not parse with, if it did.
+    async fn drive<I>(self, io: I) -> Option<u16>
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -498,8 +504,13 @@ impl OnHyper {
                 }
             }
         };
-        if let Err(e) = ended {
-            tracing::debug!(error = %e, peer = %peer.addr, "connection ended with an error");
+        let e = ended.err()?;
+        tracing::debug!(error = %e, peer = %peer.addr, "connection ended with an error");
+        let e = e.downcast_ref::<hyper::Error>()?;
+        if e.is_parse_too_large() {
+            Some(431)
+        } else {
+            e.is_parse().then_some(400)
         }
     }
 }
@@ -531,6 +542,16 @@ fn sweeps(stall: std::time::Duration) -> tokio::time::Interval {
     let mut i = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     i
+}
+
+/// Counts, and logs when there is an access log, a request refused before it was
+/// routed: by the framing guard or by hyper's parser (see
+/// [`crate::access_log::refused_before_routing`]).
+fn refused_before_routing(ctx: &Ctx, peer: Peer, status: u16) {
+    ctx.metrics.record_request(Outcome::Error, status, 0);
+    if let Some(log) = &ctx.peek().access_log {
+        crate::access_log::refused_before_routing(log, peer.addr, status);
+    }
 }
 
 /// A connection slot: at once if one is free; else, while the server is full, idle

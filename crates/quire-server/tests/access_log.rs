@@ -254,3 +254,41 @@ async fn http2_requests_are_logged_with_their_protocol() {
         assert_eq!(e["bytes"], 7);
     }
 }
+
+/// Requests refused before routing — ambiguous framing (the guard) and a head
+/// hyper cannot parse — still get their line (status, the peer; `-` for what was
+/// never parsed) and count in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heads_refused_before_routing_are_logged() {
+    let origin = Origin::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let p = path.clone();
+    let mut q = Quire::start(&origin, move |c| {
+        c.log.access = Some(p);
+        c.log.format = Format::Json;
+    })
+    .await;
+    let smuggle: &'static [u8] = b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\
+        Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    let r = raw_async(q.addr, smuggle).await;
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    let r = raw_async(q.addr, b"GET /y HTTP/1.1\r\nHost h\r\n\r\n").await;
+    assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+    // Logged when the connection ends, which may be just after the client saw it.
+    let errors = || {
+        q.ctx
+            .metrics
+            .requests(quire_server::metrics::Outcome::Error)
+    };
+    assert!(wait_for(|| errors() == 2).await, "counted: {}", errors());
+    q.shutdown().await;
+    let lines = read_lines(&path);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["status"], 400, "{l}");
+        assert_eq!(v["client"], "127.0.0.1", "{l}");
+        assert_eq!(v["method"], "-", "{l}");
+    }
+}

@@ -185,6 +185,27 @@ pub(crate) fn client_ip(peer: SocketAddr, headers: &HeaderMap, trusted: &Trusted
     Client::ip_or_peer(peer, headers, trusted)
 }
 
+/// The line of a request refused before it was routed — by the framing guard
+/// (ambiguous framing) or by hyper (a malformed or oversized head: 400 or 431) —
+/// whose head was never parsed into a request: the peer as client, `-` for the
+/// method and target.
+pub(crate) fn refused_before_routing(log: &AccessLog, peer: SocketAddr, status: u16) {
+    log.record(&Entry {
+        time: SystemTime::now(),
+        client: peer.ip().to_canonical(),
+        method: "-",
+        target: "-",
+        version: http::Version::HTTP_11,
+        status,
+        bytes: 0,
+        duration: std::time::Duration::ZERO,
+        cache: "error",
+        upstream: None,
+        user_agent: None,
+        referer: None,
+    });
+}
+
 /// What a request's log line needs from the request, taken before the request is
 /// handed on; completed with the answer and logged when dropped (at the end of the
 /// response body).

@@ -17,6 +17,12 @@
 //! - **A write that blocks blocks only the writer**: a full disk, a slow NFS mount
 //!   or a FIFO nobody reads stops this thread in `write`; requests keep going and
 //!   their lines are dropped once the queue is full.
+//! - **A line is whole or alone.** A write that fails part-way (a full disk takes
+//!   some bytes of a batch, then `ENOSPC`) can leave a line cut in the file; the
+//!   writer remembers where its bytes stopped, and when they stopped inside a line
+//!   the next batch starts with a newline, so the torn fragment stays a line of its
+//!   own and never glues onto the next one (which a reader would then misparse).
+//!   Lines wholly written before the failure count as written, the rest dropped.
 //! - **Reopen** (`SIGUSR1`, logrotate's convention): the writer opens the path again
 //!   after writing what is queued, so lines go to the new file from then on; if the
 //!   open fails, it keeps the old file and says so.
@@ -142,6 +148,7 @@ impl Queue {
                     out: sink,
                     output,
                     spare: Vec::new(),
+                    torn: false,
                 }
                 .run();
                 let _ = done_tx.send(());
@@ -229,6 +236,16 @@ impl Drop for Queue {
     }
 }
 
+/// One `write`, retried when a signal interrupted it.
+fn write_some(out: &mut Box<dyn Write + Send>, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        match out.write(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
+
 /// The writer thread's state.
 struct Writer {
     shared: Arc<Shared>,
@@ -236,6 +253,8 @@ struct Writer {
     output: Output,
     /// The buffer swapped in for the queue's (its capacity kept between rounds).
     spare: Vec<u8>,
+    /// The output ends inside a line (a write failed part-way).
+    torn: bool,
 }
 
 impl Writer {
@@ -265,29 +284,53 @@ impl Writer {
         if lines == 0 {
             return;
         }
+        let (written, result) = self.write_spare();
         let c = &self.shared.counters;
-        match self
-            .out
-            .write_all(&self.spare)
-            .and_then(|()| self.out.flush())
-        {
-            Ok(()) => {
-                c.lines.fetch_add(lines, Ordering::Relaxed);
-            }
-            Err(e) => {
-                // Part of the batch may have gone out: counted as dropped whole.
-                c.dropped.fetch_add(lines, Ordering::Relaxed);
-                if c.errors
-                    .fetch_add(1, Ordering::Relaxed)
-                    .is_multiple_of(1000)
-                {
-                    tracing::warn!(error = %e, "access log: write failed; lines are dropped");
-                }
+        let whole = self.spare[..written]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        c.lines.fetch_add(whole.min(lines), Ordering::Relaxed);
+        if let Err(e) = result {
+            c.dropped
+                .fetch_add(lines.saturating_sub(whole), Ordering::Relaxed);
+            if c.errors
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(1000)
+            {
+                tracing::warn!(error = %e, "access log: write failed; lines are dropped");
             }
         }
         if self.spare.capacity() > 4 * self.shared.max_bytes.max(1 << 16) {
             self.spare = Vec::new();
         }
+    }
+
+    /// Writes the batch in `spare` (after the newline that ends a torn line, if
+    /// one is owed); how many of its bytes went out, and how it ended.
+    fn write_spare(&mut self) -> (usize, io::Result<()>) {
+        if self.torn {
+            match write_some(&mut self.out, b"\n") {
+                Ok(1) => self.torn = false,
+                Ok(_) => return (0, Err(io::ErrorKind::WriteZero.into())),
+                Err(e) => return (0, Err(e)),
+            }
+        }
+        let mut off = 0;
+        while off < self.spare.len() {
+            match write_some(&mut self.out, &self.spare[off..]) {
+                Ok(0) => {
+                    self.torn = off > 0 && self.spare[off - 1] != b'\n';
+                    return (off, Err(io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => off += n,
+                Err(e) => {
+                    self.torn = off > 0 && self.spare[off - 1] != b'\n';
+                    return (off, Err(e));
+                }
+            }
+        }
+        (off, self.out.flush())
     }
 
     fn reopen(&mut self) {
@@ -301,5 +344,89 @@ impl Writer {
                 tracing::warn!(error = %e, "access log: reopen failed; still writing the old file");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink whose first write takes `partial` bytes and whose next one fails
+    /// (a disk filling up), then works again.
+    struct FillingDisk {
+        out: Arc<Mutex<Vec<u8>>>,
+        partial: Option<usize>,
+        fail_next: bool,
+    }
+
+    impl Write for FillingDisk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if let Some(n) = self.partial.take() {
+                self.fail_next = true;
+                self.out.lock().unwrap().extend_from_slice(&buf[..n]);
+                return Ok(n);
+            }
+            if std::mem::take(&mut self.fail_next) {
+                return Err(io::Error::from(io::ErrorKind::StorageFull));
+            }
+            self.out.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn wait_until(cond: impl Fn() -> bool) {
+        for _ in 0..400 {
+            if cond() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_torn_line_after_a_failed_write_never_glues_onto_the_next() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sink = FillingDisk {
+            out: out.clone(),
+            partial: Some(11),
+            fail_next: false,
+        };
+        let q = Queue::start(Output::Stdout, Box::new(sink), 1 << 20).unwrap();
+        q.push(b"first line\n");
+        q.push(b"second line\n");
+        wait_until(|| q.counters().errors.load(Ordering::Relaxed) > 0);
+        q.push(b"third line\n");
+        assert!(q.finish(Duration::from_secs(5)));
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, "first line\nthird line\n");
+        let c = q.counters();
+        assert_eq!(
+            c.lines.load(Ordering::Relaxed),
+            2,
+            "the first and the third"
+        );
+        assert_eq!(c.dropped.load(Ordering::Relaxed), 1, "the second");
+    }
+
+    #[test]
+    fn a_line_cut_inside_is_ended_before_the_next_batch() {
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sink = FillingDisk {
+            out: out.clone(),
+            partial: Some(4),
+            fail_next: false,
+        };
+        let q = Queue::start(Output::Stdout, Box::new(sink), 1 << 20).unwrap();
+        q.push(b"cut here\n");
+        wait_until(|| q.counters().errors.load(Ordering::Relaxed) > 0);
+        q.push(b"whole\n");
+        assert!(q.finish(Duration::from_secs(5)));
+        let text = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, "cut \nwhole\n", "the fragment is a line of its own");
+        assert_eq!(q.counters().dropped.load(Ordering::Relaxed), 1);
     }
 }

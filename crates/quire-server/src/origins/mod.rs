@@ -38,7 +38,9 @@
 //! - **Passes route as fills do**: on the normalised host and path of the URL the
 //!   request was keyed by ([`crate::upstream::RouteBy`]), not the target as sent,
 //!   so `/api/%2e%2e/admin`, `/%61pi/x` and `Host: a.example.` reach the pool of
-//!   `/admin`, `/api/x` and `a.example`.
+//!   `/admin`, `/api/x` and `a.example`. Partial: upgrade requests
+//!   ([`crate::tunnel`]) do not carry the mark yet and still route on the target
+//!   as sent.
 //! - **Origins marked down are skipped** (see [`health`]); when every origin of the
 //!   pool is down the request fails at once, without a connection attempt, and the
 //!   fill path answers from a stale copy where `stale-if-error` allows, else 502.
