@@ -28,7 +28,9 @@
 //!   A peer's request is answered with this node's log position taken *before*
 //!   the lookup ([`PEER_POSITION_HEADER`], from [`Bus::position`]): every
 //!   invalidation up to it was applied before the answer was chosen, and the
-//!   asking node refuses an answer whose position is below its own.
+//!   asking node refuses an answer whose position is below its own. An answer from
+//!   a fill another request had started (`collapsed`) goes out unstamped: that
+//!   fill may predate invalidations applied before the position was taken.
 
 use std::fmt;
 use std::future::Future;
@@ -139,6 +141,18 @@ pub(crate) fn peer_request(
     };
     let pos = bus.position().unwrap_or_default();
     http::HeaderValue::from_str(&pos).ok()
+}
+
+/// Whether `resp` answered from a fill another request had started (RFC 9211
+/// `collapsed`): that fill may have begun before invalidations this node applied
+/// before its position was taken, so the position does not vouch for its bytes and
+/// the answer goes out unstamped (the asking node then refuses it and asks the
+/// origin). A fill this request led began after the position was taken.
+pub(crate) fn joined_an_earlier_fill(resp: &http::Response<crate::body::Body>) -> bool {
+    resp.headers()
+        .get("cache-status")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("; collapsed"))
 }
 
 /// Applies `inv` to this node's store: what a node does with an entry it read

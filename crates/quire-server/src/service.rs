@@ -63,7 +63,7 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
     let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
-    if let Some(p) = peer_position {
+    if let Some(p) = peer_position.filter(|_| !crate::bus::joined_an_earlier_fill(&resp)) {
         resp.headers_mut()
             .insert(crate::bus::PEER_POSITION_HEADER, p);
     }
