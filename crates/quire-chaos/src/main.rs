@@ -8,6 +8,9 @@
 //!   error no fault or restart explains.
 //! - `quire-chaos soak`: the same load without chaos for a long time; fails on any
 //!   error; reports quire's memory over the run.
+//! - `quire-chaos hostile --suite notes`: hostile input, not faults
+//!   ([`hostile_notes`]): the bombs of issue 29 as notes; fails on a bomb past its
+//!   time, memory or log bound. Each hostile suite is one `--suite` value.
 //!
 //! Key decisions: the runner is one tokio process with two worker threads (it shares
 //! the machine with quire); everything it checks is computed, never recorded from a
@@ -18,6 +21,7 @@
 mod client;
 mod content;
 mod disk_full;
+mod hostile_notes;
 mod kills;
 mod ledger;
 mod load;
@@ -53,6 +57,39 @@ enum Command {
     /// A steady mix of hits, misses, purges and edits with no chaos; exits non-zero
     /// on any error; reports quire's memory (VmRSS, RssAnon) after a warm-up.
     Soak(SoakArgs),
+    /// Hostile input suites: `--suite notes` serves the bombs of issue 29 as notes
+    /// and fails on a page past its time, memory or log bound.
+    Hostile(HostileArgs),
+}
+
+/// The hostile suites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Suite {
+    /// Hostile notes in a served vault (`hostile_notes`).
+    Notes,
+}
+
+#[derive(Debug, Clone, Args)]
+struct HostileArgs {
+    /// Which suite.
+    #[arg(long, value_enum)]
+    suite: Suite,
+    /// small (seconds, CI) or full (the issue's sizes).
+    #[arg(long, value_enum, default_value = "small")]
+    scale: hostile_notes::Scale,
+    /// The quire binary (default: $CARGO_TARGET_DIR/release/quire, then
+    /// target/release/quire).
+    #[arg(long, value_name = "PATH")]
+    quire: Option<PathBuf>,
+    /// The vault the bombs are added to (a copy).
+    #[arg(long, value_name = "DIR", default_value = "examples/vault")]
+    vault: PathBuf,
+    /// Put scratch files here and keep them (default: a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    scratch: Option<PathBuf>,
+    /// Also write the figures as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Which quire to run.
@@ -156,6 +193,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Run(a) => run(a).await,
             Command::Soak(a) => soak(a).await,
+            Command::Hostile(a) => hostile(a).await,
         }
     });
     match result {
@@ -285,6 +323,25 @@ async fn soak(a: &SoakArgs) -> anyhow::Result<Vec<String>> {
     report::print(&out);
     report::write_json(&out, c.json.as_deref())?;
     Ok(out.failures)
+}
+
+async fn hostile(a: &HostileArgs) -> anyhow::Result<Vec<String>> {
+    let exe = quire::find_binary(a.quire.as_deref())?;
+    let (dir, _tmp) = scratch(a.scratch.as_ref())?;
+    let report = match a.suite {
+        Suite::Notes => {
+            let plan = hostile_notes::Plan {
+                quire: exe,
+                vault: a.vault.clone(),
+                scale: a.scale,
+            };
+            hostile_notes::run(&plan, &dir).await?
+        }
+    };
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    Ok(report.failures)
 }
 
 #[cfg(test)]
