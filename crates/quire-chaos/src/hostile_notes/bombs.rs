@@ -110,10 +110,10 @@ pub(crate) fn write(vault: &Path, scale: Scale) -> std::io::Result<Vec<Bomb>> {
         front("Tags") + &tags,
         Some("tags_per_note_max"),
     )?;
-    // Medium: a page too large to store (50 MB at full scale, 9 MB small: past the
-    // default 8 MiB page budget either way).
+    // Medium: a page too large to store (50 MB at full scale, 2 MB small: past the
+    // default 1 MiB page budget either way).
     let line = "A long note of plain prose, line after line, too large for any page. \n";
-    let big = front("Big") + &line.repeat(pick(scale, 9 << 20, 50 << 20) / line.len());
+    let big = front("Big") + &line.repeat(pick(scale, 2 << 20, 50 << 20) / line.len());
     put("big page (Medium)", "big", big, Some("page_bytes_max"))?;
     write_clique(&dir, pick(scale, 150, 1_000))?;
     bombs.push(Bomb {

@@ -43,9 +43,11 @@ pub struct Limits {
 /// The defaults: generous for any note written by hand, small next to the bombs
 /// they stop (a 7 KB `\def` formula wrote 4.4 MB; a 1.8 MB note 1.1 GB).
 const DEFAULT: Limits = Limits {
-    formula_bytes_max: 256 << 10,
-    math_bytes_max: 4 << 20,
-    page_bytes_max: 8 << 20,
+    formula_bytes_max: 128 << 10,
+    math_bytes_max: 512 << 10,
+    // Under the largest object `quire serve`'s default 256 MiB cache stores (its
+    // region, 2 MiB, less 64 KiB), with room for the template around the body.
+    page_bytes_max: 1 << 20,
     tags_per_note_max: 256,
     graph_edges_max: 10_000,
 };
