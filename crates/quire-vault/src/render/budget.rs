@@ -291,7 +291,7 @@ impl fmt::Write for Capped<'_> {
         }
         self.writes = self.writes.wrapping_add(1);
         // A thread-local read per 1,024 writes: cheap next to the writing.
-        if self.writes % 1024 == 0 && cancelled() {
+        if self.writes.is_multiple_of(1024) && cancelled() {
             return Err(fmt::Error);
         }
         self.out.push_str(s);
