@@ -6,9 +6,10 @@
 //! - `quire-chaos run`: the chaos run ([`proxy_run`], [`serve_run`], [`disk_full`]).
 //!   Fails on any wrong byte, lost invalidation, crash, panic, failed restart, or
 //!   error no fault or restart explains.
-//! - `quire-chaos hostile`: the hostile-client suite ([`hostile`]): every attack class
-//!   that once broke a promise, replayed against the real binary; fails on any that
-//!   breaks one again.
+//! - `quire-chaos hostile`: the hostile suites, every attack class that once broke a
+//!   promise replayed against the real binary: hostile clients of `quire proxy`
+//!   ([`hostile`], `--suite proxy`) and hostile notes in a served vault
+//!   ([`hostile_notes`], `--suite notes`: bombs past a time, memory or log bound).
 //! - `quire-chaos soak`: the same load without chaos for a long time; fails on any
 //!   error; reports quire's memory over the run.
 //!
@@ -22,6 +23,7 @@ mod client;
 mod content;
 mod disk_full;
 mod hostile;
+mod hostile_notes;
 mod kills;
 mod ledger;
 mod load;
@@ -57,13 +59,27 @@ enum Command {
     /// A steady mix of hits, misses, purges and edits with no chaos; exits non-zero
     /// on any error; reports quire's memory (VmRSS, RssAnon) after a warm-up.
     Soak(SoakArgs),
-    /// The hostile-client suite: framing, slow readers, forged client identity,
-    /// hoarding, slow origins. Exits non-zero if any attack breaks a promise.
+    /// The hostile suites: every attack class that once broke a promise, replayed
+    /// against the real binary (`--suite proxy`: framing, slow readers, forged client
+    /// identity, hoarding, slow origins; `--suite notes`: the note bombs). Exits
+    /// non-zero if any attack breaks a promise.
     Hostile(HostileArgs),
+}
+
+/// The hostile suites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Suite {
+    /// Hostile clients against `quire proxy` (`hostile`).
+    Proxy,
+    /// Hostile notes in a served vault (`hostile_notes`).
+    Notes,
 }
 
 #[derive(Debug, Clone, Args)]
 struct HostileArgs {
+    /// Which suite (default: both).
+    #[arg(long, value_enum)]
+    suite: Option<Suite>,
     /// The quire binary (default: $CARGO_TARGET_DIR/release/quire, then
     /// target/release/quire).
     #[arg(long, value_name = "PATH")]
@@ -71,9 +87,12 @@ struct HostileArgs {
     /// small (CI, seconds per case) or full (the sizes the attacks were found at).
     #[arg(long, value_enum, default_value = "small")]
     scale: hostile::Scale,
-    /// Run only this case.
+    /// Run only this case of the proxy suite.
     #[arg(long, value_name = "NAME")]
     case: Option<String>,
+    /// The vault the note bombs are added to (a copy).
+    #[arg(long, value_name = "DIR", default_value = "examples/vault")]
+    vault: PathBuf,
     /// Also write the outcomes as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -318,14 +337,35 @@ async fn soak(a: &SoakArgs) -> anyhow::Result<Vec<String>> {
 async fn hostile(a: &HostileArgs) -> anyhow::Result<Vec<String>> {
     let exe = quire::find_binary(a.quire.as_deref())?;
     let (dir, _tmp) = scratch(a.scratch.as_ref())?;
-    let outcomes = hostile::run_proxy(&exe, &dir, a.scale, a.case.as_deref()).await?;
-    if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&outcomes)?)?;
+    let mut failures = Vec::new();
+    let mut json = serde_json::Map::new();
+    if a.suite != Some(Suite::Notes) {
+        let pdir = dir.join("proxy");
+        std::fs::create_dir_all(&pdir)?;
+        let outcomes = hostile::run_proxy(&exe, &pdir, a.scale, a.case.as_deref()).await?;
+        failures.extend(
+            outcomes
+                .iter()
+                .flat_map(|o| o.failures.iter().map(move |f| format!("{}: {f}", o.name))),
+        );
+        json.insert("proxy".into(), serde_json::to_value(&outcomes)?);
     }
-    Ok(outcomes
-        .iter()
-        .flat_map(|o| o.failures.iter().map(move |f| format!("{}: {f}", o.name)))
-        .collect())
+    if a.suite != Some(Suite::Proxy) {
+        let ndir = dir.join("notes");
+        std::fs::create_dir_all(&ndir)?;
+        let plan = hostile_notes::Plan {
+            quire: exe,
+            vault: a.vault.clone(),
+            scale: a.scale,
+        };
+        let report = hostile_notes::run(&plan, &ndir).await?;
+        failures.extend(report.failures.iter().map(|f| format!("notes: {f}")));
+        json.insert("notes".into(), serde_json::to_value(&report)?);
+    }
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&json)?)?;
+    }
+    Ok(failures)
 }
 
 #[cfg(test)]

@@ -288,7 +288,7 @@ fn versions_on(page: Page, text: &str, notes: usize) -> Result<Vec<(usize, u32)>
 }
 
 /// Copies a vault's files, but not its databases or session secret.
-fn copy_vault(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn copy_vault(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;
@@ -323,7 +323,7 @@ fn prepare_vault(plan: &Plan, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)>
 }
 
 /// quire's arguments for serve mode: `vault` on `addr`, a 64 MiB volume in `dir`.
-fn serve_args(vault: PathBuf, addr: std::net::SocketAddr, dir: &Path) -> Vec<OsString> {
+pub(crate) fn serve_args(vault: PathBuf, addr: std::net::SocketAddr, dir: &Path) -> Vec<OsString> {
     vec![
         "serve".into(),
         vault.into(),

@@ -43,9 +43,11 @@ pub struct Limits {
 /// The defaults: generous for any note written by hand, small next to the bombs
 /// they stop (a 7 KB `\def` formula wrote 4.4 MB; a 1.8 MB note 1.1 GB).
 const DEFAULT: Limits = Limits {
-    formula_bytes_max: 256 << 10,
-    math_bytes_max: 4 << 20,
-    page_bytes_max: 8 << 20,
+    formula_bytes_max: 128 << 10,
+    math_bytes_max: 512 << 10,
+    // Under the largest object `quire serve`'s default 256 MiB cache stores (its
+    // region, 2 MiB, less 64 KiB), with room for the template around the body.
+    page_bytes_max: 1 << 20,
     tags_per_note_max: 256,
     graph_edges_max: 10_000,
 };
@@ -243,6 +245,20 @@ pub(crate) fn spend_math(bytes: usize) -> Result<(), Bound> {
     })
 }
 
+/// Charges the page `bytes` of MathML for work that wrote nothing (a formula
+/// stopped at its bound costs the page a full formula), so a page of bombs stops
+/// parsing after `math_bytes_max / formula_bytes_max` of them.
+pub(crate) fn charge_math(bytes: usize) {
+    METER.with(|m| {
+        let mut m = m.borrow_mut();
+        let Some(m) = m.as_mut() else { return };
+        m.math_bytes = m.math_bytes.saturating_add(bytes);
+        if m.math_bytes > m.limits.math_bytes_max && !m.reached.contains(&Bound::MathBytes) {
+            m.reached.push(Bound::MathBytes);
+        }
+    });
+}
+
 /// Whether the page has no MathML left to spend (later formulas skip their parse).
 pub(crate) fn math_spent() -> bool {
     METER.with(|m| {
@@ -275,7 +291,7 @@ impl fmt::Write for Capped<'_> {
         }
         self.writes = self.writes.wrapping_add(1);
         // A thread-local read per 1,024 writes: cheap next to the writing.
-        if self.writes % 1024 == 0 && cancelled() {
+        if self.writes.is_multiple_of(1024) && cancelled() {
             return Err(fmt::Error);
         }
         self.out.push_str(s);
@@ -383,6 +399,30 @@ mod tests {
             "an ordinary formula still renders"
         );
         assert_eq!(spent.reached, [Bound::FormulaBytes]);
+    }
+
+    #[test]
+    fn a_page_of_def_bombs_stops_parsing_after_its_math_budget() {
+        // Issue 29.2: a 1.8 MB note of such formulas rendered a 1.1 GB page. Each
+        // bomb stopped at its bound costs the page a formula's budget: at most
+        // math_bytes_max / formula_bytes_max of them are parsed.
+        let md = format!(
+            "${}$
+
+",
+            def_bomb()
+        )
+        .repeat(100);
+        let (_d, v) = vault(&[("Bombs.md", &md)]);
+        let l = Limits::default();
+        let (r, spent) = render_metered(&v, 0, Visibility::Draft, l, None);
+        assert_eq!(spent.reached, [Bound::FormulaBytes, Bound::MathBytes]);
+        let unparsed = r.html.matches("math_bytes_max").count();
+        assert!(
+            unparsed >= 100 - l.math_bytes_max / l.formula_bytes_max - 1,
+            "{unparsed} not parsed"
+        );
+        assert_eq!(r.html.matches("math-error").count(), 100);
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //!   `# a` headings cost 114 s when every candidate was compared with every id).
 //!   Each candidate `base-n` belongs to one base, so every id is skipped at most once.
 //! - Ids are slugs, lower-case, so `[[Note#Some Heading]]` and
-//! `[[Note#some heading]]` reach the same heading, as Obsidian resolves heading links
-//! case-insensitively (help.obsidian.md, "Internal links" › "Link to a heading in a
-//! note"), without the linking page depending on the target's headings.
+//!   `[[Note#some heading]]` reach the same heading, as Obsidian resolves heading
+//!   links case-insensitively (help.obsidian.md, "Internal links" › "Link to a heading
+//!   in a note"), without the linking page depending on the target's headings.
 
 use std::collections::{HashMap, HashSet};
 

@@ -17,7 +17,9 @@
 //!   `formula_bytes_max / 16` events, its MathML may not pass `formula_bytes_max`, and
 //!   the page's formulas together not `math_bytes_max`; past either the formula shows
 //!   as source like one that does not parse, and once the page's MathML is spent the
-//!   formulas after it are not even parsed. The bound reached is in the tooltip.
+//!   formulas after it are not even parsed. A formula stopped at its bound costs the
+//!   page a full formula's budget, so a page of bombs parses at most
+//!   `math_bytes_max / formula_bytes_max` of them. The bound is in the tooltip.
 
 use pulldown_cmark::{CowStr, Event};
 use pulldown_latex::config::DisplayMode;
@@ -124,7 +126,12 @@ fn formula(src: &str, display: bool) -> String {
     } else {
         mathml(src, display).and_then(|m| match budget::spend_math(m.len()) {
             Ok(()) => Ok(m),
-            Err(b) => Err(past(b)),
+            Err(b) => {
+                if b == Bound::FormulaBytes {
+                    budget::charge_math(budget::current().formula_bytes_max);
+                }
+                Err(past(b))
+            }
         })
     };
     match rendered {
@@ -151,6 +158,8 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
     for e in Parser::new(src, &storage) {
         if events.len() >= events_max {
             budget::reach(Bound::FormulaBytes);
+            // The work was done: the page pays for it as for a formula written.
+            budget::charge_math(budget::current().formula_bytes_max);
             return Err(past(Bound::FormulaBytes));
         }
         events.push(e);
