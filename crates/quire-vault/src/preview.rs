@@ -39,6 +39,9 @@ pub fn preview(vault: &Vault, i: usize) -> Preview {
     let n = &vault.notes()[i];
     let description = match &n.front.description {
         Some(d) => trim_words(&collapse(d), DESCRIPTION_CHARS_MAX),
+        // A note past the page budget is not rendered, nor parsed for its preview
+        // (its first pass reads the whole body: 50 MB on every request).
+        None if n.body.len() > crate::render::budget::limits().page_bytes_max => String::new(),
         None => trim_words(&first_paragraph(&n.body, &n.links), DESCRIPTION_CHARS_MAX),
     };
     let image = match front_image(n) {

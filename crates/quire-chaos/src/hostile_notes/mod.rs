@@ -164,11 +164,10 @@ pub(crate) async fn run(plan: &Plan, dir: &Path) -> anyhow::Result<Report> {
     report.peak_mib = peak_kib(pid).unwrap_or(0) / 1024;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     for (b, r) in bombs.iter().zip(&mut report.bombs) {
-        r.log_line = b.bound.and_then(|bound| {
-            text.lines()
-                .find(|l| l.contains(&b.path) && l.contains(bound))
-                .map(str::to_owned)
-        });
+        r.log_line = text
+            .lines()
+            .find(|l| l.contains(&b.path) && b.bounds.iter().any(|bound| l.contains(bound)))
+            .map(str::to_owned);
     }
     report.panics = q.panics();
     let _ = q.stop(Duration::from_secs(20)).await;
@@ -318,10 +317,10 @@ fn judge(r: &mut Report, bombs: &[bombs::Bomb]) {
                 )),
             }
         }
-        if let (Some(bound), None) = (b.bound, &br.log_line) {
+        if !b.bounds.is_empty() && br.log_line.is_none() {
             f.push(format!(
-                "{}: no log line names {} and {bound}",
-                b.name, b.path
+                "{}: no log line names {} and one of {:?}",
+                b.name, b.path, b.bounds
             ));
         }
     }
