@@ -101,8 +101,10 @@ async fn open_tunnels(
 pub(crate) async fn tunnel_hoarding(env: &Env) -> anyhow::Result<Outcome> {
     let mut out = Outcome::new("tunnel_hoarding");
     let origin = RawOrigin::start(Arc::new(|_: &str| Action::Upgrade)).await?;
-    let slots = env.scale.pick(24, 1024);
-    let toml = format!("[limits]\nupgrades = {slots}\n");
+    // Small: 24 slots, 6 a client (three hoarders hold 18). Full: the defaults (1,024
+    // slots, 64 a client).
+    let (slots, per_client) = env.scale.pick((24, 6), (1024, 64));
+    let toml = format!("[limits]\nupgrades = {slots}\nupgrades_per_client = {per_client}\n");
     let proxy = env.proxy("tunnels", &origin.url(), &toml).await?;
     let mut held = Vec::new();
     for h in 0..3u8 {

@@ -105,6 +105,17 @@ impl Env {
         origin: &str,
         toml: &str,
     ) -> anyhow::Result<Proxy> {
+        self.proxy_sized(case, origin, toml, "64 MiB").await
+    }
+
+    /// [`Env::proxy`] with a cache of `size` (a larger volume stores larger objects).
+    pub(crate) async fn proxy_sized(
+        &self,
+        case: &str,
+        origin: &str,
+        toml: &str,
+        size: &str,
+    ) -> anyhow::Result<Proxy> {
         let addr = quire::free_addr()?;
         let config = self.dir.join(format!("{case}.toml"));
         let volume = self.dir.join(format!("{case}.vol"));
@@ -114,7 +125,7 @@ impl Env {
             format!("origin = \"{origin}\"\n")
         };
         let text = format!(
-            "listen = \"{addr}\"\n{origin_line}{toml}\n\n[cache]\npath = \"{}\"\nsize = \"64 MiB\"\n",
+            "listen = \"{addr}\"\n{origin_line}{toml}\n\n[cache]\npath = \"{}\"\nsize = \"{size}\"\n",
             volume.display()
         );
         std::fs::write(&config, text)?;

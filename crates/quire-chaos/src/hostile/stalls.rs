@@ -24,8 +24,17 @@ const SEND_STALL: Duration = Duration::from_secs(2);
 /// volume's object limit).
 const BIG: usize = 256 * 1024;
 
+/// Body size of the hit a never-reading HTTP/1 client asks for: more than the socket
+/// buffers of both sides hold (Linux sends at most 4 MiB ahead by default), so
+/// quire's write really stalls; stored in a 1 GiB volume (8 MiB regions).
+const HUGE: usize = 7 << 20;
+
 async fn big_origin() -> anyhow::Result<RawOrigin> {
-    RawOrigin::start(Arc::new(|_: &str| Action::Page { size: BIG })).await
+    sized_origin(BIG).await
+}
+
+async fn sized_origin(size: usize) -> anyhow::Result<RawOrigin> {
+    RawOrigin::start(Arc::new(move |_: &str| Action::Page { size })).await
 }
 
 /// Makes `paths` hits (the second miss stores, the third is a hit).
@@ -133,9 +142,11 @@ pub(crate) async fn h2_zero_window(env: &Env) -> anyhow::Result<Outcome> {
 /// the send deadline, while another address is answered.
 pub(crate) async fn h1_reader_that_never_reads(env: &Env) -> anyhow::Result<Outcome> {
     let mut out = Outcome::new("h1_reader_that_never_reads");
-    let origin = big_origin().await?;
+    let origin = sized_origin(HUGE).await?;
     let toml = format!("[limits]\nsend_stall = \"{}s\"\n", SEND_STALL.as_secs());
-    let proxy = env.proxy("h1_never_reads", &origin.url(), &toml).await?;
+    let proxy = env
+        .proxy_sized("h1_never_reads", &origin.url(), &toml, "1 GiB")
+        .await?;
     let paths: Vec<String> = (0..4).map(|i| format!("/big-{i}")).collect();
     prime(proxy.addr, &paths).await?;
     let count = env.scale.pick(20, 200);
@@ -169,13 +180,13 @@ pub(crate) async fn h1_reader_that_never_reads(env: &Env) -> anyhow::Result<Outc
                     break;
                 }
                 got += n;
-                if got > BIG {
+                if got > HUGE {
                     break;
                 }
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(2), read_all).await;
-        whole += usize::from(got > BIG);
+        whole += usize::from(got > HUGE);
     }
     out.figure("readers", count as f64);
     out.figure("still_served_after_deadline", whole as f64);
