@@ -165,10 +165,14 @@ impl Client {
             });
         }
         let (i, ip) = walk(&entries, trusted)?;
-        Ok(Client {
-            ip,
-            forwarded_for: joined(&entries[..=i]),
-        })
+        // The client's own entry is written as the address quire read from it (an
+        // entry may carry a port, `192.0.2.1:5000`), so the chain always ends with `ip`.
+        let mut forwarded_for = joined(&entries[..i]);
+        if !forwarded_for.is_empty() {
+            forwarded_for.push_str(", ");
+        }
+        forwarded_for.push_str(&ip.to_string());
+        Ok(Client { ip, forwarded_for })
     }
 
     /// The client of a connection whose requests carry no forwarding header (tests,
@@ -419,6 +423,10 @@ mod tests {
         // Ports, as some balancers write them.
         let c = resolve("127.0.0.1", &["[2001:db8::1]:80, 10.0.0.1:5000"], &t).unwrap();
         assert_eq!(c.ip, ip("2001:db8::1"));
+        // The chain forwarded ends with the client as quire read it, port dropped.
+        assert_eq!(c.forwarded_for, "2001:db8::1");
+        let c = resolve("127.0.0.1", &["1.2.3.4, 192.0.2.7:5000"], &t).unwrap();
+        assert_eq!(c.forwarded_for, "1.2.3.4, 192.0.2.7");
         // Empty list elements are skipped (RFC 9110 §5.6.1).
         let c = resolve("127.0.0.1", &[" , 1.2.3.4 ,, "], &t).unwrap();
         assert_eq!(c.ip, ip("1.2.3.4"));
