@@ -358,4 +358,21 @@ mod tests {
         c.peers.insert("a".into(), "ftp://x".into());
         assert!(c.validate().is_err());
     }
+
+    #[test]
+    fn an_answer_from_a_joined_fill_is_never_stamped_with_a_position() {
+        let with = |status: Option<&str>| {
+            let mut r = http::Response::new(crate::body::Body::Empty);
+            if let Some(v) = status {
+                r.headers_mut()
+                    .insert("cache-status", http::HeaderValue::from_str(v).unwrap());
+            }
+            joined_an_earlier_fill(&r)
+        };
+        assert!(with(Some("quire; fwd=miss; collapsed")));
+        assert!(with(Some("quire; fwd=miss; stored; collapsed")));
+        assert!(!with(Some("quire; fwd=miss; stored")));
+        assert!(!with(Some("quire; hit")));
+        assert!(!with(None));
+    }
 }
