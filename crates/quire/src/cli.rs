@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use quire_bench::http::load::BenchLoadArgs;
 use quire_bench::http::BenchHttpArgs;
 use quire_bench::search::BenchSearchArgs;
@@ -16,6 +16,19 @@ use quire_bench::store::BenchStoreArgs;
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Format of the log on standard error: `text` (colour only on a terminal) or
+    /// `json` (one object a line, for log shippers)
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "QUIRE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// How log events are written (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines; colour codes only when standard error is a terminal.
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `fields`.
+    Json,
 }
 
 /// What to do.

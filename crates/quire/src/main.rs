@@ -33,24 +33,33 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{BenchCommand, Cli, Command};
+use crate::cli::{BenchCommand, Cli, Command, LogFormat};
 
 fn main() -> ExitCode {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    // Colour codes only for a person at a terminal: a file, a pipe or journald
-    // would keep them as `ESC[2m` noise.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    init_log(cli.log_format);
     match dispatch(&cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("quire: {}", error_chain(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Log events to standard error, filtered by `RUST_LOG` (default `warn`).
+fn init_log(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let log = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => log.json().init(),
+        // Colour codes only for a person at a terminal: a file, a pipe or journald
+        // would keep them as `ESC[2m` noise.
+        LogFormat::Text => log
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
     }
 }
 

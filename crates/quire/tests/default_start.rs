@@ -53,3 +53,42 @@ fn the_default_start_warns_about_nothing_and_logs_no_colour_codes() {
         "the default start warned: {lines:#?}"
     );
 }
+
+/// `--log-format json`: every event is one JSON object a line, with its level,
+/// target and message, for a log shipper to read without a pattern.
+#[test]
+fn log_format_json_writes_one_object_per_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
+        &vault,
+    );
+    let mut cmd = Command::new(QUIRE);
+    cmd.args(["--log-format", "json", "serve"])
+        .arg(&vault)
+        .args(["--listen", "127.0.0.1:0", "--no-watch", "--cache"])
+        .arg(dir.path().join("serve.vol"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null());
+    let quire = Process::start(&mut cmd);
+    let line = quire.wait_line("search index rebuilt");
+    let event: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("not one JSON object: {line:?}: {e}"));
+    assert_eq!(event["level"], "INFO", "{line}");
+    assert!(
+        event["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("quire")),
+        "{line}"
+    );
+    assert!(event["fields"]["message"].as_str().is_some(), "{line}");
+    // Every event line is an object: the human lines quire prints itself (`quire:
+    // serving …`) are not events and stay text.
+    for l in quire.lines().iter().filter(|l| !l.starts_with("quire: ")) {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(l).is_ok(),
+            "not JSON: {l:?}"
+        );
+    }
+}
