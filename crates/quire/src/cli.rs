@@ -40,6 +40,9 @@ pub(crate) enum Command {
     Proxy(ProxyArgs),
     /// Purge cached pages through a running quire's admin API.
     Purge(PurgeArgs),
+    /// Fetch every URL of a sitemap or a list through a running quire, at a bounded
+    /// rate, so they are cached before readers ask for them.
+    Warm(WarmArgs),
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -180,6 +183,31 @@ pub(crate) struct PurgeArgs {
     /// A surrogate key from Surrogate-Key / Cache-Tag. Repeatable.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
+}
+
+/// Arguments of `quire warm`.
+#[derive(Debug, Args)]
+pub(crate) struct WarmArgs {
+    /// The quire to warm, http://host:port: every request goes there, with the URL's
+    /// host in `Host`.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// A sitemap (or sitemap index) URL, e.g. http://example.com/sitemap.xml, fetched
+    /// through the server.
+    #[arg(long, value_name = "URL")]
+    pub sitemap: Option<String>,
+    /// A file of absolute URLs, one a line (`-`: standard input).
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<PathBuf>,
+    /// Requests started a second, at most.
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub rate: f64,
+    /// Requests in flight at once, at most (1-256).
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub concurrency: usize,
+    /// URLs warmed at most.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max: usize,
 }
 
 /// What to benchmark.

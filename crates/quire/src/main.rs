@@ -3,6 +3,8 @@
 //! - `quire serve` ([`serve`]): publish a vault as a website, cached;
 //! - `quire proxy` ([`proxy`]): a caching reverse proxy in front of an origin;
 //! - `quire purge` ([`purge`]): purge through a running quire's admin API;
+//! - `quire warm` ([`warm`]): fetch a sitemap's or a list's URLs through a running
+//!   quire, so they are cached before readers ask;
 //! - `quire user` ([`user`]): manage a vault's readers;
 //! - `quire config check` ([`config_cmd`]): validate a configuration file;
 //! - `quire bench store`, `bench search`, `bench serve`, `bench http` and the hidden
@@ -14,7 +16,7 @@
 //! `SIGUSR2`) and [`systemd`] (readiness, reload and stop notifications, watchdog).
 //!
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`), in colour only when
-//! stderr is a terminal.
+//! stderr is a terminal, or as JSON lines with `--log-format json`.
 
 #![forbid(unsafe_code)]
 
@@ -27,6 +29,7 @@ mod serve;
 mod systemd;
 mod upgrade;
 mod user;
+mod warm;
 
 use std::process::ExitCode;
 
@@ -94,6 +97,13 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Warm(args) => warm::run(args).map(|ok| {
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }),
         Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Config(cmd) => config_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
     }

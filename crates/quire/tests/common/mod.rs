@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,9 +58,9 @@ impl Process {
         self.lines.lock().unwrap().clone()
     }
 
-    /// The first stderr line containing `what` (waiting up to 30 s for it).
+    /// The first stderr line containing `what` (waiting up to 90 s for it: a debug build on a loaded machine).
     pub(crate) fn wait_line(&self, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(90);
         while Instant::now() < deadline {
             if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
                 return l.clone();
@@ -87,4 +88,18 @@ pub(crate) fn eventually(mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     false
+}
+
+/// Copies the folder `from` to `to`, recursively (a test's own copy of a vault).
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
 }

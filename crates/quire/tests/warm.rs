@@ -1,0 +1,131 @@
+//! `quire warm` against a real `quire serve`: every page its sitemap names is stored
+//! by one run and a hit for the next, and bad input is an error naming it.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{copy_dir, Process, QUIRE};
+
+/// `quire serve` on a copy of the example vault, with no limit on misses a second
+/// (warming from one address would otherwise be held to a reader's budget).
+fn serve(dir: &Path) -> Process {
+    let vault = dir.join("vault");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
+        &vault,
+    );
+    let config = dir.join("quire.toml");
+    std::fs::write(&config, "[rate_limit]\nmisses_per_sec = 0\n").unwrap();
+    let mut cmd = Command::new(QUIRE);
+    cmd.arg("serve")
+        .arg(&vault)
+        .args(["--listen", "127.0.0.1:0", "--no-watch", "--config"])
+        .arg(&config)
+        .arg("--cache")
+        .arg(dir.join("serve.vol"))
+        .stdin(Stdio::null());
+    Process::start(&mut cmd)
+}
+
+fn warm(args: &[&str]) -> Output {
+    Command::new(QUIRE)
+        .arg("warm")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("quire warm runs")
+}
+
+/// The counts of the summary line: already cached, stored, not stored, failed.
+fn counts(out: &Output) -> [u64; 4] {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("warmed "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no summary in {text:?} / {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let numbers: Vec<u64> = line
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split(", ")
+        .map(|part| part.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    numbers.try_into().unwrap()
+}
+
+#[test]
+fn warming_a_sitemap_stores_every_page_and_a_second_run_finds_them_all_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let quire = serve(dir.path());
+    let server = format!("http://{}", quire.addr);
+    let sitemap = format!("{server}/sitemap.xml");
+    let args = [
+        "--server",
+        &server,
+        "--sitemap",
+        &sitemap,
+        "--rate",
+        "2000",
+        "--concurrency",
+        "8",
+    ];
+
+    let first = warm(&args);
+    assert!(first.status.success(), "{first:?}");
+    let [hit, stored, not_stored, failed] = counts(&first);
+    assert_eq!((not_stored, failed), (0, 0), "{first:?}");
+    assert!(
+        stored > 100,
+        "the example vault's public pages were stored: {first:?}"
+    );
+    assert_eq!(hit, 0, "nothing was cached before: {first:?}");
+
+    let second = warm(&args);
+    assert!(second.status.success(), "{second:?}");
+    assert_eq!(counts(&second), [stored, 0, 0, 0], "{second:?}");
+}
+
+#[test]
+fn a_list_with_a_relative_url_is_refused_naming_it_and_a_missing_page_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let quire = serve(dir.path());
+    let server = format!("http://{}", quire.addr);
+    let list = dir.path().join("urls.txt");
+
+    std::fs::write(&list, format!("# pages\n{server}/\n/not-absolute\n")).unwrap();
+    let bad = warm(&["--server", &server, "--urls", list.to_str().unwrap()]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("\"/not-absolute\" is not an absolute http(s) URL"),
+        "{err}"
+    );
+
+    std::fs::write(
+        &list,
+        format!("{server}/\n{server}/no-such-note-anywhere\n"),
+    )
+    .unwrap();
+    let missing = warm(&[
+        "--server",
+        &server,
+        "--urls",
+        list.to_str().unwrap(),
+        "--rate",
+        "100",
+    ]);
+    assert!(
+        !missing.status.success(),
+        "a 404 fails the run: {missing:?}"
+    );
+    assert_eq!(counts(&missing)[3], 1, "{missing:?}");
+    let out = String::from_utf8_lossy(&missing.stdout);
+    assert!(out.contains("no-such-note-anywhere: HTTP 404"), "{out}");
+}
