@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bases;
 pub mod front;
 pub mod graph;
 mod highlight;

@@ -1,0 +1,40 @@
+//! Obsidian Bases' expression language, evaluated on the server: the filters and
+//! formulas of `.base` files (`status != "done" && file.hasTag("book")`,
+//! `(price / age).toFixed(2)`, `(now() - file.ctime).days`).
+//!
+//! This module is the engine: [`parse`] reads an expression into a tree, [`eval`]
+//! computes it for one note through the [`Row`] trait, within a [`Budget`]. Reading
+//! `.base` files, running their views over a vault per audience, and rendering them
+//! into pages are built on it (not yet: see docs/publishing.md).
+//!
+//! Key decisions:
+//! - **Errors are values.** A formula that does not apply to a note shows its reason
+//!   in that note's cell, a filter that errs excludes the note, and an unsupported
+//!   function is an error value naming it: a base never fails a page.
+//! - **Bounded.** An expression is at most [`EXPR_BYTES_MAX`] bytes and nested at
+//!   most 64 deep; evaluation pays a step per node and per 64 bytes or list item it
+//!   touches, formulas calling formulas stop at 16 deep (a cycle is an error), and no
+//!   formula makes text over 64 KiB. A hostile base costs its budget, not the server.
+//! - **Dates are UTC milliseconds**, converted with the civil-calendar arithmetic in
+//!   `time.rs`; `now()` is one instant per render, so every row of a view agrees.
+//! - **Read by the documented rules**: `&&`/`||` short-circuit, `if` evaluates one
+//!   branch, `==` across types is false except a date against a string naming it and
+//!   a link against its target's name, `<`/`>` between values that do not compare is
+//!   false.
+
+mod eval;
+mod func;
+mod lex;
+mod parse;
+mod time;
+mod value;
+
+pub use eval::{eval, Budget, Env, Row};
+pub use parse::{parse, Expr};
+pub use value::Value;
+
+/// The longest expression read, in bytes.
+pub const EXPR_BYTES_MAX: usize = 4096;
+
+#[cfg(test)]
+mod tests;

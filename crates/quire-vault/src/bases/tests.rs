@@ -1,0 +1,224 @@
+//! The expression engine end to end: parse, then evaluate for a note.
+
+use std::collections::HashMap;
+
+use super::time::parse_date;
+use super::*;
+
+/// A note for tests: properties, a path, tags and links.
+struct Note {
+    props: HashMap<&'static str, Value>,
+    path: &'static str,
+    tags: Vec<&'static str>,
+    links: Vec<&'static str>,
+    mtime: i64,
+}
+
+impl Row for Note {
+    fn property(&self, name: &str) -> Value {
+        self.props.get(name).cloned().unwrap_or(Value::Null)
+    }
+    fn file_field(&self, field: &str) -> Option<Value> {
+        let base = self.path.rsplit('/').next().unwrap_or(self.path);
+        Some(match field {
+            "name" => Value::Str(base.to_owned()),
+            "basename" => Value::Str(base.trim_end_matches(".md").to_owned()),
+            "path" => Value::Str(self.path.to_owned()),
+            "folder" => Value::Str(self.path.rsplit_once('/').map_or("", |(f, _)| f).to_owned()),
+            "ext" => Value::Str("md".to_owned()),
+            "mtime" | "ctime" => Value::Date(self.mtime),
+            "tags" => Value::List(
+                self.tags
+                    .iter()
+                    .map(|t| Value::Str((*t).to_owned()))
+                    .collect(),
+            ),
+            _ => return None,
+        })
+    }
+    fn has_tag(&self, tag: &str) -> bool {
+        self.tags
+            .iter()
+            .any(|t| *t == tag || t.starts_with(&format!("{tag}/")))
+    }
+    fn in_folder(&self, folder: &str) -> bool {
+        self.path.starts_with(&format!("{folder}/"))
+    }
+    fn has_link(&self, target: &str) -> bool {
+        self.links.iter().any(|l| l.eq_ignore_ascii_case(target))
+    }
+    fn has_property(&self, name: &str) -> bool {
+        self.props.contains_key(name)
+    }
+}
+
+fn book() -> Note {
+    Note {
+        props: HashMap::from([
+            ("status", Value::Str("reading".into())),
+            ("price", Value::Num(12.5)),
+            ("age", Value::Num(5.0)),
+            ("due", Value::Str("2025-03-10".into())),
+            (
+                "authors",
+                Value::List(vec![Value::Str("Ann".into()), Value::Str("Bo".into())]),
+            ),
+        ]),
+        path: "Books/Dune.md",
+        tags: vec!["book", "scifi/classic"],
+        links: vec!["Herbert"],
+        mtime: parse_date("2025-03-01 08:00").unwrap(),
+    }
+}
+
+fn run(src: &str) -> Value {
+    run_with(src, &HashMap::new())
+}
+
+fn run_with(src: &str, formulas: &HashMap<String, Result<Expr, String>>) -> Value {
+    let env = Env {
+        formulas,
+        now_ms: parse_date("2025-03-05 12:00").unwrap(),
+    };
+    let expr = parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+    eval(&expr, &book(), &env, &mut Budget::new(10_000))
+}
+
+fn shows(src: &str) -> String {
+    run(src).display()
+}
+
+#[test]
+fn filters_read_properties_and_the_file_as_obsidian_documents() {
+    for (src, want) in [
+        (r#"status == "reading""#, true),
+        (r#"status != "done" && price > 10"#, true),
+        (r#"file.hasTag("book")"#, true),
+        (r##"file.hasTag("#scifi")"##, true),
+        (r#"file.hasTag("sci")"#, false),
+        (r#"file.hasTag("poetry", "book")"#, true),
+        (r#"file.inFolder("Books")"#, true),
+        (r#"file.inFolder("Boo")"#, false),
+        (r#"file.hasLink("[[Herbert]]")"#, true),
+        (
+            r#"file.hasProperty("price") && !file.hasProperty("rating")"#,
+            true,
+        ),
+        (r#"authors.contains("Bo")"#, true),
+        (r#"file.mtime > "2025-02-28""#, true),
+        (r#"date(due) < now() + "1 week""#, true),
+        (r#"file.name == "Dune.md" && file.ext == "md""#, true),
+        ("rating > 3", false),
+        (r#"price > "cheap""#, false),
+        ("missing", false),
+        ("nosuchfunction(1)", false),
+    ] {
+        assert_eq!(run(src).truthy(), want, "{src}");
+    }
+}
+
+#[test]
+fn formulas_compute_text_numbers_dates_and_lists() {
+    for (src, want) in [
+        ("(price / age).toFixed(2)", "2.50"),
+        (
+            r#"if(price, price.toFixed(1) + " dollars")"#,
+            "12.5 dollars",
+        ),
+        (r#"if(rating, "rated")"#, ""),
+        ("price * 2 - 1", "24"),
+        ("(now() - file.mtime).days", "4.166666666666667"),
+        ("(date(due) - today()).days", "5"),
+        (r#"file.mtime.format("D MMM YYYY")"#, "1 Mar 2025"),
+        ("file.mtime.relative()", "4 days ago"),
+        (r#"date("2025-03-05") + "2d""#, "2025-03-07"),
+        (r#"authors.join(" & ")"#, "Ann & Bo"),
+        ("authors.length + file.tags.length", "4"),
+        (r#"status.upper().slice(0, 4)"#, "READ"),
+        (r#""the quick fox".title()"#, "The Quick Fox"),
+        ("max(price, age, 40)", "40"),
+        ("[3, 1, 2].sort().reverse()", "3, 2, 1"),
+        ("list(status)[0]", "reading"),
+        ("authors[-1]", "Bo"),
+        (r#"note["status"]"#, "reading"),
+        (r#"number("4") * 2"#, "8"),
+        ("(2.345).round(2)", "2.35"),
+        (r#"link("[[Herbert|Frank]]")"#, "Herbert"),
+        (r#"file.asLink("read it")"#, "read it"),
+    ] {
+        assert_eq!(run(src).display(), want, "{src}");
+    }
+}
+
+#[test]
+fn unsupported_and_failing_parts_are_error_values_naming_them() {
+    assert_eq!(
+        shows("authors.map(x)"),
+        "error: `list.map()` is not supported"
+    );
+    assert_eq!(shows("html(\"<b>\")"), "error: `html()` is not supported");
+    assert_eq!(
+        shows("file.nosuch"),
+        "error: `file.nosuch` is not supported"
+    );
+    assert_eq!(shows("status - 1"), "error: cannot - a string and a number");
+    assert_eq!(shows("formula.nope"), "error: no formula `nope`");
+    assert_eq!(
+        shows(r#"date("someday")"#),
+        "error: \"someday\" is not a date"
+    );
+    assert!(shows(r#""ab".repeat(100000)"#).starts_with("error: repeat makes at most"));
+    // A method on a property the note lacks.
+    assert_eq!(
+        shows("rating.round()"),
+        "error: `null.round()` is not supported"
+    );
+}
+
+#[test]
+fn formulas_refer_to_each_other_and_a_cycle_is_an_error_not_a_hang() {
+    let formulas: HashMap<String, Result<Expr, String>> = [
+        ("ppu", parse("price / age")),
+        ("label", parse(r#"formula.ppu.toFixed(1) + " each""#)),
+        ("loop_a", parse("formula.loop_b + 1")),
+        ("loop_b", parse("formula.loop_a + 1")),
+        ("broken", parse("price +")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(run_with("formula.label", &formulas).display(), "2.5 each");
+    assert_eq!(
+        run_with("formula.loop_a", &formulas).display(),
+        "error: formula `loop_a` refers to itself"
+    );
+    assert!(run_with("formula.broken", &formulas)
+        .display()
+        .starts_with("error: formula `broken`:"));
+}
+
+#[test]
+fn a_hostile_expression_spends_its_budget_and_stops() {
+    // 2^16 evaluations through doubling formulas: the budget stops it.
+    let mut formulas: HashMap<String, Result<Expr, String>> = HashMap::new();
+    formulas.insert("f0".into(), parse("price"));
+    for i in 1..16 {
+        formulas.insert(
+            format!("f{i}"),
+            parse(&format!("formula.f{0} + formula.f{0}", i - 1)),
+        );
+    }
+    let env = Env {
+        formulas: &formulas,
+        now_ms: 0,
+    };
+    let mut budget = Budget::new(5_000);
+    let v = eval(&parse("formula.f15").unwrap(), &book(), &env, &mut budget);
+    assert!(budget.spent, "{v:?}");
+    assert!(matches!(v, Value::Error(_)), "{v:?}");
+    // A long list's methods pay by length.
+    let mut budget = Budget::new(300);
+    let long = format!("[{}].sort().join(\",\")", vec!["1"; 200].join(","));
+    eval(&parse(&long).unwrap(), &book(), &env, &mut budget);
+    assert!(budget.spent);
+}
