@@ -90,12 +90,18 @@ pub(crate) fn split(text: &str) -> (Option<&str>, &str) {
     (None, t)
 }
 
-/// Parses a front matter block, within the bounds of `front/bounded.rs`.
-pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
-    let doc = bounded::load_first(yaml).map_err(|e| match e {
+/// The first YAML document of `yaml`, loaded within the bounds of `front/bounded.rs`
+/// (front matter, and the other YAML a vault holds: `.base` files).
+pub(crate) fn load_bounded(yaml: &str) -> Result<Option<Yaml>, FrontError> {
+    bounded::load_first(yaml).map_err(|e| match e {
         bounded::LoadError::Yaml(e) => FrontError::Yaml(e),
         bounded::LoadError::Limit(l) => FrontError::Limit(l),
-    })?;
+    })
+}
+
+/// Parses a front matter block, within the bounds of `front/bounded.rs`.
+pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
+    let doc = load_bounded(yaml)?;
     let mut fm = FrontMatter::default();
     let Some(doc) = doc else {
         return Ok(fm);

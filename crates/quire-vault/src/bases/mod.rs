@@ -2,10 +2,12 @@
 //! formulas of `.base` files (`status != "done" && file.hasTag("book")`,
 //! `(price / age).toFixed(2)`, `(now() - file.ctime).days`).
 //!
-//! This module is the engine: [`parse`] reads an expression into a tree, [`eval`]
-//! computes it for one note through the [`Row`] trait, within a [`Budget`]. Reading
-//! `.base` files, running their views over a vault per audience, and rendering them
-//! into pages are built on it (not yet: see docs/publishing.md).
+//! This module is the engine: [`read`] takes a `.base` file's YAML into a [`Base`]
+//! (filters, formulas, views), [`parse`] reads an expression into a tree, [`eval`]
+//! computes it for one note through the [`Row`] trait, within a [`Budget`], and
+//! [`run`] runs a view over the notes an audience may read (filters, sort, groups,
+//! limit, cells). Drawing views into pages and tracking what each page read are
+//! built on it (not yet: see docs/publishing.md).
 //!
 //! Key decisions:
 //! - **Errors are values.** A formula that does not apply to a note shows its reason
@@ -22,15 +24,19 @@
 //!   a link against its target's name, `<`/`>` between values that do not compare is
 //!   false.
 
+mod definition;
 mod eval;
 mod func;
 mod lex;
 mod parse;
+mod run;
 mod time;
 mod value;
 
+pub use definition::{read, Base, Filter, View, ViewKind};
 pub use eval::{eval, Budget, Env, Row};
 pub use parse::{parse, Expr};
+pub use run::{run, Column, Group, Outcome, Shown};
 pub use value::Value;
 
 /// The longest expression read, in bytes.

@@ -71,11 +71,11 @@ fn book() -> Note {
     }
 }
 
-fn run(src: &str) -> Value {
-    run_with(src, &HashMap::new())
+fn calc(src: &str) -> Value {
+    calc_with(src, &HashMap::new())
 }
 
-fn run_with(src: &str, formulas: &HashMap<String, Result<Expr, String>>) -> Value {
+fn calc_with(src: &str, formulas: &HashMap<String, Result<Expr, String>>) -> Value {
     let env = Env {
         formulas,
         now_ms: parse_date("2025-03-05 12:00").unwrap(),
@@ -85,7 +85,7 @@ fn run_with(src: &str, formulas: &HashMap<String, Result<Expr, String>>) -> Valu
 }
 
 fn shows(src: &str) -> String {
-    run(src).display()
+    calc(src).display()
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn filters_read_properties_and_the_file_as_obsidian_documents() {
         ("missing", false),
         ("nosuchfunction(1)", false),
     ] {
-        assert_eq!(run(src).truthy(), want, "{src}");
+        assert_eq!(calc(src).truthy(), want, "{src}");
     }
 }
 
@@ -146,7 +146,7 @@ fn formulas_compute_text_numbers_dates_and_lists() {
         (r#"link("[[Herbert|Frank]]")"#, "Herbert"),
         (r#"file.asLink("read it")"#, "read it"),
     ] {
-        assert_eq!(run(src).display(), want, "{src}");
+        assert_eq!(calc(src).display(), want, "{src}");
     }
 }
 
@@ -187,12 +187,12 @@ fn formulas_refer_to_each_other_and_a_cycle_is_an_error_not_a_hang() {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    assert_eq!(run_with("formula.label", &formulas).display(), "2.5 each");
+    assert_eq!(calc_with("formula.label", &formulas).display(), "2.5 each");
     assert_eq!(
-        run_with("formula.loop_a", &formulas).display(),
+        calc_with("formula.loop_a", &formulas).display(),
         "error: formula `loop_a` refers to itself"
     );
-    assert!(run_with("formula.broken", &formulas)
+    assert!(calc_with("formula.broken", &formulas)
         .display()
         .starts_with("error: formula `broken`:"));
 }
@@ -221,4 +221,121 @@ fn a_hostile_expression_spends_its_budget_and_stops() {
     let long = format!("[{}].sort().join(\",\")", vec!["1"; 200].join(","));
     eval(&parse(&long).unwrap(), &book(), &env, &mut budget);
     assert!(budget.spent);
+}
+
+fn note(path: &'static str, status: &str, price: f64, tags: Vec<&'static str>) -> Note {
+    Note {
+        props: HashMap::from([
+            ("status", Value::Str(status.into())),
+            ("price", Value::Num(price)),
+        ]),
+        path,
+        tags,
+        links: vec![],
+        mtime: 0,
+    }
+}
+
+/// A base of books not done, by price descending, grouped by status, three at most.
+fn open_books_base() -> Base {
+    read(
+        r#"
+filters: 'file.hasTag("book")'
+formulas:
+  double: "price * 2"
+properties:
+  formula.double:
+    displayName: Twice
+views:
+  - type: table
+    name: Open
+    filters:
+      not:
+        - 'status == "done"'
+    order: [file.basename, status, formula.double]
+    sort:
+      - property: price
+        direction: DESC
+    groupBy:
+      property: status
+    limit: 3
+"#,
+    )
+    .unwrap()
+}
+
+/// Five books and a film.
+fn shelf() -> [Note; 6] {
+    [
+        note("a.md", "reading", 10.0, vec!["book"]),
+        note("b.md", "done", 99.0, vec!["book"]),
+        note("c.md", "queued", 30.0, vec!["book"]),
+        note("d.md", "reading", 20.0, vec!["book"]),
+        note("e.md", "reading", 50.0, vec!["film"]),
+        note("f.md", "queued", 5.0, vec!["book"]),
+    ]
+}
+
+#[test]
+fn a_view_filters_sorts_groups_limits_and_computes_its_cells() {
+    let base = open_books_base();
+    let notes = shelf();
+    let rows: Vec<&dyn Row> = notes.iter().map(|n| n as &dyn Row).collect();
+    let env = Env {
+        formulas: &base.formulas,
+        now_ms: 0,
+    };
+    let out = run(
+        &base,
+        &base.views[0],
+        &rows,
+        &env,
+        &mut Budget::new(10_000),
+        1000,
+    );
+    assert_eq!(out.matched, 4, "a, c, d, f: books not done");
+    assert_eq!(out.cut, None);
+    let labels: Vec<&str> = out.columns.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["file.basename", "status", "Twice"]);
+    // By price descending, the first three (c 30, d 20, a 10), grouped by status.
+    let groups: Vec<(String, Vec<String>)> = out
+        .groups
+        .iter()
+        .map(|g| {
+            let key = g.key.as_ref().map(Value::display).unwrap_or_default();
+            (key, g.rows.iter().map(|r| r.cells[0].display()).collect())
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("queued".to_owned(), vec!["c".to_owned()]),
+            ("reading".to_owned(), vec!["d".to_owned(), "a".to_owned()])
+        ]
+    );
+    assert_eq!(out.groups[0].rows[0].cells[2].display(), "60");
+
+    let small = run(
+        &base,
+        &base.views[0],
+        &rows,
+        &env,
+        &mut Budget::new(10_000),
+        2,
+    );
+    assert_eq!(small.cut.as_deref(), Some("showing 2 of 4 notes"));
+    assert_eq!(small.groups.iter().map(|g| g.rows.len()).sum::<usize>(), 2);
+
+    let starved = run(
+        &base,
+        &base.views[0],
+        &rows,
+        &env,
+        &mut Budget::new(10),
+        1000,
+    );
+    assert_eq!(
+        starved.cut.as_deref(),
+        Some("the view's evaluation budget ran out")
+    );
 }
