@@ -7,24 +7,8 @@ use std::collections::HashMap;
 
 use super::func;
 use super::parse::Expr;
+use super::row::Row;
 use super::value::Value;
-
-/// What an expression may ask of the note it is evaluated for.
-pub trait Row {
-    /// A front-matter property by name; `Null` when the note has none.
-    fn property(&self, name: &str) -> Value;
-    /// A file field: `name`, `basename`, `path`, `folder`, `ext`, `ctime`, `mtime`,
-    /// `size`, `tags`, `links`; `None` for a field the vault does not know.
-    fn file_field(&self, field: &str) -> Option<Value>;
-    /// Whether the note has `tag` or a tag nested under it (`a` matches `a/b`).
-    fn has_tag(&self, tag: &str) -> bool;
-    /// Whether the note is in `folder` or a folder under it.
-    fn in_folder(&self, folder: &str) -> bool;
-    /// Whether the note links to the note `target` names.
-    fn has_link(&self, target: &str) -> bool;
-    /// Whether the note's front matter has the property `name`.
-    fn has_property(&self, name: &str) -> bool;
-}
 
 /// Steps an evaluation may take; past them every value is an error and the view
 /// says it was cut.
@@ -69,10 +53,10 @@ pub struct Env<'a> {
 const FORMULA_DEPTH_MAX: usize = 16;
 
 /// One evaluation: a row, the shared environment and the budget.
-pub(crate) struct Eval<'a, 'b> {
-    pub(crate) row: &'a dyn Row,
-    pub(crate) env: &'a Env<'a>,
-    pub(crate) budget: &'b mut Budget,
+struct Eval<'a, 'b> {
+    row: &'a dyn Row,
+    env: &'a Env<'a>,
+    budget: &'b mut Budget,
     formula_depth: usize,
 }
 
@@ -96,7 +80,7 @@ pub fn eval(expr: &Expr, row: &dyn Row, env: &Env<'_>, budget: &mut Budget) -> V
 }
 
 impl Eval<'_, '_> {
-    pub(crate) fn value(&mut self, e: &Expr) -> Value {
+    fn value(&mut self, e: &Expr) -> Value {
         if !self.budget.pay(1) {
             return Value::Error("evaluation budget spent".into());
         }
@@ -201,7 +185,12 @@ impl Eval<'_, '_> {
 
     fn call(&mut self, callee: &Expr, args: &[Expr]) -> Value {
         match callee {
-            Expr::Name(name) => func::global(self, name, args),
+            // `if` evaluates one branch, so its arguments are not evaluated first.
+            Expr::Name(name) if name == "if" => self.if_(args),
+            Expr::Name(name) => {
+                let args: Vec<Value> = args.iter().map(|a| self.value(a)).collect();
+                func::global(name, &args, self.env.now_ms)
+            }
             Expr::Member(target, method) => {
                 if matches!(&**target, Expr::Name(n) if scope(n) == Some(Scope::File)) {
                     let args: Vec<Value> = args.iter().map(|a| self.value(a)).collect();
@@ -209,10 +198,31 @@ impl Eval<'_, '_> {
                 }
                 let recv = self.value(target);
                 let args: Vec<Value> = args.iter().map(|a| self.value(a)).collect();
-                func::method(self, recv, method, &args)
+                // Work that grows with the receiver pays by its size.
+                let size = match &recv {
+                    Value::Str(s) => s.len() as u64 / 64,
+                    Value::List(l) => l.len() as u64,
+                    _ => 0,
+                };
+                if !self.budget.pay(size) {
+                    return Value::Error("evaluation budget spent".into());
+                }
+                func::method(recv, method, &args, self.env.now_ms)
             }
             _ => Value::Error("only functions and methods can be called".into()),
         }
+    }
+
+    fn if_(&mut self, args: &[Expr]) -> Value {
+        let Some(cond) = args.first() else {
+            return Value::Error("`if` needs a condition".into());
+        };
+        let branch = if self.value(cond).truthy() {
+            args.get(1)
+        } else {
+            args.get(2)
+        };
+        branch.map_or(Value::Null, |b| self.value(b))
     }
 }
 

@@ -4,11 +4,10 @@
 //!
 //! The subset is the one `docs/publishing.md` lists; anything else is an error value
 //! naming it ("`x.map()` is not supported"), shown in its cell, never a failed page.
-//! Work that grows with its input (text, lists) pays the budget by size, and text a
-//! formula makes is capped at [`TEXT_BYTES_MAX`].
+//! Text a formula makes is capped at [`TEXT_BYTES_MAX`]; the evaluator pays for work
+//! that grows with its input before it calls in here.
 
-use super::eval::{Eval, Row};
-use super::parse::Expr;
+use super::row::Row;
 use super::time;
 use super::value::Value;
 
@@ -28,24 +27,12 @@ fn text(s: String) -> Value {
     }
 }
 
-/// A global function call (arguments unevaluated: `if` evaluates one branch).
-pub(crate) fn global(ev: &mut Eval<'_, '_>, name: &str, args: &[Expr]) -> Value {
-    if name == "if" {
-        let Some(cond) = args.first() else {
-            return Value::Error("`if` needs a condition".into());
-        };
-        let branch = if ev.value(cond).truthy() {
-            args.get(1)
-        } else {
-            args.get(2)
-        };
-        return branch.map_or(Value::Null, |b| ev.value(b));
-    }
-    let args: Vec<Value> = args.iter().map(|a| ev.value(a)).collect();
+/// A global function call but `if` (which the evaluator runs, one branch only).
+pub(crate) fn global(name: &str, args: &[Value], now_ms: i64) -> Value {
     let first = args.first().cloned().unwrap_or(Value::Null);
     match name {
-        "now" => Value::Date(ev.env.now_ms),
-        "today" => Value::Date(ev.env.now_ms - ev.env.now_ms.rem_euclid(time::DAY_MS)),
+        "now" => Value::Date(now_ms),
+        "today" => Value::Date(now_ms - now_ms.rem_euclid(time::DAY_MS)),
         "date" => to_date(&first),
         "duration" => match &first {
             Value::Str(s) => time::parse_duration(s).map_or_else(
@@ -56,7 +43,7 @@ pub(crate) fn global(ev: &mut Eval<'_, '_>, name: &str, args: &[Expr]) -> Value 
             v => Value::Error(format!("a {} is not a duration", v.type_name())),
         },
         "number" => to_number(&first),
-        "min" | "max" => extreme(name == "max", &args),
+        "min" | "max" => extreme(name == "max", args),
         "list" => match first {
             Value::List(l) => Value::List(l),
             v => Value::List(vec![v]),
@@ -175,16 +162,8 @@ pub(crate) fn file_method(row: &dyn Row, name: &str, args: &[Value]) -> Value {
     }
 }
 
-/// A method call on an evaluated receiver.
-pub(crate) fn method(ev: &mut Eval<'_, '_>, recv: Value, name: &str, args: &[Value]) -> Value {
-    let size = match &recv {
-        Value::Str(s) => s.len() as u64 / 64,
-        Value::List(l) => l.len() as u64,
-        _ => 0,
-    };
-    if !ev.budget.pay(size) {
-        return Value::Error("evaluation budget spent".into());
-    }
+/// A method call on an evaluated receiver (the evaluator has paid for its size).
+pub(crate) fn method(recv: Value, name: &str, args: &[Value], now_ms: i64) -> Value {
     match name {
         "isEmpty" => return Value::Bool(recv.is_empty()),
         "isTruthy" => return Value::Bool(recv.truthy()),
@@ -201,7 +180,7 @@ pub(crate) fn method(ev: &mut Eval<'_, '_>, recv: Value, name: &str, args: &[Val
         Value::Str(s) => string_method(&s, name, args),
         Value::Num(n) => number_method(n, name, args),
         Value::List(l) => list_method(l, name, args),
-        Value::Date(ms) => date_method(ev.env.now_ms, ms, name, args),
+        Value::Date(ms) => date_method(now_ms, ms, name, args),
         Value::Error(_) => recv,
         v => unsupported(&format!("{}.{name}()", v.type_name())),
     }

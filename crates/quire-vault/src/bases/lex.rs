@@ -1,5 +1,5 @@
 //! The tokens of a Bases expression (`status != "done" && file.hasTag("book")`).
-//! Bounded by the caller: an expression longer than [`super::EXPR_BYTES_MAX`] is
+//! Bounded by the caller: an expression longer than [`super::parse::EXPR_BYTES_MAX`] is
 //! refused before it is read.
 
 /// One token.

@@ -29,18 +29,17 @@ mod eval;
 mod func;
 mod lex;
 mod parse;
+mod row;
 mod run;
 mod time;
 mod value;
 
 pub use definition::{read, Base, Filter, View, ViewKind};
-pub use eval::{eval, Budget, Env, Row};
-pub use parse::{parse, Expr};
+pub use eval::{eval, Budget, Env};
+pub use parse::{parse, Expr, EXPR_BYTES_MAX};
+pub use row::Row;
 pub use run::{run, Column, Group, Outcome, Shown};
 pub use value::Value;
-
-/// The longest expression read, in bytes.
-pub const EXPR_BYTES_MAX: usize = 4096;
 
 #[cfg(test)]
 mod tests;

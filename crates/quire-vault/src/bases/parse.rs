@@ -4,7 +4,9 @@
 //! refusal, not the stack.
 
 use super::lex::{tokens, Token};
-use super::EXPR_BYTES_MAX;
+
+/// The longest expression read, in bytes.
+pub const EXPR_BYTES_MAX: usize = 4096;
 
 /// Nesting at most (parentheses, calls, unary operators, member chains).
 const DEPTH_MAX: usize = 64;

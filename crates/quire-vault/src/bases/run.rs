@@ -10,8 +10,9 @@
 use std::cmp::Ordering;
 
 use super::definition::{Base, Filter, View};
-use super::eval::{eval, Budget, Env, Row};
+use super::eval::{eval, Budget, Env};
 use super::parse::{parse, Expr};
+use super::row::Row;
 use super::value::Value;
 
 /// A column of a view.
