@@ -6,8 +6,9 @@
 //! (filters, formulas, views), [`parse`] reads an expression into a tree, [`eval`]
 //! computes it for one note through the [`Row`] trait, within a [`Budget`], and
 //! [`run`] runs a view over the notes an audience may read (filters, sort, groups,
-//! limit, cells). Drawing views into pages and tracking what each page read are
-//! built on it (not yet: see docs/publishing.md).
+//! limit, cells), and [`draw`] draws it as plain HTML. Embedding views in pages,
+//! with the notes of the reader's audience, and folding what a base read into the
+//! page's version come next (see docs/publishing.md).
 //!
 //! Key decisions:
 //! - **Errors are values.** A formula that does not apply to a note shows its reason
@@ -27,6 +28,7 @@
 mod definition;
 mod eval;
 mod func;
+mod html;
 mod lex;
 mod parse;
 mod row;
@@ -36,6 +38,7 @@ mod value;
 
 pub use definition::{read, Base, Filter, View, ViewKind};
 pub use eval::{eval, Budget, Env};
+pub use html::{draw, Links};
 pub use parse::{parse, Expr, EXPR_BYTES_MAX};
 pub use row::Row;
 pub use run::{run, Column, Group, Outcome, Shown};

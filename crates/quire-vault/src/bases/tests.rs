@@ -339,3 +339,112 @@ fn a_view_filters_sorts_groups_limits_and_computes_its_cells() {
         Some("the view's evaluation budget ran out")
     );
 }
+
+/// Links for the drawing tests: rows 0 and 2 readable, `[[Herbert]]` readable,
+/// images only `cover.png`.
+struct TestLinks;
+
+impl Links for TestLinks {
+    fn row_url(&self, index: usize) -> Option<String> {
+        [0, 2].contains(&index).then(|| format!("/note-{index}"))
+    }
+    fn link_url(&self, target: &str) -> Option<String> {
+        (target == "Herbert").then(|| "/herbert".to_owned())
+    }
+    fn image_url(&self, name: &str) -> Option<String> {
+        (name == "cover.png").then(|| "/files/cover.png".to_owned())
+    }
+}
+
+fn drawn(yaml: &str, notes: &[Note], rows_max: usize) -> String {
+    let base = read(yaml).unwrap();
+    let rows: Vec<&dyn Row> = notes.iter().map(|n| n as &dyn Row).collect();
+    let env = Env {
+        formulas: &base.formulas,
+        now_ms: 0,
+    };
+    let out = run(
+        &base,
+        &base.views[0],
+        &rows,
+        &env,
+        &mut Budget::new(100_000),
+        rows_max,
+    );
+    draw(&base.views[0], &out, &TestLinks)
+}
+
+#[test]
+fn a_table_escapes_every_text_and_links_only_what_the_reader_may_open() {
+    let mut notes = shelf();
+    notes[0]
+        .props
+        .insert("status", Value::Str("<script>alert(1)</script>".into()));
+    notes[1]
+        .props
+        .insert("by", Value::Link("Herbert".into(), None));
+    notes[2].props.insert(
+        "by",
+        Value::Link("Secret".into(), Some("hidden name".into())),
+    );
+    let html = drawn(
+        "views:\n  - type: table\n    name: <b>All</b>\n    order: [file.basename, status, by, formula.nope]\n",
+        &notes,
+        1000,
+    );
+    assert!(
+        !html.contains("<script>") && html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;b&gt;All&lt;/b&gt;"), "{html}");
+    assert!(
+        html.contains("<td><a href=\"/note-0\">a</a></td>"),
+        "{html}"
+    );
+    assert!(html.contains("<td>b</td>"), "row 1 is not linked: {html}");
+    assert!(
+        html.contains("<a class=\"wikilink\" href=\"/herbert\">Herbert</a>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"wikilink broken\">hidden name</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("class=\"base-error\" title=\"no formula `nope`\""),
+        "{html}"
+    );
+    assert!(html.contains("6 of 6 notes"), "{html}");
+}
+
+#[test]
+fn cards_show_their_image_and_a_cut_view_says_so() {
+    let mut notes = shelf();
+    notes[0]
+        .props
+        .insert("cover", Value::Str("cover.png".into()));
+    notes[1]
+        .props
+        .insert("cover", Value::Str("https://evil.example/x.png".into()));
+    let html = drawn(
+        "views:\n  - type: cards\n    image: cover\n    order: [file.basename, price]\n",
+        &notes,
+        2,
+    );
+    assert!(html.contains("<img src=\"/files/cover.png\""), "{html}");
+    assert!(!html.contains("evil.example"), "{html}");
+    assert!(html.contains("<dt>price</dt><dd>10</dd>"), "{html}");
+    assert!(
+        html.contains("Not every note is shown: showing 2 of 6 notes."),
+        "{html}"
+    );
+    let map = drawn("views:\n  - type: map\n    name: Places\n", &notes, 10);
+    assert!(
+        html_has_no_rows(&map) && map.contains("“map” are not shown"),
+        "{map}"
+    );
+}
+
+fn html_has_no_rows(html: &str) -> bool {
+    !html.contains("<li") && !html.contains("<tr>")
+}
