@@ -1,6 +1,7 @@
 //! YAML front matter: the `---` block at the top of a note, and the keys quire reads
 //! from it (`title`, `free`, `draft`, `tags`, `date`, `aliases`, and for link
-//! previews `description`, `image` or `cover`, `lang`).
+//! previews `description`, `image` or `cover`, `lang`), and every property by name as
+//! YAML gave it (`front/prop.rs`, for Bases).
 //!
 //! Key decisions:
 //! - **A note whose front matter does not parse is private.** Its content is kept and
@@ -17,10 +18,12 @@
 //!   never the server.
 
 mod bounded;
+mod prop;
 
 use yaml_rust2::Yaml;
 
 pub use bounded::{Limit, BYTES_MAX};
+pub use prop::Prop;
 
 /// What quire reads from a note's front matter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +47,8 @@ pub struct FrontMatter {
     pub image: Option<String>,
     /// `lang`: the note's language, a BCP 47 tag (`en`, `pt-BR`).
     pub lang: Option<String>,
+    /// Every property by name, in order, known keys included (Bases read them).
+    pub properties: Vec<(String, Prop)>,
 }
 
 /// Why front matter was not accepted.
@@ -113,6 +118,7 @@ pub fn parse(yaml: &str) -> Result<FrontMatter, FrontError> {
     };
     for (k, v) in map {
         let Some(key) = k.as_str() else { continue };
+        fm.properties.push((key.to_owned(), prop::from_yaml(&v)));
         match key {
             "title" => fm.title = Some(scalar(v, "title")?).filter(|t| !t.is_empty()),
             "free" => fm.free = boolean(v, "free")?,
