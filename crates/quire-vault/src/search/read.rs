@@ -33,7 +33,21 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::snippet::Matcher;
 use super::store::FTS_TABLES;
 use super::text::snippet_html;
-use super::Hit;
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Hit {
+    /// The note's title.
+    pub title: String,
+    /// Its page.
+    pub url: String,
+    /// Its vault-relative path.
+    pub path: String,
+    /// HTML: the body around the matches, escaped, matches in `<mark>…</mark>`.
+    pub snippet: String,
+    /// Relevance, higher is better (negated bm25).
+    pub score: f64,
+}
 
 /// The statements below name the FTS table `{fts}`; [`Statements`] has them for
 /// each audience's table.

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::error::{sql_err, SearchError};
 use super::text::{self, plain_body};
-use super::{sql_err, SearchError};
 use crate::note::Visibility;
 use crate::vault::Vault;
 
