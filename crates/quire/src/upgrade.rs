@@ -222,7 +222,7 @@ impl Start {
                 std::process::id()
             );
         }
-        let shutdown = crate::proxy::shutdown_signal();
+        let shutdown = crate::signals::shutdown_signal();
         systemd::ready();
         systemd::start_watchdog();
         async move {
