@@ -147,7 +147,7 @@ impl<'v> Page<'v> {
                     text: text.to_owned(),
                     href: href.to_owned(),
                 });
-                marker(&tag, pending.len() - 1)
+                marker(tag, pending.len() - 1)
             },
         );
         let src = Rc::new(Source {
