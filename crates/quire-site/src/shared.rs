@@ -106,3 +106,22 @@ pub enum SessionMode {
         secret: Option<Vec<u8>>,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_not_joined_is_ours_and_a_silent_cluster_is_upstream_and_both_pass() {
+        let not_joined = SharedError::new(SharedErrorKind::NotJoined, "starting");
+        assert_eq!(not_joined.side(), Side::Internal);
+        let timeout = SharedError::new(SharedErrorKind::Timeout, "no answer within 2s");
+        assert_eq!(timeout.side(), Side::Upstream);
+        assert_eq!(timeout.kind(), SharedErrorKind::Timeout);
+        assert!(not_joined.retry() && timeout.retry());
+        assert_eq!(
+            SharedError::new(SharedErrorKind::Unavailable, "bus: connection refused").to_string(),
+            "cluster unavailable: bus: connection refused"
+        );
+    }
+}
