@@ -21,6 +21,8 @@
 //! one order for every node. Pub/sub delivers only to whoever listens at that
 //! moment, which is how purges get lost in the clusters this replaces.
 
+#![forbid(unsafe_code)]
+
 pub mod bus;
 pub mod peer;
 pub mod position;

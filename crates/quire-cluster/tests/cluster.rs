@@ -2,8 +2,8 @@
 //! purges reach every node, `wait=all`, a node that was down replays what it
 //! missed, a trimmed log, Redis down, and peer fill.
 //!
-//! Skipped, saying so, where `redis-server` is not installed (`.ci/run` installs
-//! it).
+//! Ignored, saying so, where `redis-server` is not installed (`build.rs` looks;
+//! `.ci/run` installs it).
 
 mod common;
 
@@ -13,8 +13,12 @@ use common::*;
 use quire_testkit::{page, wait_for, Route};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_purge_on_one_node_is_applied_on_every_node() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     versioned(&t.origin, "/p", 1);
     warm(&t, "/p").await;
     versioned(&t.origin, "/p", 2);
@@ -65,8 +69,12 @@ async fn a_purge_on_one_node_is_applied_on_every_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn wait_all_answers_after_every_node_applied() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     versioned(&t.origin, "/w", 1);
     warm(&t, "/w").await;
     // Heartbeats make the nodes live for `wait=all`.
@@ -94,10 +102,12 @@ async fn wait_all_answers_after_every_node_applied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_node_stopped_purged_past_and_restarted_never_serves_the_purged_object() {
-    let Some(mut t) = three(false).await else {
-        return;
-    };
+    let mut t = three(false).await;
     versioned(&t.origin, "/r", 1);
     warm(&t, "/r").await;
     let stopped = stop_last(&mut t).await;
@@ -112,10 +122,12 @@ async fn a_node_stopped_purged_past_and_restarted_never_serves_the_purged_object
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_log_trimmed_past_a_node_makes_it_revalidate_everything() {
-    let Some(mut t) = three(false).await else {
-        return;
-    };
+    let mut t = three(false).await;
     versioned(&t.origin, "/t", 1);
     warm(&t, "/t").await;
     let stopped = stop_last(&mut t).await;
@@ -140,10 +152,12 @@ async fn a_log_trimmed_past_a_node_makes_it_revalidate_everything() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn with_redis_down_nodes_serve_and_purges_answer_503() {
-    let Some(mut t) = three(false).await else {
-        return;
-    };
+    let mut t = three(false).await;
     versioned(&t.origin, "/d", 1);
     warm(&t, "/d").await;
     let port = t.redis.port;
@@ -183,10 +197,12 @@ async fn with_redis_down_nodes_serve_and_purges_answer_503() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn peer_fill_makes_one_origin_fetch_per_object() {
-    let Some(mut t) = three(true).await else {
-        return;
-    };
+    let mut t = three(true).await;
     let paths: Vec<String> = (0..150).map(|i| format!("/o/{i}")).collect();
     for p in &paths {
         t.origin.route(
@@ -215,10 +231,12 @@ async fn peer_fill_makes_one_origin_fetch_per_object() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn wait_all_gives_up_on_a_live_node_that_never_applies_and_names_it() {
-    let Some(t) = three(false).await else {
-        return;
-    };
+    let t = three(false).await;
     let r = &t.redis;
     assert!(wait_for(|| r.cli(&["HLEN", "quire:invalidations:alive"]) == "3").await);
     // A node that beats but never reads the log (hung on its store, say): its
@@ -297,8 +315,12 @@ fn urls_json(paths: &[String]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
-    let Some(t) = three(true).await else { return };
+    let t = three(true).await;
     let paths: Vec<String> = (0..24).map(|i| format!("/lag/{i}")).collect();
     for p in &paths {
         versioned(&t.origin, p, 1);
@@ -372,8 +394,12 @@ async fn peer_fill_from_a_lagging_owner_never_undoes_a_wait_all_purge() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_node_cut_off_past_the_liveness_window_revalidates_everything_it_serves() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     versioned(&t.origin, "/cut", 1);
     warm(&t, "/cut").await;
     let c = &t.nodes[2];
@@ -399,8 +425,12 @@ async fn a_node_cut_off_past_the_liveness_window_revalidates_everything_it_serve
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_stream_redis_lost_never_hides_later_purges_or_fakes_their_acks() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     versioned(&t.origin, "/lost", 1);
     warm(&t, "/lost").await;
     let r = &t.redis;
@@ -453,8 +483,12 @@ async fn a_stream_redis_lost_never_hides_later_purges_or_fakes_their_acks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_node_whose_clock_is_ten_seconds_off_is_waited_for_and_applies_before_the_ack() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     versioned(&t.origin, "/skew", 1);
     warm(&t, "/skew").await;
     // c's clock is 10 s behind the others' (the server clock only moves forward:
@@ -479,9 +513,13 @@ async fn a_node_whose_clock_is_ten_seconds_off_is_waited_for_and_applies_before_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn an_outside_quire_peer_header_never_turns_peer_fill_off() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let Some(t) = three(true).await else { return };
+    let t = three(true).await;
     let paths: Vec<String> = (0..30).map(|i| format!("/op/{i}")).collect();
     for p in &paths {
         t.origin.route(
@@ -520,8 +558,12 @@ async fn an_outside_quire_peer_header_never_turns_peer_fill_off() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_cluster_purge_answers_the_entries_it_removed() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     for round in 0..20 {
         let p = format!("/count/{round}");
         versioned(&t.origin, &p, 1);
@@ -566,9 +608,13 @@ impl quire_cluster::SignOutTable for Table {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn a_node_cut_off_from_redis_refuses_a_cookie_signed_out_elsewhere() {
     use std::sync::Arc;
-    let Some(redis) = Redis::start() else { return };
+    let redis = Redis::start().expect("redis-server starts");
     let origin = Origin::start().await;
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let tables: Vec<Arc<Table>> = (0..2).map(|_| Arc::new(Table::default())).collect();
@@ -628,8 +674,12 @@ async fn a_node_cut_off_from_redis_refuses_a_cookie_signed_out_elsewhere() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
 async fn cluster_view_totals_survive_redis_restarting_empty() {
-    let Some(t) = three(false).await else { return };
+    let t = three(false).await;
     let bus = &t.nodes[0].cluster.as_ref().unwrap().bus;
     let totals = quire_cluster::ViewTotals::start(bus);
     totals.add([("a.md", 3), ("b.md", 1)]);

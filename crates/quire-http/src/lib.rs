@@ -14,6 +14,7 @@
 //!   (RFC 9110 §14) answered from a stored response.
 //! - [`status`]: the `Cache-Status` response header (RFC 9211).
 //! - [`meta`]: the stored-metadata codec (response head and timing) kept beside each body.
+//! - [`fault`]: whose fault an error is ([`Side`]), for the error types of every crate.
 
 #![forbid(unsafe_code)]
 
@@ -21,8 +22,11 @@ pub mod bypass;
 pub mod cache_control;
 pub mod conditional;
 pub mod encoding;
+pub mod fault;
 pub mod freshness;
 pub mod key;
 pub mod meta;
 pub mod status;
 pub mod syntax;
+
+pub use fault::Side;

@@ -51,7 +51,7 @@ use crate::gate::Gate;
 use crate::model::Viewer;
 use crate::reply::{Policy, Reply, HTML};
 use crate::routes::{local_target, percent_decode};
-use crate::shared::Shared;
+use crate::shared::{Shared, SharedError, SharedErrorKind};
 use crate::snapshot::Snapshot;
 
 /// The session cookie's value in a request, if it has one.
@@ -251,11 +251,16 @@ fn cluster_sign_out(
     sessions: &Sessions,
     users: &Users,
     shared: Option<&dyn Shared>,
-) -> Result<(), String> {
+) -> Result<(), SharedError> {
     let Some(reader) = sessions.verify(cookie_value, users, SystemTime::now()) else {
         return Ok(());
     };
-    let shared = shared.ok_or("this node has not joined the cluster yet")?;
+    let shared = shared.ok_or_else(|| {
+        SharedError::new(
+            SharedErrorKind::NotJoined,
+            "this node has not joined the cluster yet",
+        )
+    })?;
     match shared.sign_out(&reader.name) {
         Ok(generation) => {
             sessions.raise_sign_out(&reader.name, generation);
@@ -263,7 +268,7 @@ fn cluster_sign_out(
             Ok(())
         }
         Err(e) => {
-            tracing::error!(reader = %reader.name, error = %e, "sign-out refused: the cluster could not record it");
+            tracing::error!(reader = %reader.name, error = %e, side = %e.side(), "sign-out refused: the cluster could not record it");
             Err(e)
         }
     }

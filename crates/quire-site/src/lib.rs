@@ -12,13 +12,15 @@
 //! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions.
-//! - [`script`]: the opt-in page script (hover previews) and its CSP hash.
+//! - [`script`]: the opt-in page script (hover previews) and its hash.
+//! - `csp`: the pages' `Content-Security-Policy`, with and without that script.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
 
 #![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod config;
+mod csp;
 pub mod extras;
 pub mod feed;
 pub mod gate;

@@ -55,11 +55,6 @@ pub struct Reply {
 /// HTML pages.
 pub const HTML: &str = "text/html; charset=utf-8";
 
-/// The `Content-Security-Policy` of every page: quire's templates need no script, and
-/// raw HTML in a note cannot run any either. With `hover_previews` on, the one page
-/// script is allowed by its hash instead ([`crate::script::csp`]).
-pub(crate) const CSP: &str = "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 impl Reply {
     /// A reply with no extra fields.
     pub fn new(
@@ -170,9 +165,9 @@ impl Reply {
         h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
         if self.content_type == HTML {
             let csp = if self.scripted {
-                crate::script::csp()
+                crate::csp::scripted()
             } else {
-                CSP
+                crate::csp::PAGE
             };
             h.insert(
                 header::CONTENT_SECURITY_POLICY,

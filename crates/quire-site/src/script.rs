@@ -5,7 +5,7 @@
 //!
 //! Key decision: **the script is allowed by its hash, not by its origin.** When the
 //! option is on, a page's CSP says `script-src 'sha256-…'` with the SHA-256 of
-//! exactly the bytes served (computed once, at start-up), and the `<script>` element
+//! exactly the bytes served (computed once, at start-up; the policy is `crate::csp`), and the `<script>` element
 //! carries the same value as its `integrity`: a browser runs that script and no other,
 //! not even another file on this site. With the option off, pages carry no script
 //! element and the CSP says `script-src 'none'`, as before.
@@ -30,22 +30,9 @@ static INTEGRITY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The CSP of a page that loads the script (see `reply::CSP` for the rest).
-static CSP: LazyLock<String> = LazyLock::new(|| {
-    crate::reply::CSP.replace(
-        "script-src 'none'",
-        &format!("script-src '{}'", integrity()),
-    )
-});
-
 /// The `integrity` value (and CSP source) of the script.
 pub fn integrity() -> &'static str {
     &INTEGRITY
-}
-
-/// The `Content-Security-Policy` of a page that loads the script.
-pub fn csp() -> &'static str {
-    &CSP
 }
 
 /// The script's version, in its URL (`?v=`), which makes it immutable.
@@ -56,20 +43,4 @@ pub fn version() -> u64 {
 /// The script's URL with its version.
 pub fn url() -> String {
     format!("{SCRIPT_PATH}?v={:016x}", version())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_csp_allows_the_script_by_hash_and_nothing_else() {
-        assert!(integrity().starts_with("sha256-") && integrity().len() == 7 + 44);
-        assert!(csp().contains(&format!("script-src '{}';", integrity())));
-        assert!(!csp().contains("script-src 'none'"));
-        assert_eq!(
-            csp().replace(&format!("'{}'", integrity()), "'none'"),
-            crate::reply::CSP
-        );
-    }
 }

@@ -14,14 +14,82 @@
 
 use std::fmt;
 
+use quire_http::Side;
+
 /// The cluster, as the site asks it. Called from the blocking pool (forms and
 /// admin pages), never on a hit.
 pub trait Shared: Send + Sync + fmt::Debug {
     /// Records that `name` signed out, for every node; returns the generation now
     /// in force (`name`'s cookies issued below it are refused).
-    fn sign_out(&self, name: &str) -> Result<u64, String>;
+    fn sign_out(&self, name: &str) -> Result<u64, SharedError>;
     /// The cluster's view counts per note (vault-relative path), most viewed first.
-    fn view_totals(&self) -> Result<Vec<(String, u64)>, String>;
+    fn view_totals(&self) -> Result<Vec<(String, u64)>, SharedError>;
+}
+
+/// What kind of failure kept the cluster from answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedErrorKind {
+    /// This node has not joined the cluster yet (start-up, or its bus is not wired).
+    NotJoined,
+    /// The cluster's store refused or failed the request.
+    Unavailable,
+    /// The cluster gave no answer within the wait.
+    Timeout,
+}
+
+/// Why the cluster could not do what the site asked: its [`kind`](Self::kind), the
+/// detail for the log, and (for the answer to the reader) its [`side`](Self::side)
+/// and whether asking again can help.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cluster {what}: {detail}", what = self.kind.what())]
+pub struct SharedError {
+    kind: SharedErrorKind,
+    detail: String,
+}
+
+impl SharedErrorKind {
+    fn what(self) -> &'static str {
+        match self {
+            SharedErrorKind::NotJoined => "not joined",
+            SharedErrorKind::Unavailable => "unavailable",
+            SharedErrorKind::Timeout => "timed out",
+        }
+    }
+}
+
+impl SharedError {
+    /// An error of `kind`, with `detail` for the log.
+    pub fn new(kind: SharedErrorKind, detail: impl Into<String>) -> Self {
+        SharedError {
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> SharedErrorKind {
+        self.kind
+    }
+
+    /// Whose fault it is: a node that has not joined is this node's state; a store
+    /// that fails or stays silent is the cluster's.
+    pub fn side(&self) -> Side {
+        match self.kind {
+            SharedErrorKind::NotJoined => Side::Internal,
+            SharedErrorKind::Unavailable | SharedErrorKind::Timeout => Side::Upstream,
+        }
+    }
+
+    /// Whether the same request a moment later can succeed: always, since each kind
+    /// is a state that passes (joining, a reconnect), never a refusal of the request.
+    pub fn retry(&self) -> bool {
+        match self.kind {
+            SharedErrorKind::NotJoined
+            | SharedErrorKind::Unavailable
+            | SharedErrorKind::Timeout => true,
+        }
+    }
 }
 
 /// How a site keeps its sessions.
@@ -37,4 +105,23 @@ pub enum SessionMode {
         /// The cluster's session secret.
         secret: Option<Vec<u8>>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_not_joined_is_ours_and_a_silent_cluster_is_upstream_and_both_pass() {
+        let not_joined = SharedError::new(SharedErrorKind::NotJoined, "starting");
+        assert_eq!(not_joined.side(), Side::Internal);
+        let timeout = SharedError::new(SharedErrorKind::Timeout, "no answer within 2s");
+        assert_eq!(timeout.side(), Side::Upstream);
+        assert_eq!(timeout.kind(), SharedErrorKind::Timeout);
+        assert!(not_joined.retry() && timeout.retry());
+        assert_eq!(
+            SharedError::new(SharedErrorKind::Unavailable, "bus: connection refused").to_string(),
+            "cluster unavailable: bus: connection refused"
+        );
+    }
 }

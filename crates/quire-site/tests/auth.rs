@@ -12,6 +12,7 @@ use quire_site::auth::{self, Login};
 use quire_site::config::SignInConfig;
 use quire_site::gate::Gate;
 use quire_site::reply::Reply;
+use quire_site::shared::{SharedError, SharedErrorKind};
 use quire_site::Site;
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
 
@@ -264,9 +265,9 @@ struct Cluster {
 }
 
 impl quire_site::shared::Shared for Cluster {
-    fn sign_out(&self, name: &str) -> Result<u64, String> {
+    fn sign_out(&self, name: &str) -> Result<u64, SharedError> {
         if self.refuse {
-            return Err("cluster bus unavailable".into());
+            return Err(SharedError::new(SharedErrorKind::Unavailable, "bus down"));
         }
         let mut g = self.generations.lock().unwrap();
         let n = g.entry(name.to_owned()).or_insert(0);
@@ -274,8 +275,11 @@ impl quire_site::shared::Shared for Cluster {
         Ok(*n)
     }
 
-    fn view_totals(&self) -> Result<Vec<(String, u64)>, String> {
-        Err("not used here".into())
+    fn view_totals(&self) -> Result<Vec<(String, u64)>, SharedError> {
+        Err(SharedError::new(
+            SharedErrorKind::Unavailable,
+            "not used here",
+        ))
     }
 }
 

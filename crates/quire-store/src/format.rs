@@ -83,7 +83,9 @@ impl FileEntry<'_> {
 /// wants to see the entries it damaged). A file whose volume header this build cannot
 /// read is [`StoreError::NotAVolume`].
 pub fn entries(file: &[u8]) -> Result<Vec<FileEntry<'_>>> {
-    let header = VolumeHeader::decode(file).map_err(|reason| StoreError::NotAVolume { reason })?;
+    let header = VolumeHeader::decode(file).map_err(|why| StoreError::NotAVolume {
+        reason: why.to_string(),
+    })?;
     let region_bytes = header.region_bytes as usize;
     let mut regions: Vec<(u64, u32)> = (0..header.region_count)
         .filter_map(|r| {

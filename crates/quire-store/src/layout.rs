@@ -110,24 +110,19 @@ impl VolumeHeader {
     }
 
     /// Reads and checks a volume header; the error says what is wrong.
-    pub(crate) fn decode(b: &[u8]) -> Result<VolumeHeader, String> {
+    pub(crate) fn decode(b: &[u8]) -> Result<VolumeHeader, HeaderError> {
         if b.len() < 64 {
-            return Err(format!(
-                "file too short for a volume header ({} bytes)",
-                b.len()
-            ));
+            return Err(HeaderError::Short { len: b.len() });
         }
         if b[0..8] != VOLUME_MAGIC {
-            return Err("not a quire volume (bad magic)".into());
+            return Err(HeaderError::Magic);
         }
         let version = u32_at(b, VOLUME_VERSION_AT);
         if version != FORMAT_VERSION {
-            return Err(format!(
-                "volume format version {version}, this build reads version {FORMAT_VERSION}"
-            ));
+            return Err(HeaderError::Version { found: version });
         }
         if xxhash_rust::xxh3::xxh3_64(&b[0..40]) != u64_at(b, 40) {
-            return Err("volume header checksum mismatch".into());
+            return Err(HeaderError::Checksum);
         }
         let h = VolumeHeader {
             cap_bytes: u64_at(b, VOLUME_CAP_AT),
@@ -140,9 +135,7 @@ impl VolumeHeader {
             || h.region_count == 0
             || fits > h.cap_bytes
         {
-            return Err(format!(
-                "volume header describes an impossible layout: {h:?}"
-            ));
+            return Err(HeaderError::Layout(h));
         }
         Ok(h)
     }
@@ -150,6 +143,27 @@ impl VolumeHeader {
     pub(crate) fn region_start(&self, region: u32) -> u64 {
         VOLUME_HEADER_BYTES + u64::from(region) * self.region_bytes
     }
+}
+
+/// Why bytes are not a volume header this build reads (a [`StoreError`] says which
+/// file; see `StoreError::BadVolume` and `StoreError::NotAVolume`).
+///
+/// [`StoreError`]: crate::StoreError
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HeaderError {
+    #[error("file too short for a volume header ({len} bytes)")]
+    Short { len: usize },
+    #[error("not a quire volume (bad magic)")]
+    Magic,
+    #[error(
+        "volume format version {found}, this build reads version {}",
+        FORMAT_VERSION
+    )]
+    Version { found: u32 },
+    #[error("volume header checksum mismatch")]
+    Checksum,
+    #[error("volume header describes an impossible layout: {0:?}")]
+    Layout(VolumeHeader),
 }
 
 /// A region's header: its generation (volume-wide, increasing, never reused).
@@ -380,16 +394,22 @@ mod tests {
         assert_eq!(VolumeHeader::decode(&b), Ok(h));
         let mut bad = b;
         bad[20] ^= 1;
-        assert!(VolumeHeader::decode(&bad).unwrap_err().contains("checksum"));
+        assert_eq!(VolumeHeader::decode(&bad), Err(HeaderError::Checksum));
         let mut old = b;
         old[8] = 9;
+        assert_eq!(
+            VolumeHeader::decode(&old),
+            Err(HeaderError::Version { found: 9 })
+        );
         assert!(VolumeHeader::decode(&old)
             .unwrap_err()
+            .to_string()
             .contains("version 9"));
-        assert!(VolumeHeader::decode(&[0u8; 64])
-            .unwrap_err()
-            .contains("magic"));
-        assert!(VolumeHeader::decode(&b[..10]).is_err());
+        assert_eq!(VolumeHeader::decode(&[0u8; 64]), Err(HeaderError::Magic));
+        assert_eq!(
+            VolumeHeader::decode(&b[..10]),
+            Err(HeaderError::Short { len: 10 })
+        );
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub(crate) fn probe(path: &Path, want: &VolumeHeader) -> Result<Probe> {
     }
     let found = match VolumeHeader::decode(&head) {
         Ok(h) => h,
-        Err(why) => return Ok(Probe::Unusable(why)),
+        Err(why) => return Ok(Probe::Unusable(why.to_string())),
     };
     if found != *want {
         return Ok(Probe::Unusable(format!(

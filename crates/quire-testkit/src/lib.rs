@@ -13,6 +13,7 @@
 
 pub mod https_origin;
 pub mod redis;
+pub mod tools;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

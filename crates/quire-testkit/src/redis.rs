@@ -1,6 +1,7 @@
 //! A real `redis-server` for tests: started on a free loopback port with no
-//! persistence, stopped on drop; skipped with a message where it is not installed
-//! (`.ci/run` installs it).
+//! persistence, stopped on drop. A test that needs it is ignored with the reason
+//! where it is not installed (the crate's `build.rs` emits `cfg(has_redis)` from
+//! [`crate::tools`]); `.ci/run` installs it.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! `quire-site` serves what it renders, through `quire-server`.
 //!
 //! - [`front`]: YAML front matter.
-//! - [`links`]: wikilinks, embeds and slugs.
+//! - [`links`]: wikilinks, embeds and slugs; `scan`: code and comments in raw markdown.
 //! - [`note`]: one note and its visibility.
 //! - [`vault`]: loading a folder, resolving names, backlinks.
 //! - [`graph`]: a note's local graph and the site's graph, as static SVG.
@@ -32,6 +32,7 @@ pub mod preview;
 pub mod readers;
 pub mod related;
 pub mod render;
+mod scan;
 pub mod search;
 pub mod vault;
 pub mod views;

@@ -10,6 +10,8 @@
 
 use std::ops::Range;
 
+use crate::scan::{code_span_len, fence_line};
+
 /// One wikilink or embed, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WikiLink {
@@ -48,55 +50,11 @@ pub(crate) fn extract(body: &str) -> Vec<WikiLink> {
         }
         line_start += line.len();
     }
-    let comments = crate::render::comments::ranges(body);
+    let comments = crate::scan::comment_ranges(body);
     if !comments.is_empty() {
         out.retain(|l| !comments.iter().any(|c| c.contains(&l.range.start)));
     }
     out
-}
-
-/// Whether `line` opens or closes a fenced code block, updating `fence` (the open
-/// fence's character and length). CommonMark fences: three or more ` or ~, indented
-/// less than four spaces, closed by a fence of the same character at least as long.
-pub(crate) fn fence_line(line: &str, fence: &mut Option<(u8, usize)>) -> bool {
-    let trimmed = line.trim_start();
-    let indent = line.len() - trimmed.len();
-    let Some(c) = trimmed
-        .bytes()
-        .next()
-        .filter(|c| (*c == b'`' || *c == b'~') && indent < 4)
-    else {
-        return false;
-    };
-    let n = trimmed.bytes().take_while(|b| *b == c).count();
-    if n < 3 {
-        return false;
-    }
-    match *fence {
-        None => {
-            *fence = Some((c, n));
-            true
-        }
-        Some((fc, fnum)) if fc == c && n >= fnum && trimmed[n..].trim().is_empty() => {
-            *fence = None;
-            true
-        }
-        _ => false,
-    }
-}
-
-/// The length of the inline code span opening at `line[i]` (a run of backticks) up
-/// to its matching run, or of the run alone when it is not closed on the line.
-pub(crate) fn code_span_len(line: &str, i: usize) -> usize {
-    let n = line.as_bytes()[i..]
-        .iter()
-        .take_while(|c| **c == b'`')
-        .count();
-    let ticks = &line[i..i + n];
-    match line[i + n..].find(ticks) {
-        Some(end) => n + end + n,
-        None => n,
-    }
 }
 
 fn scan_line(line: &str, base: usize, out: &mut Vec<WikiLink>) {

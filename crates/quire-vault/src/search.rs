@@ -48,6 +48,7 @@
 //! - The index is derived data: a file of another schema version is rebuilt empty,
 //!   and [`SearchIndex::open_or_rebuild`] moves a corrupt file aside.
 
+mod error;
 mod query;
 mod read;
 mod snippet;
@@ -59,10 +60,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+pub use error::SearchError;
 pub(crate) use query::{sanitize, Sanitized};
+pub use read::Hit;
 pub use text::{plain_body, snippet_html};
+
+use error::sql_err;
 
 use store::{
     checkpoint, move_aside, open_writer, remove, remove_paths, replace_all, row_of, rowid_end,
@@ -105,109 +110,6 @@ impl Default for IndexOptions {
             candidates_max: 1000,
         }
     }
-}
-
-/// Why the index could not be opened or written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SearchError {
-    /// SQLite failed.
-    #[error("search index {path}: {op}: {source}")]
-    Sqlite {
-        /// The index file.
-        path: PathBuf,
-        /// What was being done.
-        op: &'static str,
-        /// Why.
-        #[source]
-        source: rusqlite::Error,
-    },
-    /// The file is not an SQLite database, or is damaged.
-    #[error(
-        "search index {path} is corrupt ({source}); delete it and re-index (open_or_rebuild does)"
-    )]
-    Corrupt {
-        /// The index file.
-        path: PathBuf,
-        /// What SQLite said.
-        #[source]
-        source: rusqlite::Error,
-    },
-    /// A database that holds tables other than the index's: not ours to rebuild.
-    #[error("search index {path}: the file holds other tables ({tables}); not touching it")]
-    Foreign {
-        /// The file.
-        path: PathBuf,
-        /// Some of its tables.
-        tables: String,
-    },
-    /// SQLite could not use WAL mode (a file system without shared memory?).
-    #[error("search index {path}: journal mode is {mode}, not WAL")]
-    NotWal {
-        /// The index file.
-        path: PathBuf,
-        /// The journal mode SQLite kept.
-        mode: String,
-    },
-    /// A file system operation failed.
-    #[error("search index {path}: {op}: {source}")]
-    Io {
-        /// The path concerned.
-        path: PathBuf,
-        /// What was being done.
-        op: &'static str,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl SearchError {
-    /// Whether the file is damaged (and deleting and rebuilding it is the fix).
-    pub fn is_corrupt(&self) -> bool {
-        matches!(self, SearchError::Corrupt { .. })
-    }
-}
-
-fn is_corrupt(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-    )
-}
-
-/// A closure turning a SQLite error met while doing `op` on `path` into a
-/// [`SearchError`], corrupt files recognised.
-fn sql_err<'a>(path: &'a Path, op: &'static str) -> impl Fn(rusqlite::Error) -> SearchError + 'a {
-    move |source| {
-        if is_corrupt(&source) {
-            SearchError::Corrupt {
-                path: path.to_owned(),
-                source,
-            }
-        } else {
-            SearchError::Sqlite {
-                path: path.to_owned(),
-                op,
-                source,
-            }
-        }
-    }
-}
-
-/// One search result.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Hit {
-    /// The note's title.
-    pub title: String,
-    /// Its page.
-    pub url: String,
-    /// Its vault-relative path.
-    pub path: String,
-    /// HTML: the body around the matches, escaped, matches in `<mark>…</mark>`.
-    pub snippet: String,
-    /// Relevance, higher is better (negated bm25).
-    pub score: f64,
 }
 
 /// The answer to a query.

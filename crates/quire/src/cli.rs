@@ -1,5 +1,6 @@
 //! The command line, as clap derive types: `quire <command> ...`: `serve`, `proxy`,
-//! `purge` and `bench`, each with its own args struct.
+//! `purge`, `bench`, `user` and `config`, each with its own args struct; the flags
+//! `serve` and `proxy` share are one struct, [`ServerArgs`].
 
 use std::path::PathBuf;
 
@@ -51,7 +52,7 @@ pub(crate) enum Command {
     User(crate::user::UserCommand),
     /// Check a configuration file.
     #[command(subcommand)]
-    Config(crate::config_cmd::ConfigCommand),
+    Config(ConfigCommand),
 }
 
 /// Arguments of `quire proxy`. Flags override the config file.
@@ -61,27 +62,9 @@ pub(crate) struct ProxyArgs {
     /// against the system's CAs and `origin_ca_file` in the config file).
     #[arg(long, value_name = "URL")]
     pub origin: Option<String>,
-    /// Address to listen on (default 127.0.0.1:8080).
-    #[arg(long, value_name = "ADDR")]
-    pub listen: Option<std::net::SocketAddr>,
-    /// TOML configuration file (every option is documented in the README).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Cache volume file (default quire-cache/proxy.vol).
-    #[arg(long, value_name = "PATH")]
-    pub cache: Option<PathBuf>,
-    /// Cache size, e.g. 512MiB (default 1GiB).
-    #[arg(long, value_name = "SIZE")]
-    pub cache_size: Option<String>,
-    /// Worker threads (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
-    /// HTTPS.
+    /// The flags `quire serve` has too.
     #[command(flatten)]
-    pub tls: TlsArgs,
-    /// The access log.
-    #[command(flatten)]
-    pub log: LogArgs,
+    pub server: ServerArgs,
 }
 
 /// Arguments of `quire serve`. Flags override the config file.
@@ -91,17 +74,30 @@ pub(crate) struct ServeArgs {
     /// its `.quire/` folder).
     #[arg(value_name = "VAULT", default_value = "examples/vault")]
     pub vault: PathBuf,
+    /// The flags `quire proxy` has too.
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Do not watch the vault for changes (pages change only on restart).
+    #[arg(long)]
+    pub no_watch: bool,
+}
+
+/// The flags of `quire serve` and `quire proxy`: the server, its cache, HTTPS and
+/// the access log. Each one overrides the config file.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ServerArgs {
     /// Address to listen on (default 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
-    /// TOML configuration file for the server and cache (the README lists every
-    /// option); `origin` is ignored.
+    /// TOML configuration file for the server and cache (every option is documented
+    /// in the README; `quire serve` ignores `origin`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Cache volume file (default quire-cache/serve.vol).
+    /// Cache volume file (default quire-cache/proxy.vol, or quire-cache/serve.vol
+    /// for `quire serve`).
     #[arg(long, value_name = "PATH")]
     pub cache: Option<PathBuf>,
-    /// Cache size, e.g. 512MiB (default 256MiB).
+    /// Cache size, e.g. 512MiB (default 1GiB, or 256MiB for `quire serve`).
     #[arg(long, value_name = "SIZE")]
     pub cache_size: Option<String>,
     /// Worker threads (default: one per core).
@@ -113,9 +109,6 @@ pub(crate) struct ServeArgs {
     /// The access log.
     #[command(flatten)]
     pub log: LogArgs,
-    /// Do not watch the vault for changes (pages change only on restart).
-    #[arg(long)]
-    pub no_watch: bool,
 }
 
 /// The HTTPS flags of `quire serve` and `quire proxy` (the `[tls]` section and
@@ -151,6 +144,17 @@ pub(crate) struct LogArgs {
     /// `json` (one object a line).
     #[arg(long, value_name = "FORMAT", value_parser = ["combined", "json"])]
     pub access_log_format: Option<String>,
+}
+
+/// `quire config ...`
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Validate a configuration file and print the effective configuration.
+    Check {
+        /// The TOML configuration file.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
 }
 
 /// Arguments of `quire purge`.
@@ -323,7 +327,7 @@ mod tests {
             panic!("not proxy")
         };
         assert_eq!(a.origin.as_deref(), Some("http://127.0.0.1:9000"));
-        assert_eq!(a.cache_size.as_deref(), Some("64MiB"));
+        assert_eq!(a.server.cache_size.as_deref(), Some("64MiB"));
         let cli = Cli::try_parse_from([
             "quire",
             "purge",

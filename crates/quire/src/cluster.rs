@@ -15,7 +15,7 @@ use quire_server::bus::SESSION_SECRET_LEN_MIN;
 use quire_server::origin::OriginOptions;
 use quire_server::upstream::Upstream;
 use quire_server::{Config, Ctx, StartError};
-use quire_site::shared::{SessionMode, Shared};
+use quire_site::shared::{SessionMode, Shared, SharedError, SharedErrorKind};
 use quire_site::Site;
 use quire_vault::views::ViewSink;
 
@@ -145,23 +145,27 @@ impl SiteLink {
     fn wait<T, E: std::fmt::Display>(
         &self,
         f: impl std::future::Future<Output = Result<T, E>>,
-    ) -> Result<T, String> {
+    ) -> Result<T, SharedError> {
         match self.rt.block_on(tokio::time::timeout(SHARED_WAIT, f)) {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("cluster bus unavailable: {e}")),
-            Err(_) => Err(format!(
-                "cluster bus unavailable: no answer within {SHARED_WAIT:?}"
+            Ok(Err(e)) => Err(SharedError::new(
+                SharedErrorKind::Unavailable,
+                format!("bus: {e}"),
+            )),
+            Err(_) => Err(SharedError::new(
+                SharedErrorKind::Timeout,
+                format!("bus: no answer within {SHARED_WAIT:?}"),
             )),
         }
     }
 }
 
 impl Shared for SiteLink {
-    fn sign_out(&self, name: &str) -> Result<u64, String> {
+    fn sign_out(&self, name: &str) -> Result<u64, SharedError> {
         self.wait(self.bus.sign_out(name))
     }
 
-    fn view_totals(&self) -> Result<Vec<(String, u64)>, String> {
+    fn view_totals(&self) -> Result<Vec<(String, u64)>, SharedError> {
         self.wait(async {
             self.totals.push().await;
             self.bus.view_totals().await

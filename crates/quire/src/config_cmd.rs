@@ -5,21 +5,9 @@
 //! The admin token is never printed: a comment says whether one is set. Nothing is opened for
 //! writing: the cache volume and the access log are left alone.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
-use clap::Subcommand;
 
-/// `quire config ...`
-#[derive(Debug, Clone, Subcommand)]
-pub(crate) enum ConfigCommand {
-    /// Validate a configuration file and print the effective configuration.
-    Check {
-        /// The TOML configuration file.
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-    },
-}
+use crate::cli::ConfigCommand;
 
 /// Runs a `quire config` command.
 pub(crate) fn run(cmd: &ConfigCommand) -> anyhow::Result<()> {
@@ -29,7 +17,7 @@ pub(crate) fn run(cmd: &ConfigCommand) -> anyhow::Result<()> {
 }
 
 fn check(path: &std::path::Path) -> anyhow::Result<()> {
-    let mut cfg = crate::proxy::load_config(path)?;
+    let mut cfg = crate::settings::load_config(path)?;
     cfg.validate()
         .with_context(|| format!("config {}", path.display()))?;
     if cfg.tls.cert.is_some() {

@@ -23,9 +23,12 @@
 mod cli;
 mod cluster;
 mod config_cmd;
+mod errors;
 mod proxy;
 mod purge;
 mod serve;
+mod settings;
+mod signals;
 mod systemd;
 mod upgrade;
 mod user;
@@ -37,6 +40,7 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{BenchCommand, Cli, Command, LogFormat};
+use crate::errors::error_chain;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -66,21 +70,6 @@ fn init_log(format: LogFormat) {
     }
 }
 
-/// `e` and its causes joined with `: `, leaving out a cause its outer message already
-/// says: the library errors put their source in their own message (`preallocating
-/// VOL: No space left on device`), so anyhow's `{:#}` printed it once per level.
-pub(crate) fn error_chain(e: &anyhow::Error) -> String {
-    let mut out = e.to_string();
-    for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !out.contains(&c) {
-            out.push_str(": ");
-            out.push_str(&c);
-        }
-    }
-    out
-}
-
 fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => quire_bench::store::run(args),
@@ -106,28 +95,5 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         }),
         Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Config(cmd) => config_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
-    }
-}
-
-#[cfg(test)]
-mod error_tests {
-    use super::*;
-
-    #[test]
-    fn a_cause_already_in_the_message_is_said_once() {
-        let io = std::io::Error::other("No space left on device");
-        let inner = quire_store::StoreError::Io {
-            context: "preallocating v.vol".into(),
-            source: io,
-        };
-        let e = anyhow::Error::new(inner).context("cache volume v.vol");
-        let text = error_chain(&e);
-        assert_eq!(
-            text,
-            "cache volume v.vol: preallocating v.vol: No space left on device"
-        );
-        // A cause the message does not say is kept.
-        let e = anyhow::anyhow!("outer").context("top");
-        assert_eq!(error_chain(&e), "top: outer");
     }
 }

@@ -2,33 +2,20 @@
 //! the server (on sockets handed over when there are: [`crate::upgrade`]), and drains
 //! on SIGTERM or SIGINT, or once a binary upgrade has taken over.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use quire_server::config::ByteSize;
 use quire_server::{Config, Ctx};
 
 use crate::cli::ProxyArgs;
+use crate::settings;
+use crate::signals::{reload_on_sighup, reopen_log_on_sigusr1};
 use crate::upgrade::{self, Start};
-
-/// Reads a TOML configuration file; unknown keys and bad values are errors that
-/// name the file and the key.
-pub(crate) fn load_config(path: &Path) -> anyhow::Result<Config> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config {}", path.display()))?;
-    parse_config(&text).with_context(|| format!("config {}", path.display()))
-}
-
-/// Parses configuration text.
-pub(crate) fn parse_config(text: &str) -> anyhow::Result<Config> {
-    Ok(toml::from_str(text)?)
-}
 
 /// The configuration `args` describe: the file if given, then each flag over it.
 pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
-    let mut cfg = match &args.config {
-        Some(p) => load_config(p)?,
+    let mut cfg = match &args.server.config {
+        Some(p) => settings::load_config(p)?,
         None => Config::default(),
     };
     if let Some(o) = &args.origin {
@@ -36,68 +23,8 @@ pub(crate) fn config_from(args: &ProxyArgs) -> anyhow::Result<Config> {
         cfg.origin = Some(o.clone());
         cfg.origins.clear();
     }
-    apply_flags(
-        &mut cfg,
-        args.listen,
-        args.cache.as_ref(),
-        args.cache_size.as_deref(),
-        args.workers,
-    )?;
-    apply_tls_flags(&mut cfg, &args.tls);
-    apply_log_flags(&mut cfg, &args.log);
+    settings::apply(&mut cfg, &args.server)?;
     Ok(cfg)
-}
-
-/// Sets the flags shared by `quire proxy` and `quire serve` over `cfg`.
-pub(crate) fn apply_flags(
-    cfg: &mut Config,
-    listen: Option<std::net::SocketAddr>,
-    cache: Option<&std::path::PathBuf>,
-    cache_size: Option<&str>,
-    workers: Option<usize>,
-) -> anyhow::Result<()> {
-    if let Some(l) = listen {
-        cfg.listen = l;
-    }
-    if let Some(c) = cache {
-        cfg.cache.path = c.clone();
-    }
-    if let Some(s) = cache_size {
-        cfg.cache.size = s
-            .parse::<ByteSize>()
-            .map_err(|e| anyhow::anyhow!("--cache-size: {e}"))?;
-    }
-    if let Some(w) = workers {
-        cfg.workers = w;
-    }
-    Ok(())
-}
-
-/// Sets the HTTPS flags over `cfg`.
-pub(crate) fn apply_tls_flags(cfg: &mut Config, tls: &crate::cli::TlsArgs) {
-    if let (Some(cert), Some(key)) = (&tls.tls_cert, &tls.tls_key) {
-        cfg.tls.cert = Some(cert.clone());
-        cfg.tls.key = Some(key.clone());
-    }
-    if let Some(a) = tls.listen_http {
-        cfg.listen_http = Some(a);
-    }
-    if !tls.acme_domains.is_empty() {
-        let acme = cfg.tls.acme.get_or_insert_with(Default::default);
-        acme.domains = tls.acme_domains.clone();
-    }
-}
-
-/// Sets the access-log flags over `cfg`.
-pub(crate) fn apply_log_flags(cfg: &mut Config, log: &crate::cli::LogArgs) {
-    if let Some(path) = &log.access_log {
-        cfg.log.access = Some(path.clone());
-    }
-    match log.access_log_format.as_deref() {
-        Some("json") => cfg.log.format = quire_server::access_log::Format::Json,
-        Some(_) => cfg.log.format = quire_server::access_log::Format::Combined,
-        None => {}
-    }
 }
 
 /// The proxy's state: its origins, behind peer fill in a cluster with peers.
@@ -140,24 +67,6 @@ pub(crate) fn run(args: &ProxyArgs) -> anyhow::Result<()> {
     })
 }
 
-/// On SIGUSR1 (logrotate's convention), reopens the access log: lines go to a new
-/// file at the configured path once the old one was moved away.
-pub(crate) fn reopen_log_on_sigusr1(ctx: &std::sync::Arc<Ctx>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
-        return;
-    };
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        while usr1.recv().await.is_some() {
-            // The log of the policy now (a reload may have moved it).
-            if let Some(log) = ctx.peek().access_log.clone() {
-                log.reopen();
-            }
-        }
-    });
-}
-
 /// The runtime for `workers` (0: one per core), and the worker count.
 pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime, usize)> {
     let workers = if workers == 0 {
@@ -182,102 +91,12 @@ pub(crate) fn runtime(workers: usize) -> anyhow::Result<(tokio::runtime::Runtime
     Ok((rt, workers))
 }
 
-/// On SIGHUP, reads the configuration again with `load` (the file, then the
-/// command line's flags over it) and applies it to requests that start from then
-/// on; requests in flight finish under the old one. A configuration that does not
-/// parse or validate is logged and the old one stays. Then the TLS certificate
-/// files (or ACME's stored ones) are read again and presented to new connections;
-/// open connections keep theirs, and a file that fails the start-up checks is
-/// logged and the current certificate stays. Reloads run one at a time, off the
-/// runtime's threads (they read files); systemd hears `RELOADING=1` before each and
-/// `READY=1` after.
-pub(crate) fn reload_on_sighup(
-    ctx: &std::sync::Arc<Ctx>,
-    load: impl Fn() -> anyhow::Result<Config> + Send + Sync + 'static,
-) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        return;
-    };
-    let ctx = ctx.clone();
-    let load = std::sync::Arc::new(load);
-    tokio::spawn(async move {
-        while hup.recv().await.is_some() {
-            crate::systemd::reloading();
-            let (ctx, load) = (ctx.clone(), load.clone());
-            let _ = tokio::task::spawn_blocking(move || reload(&ctx, load.as_ref())).await;
-            crate::systemd::ready();
-        }
-    });
-}
-
-/// `text` on one line (TOML's errors quote the offending line under the message),
-/// so that a log line says the whole of it.
-fn one_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.trim_start_matches(['|', '^', ' ']).is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// One reload: the configuration, then the certificates (see [`reload_on_sighup`]).
-pub(crate) fn reload(ctx: &Ctx, load: &dyn Fn() -> anyhow::Result<Config>) {
-    let applied = load()
-        .inspect_err(|_| ctx.reloads.failed())
-        .and_then(|cfg| Ok(ctx.reload(cfg)?));
-    match applied {
-        Ok(r) if r.needs_restart.is_empty() => eprintln!("quire: SIGHUP: configuration reloaded"),
-        Ok(r) => eprintln!(
-            "quire: SIGHUP: configuration reloaded; changed but applied only on restart: {}",
-            r.needs_restart.join(", ")
-        ),
-        Err(e) => eprintln!(
-            "quire: SIGHUP: configuration not reloaded, the current one stays: {}",
-            one_line(&crate::error_chain(&e))
-        ),
-    }
-    let Some(tls) = &ctx.tls else {
-        return;
-    };
-    match tls.reload() {
-        Ok(l) => {
-            let left = l.not_after.duration_since(std::time::SystemTime::now());
-            let days = left.map_or(0, |d| d.as_secs() / 86_400);
-            eprintln!("quire: SIGHUP: certificate reloaded ({days} days left)");
-        }
-        Err(e) => {
-            eprintln!("quire: SIGHUP: certificate not reloaded, the current one stays: {e}")
-        }
-    }
-}
-
-/// Resolves on the first SIGTERM or SIGINT. The handlers are installed on the
-/// call, not on the first poll: from then on neither signal ends the process
-/// without a drain.
-pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let signals = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    );
-    async move {
-        let (Ok(mut term), Ok(mut int)) = signals else {
-            // Without signal handlers, run until killed.
-            std::future::pending::<()>().await;
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        eprintln!("quire: shutting down, draining in-flight requests");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    use crate::settings::parse_config;
 
     #[test]
     fn several_origins_parse_and_the_origin_flag_replaces_them() {

@@ -12,7 +12,9 @@ use quire_server::{Config, Ctx};
 use quire_site::Site;
 
 use crate::cli::ServeArgs;
-use crate::proxy::{apply_flags, apply_tls_flags, load_config, runtime};
+use crate::proxy::runtime;
+use crate::settings;
+use crate::signals::{reload_on_sighup, reopen_log_on_sigusr1};
 use crate::upgrade::{self, Start};
 
 /// The default cache size of `quire serve` (a site is smaller than what a proxy
@@ -31,8 +33,8 @@ fn fitting_object_bytes(cache_bytes: u64) -> u64 {
 
 /// The configuration `args` describe: the file if given, then each flag over it.
 pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
-    let mut cfg = match &args.config {
-        Some(p) => load_config(p)?,
+    let mut cfg = match &args.server.config {
+        Some(p) => settings::load_config(p)?,
         None => {
             let mut c = Config::default();
             c.cache.path = PathBuf::from("quire-cache/serve.vol");
@@ -41,18 +43,10 @@ pub(crate) fn config_from(args: &ServeArgs) -> anyhow::Result<Config> {
         }
     };
     cfg.origin = None;
-    apply_flags(
-        &mut cfg,
-        args.listen,
-        args.cache.as_ref(),
-        args.cache_size.as_deref(),
-        args.workers,
-    )?;
-    if args.config.is_none() {
+    settings::apply(&mut cfg, &args.server)?;
+    if args.server.config.is_none() {
         cfg.limits.object_bytes = ByteSize(fitting_object_bytes(cfg.cache.size.0));
     }
-    apply_tls_flags(&mut cfg, &args.tls);
-    crate::proxy::apply_log_flags(&mut cfg, &args.log);
     Ok(cfg)
 }
 
@@ -86,8 +80,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         // Every signal handler before `serving` tells systemd (and the log) that
         // the server is ready: a signal sent on READY=1 must find its handler.
         let flags = args.clone();
-        crate::proxy::reload_on_sighup(&ctx, move || config_from(&flags));
-        crate::proxy::reopen_log_on_sigusr1(&ctx);
+        reload_on_sighup(&ctx, move || config_from(&flags));
+        reopen_log_on_sigusr1(&ctx);
         let stop = start.serving(&server);
         let addr = server.local_addr()?;
         let snap = site.snapshot();

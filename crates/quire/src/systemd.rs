@@ -140,13 +140,33 @@ pub(crate) fn start_watchdog() {
     });
 }
 
+/// Why systemd's watchdog variables cannot be read (the watchdog is then not pinged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum WatchdogError {
+    /// `WATCHDOG_PID` is not a process id.
+    Pid(std::ffi::OsString),
+    /// `WATCHDOG_USEC` is not a count of microseconds.
+    Usec(std::ffi::OsString),
+}
+
+impl std::fmt::Display for WatchdogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchdogError::Pid(v) => write!(f, "WATCHDOG_PID={v:?} is not a process id"),
+            WatchdogError::Usec(v) => {
+                write!(f, "WATCHDOG_USEC={v:?} is not a count of microseconds")
+            }
+        }
+    }
+}
+
 /// The watchdog period systemd asks of process `me`: `None` when it asks none (or
 /// of another process).
 fn watchdog_period(
     usec: Option<&OsStr>,
     pid: Option<&OsStr>,
     me: u32,
-) -> Result<Option<Duration>, String> {
+) -> Result<Option<Duration>, WatchdogError> {
     let Some(usec) = usec else {
         return Ok(None);
     };
@@ -154,15 +174,13 @@ fn watchdog_period(
         match pid.to_str().and_then(|p| p.trim().parse::<u32>().ok()) {
             Some(p) if p == me => {}
             Some(_) => return Ok(None),
-            None => return Err(format!("WATCHDOG_PID={pid:?} is not a process id")),
+            None => return Err(WatchdogError::Pid(pid.to_owned())),
         }
     }
     match usec.to_str().and_then(|u| u.trim().parse::<u64>().ok()) {
         Some(0) => Ok(None),
         Some(u) => Ok(Some(Duration::from_micros(u))),
-        None => Err(format!(
-            "WATCHDOG_USEC={usec:?} is not a count of microseconds"
-        )),
+        None => Err(WatchdogError::Usec(usec.to_owned())),
     }
 }
 
@@ -204,8 +222,14 @@ mod tests {
         );
         assert_eq!(p(Some("2000000"), Some("7")), Ok(None));
         assert_eq!(p(Some("0"), None), Ok(None));
-        assert!(p(Some("soon"), None).is_err());
-        assert!(p(Some("1000"), Some("me")).is_err());
+        assert_eq!(
+            p(Some("soon"), None),
+            Err(WatchdogError::Usec("soon".into()))
+        );
+        assert_eq!(
+            p(Some("1000"), Some("me")).unwrap_err().to_string(),
+            "WATCHDOG_PID=\"me\" is not a process id"
+        );
     }
 
     #[test]

@@ -91,7 +91,7 @@ pub(crate) struct Start {
 #[derive(Debug)]
 struct Program {
     /// The path, or why there is none.
-    exe: Result<PathBuf, String>,
+    exe: anyhow::Result<PathBuf>,
     args: Vec<OsString>,
 }
 
@@ -106,8 +106,8 @@ impl Program {
             Some(p) if p.is_absolute() => Ok(p),
             Some(p) if p.components().count() > 1 => std::env::current_dir()
                 .map(|d| d.join(p))
-                .map_err(|e| format!("the working directory: {e}")),
-            _ => std::env::current_exe().map_err(|e| format!("the running executable: {e}")),
+                .context("the working directory"),
+            _ => std::env::current_exe().context("the running executable"),
         };
         Program {
             exe,
@@ -222,7 +222,7 @@ impl Start {
                 std::process::id()
             );
         }
-        let shutdown = crate::proxy::shutdown_signal();
+        let shutdown = crate::signals::shutdown_signal();
         systemd::ready();
         systemd::start_watchdog();
         async move {
@@ -371,7 +371,7 @@ impl Upgrades {
             .program
             .exe
             .as_ref()
-            .map_err(|e| anyhow::anyhow!("no path to start the new binary from: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("no path to start the new binary from: {e:#}"))?;
         let fds: Vec<BorrowedFd<'_>> = self.listeners.iter().map(AsFd::as_fd).collect();
         let numbers = fds
             .iter()

@@ -38,7 +38,7 @@ pub(crate) struct UserAddArgs {
 /// Passwords shorter than this get a warning (they are still accepted).
 const PASSWORD_LEN_ADVISED: usize = 12;
 
-fn parse_name(s: &str) -> Result<String, String> {
+fn parse_name(s: &str) -> Result<String, readers::NameError> {
     readers::check_name(s).map(|()| s.to_owned())
 }
 

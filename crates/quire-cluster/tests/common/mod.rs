@@ -245,8 +245,10 @@ pub(crate) struct Three {
 
 pub(crate) const NAMES: [&str; 3] = ["a", "b", "c"];
 
-pub(crate) async fn three(peer_fill: bool) -> Option<Three> {
-    let redis = Redis::start()?;
+/// Three nodes on one `redis-server`. Panics when Redis does not start: a test that
+/// calls it is ignored where Redis is not installed (`build.rs`), never passed.
+pub(crate) async fn three(peer_fill: bool) -> Three {
+    let redis = Redis::start().expect("redis-server starts");
     let origin = Origin::start().await;
     let ports: Vec<u16> = NAMES.iter().map(|_| free_port()).collect();
     let peers: BTreeMap<String, String> = if peer_fill {
@@ -271,13 +273,13 @@ pub(crate) async fn three(peer_fill: bool) -> Option<Three> {
         };
         nodes.push(start_node(&spec).await);
     }
-    Some(Three {
+    Three {
         redis,
         origin,
         nodes,
         _dirs: dirs,
         peers,
-    })
+    }
 }
 
 /// Stops the last node; what it takes to start it again.

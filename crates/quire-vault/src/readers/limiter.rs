@@ -427,7 +427,7 @@ fn client_key(ip: IpAddr) -> u128 {
 /// An account as the users file compares names: ignoring case, bounded.
 fn account_key(name: &str) -> String {
     name.chars()
-        .take(super::NAME_LEN_MAX)
+        .take(super::name::NAME_LEN_MAX)
         .flat_map(char::to_lowercase)
         .collect()
 }

@@ -17,8 +17,12 @@ use hmac::{Hmac, Mac};
 use rand::{RngCore, TryRngCore};
 use sha2::{Digest, Sha256};
 
+use super::error::ReadersError;
+use super::file::create_private;
+use super::hex::{hex, unhex};
+use super::reader::{Reader, Role};
 use super::signouts::SignOuts;
-use super::{hex, unhex, Reader, ReadersError, Role, Users};
+use super::users::Users;
 
 /// The session cookie's name.
 const COOKIE: &str = "quire_session";
@@ -238,7 +242,6 @@ impl Sessions {
 }
 
 fn create_secret(path: &Path) -> Result<Vec<u8>, ReadersError> {
-    use std::io::Write;
     let io = |source| ReadersError::Io {
         path: path.to_owned(),
         source,
@@ -251,31 +254,13 @@ fn create_secret(path: &Path) -> Result<Vec<u8>, ReadersError> {
             message: format!("no randomness from the OS: {e}"),
         })?;
     let text = format!("{}\n", hex(&bytes));
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
     // Written whole under a temporary name, then linked into place: a reader never
     // sees half a secret, and when two processes race the first link wins for both.
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let written = opts.open(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {
-            tracing::info!(path = %path.display(), "made a new session secret");
-            Ok(text.into_bytes())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(path).map_err(io),
-        Err(e) => Err(io(e)),
+    if create_private(path, text.as_bytes()).map_err(io)? {
+        tracing::info!(path = %path.display(), "made a new session secret");
+        Ok(text.into_bytes())
+    } else {
+        std::fs::read(path).map_err(io)
     }
 }
 

@@ -46,7 +46,10 @@ use std::sync::{Mutex, RwLock};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use super::{check_name, hex, ReadersError};
+use super::error::ReadersError;
+use super::file::replace_file;
+use super::hex::hex;
+use super::name::{check_name, NameError};
 
 /// Users with a generation above zero before a new epoch starts.
 const GENERATIONS_MAX: usize = 10_000;
@@ -108,7 +111,7 @@ impl SignOuts {
                 Err(why) => {
                     tracing::warn!(
                         path = %path.display(),
-                        why,
+                        why = %why,
                         "the sign-out table is damaged; starting a new epoch (everyone signs in again)"
                     );
                     (Table::fresh(), true)
@@ -118,7 +121,7 @@ impl SignOuts {
             Err(e) => return Err(io(e)),
         };
         if write {
-            super::users::replace_file(path, render(&table).as_bytes(), true).map_err(io)?;
+            replace_file(path, render(&table).as_bytes(), true).map_err(io)?;
         }
         Ok(SignOuts {
             path: Some(path.to_owned()),
@@ -198,7 +201,7 @@ impl SignOuts {
         };
         let _one_at_a_time = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         let text = render(&self.read());
-        super::users::replace_file(path, text.as_bytes(), true).map_err(|source| ReadersError::Io {
+        replace_file(path, text.as_bytes(), true).map_err(|source| ReadersError::Io {
             path: path.clone(),
             source,
         })
@@ -223,46 +226,75 @@ fn render(t: &Table) -> String {
     s
 }
 
+/// Why a sign-out table file is not one (it is then replaced by a new epoch).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Damage {
+    #[error("over {} bytes", FILE_BYTES_MAX)]
+    TooLarge,
+    #[error("not UTF-8")]
+    NotUtf8,
+    #[error("no newline at the end")]
+    NoNewline,
+    #[error("no checksum line")]
+    NoChecksum,
+    #[error("wrong checksum")]
+    WrongChecksum,
+    #[error("not `{}`", MAGIC)]
+    NotMagic,
+    #[error("no epoch line")]
+    NoEpoch,
+    #[error("bad line `{0}`")]
+    BadLine(String),
+    #[error(transparent)]
+    BadName(#[from] NameError),
+    #[error("bad generation for `{0}`")]
+    BadGeneration(String),
+    #[error("`{0}` is listed twice")]
+    Twice(String),
+    #[error("over {} users", GENERATIONS_MAX)]
+    TooMany,
+}
+
 /// The table in `bytes`, or why it is damaged.
-fn parse(bytes: &[u8]) -> Result<Table, String> {
+fn parse(bytes: &[u8]) -> Result<Table, Damage> {
     if bytes.len() > FILE_BYTES_MAX {
-        return Err(format!("over {FILE_BYTES_MAX} bytes"));
+        return Err(Damage::TooLarge);
     }
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
-    let lines_end = text.strip_suffix('\n').ok_or("no newline at the end")?;
+    let text = std::str::from_utf8(bytes).map_err(|_| Damage::NotUtf8)?;
+    let lines_end = text.strip_suffix('\n').ok_or(Damage::NoNewline)?;
     let body_end = lines_end
         .rfind('\n')
         .map(|i| i + 1)
-        .ok_or("no checksum line")?;
+        .ok_or(Damage::NoChecksum)?;
     let (body, sum) = lines_end.split_at(body_end);
     if sum != format!("sha256 {}", hex(&Sha256::digest(body.as_bytes()))) {
-        return Err("wrong checksum".into());
+        return Err(Damage::WrongChecksum);
     }
     let mut lines = body.lines();
     if lines.next() != Some(MAGIC) {
-        return Err(format!("not `{MAGIC}`"));
+        return Err(Damage::NotMagic);
     }
     let epoch = lines
         .next()
         .and_then(|l| l.strip_prefix("epoch "))
         .filter(|e| e.len() == 16)
         .and_then(|e| u64::from_str_radix(e, 16).ok())
-        .ok_or("no epoch line")?;
+        .ok_or(Damage::NoEpoch)?;
     let mut generations = HashMap::new();
     for line in lines {
         let (name, generation) = line
             .strip_prefix("user ")
             .and_then(|l| l.split_once(' '))
-            .ok_or_else(|| format!("bad line `{}`", line.chars().take(80).collect::<String>()))?;
+            .ok_or_else(|| Damage::BadLine(line.chars().take(80).collect()))?;
         check_name(name)?;
         let generation: u64 = generation
             .parse()
-            .map_err(|_| format!("bad generation for `{name}`"))?;
+            .map_err(|_| Damage::BadGeneration(name.to_owned()))?;
         if generations.insert(name.to_owned(), generation).is_some() {
-            return Err(format!("`{name}` is listed twice"));
+            return Err(Damage::Twice(name.to_owned()));
         }
         if generations.len() > GENERATIONS_MAX {
-            return Err(format!("over {GENERATIONS_MAX} users"));
+            return Err(Damage::TooMany);
         }
     }
     Ok(Table { epoch, generations })

@@ -21,10 +21,11 @@ use argon2::{Algorithm, Argon2, Block, Params, Version};
 use rand::RngCore;
 use toml::Spanned;
 
-use super::{Reader, ReadersError, Role};
+use super::error::ReadersError;
+use super::file::replace_file;
+use super::name::{check_name, NAME_LEN_MAX};
+use super::reader::{Reader, Role};
 
-/// Longest user name, bytes.
-pub(crate) const NAME_LEN_MAX: usize = 64;
 /// Longest password accepted by [`Users::verify`], bytes (longer ones fail at once).
 pub const PASSWORD_LEN_MAX: usize = 1024;
 /// Largest argon2 memory cost accepted from the file, KiB (1 GiB): a typo must not make
@@ -108,7 +109,7 @@ impl Users {
                 message,
             };
             let name = e.name.get_ref();
-            check_name(name).map_err(|m| err(e.name.span(), m))?;
+            check_name(name).map_err(|m| err(e.name.span(), m.to_string()))?;
             let line = line_of(text, e.name.span().start);
             if let Some(first) = lines.insert(name.to_lowercase(), line) {
                 return Err(err(
@@ -118,7 +119,8 @@ impl Users {
                     ),
                 ));
             }
-            check_phc(name, e.password.get_ref()).map_err(|m| err(e.password.span(), m))?;
+            check_phc(name, e.password.get_ref())
+                .map_err(|m| err(e.password.span(), m.to_string()))?;
             users.by_name.insert(name.clone(), users.users.len());
             users.users.push(User {
                 name: e.name.into_inner(),
@@ -287,8 +289,8 @@ pub fn write_user(
         line: None,
         message,
     };
-    check_name(name).map_err(bad)?;
-    check_phc(name, phc).map_err(bad)?;
+    check_name(name).map_err(|e| bad(e.to_string()))?;
+    check_phc(name, phc).map_err(|e| bad(e.to_string()))?;
     let io = |source| ReadersError::Io {
         path: path.to_owned(),
         source,
@@ -339,35 +341,6 @@ pub fn write_user(
     Ok(outcome)
 }
 
-/// Replaces `path` with `bytes` atomically (a synced temporary file renamed into place);
-/// a `private` file is made mode 0600, another keeps the old file's permissions.
-pub(super) fn replace_file(path: &Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let result = (|| {
-        let mut f = opts.open(&tmp)?;
-        if !private {
-            f.set_permissions(std::fs::metadata(path)?.permissions())?;
-        }
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 fn entries(text: &str, path: &Path) -> Result<Vec<Entry>, ReadersError> {
     let file: File = toml::from_str(text).map_err(|e| ReadersError::Users {
         path: path.to_owned(),
@@ -385,53 +358,65 @@ fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Whether `name` can be a user name: 1 to `NAME_LEN_MAX` ASCII letters, digits, `.`,
-/// `_`, `-` or `@` (names go into cookies and TOML strings unescaped). The error says so.
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');
-    if name.is_empty() || name.len() > NAME_LEN_MAX || !name.chars().all(ok) {
-        let shown: String = name.chars().take(NAME_LEN_MAX).collect();
-        return Err(format!(
-            "user name `{shown}` must be 1 to {NAME_LEN_MAX} letters, digits, `.`, `_`, `-` or `@`"
-        ));
-    }
-    Ok(())
+/// Why a stored password is not a hash quire accepts. Every message ends with how to
+/// make one; none echoes the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PhcError {
+    #[error("the password of `{name}` is not a hash (plain text is never accepted); {}", how(.name))]
+    NotAHash { name: String },
+    #[error("the password of `{name}` is not a valid PHC hash string ({why}); {}", how(.name))]
+    NotPhc { name: String, why: String },
+    #[error("the password of `{name}` is a `{algorithm}` hash; only argon2 (argon2id, argon2i, argon2d) is supported: {}", how(.name))]
+    NotArgon2 { name: String, algorithm: String },
+    #[error("the argon2 version of `{name}`: {why}")]
+    Version { name: String, why: String },
+    #[error("the password hash of `{name}` lacks a salt or an output; {}", how(.name))]
+    Incomplete { name: String },
+    #[error("the argon2 parameters of `{name}`: {why}")]
+    Params { name: String, why: String },
+    #[error("the argon2 memory cost of `{name}` is over {} KiB; {}", M_COST_MAX, how(.name))]
+    MemoryCost { name: String },
+}
+
+/// How to store a good hash for `name`.
+fn how(name: &str) -> String {
+    format!(
+        "run `quire user add {name}` (it reads the password on stdin and stores an argon2id hash)"
+    )
 }
 
 /// Accepts argon2 PHC strings with a salt, an output and sane parameters. Never echoes
 /// the value.
-fn check_phc(name: &str, phc: &str) -> Result<(), String> {
-    let how = format!(
-        "run `quire user add {name}` (it reads the password on stdin and stores an argon2id hash)"
-    );
+fn check_phc(name: &str, phc: &str) -> Result<(), PhcError> {
+    let name = || name.to_owned();
     if !phc.starts_with('$') {
-        return Err(format!(
-            "the password of `{name}` is not a hash (plain text is never accepted); {how}"
-        ));
+        return Err(PhcError::NotAHash { name: name() });
     }
-    let h = PasswordHash::new(phc).map_err(|e| {
-        format!("the password of `{name}` is not a valid PHC hash string ({e}); {how}")
+    let h = PasswordHash::new(phc).map_err(|e| PhcError::NotPhc {
+        name: name(),
+        why: e.to_string(),
     })?;
     if Algorithm::try_from(h.algorithm).is_err() {
-        return Err(format!(
-            "the password of `{name}` is a `{}` hash; only argon2 (argon2id, argon2i, argon2d) is supported: {how}",
-            h.algorithm
-        ));
+        return Err(PhcError::NotArgon2 {
+            name: name(),
+            algorithm: h.algorithm.to_string(),
+        });
     }
     if let Some(v) = h.version {
-        Version::try_from(v).map_err(|e| format!("the argon2 version of `{name}`: {e}"))?;
+        Version::try_from(v).map_err(|e| PhcError::Version {
+            name: name(),
+            why: e.to_string(),
+        })?;
     }
     if h.salt.is_none() || h.hash.is_none() {
-        return Err(format!(
-            "the password hash of `{name}` lacks a salt or an output; {how}"
-        ));
+        return Err(PhcError::Incomplete { name: name() });
     }
-    let params =
-        Params::try_from(&h).map_err(|e| format!("the argon2 parameters of `{name}`: {e}"))?;
+    let params = Params::try_from(&h).map_err(|e| PhcError::Params {
+        name: name(),
+        why: e.to_string(),
+    })?;
     if params.m_cost() > M_COST_MAX {
-        return Err(format!(
-            "the argon2 memory cost of `{name}` is over {M_COST_MAX} KiB; {how}"
-        ));
+        return Err(PhcError::MemoryCost { name: name() });
     }
     Ok(())
 }

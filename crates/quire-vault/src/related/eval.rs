@@ -7,7 +7,8 @@
 
 use serde::Deserialize;
 
-use super::{dot, note_text, Embedder, NEIGHBOURS};
+use super::slot::NEIGHBOURS;
+use super::vector::{dot, normalise, note_text, Embedder};
 use crate::vault::Vault;
 
 /// Two notes a person judged related.
@@ -29,11 +30,21 @@ struct PairsFile {
     pair: Vec<Pair>,
 }
 
+/// Why a set of pairs cannot be scored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// The pairs file is not `[[pair]]` tables.
+    #[error("pairs file: {0}")]
+    Pairs(#[from] toml::de::Error),
+    /// A pair names a path that is not a note of the vault.
+    #[error("{0}: not in the vault")]
+    NotInVault(String),
+}
+
 /// Parses a pairs file (`[[pair]]` tables with `a`, `b`, `why`, optional `kind`).
-pub fn parse_pairs(text: &str) -> Result<Vec<Pair>, String> {
-    toml::from_str::<PairsFile>(text)
-        .map(|f| f.pair)
-        .map_err(|e| e.to_string())
+pub fn parse_pairs(text: &str) -> Result<Vec<Pair>, EvalError> {
+    Ok(toml::from_str::<PairsFile>(text)?.pair)
 }
 
 /// How an embedder did on a set of pairs.
@@ -60,20 +71,20 @@ pub fn vectors(vault: &Vault, embedder: &dyn Embedder) -> Vec<Vec<f32>> {
         out.extend(embedder.embed(batch));
     }
     for v in &mut out {
-        super::normalise(v);
+        normalise(v);
     }
     out
 }
 
 /// Scores `vectors` (one per note of `vault`) on `pairs`. A pair naming a path
 /// not in the vault is an error.
-pub fn score(vault: &Vault, vectors: &[Vec<f32>], pairs: &[Pair]) -> Result<Score, String> {
+pub fn score(vault: &Vault, vectors: &[Vec<f32>], pairs: &[Pair]) -> Result<Score, EvalError> {
     let notes = vault.notes();
     let find = |p: &str| {
         notes
             .iter()
             .position(|n| n.path == p)
-            .ok_or_else(|| format!("{p}: not in the vault"))
+            .ok_or_else(|| EvalError::NotInVault(p.to_owned()))
     };
     let (mut hits, mut rr, mut hard, mut hard_hits) = (0usize, 0f64, 0usize, 0usize);
     let mut misses = Vec::new();

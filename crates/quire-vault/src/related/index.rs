@@ -20,7 +20,8 @@ use std::cmp::Ordering;
 use hnsw_rs::anndists::dist::distances::Distance;
 use hnsw_rs::hnsw::Hnsw;
 
-use super::{dot, Hit, Slot, NEIGHBOURS, SCORE_MIN};
+use super::slot::{Hit, Slot, NEIGHBOURS, SCORE_MIN};
+use super::vector::dot;
 
 /// Links per node and layer in the graph (HNSW's `M`).
 const HNSW_LINKS: usize = 16;

@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::Embedder;
+use super::vector::{normalise, note_text, Embedder};
 use crate::note::Visibility;
 use crate::vault::Vault;
 
@@ -108,7 +108,7 @@ impl Lexical {
             .notes()
             .iter()
             .filter(|n| n.visibility() <= audience)
-            .map(super::note_text)
+            .map(note_text)
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         Lexical::fit_with_dim(&refs, dim)
@@ -163,7 +163,7 @@ impl Lexical {
             let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
             v[bucket] += sign * w;
         }
-        super::normalise(&mut v);
+        normalise(&mut v);
         v
     }
 }

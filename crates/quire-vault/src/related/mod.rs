@@ -33,25 +33,24 @@
 pub mod eval;
 mod index;
 pub(crate) mod lexical;
+mod slot;
+mod vector;
 
 use std::collections::{HashMap, HashSet};
 
 pub use lexical::Lexical;
+pub use slot::NEIGHBOURS;
+pub use vector::{dot, note_text, Embedder};
 
 use crate::note::{Note, Visibility};
 use crate::vault::Vault;
 use index::{offer, order, Partition};
-
-/// Notes in a related list, at most.
-pub const NEIGHBOURS: usize = 5;
+use slot::{Hit, Lists, Slot};
+use vector::normalise;
 
 /// A partition (the notes of one visibility) with more notes than this is searched
 /// through an HNSW graph; at or below it, by an exact scan.
 pub const EXACT_MAX: usize = 5_000;
-
-/// Notes less similar than this (cosine) are never listed: a note with nothing like
-/// it has a short or empty list rather than five arbitrary ones.
-const SCORE_MIN: f32 = 0.05;
 
 /// Notes whose lists are computed together, sharing one pass over each exact
 /// partition.
@@ -59,93 +58,6 @@ const QUERY_BLOCK: usize = 16;
 
 /// Texts handed to an embedder in one call, at most.
 const EMBED_BATCH: usize = 64;
-
-/// Turns texts into vectors for similarity.
-///
-/// Contract: `embed` returns one vector per text, in order, each `dim()` floats and of
-/// unit L2 length (the zero vector for a text with nothing to embed, such as an empty
-/// note); the same text gives the same vector for the life of the embedder. Related
-/// lists are cosine similarities between these vectors. The embedder runs when notes
-/// change, never per request, so it may be slow, but it must not fetch anything.
-pub trait Embedder: Send + Sync {
-    /// A short name for logs and reports.
-    fn name(&self) -> &str;
-    /// Length of every vector.
-    fn dim(&self) -> usize;
-    /// One unit vector per text.
-    fn embed(&self, docs: &[&str]) -> Vec<Vec<f32>>;
-}
-
-/// The text a note is embedded from: its title, its tags, and its body with
-/// wikilinks written as the text a reader sees (plus the target when a label hides
-/// it), embeds and `%%comments%%` dropped.
-pub fn note_text(note: &Note) -> String {
-    let body = &note.body;
-    let mut out = String::with_capacity(body.len() + 128);
-    out.push_str(note.title());
-    out.push('\n');
-    for t in &note.front.tags {
-        out.push_str(t);
-        out.push(' ');
-    }
-    out.push('\n');
-    // Comments are the author's: they never make notes related either.
-    out.push_str(&crate::render::comments::rewrite(
-        body,
-        &note.links,
-        |_, l| {
-            if l.embed {
-                String::new()
-            } else if l.label.is_some() && !l.target.is_empty() {
-                format!("{} ({})", l.text(), l.target)
-            } else {
-                l.text()
-            }
-        },
-    ));
-    out
-}
-
-/// The dot product of two vectors (the cosine, for unit vectors), summed in a fixed
-/// order: `dot(a, b)` and `dot(b, a)` are the same bits, so a pair scores the same
-/// whichever note asks. 64 independent sums let the compiler keep several vector
-/// registers busy (about twice as fast as 8 on a 1024-float vector, measured).
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 64;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0.0f32; LANES];
-    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for j in 0..LANES {
-            acc[j] += x[j] * y[j];
-        }
-    }
-    let mut w = LANES;
-    while w > 1 {
-        w /= 2;
-        for j in 0..w {
-            acc[j] += acc[j + w];
-        }
-    }
-    acc[0] + tail
-}
-
-/// Scales `v` to unit length; a zero or non-finite vector becomes all zeros.
-fn normalise(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 && n.is_finite() {
-        v.iter_mut().for_each(|x| *x /= n);
-    } else {
-        v.iter_mut().for_each(|x| *x = 0.0);
-    }
-}
 
 /// How [`Related`] searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,28 +77,6 @@ impl Default for Options {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
-}
-
-/// One entry of a related list.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Hit {
-    slot: u32,
-    pub(crate) score: f32,
-}
-
-/// Related lists per audience, indexed by `Visibility as usize`.
-type Lists = [Vec<Hit>; 3];
-
-/// What is kept of one note, found by its path.
-struct Slot {
-    pub(crate) path: String,
-    version: u64,
-    vis: Visibility,
-    alive: bool,
-    /// Row in `parts[vis]`; `None` for a zero vector (nothing to compare).
-    pub(crate) row: Option<u32>,
-    /// Lists for the audiences that may read the note; the others are empty.
-    lists: Lists,
 }
 
 /// Related notes of every note of a vault, for every audience (see the module doc).

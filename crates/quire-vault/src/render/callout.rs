@@ -22,7 +22,7 @@
 
 use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 
-use super::escape;
+use crate::html::escape;
 
 /// Obsidian's callout types: `(type, its aliases)`.
 const TYPES: [(&str, &[&str]); 13] = [

@@ -4,7 +4,9 @@
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, Tag, TagEnd};
 
-use super::{diagram, end_of, escape};
+use super::diagram;
+use super::events::end_of;
+use crate::html::escape;
 
 /// Replaces every mermaid block by its diagram and every fenced block in a known
 /// language by its highlighted HTML.

@@ -3,7 +3,7 @@
 //! their text reaches the HTML, the search index or the links**.
 //!
 //! Key decisions:
-//! - Found on the markdown before it is parsed, because a comment may hide markdown
+//! - Found on the markdown before it is parsed (`crate::scan`), because a comment may hide markdown
 //!   (a heading, a list) that must not be rendered at all.
 //! - `%%` inside code (fenced blocks, inline spans) is code, as in Obsidian.
 //! - An unclosed `%%` hides the rest of the note: what the author meant to hide
@@ -11,52 +11,8 @@
 
 use std::ops::Range;
 
-use crate::links::{self, WikiLink};
-
-/// The byte ranges of every comment in `body`, `%%` markers included, in order.
-pub(crate) fn ranges(body: &str) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    if !body.contains("%%") {
-        return out;
-    }
-    let mut open: Option<usize> = None;
-    let mut fence: Option<(u8, usize)> = None;
-    let mut at = 0;
-    for line in body.split_inclusive('\n') {
-        if open.is_none() && (links::fence_line(line, &mut fence) || fence.is_some()) {
-            at += line.len();
-            continue;
-        }
-        scan_line(line, at, &mut open, &mut out);
-        at += line.len();
-    }
-    if let Some(start) = open {
-        out.push(start..body.len());
-    }
-    out
-}
-
-/// Finds `%%` markers in one line starting at byte `base`, skipping inline code
-/// outside comments.
-fn scan_line(line: &str, base: usize, open: &mut Option<usize>, out: &mut Vec<Range<usize>>) {
-    let b = line.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'`' && open.is_none() {
-            i += links::code_span_len(line, i);
-            continue;
-        }
-        if b[i] == b'%' && b.get(i + 1) == Some(&b'%') {
-            match open.take() {
-                None => *open = Some(base + i),
-                Some(start) => out.push(start..base + i + 2),
-            }
-            i += 2;
-            continue;
-        }
-        i += 1;
-    }
-}
+use crate::links::WikiLink;
+use crate::scan::comment_ranges;
 
 /// `body` with every comment removed and every link not inside one replaced by
 /// `link(l)`.
@@ -65,7 +21,7 @@ pub(crate) fn rewrite(
     links: &[WikiLink],
     mut link: impl FnMut(usize, &WikiLink) -> String,
 ) -> String {
-    let comments = ranges(body);
+    let comments = comment_ranges(body);
     let mut edits: Vec<(Range<usize>, Option<usize>)> = comments
         .into_iter()
         .map(|r| (r, None))
@@ -97,6 +53,7 @@ pub(crate) fn rewrite(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::links;
 
     fn stripped(body: &str) -> String {
         rewrite(body, &links::extract(body), |_, l| {

@@ -24,8 +24,8 @@ use mermaid_rs_renderer::{
     compute_layout, parse_mermaid_strict, render_svg, DiagramKind, LayoutConfig, Theme,
 };
 
-use super::escape;
 use super::sanitize::{sanitize, Allow};
+use crate::html::escape;
 
 /// Longest diagram source drawn, in bytes.
 pub(super) const SOURCE_LEN_MAX: usize = 8 * 1024;
@@ -157,27 +157,55 @@ pub(super) fn block(src: &str, budget: &mut Budget) -> String {
         Err(why) => format!(
             "<figure class=\"diagram diagram-source\"><pre><code class=\"language-mermaid\">{}</code></pre><figcaption>Diagram not drawn: {}.</figcaption></figure>\n",
             escape(src),
-            escape(&why)
+            escape(&why.to_string())
         ),
     }
 }
 
+/// Why a diagram is shown as its source, in the words its caption gives the reader.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotDrawn {
+    #[error("its source is longer than {} bytes", SOURCE_LEN_MAX)]
+    SourceTooLong,
+    #[error("a page draws at most {} diagrams", PAGE_DIAGRAMS_MAX)]
+    PageDiagrams,
+    #[error("the diagram renderer failed")]
+    RendererFailed,
+    /// The parser's first line.
+    #[error("{0}")]
+    Parse(String),
+    #[error("only flowcharts and sequence diagrams are drawn")]
+    Kind,
+    #[error("a sequence diagram is drawn up to {} messages", SEQUENCE_MESSAGES_MAX)]
+    SequenceTooLarge,
+    #[error(
+        "a flowchart is drawn up to {} nodes and {} edges",
+        FLOW_NODES_MAX,
+        FLOW_EDGES_MAX
+    )]
+    FlowTooLarge,
+    #[error("a page draws at most {} flowchart edges", PAGE_FLOW_EDGES_MAX)]
+    PageFlowEdges,
+    #[error("its drawing was refused")]
+    Refused,
+}
+
 /// The diagram's kind and sanitised SVG, or why it is not drawn.
-fn svg(src: &str, budget: &mut Budget, n: usize) -> Result<(&'static str, String), String> {
+fn svg(src: &str, budget: &mut Budget, n: usize) -> Result<(&'static str, String), NotDrawn> {
     if src.len() > SOURCE_LEN_MAX {
-        return Err(format!("its source is longer than {SOURCE_LEN_MAX} bytes"));
+        return Err(NotDrawn::SourceTooLong);
     }
     if budget.diagrams == 0 {
-        return Err(format!("a page draws at most {PAGE_DIAGRAMS_MAX} diagrams"));
+        return Err(NotDrawn::PageDiagrams);
     }
     let parsed = catch_unwind(|| parse_mermaid_strict(src))
-        .map_err(|_| "the diagram renderer failed".to_owned())?
-        .map_err(|e| first_line(&e.to_string()))?;
+        .map_err(|_| NotDrawn::RendererFailed)?
+        .map_err(|e| NotDrawn::Parse(first_line(&e.to_string())))?;
     let g = &parsed.graph;
     let kind = match g.kind {
         DiagramKind::Flowchart => "flowchart",
         DiagramKind::Sequence => "sequence",
-        _ => return Err("only flowcharts and sequence diagrams are drawn".to_owned()),
+        _ => return Err(NotDrawn::Kind),
     };
     check_size(g.kind, g.nodes.len(), g.edges.len(), budget)?;
     budget.diagrams -= 1;
@@ -186,9 +214,8 @@ fn svg(src: &str, budget: &mut Budget, n: usize) -> Result<(&'static str, String
         let config = LayoutConfig::default();
         render_svg(&compute_layout(g, &theme, &config), &theme, &config)
     }))
-    .map_err(|_| "the diagram renderer failed".to_owned())?;
-    let clean = sanitize(&drawn, &SVG, &format!("d{n}-"))
-        .ok_or_else(|| "its drawing was refused".to_owned())?;
+    .map_err(|_| NotDrawn::RendererFailed)?;
+    let clean = sanitize(&drawn, &SVG, &format!("d{n}-")).ok_or(NotDrawn::Refused)?;
     Ok((kind, clean))
 }
 
@@ -199,25 +226,19 @@ fn check_size(
     nodes: usize,
     edges: usize,
     budget: &mut Budget,
-) -> Result<(), String> {
+) -> Result<(), NotDrawn> {
     if kind == DiagramKind::Sequence {
         return if edges > SEQUENCE_MESSAGES_MAX {
-            Err(format!(
-                "a sequence diagram is drawn up to {SEQUENCE_MESSAGES_MAX} messages"
-            ))
+            Err(NotDrawn::SequenceTooLarge)
         } else {
             Ok(())
         };
     }
     if edges > FLOW_EDGES_MAX || nodes > FLOW_NODES_MAX {
-        return Err(format!(
-            "a flowchart is drawn up to {FLOW_NODES_MAX} nodes and {FLOW_EDGES_MAX} edges"
-        ));
+        return Err(NotDrawn::FlowTooLarge);
     }
     if edges > budget.flow_edges {
-        return Err(format!(
-            "a page draws at most {PAGE_FLOW_EDGES_MAX} flowchart edges"
-        ));
+        return Err(NotDrawn::PageFlowEdges);
     }
     budget.flow_edges -= edges;
     Ok(())

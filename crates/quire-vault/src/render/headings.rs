@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Tag, TagEnd};
 
-use super::end_of;
+use super::events::end_of;
 use crate::links;
 
 /// Gives every heading in `events` a unique id; returns `(level, id, text)` of each.
@@ -112,8 +112,8 @@ pub(super) fn level_num(l: HeadingLevel) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::to_html;
     use super::html_text;
+    use crate::render::to_html;
 
     #[test]
     fn tags_and_formulas_in_a_heading_stay_in_its_text_and_id() {

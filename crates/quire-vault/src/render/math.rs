@@ -26,8 +26,8 @@ use pulldown_latex::config::DisplayMode;
 use pulldown_latex::{push_mathml, Parser, RenderConfig, Storage};
 
 use super::budget::{self, Bound};
-use super::escape;
 use super::sanitize::{sanitize, Allow};
+use crate::html::escape;
 
 /// Longest formula rendered, in bytes; a longer one is shown as source.
 pub(super) const FORMULA_LEN_MAX: usize = 8 * 1024;
@@ -122,7 +122,7 @@ const EVENT_BYTES: usize = 16;
 /// One formula as MathML, or as its source marked as an error.
 fn formula(src: &str, display: bool) -> String {
     let rendered = if budget::math_spent() || budget::cancelled() {
-        Err(past(Bound::MathBytes))
+        Err(NotRendered::Past(Bound::MathBytes))
     } else {
         mathml(src, display).and_then(|m| match budget::spend_math(m.len()) {
             Ok(()) => Ok(m),
@@ -130,7 +130,7 @@ fn formula(src: &str, display: bool) -> String {
                 if b == Bound::FormulaBytes {
                     budget::charge_math(budget::current().formula_bytes_max);
                 }
-                Err(past(b))
+                Err(NotRendered::Past(b))
             }
         })
     };
@@ -148,9 +148,9 @@ fn formula(src: &str, display: bool) -> String {
 }
 
 /// The formula's MathML, or why it could not be rendered.
-fn mathml(src: &str, display: bool) -> Result<String, String> {
+fn mathml(src: &str, display: bool) -> Result<String, NotRendered> {
     if src.len() > FORMULA_LEN_MAX {
-        return Err(format!("longer than {FORMULA_LEN_MAX} bytes"));
+        return Err(NotRendered::TooLong);
     }
     let storage = Storage::new();
     let events_max = budget::current().formula_bytes_max / EVENT_BYTES;
@@ -160,13 +160,15 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
             budget::reach(Bound::FormulaBytes);
             // The work was done: the page pays for it as for a formula written.
             budget::charge_math(budget::current().formula_bytes_max);
-            return Err(past(Bound::FormulaBytes));
+            return Err(NotRendered::Past(Bound::FormulaBytes));
         }
         events.push(e);
     }
     if let Some(Err(e)) = events.iter().find(|e| e.is_err()) {
         // The first line says what; the rest draws the source around it.
-        return Err(e.to_string().lines().next().unwrap_or("").to_owned());
+        return Err(NotRendered::Parse(
+            e.to_string().lines().next().unwrap_or("").to_owned(),
+        ));
     }
     let config = RenderConfig {
         display_mode: if display {
@@ -177,20 +179,32 @@ fn mathml(src: &str, display: bool) -> Result<String, String> {
         ..RenderConfig::default()
     };
     let mut out = String::with_capacity(src.len() * 8);
-    push_mathml(&mut out, events.into_iter(), config).map_err(|e| e.to_string())?;
+    push_mathml(&mut out, events.into_iter(), config)
+        .map_err(|e| NotRendered::Write(e.to_string()))?;
     // pulldown-latex 0.8 writes a spacing command's `&nbsp;` escaped, as text; a
     // no-break space is what it means.
     let out = out.replace("&amp;nbsp;", "\u{a0}");
-    sanitize(&out, &MATHML, "").ok_or_else(|| "unexpected MathML".to_owned())
+    sanitize(&out, &MATHML, "").ok_or(NotRendered::Refused)
 }
 
-/// Why a formula past bound `b` is shown as source.
-fn past(b: Bound) -> String {
-    format!(
-        "its MathML is past the render budget ({} = {} bytes)",
-        b.key(),
-        b.limit(&budget::current())
-    )
+/// Why a formula is shown as its source, in the words its `title` gives the reader.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotRendered {
+    /// The source is over [`FORMULA_LEN_MAX`].
+    #[error("longer than {} bytes", FORMULA_LEN_MAX)]
+    TooLong,
+    /// The page's or the formula's render budget is spent.
+    #[error("its MathML is past the render budget ({} = {} bytes)", .0.key(), .0.limit(&budget::current()))]
+    Past(Bound),
+    /// The LaTeX does not parse (the parser's first line).
+    #[error("{0}")]
+    Parse(String),
+    /// Writing the MathML failed.
+    #[error("{0}")]
+    Write(String),
+    /// The MathML holds what the allow-list refuses.
+    #[error("unexpected MathML")]
+    Refused,
 }
 
 #[cfg(test)]

@@ -3,8 +3,11 @@
 //!
 //! - `wikilinks`: `[[links]]` and `![[embeds]]`, resolved against the vault.
 //! - `embed`: `![[Note]]`, `![[Note#Heading]]`, `![[Note#^block]]` transcluded;
-//!   `part` finds the section or block an embed names; `record` keeps what a
-//!   render read, which is the page's dependency set and version.
+//!   `part` finds the section or block an embed names; `splice` puts rendered
+//!   embeds where their markers are; `record` keeps what a render read, which is
+//!   the page's dependency set and version.
+//! - `pipeline`: markdown to HTML through every pass below, in order; `events`: the
+//!   parser's options and event helpers; `url`: paths in links and attachments.
 //! - `headings`: unique ids on headings, for the table of contents and links.
 //! - `code`: highlighted fenced code.
 //! - `diagram`: ` ```mermaid ` flowcharts and sequence diagrams drawn as SVG.
@@ -25,12 +28,13 @@
 //!   titles, formulas, diagram text) is HTML-escaped; the author's markdown, raw HTML
 //!   included, is the author's.
 //! - Wikilinks are replaced by inline HTML before parsing; every other construct is a
-//!   pass over pulldown-cmark's events, in a fixed order (`to_html`).
+//!   pass over pulldown-cmark's events, in a fixed order (`pipeline`).
+//! - **Imports point down**: this file is the face (`render*`); `embed` drives a
+//!   page's render and calls `pipeline`, which calls the passes; no pass imports the
+//!   pipeline, the driver or this file.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-use pulldown_cmark::{Event, Options, Parser, TextMergeStream};
 
 pub use crate::html::escape;
 use crate::note::Visibility;
@@ -43,29 +47,28 @@ mod code;
 pub(crate) mod comments;
 mod diagram;
 mod embed;
+mod events;
 mod headings;
 mod mark;
 mod math;
 mod part;
+mod pipeline;
 mod prose;
 mod record;
 mod sanitize;
+mod splice;
 mod tags;
+mod url;
 mod wikilinks;
 
 pub use embed::{EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+#[cfg(test)]
+use pipeline::to_html;
+pub use pipeline::Rendered;
 pub use record::{Embed, Outcome, Record};
 pub(crate) use tags::inline_tags;
 pub use tags::tag_url;
-
-/// A rendered note body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rendered {
-    /// The HTML fragment.
-    pub html: String,
-    /// `(level, id, text)` of each heading, for a table of contents.
-    pub headings: Vec<(u8, String, String)>,
-}
+pub use url::attachment_url;
 
 /// Renders note `i` of `vault` for a reader allowed up to `audience`, with the notes
 /// it embeds transcluded (see `embed`).
@@ -112,94 +115,6 @@ fn render_metered(
         }
         render(vault, i, audience)
     })
-}
-
-/// The markdown options every render and every search for a section parse with.
-fn options() -> Options {
-    Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_HEADING_ATTRIBUTES
-        | Options::ENABLE_MATH
-}
-
-/// Markdown without embeds to HTML, as a page of its own (tests of single passes).
-#[cfg(test)]
-fn to_html(md: &str) -> Rendered {
-    to_html_in(
-        md,
-        &embed::Slots::default(),
-        &mut diagram::Budget::default(),
-        Nesting::Page,
-    )
-}
-
-/// Whether markdown is a page's own or a part of another note embedded in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Nesting {
-    /// The page's note: headings get ids and make the table of contents.
-    Page,
-    /// An embedded part: no ids (they would repeat the embedded note's own page's,
-    /// or the page's), no table of contents.
-    Embedded,
-}
-
-/// Markdown to HTML: the parser's events through each construct's pass, in order.
-/// `slots` are the embeds whose markers `md` holds (`embed::splice`); `diagrams` is
-/// the page's diagram budget, shared with everything it embeds.
-fn to_html_in(
-    md: &str,
-    slots: &embed::Slots,
-    diagrams: &mut diagram::Budget,
-    nesting: Nesting,
-) -> Rendered {
-    // Adjacent text merged: a callout's marker or a `==highlight==` is one run.
-    let events: Vec<Event<'_>> = TextMergeStream::new(Parser::new_ext(md, options())).collect();
-    let events = embed::splice(events, slots);
-    let events = code::code_blocks(events, diagrams);
-    let events = math::math(events);
-    let events = tags::link_tags(events);
-    let events = mark::highlights(events);
-    let events = blockref::block_ids(events);
-    let mut events = callout::callouts(events);
-    let headings = match nesting {
-        Nesting::Page => headings::assign_ids(&mut events),
-        Nesting::Embedded => {
-            embed::strip_ids(&mut events);
-            Vec::new()
-        }
-    };
-    let mut html = String::with_capacity(md.len() * 3 / 2);
-    budget::push_html(&mut html, events.into_iter());
-    Rendered { html, headings }
-}
-
-/// The index of the first event at or after `i` that `is_end`, or the end.
-fn end_of(events: &[Event<'_>], i: usize, is_end: impl Fn(&Event<'_>) -> bool) -> usize {
-    events[i..]
-        .iter()
-        .position(is_end)
-        .map_or(events.len(), |p| i + p)
-}
-
-/// The site path of the attachment whose lower-cased file name is `name`.
-pub fn attachment_url(name: &str) -> String {
-    format!("/attachments/{}", url_path(name))
-}
-
-/// Percent-encodes what may not stand in a URL path (spaces, quotes, non-ASCII...),
-/// keeping `/` and `#`.
-fn url_path(p: &str) -> String {
-    let mut out = String::with_capacity(p.len());
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~#".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

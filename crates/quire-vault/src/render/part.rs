@@ -22,7 +22,8 @@ use std::ops::Range;
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
-use super::{blockref, headings, options};
+use super::events::options;
+use super::{blockref, headings};
 use crate::links::slug;
 
 /// The markdown of the part of `md` the embed's `#…` part (`heading`, without the

@@ -21,7 +21,8 @@ use pulldown_cmark::{CowStr, Event, Options, Parser};
 
 use super::budget::{self, Bound};
 use super::prose::{boundary_before, Context};
-use super::{escape, url_path};
+use super::url::url_path;
+use crate::html::escape;
 use crate::links::{self, WikiLink};
 
 /// Longest tag read, in bytes.

@@ -13,7 +13,8 @@
 
 use xxhash_rust::xxh3::Xxh3;
 
-use super::{attachment_url, escape, url_path};
+use super::url::{attachment_url, url_path};
+use crate::html::escape;
 use crate::links::{self, WikiLink};
 use crate::note::Visibility;
 use crate::vault::Vault;

@@ -33,7 +33,21 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::snippet::Matcher;
 use super::store::FTS_TABLES;
 use super::text::snippet_html;
-use super::Hit;
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Hit {
+    /// The note's title.
+    pub title: String,
+    /// Its page.
+    pub url: String,
+    /// Its vault-relative path.
+    pub path: String,
+    /// HTML: the body around the matches, escaped, matches in `<mark>…</mark>`.
+    pub snippet: String,
+    /// Relevance, higher is better (negated bm25).
+    pub score: f64,
+}
 
 /// The statements below name the FTS table `{fts}`; [`Statements`] has them for
 /// each audience's table.
@@ -167,11 +181,13 @@ fn ranked(c: &Connection, ask: &Ask<'_>, candidates: usize) -> rusqlite::Result<
         Some(cutoff) => title_matches(c, ask, cutoff)?,
         None => Vec::new(),
     };
-    if cutoff.is_some() && ask.words != ask.fts {
-        top_by_words(c, ask, last, &titles)
-    } else {
-        top(c, ask, last, &titles)
-    }
+    top(
+        c,
+        ask,
+        last,
+        &titles,
+        cutoff.is_some() && ask.words != ask.fts,
+    )
 }
 
 /// For a phrase query whose words are in more than `candidates` notes: the phrase's
@@ -191,53 +207,32 @@ fn phrase_bounded(
         return Ok(None);
     };
     let titles = title_matches(c, ask, cut)?;
-    let scored = top_by_words(c, ask, cut.min(ask.end - 1), &titles)?;
+    let scored = top(c, ask, cut.min(ask.end - 1), &titles, true)?;
     Ok((scored.len() >= ask.limit).then_some(scored))
 }
 
 /// `(rowid, bm25)` of the best matches up to rowid `last` or in `extra`, best
-/// (lowest) first.
+/// (lowest) first: ranked by the query as written ([`TOP_SQL`]), or, `by_words`, a
+/// phrase query past the bound ranked by its words' bm25 ([`TOP_WORDS_SQL`]).
 fn top(
     c: &Connection,
     ask: &Ask<'_>,
     last: i64,
     extra: &[i64],
+    by_words: bool,
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let bound = extra.iter().copied().fold(last, i64::max);
-    let mut stmt = c.prepare_cached(&ask.sql.top)?;
-    let rows = stmt.query_map(
-        params![
-            ask.fts,
-            bound,
-            last,
-            json_ids(extra.iter().copied()),
-            ask.limit as i64
-        ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    rows.collect()
-}
-
-/// [`top`] for a phrase query past the bound, ranked by its words' bm25.
-fn top_by_words(
-    c: &Connection,
-    ask: &Ask<'_>,
-    last: i64,
-    extra: &[i64],
-) -> rusqlite::Result<Vec<(i64, f64)>> {
-    let bound = extra.iter().copied().fold(last, i64::max);
-    let mut stmt = c.prepare_cached(&ask.sql.top_words)?;
-    let rows = stmt.query_map(
-        params![
-            ask.words,
-            bound,
-            ask.fts,
-            last,
-            json_ids(extra.iter().copied()),
-            ask.limit as i64
-        ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let ids = json_ids(extra.iter().copied());
+    let limit = ask.limit as i64;
+    let (sql, args): (&str, Vec<&dyn rusqlite::ToSql>) = if by_words {
+        let args: Vec<&dyn rusqlite::ToSql> =
+            vec![&ask.words, &bound, &ask.fts, &last, &ids, &limit];
+        (&ask.sql.top_words, args)
+    } else {
+        (&ask.sql.top, vec![&ask.fts, &bound, &last, &ids, &limit])
+    };
+    let mut stmt = c.prepare_cached(sql)?;
+    let rows = stmt.query_map(args.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
 }
 

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::error::{sql_err, SearchError};
 use super::text::{self, plain_body};
-use super::{sql_err, SearchError};
 use crate::note::Visibility;
 use crate::vault::Vault;
 
@@ -227,27 +227,31 @@ pub(super) fn move_aside(path: &Path) -> Result<(), SearchError> {
     Ok(())
 }
 
+/// Writes note `r` as row `id` of `notes` (its FTS rows are the caller's).
+fn insert(tx: &Connection, id: i64, r: &Row) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO notes (id, path, url, title, tags, body, visibility, version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        id,
+        r.path,
+        r.url,
+        r.title,
+        r.tags,
+        r.body,
+        r.visibility,
+        r.version
+    ])?;
+    Ok(())
+}
+
 /// The whole index replaced in one transaction: readers see the old or the new.
 pub(super) fn replace_all(conn: &mut Connection, rows: &[Row]) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute("DELETE FROM notes", [])?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO notes (id, path, url, title, tags, body, visibility, version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?;
-        for (rank, r) in (1..).zip(rows) {
-            insert.execute(params![
-                rowid(r.visibility, rank),
-                r.path,
-                r.url,
-                r.title,
-                r.tags,
-                r.body,
-                r.visibility,
-                r.version
-            ])?;
-        }
+    for (rank, r) in (1..).zip(rows) {
+        insert(&tx, rowid(r.visibility, rank), r)?;
     }
     // Rebuilds each audience's FTS index from its view of `notes`.
     for table in FTS_TABLES {
@@ -338,20 +342,7 @@ pub(super) fn upsert(tx: &Connection, r: &Row) -> rusqlite::Result<()> {
         }
         None => {
             let id = rowid(r.visibility, rank_next(tx)?);
-            tx.prepare_cached(
-                "INSERT INTO notes (id, path, url, title, tags, body, visibility, version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                id,
-                r.path,
-                r.url,
-                r.title,
-                r.tags,
-                r.body,
-                r.visibility,
-                r.version
-            ])?;
+            insert(tx, id, r)?;
             id
         }
     };
