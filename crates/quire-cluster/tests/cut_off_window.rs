@@ -3,7 +3,9 @@
 //! acknowledged at any instant, also just after that copy was stored. Found by
 //! `quire-chaos hostile --suite cluster --case partition` (2 stale hits in 924
 //! answers): the cut-off node made everything stale on a 100 ms tick, so a copy
-//! stored after the last tick was served as a hit after a later purge.
+//! stored after the last tick was served as a hit after a later purge. Nor is a
+//! copy it holds served stale: not while revalidating (`stale-while-revalidate`),
+//! nor to a request's `max-stale` (both undid the purge the same way).
 
 mod common;
 
@@ -58,5 +60,64 @@ async fn a_cut_off_node_never_serves_as_a_hit_what_it_revalidated_just_before_a_
             "round {round}: the cut-off node served what a purge removed ({cs})"
         );
     }
+    c.link.restore();
+}
+
+/// `path` at version `v`, fresh for an hour and then servable stale while
+/// revalidating for ten minutes (RFC 5861 §3).
+fn stale_while_revalidate(origin: &Origin, path: &str, v: u32) {
+    let body = format!("{path} version {v}");
+    origin.route(
+        path,
+        Route::ok(
+            body,
+            &[("cache-control", "max-age=3600, stale-while-revalidate=600")],
+        )
+        .etag(&format!("\"{v}\"")),
+    );
+}
+
+/// `GET path` on `node` with `cache-control` in the request; the whole answer.
+async fn get_with_cache_control(node: &Node, path: &str, cc: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(node.addr).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncache-control: {cc}\r\nconnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_node_never_serves_a_purged_copy_stale_while_revalidating_or_to_max_stale() {
+    let Some(t) = three(false).await else { return };
+    stale_while_revalidate(&t.origin, "/swr", 1);
+    stale_while_revalidate(&t.origin, "/ms", 1);
+    warm(&t, "/swr").await;
+    warm(&t, "/ms").await;
+    let c = &t.nodes[2];
+    c.link.cut();
+    until_cut_off(c).await;
+    for path in ["/swr", "/ms"] {
+        stale_while_revalidate(&t.origin, path, 2);
+        let body = format!(r#"{{"urls":["http://127.0.0.1{path}"]}}"#);
+        let (status, answer) = purge(&t.nodes[0], "", &body).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    // The copy it holds is stale for it, but a stale copy it may not serve: the
+    // purge it cannot see removed it everywhere else.
+    let answer = get_with_cache_control(c, "/ms", "max-stale").await;
+    assert!(
+        answer.ends_with("/ms version 2"),
+        "served the purged copy to max-stale: {answer}"
+    );
+    let (_, body, cs) = get(c, "/swr").await;
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        "/swr version 2",
+        "served the purged copy while revalidating ({cs})"
+    );
     c.link.restore();
 }
