@@ -73,11 +73,14 @@ enum Suite {
     Proxy,
     /// Hostile notes in a served vault (`hostile_notes`).
     Notes,
+    /// Three `quire proxy` nodes with `[cluster]`, a real `redis-server` and a link
+    /// that lags or is cut (`hostile::cluster`); skipped without `redis-server`.
+    Cluster,
 }
 
 #[derive(Debug, Clone, Args)]
 struct HostileArgs {
-    /// Which suite (default: both).
+    /// Which suite (default: all three).
     #[arg(long, value_enum)]
     suite: Option<Suite>,
     /// The quire binary (default: $CARGO_TARGET_DIR/release/quire, then
@@ -87,7 +90,7 @@ struct HostileArgs {
     /// small (CI, seconds per case) or full (the sizes the attacks were found at).
     #[arg(long, value_enum, default_value = "small")]
     scale: hostile::Scale,
-    /// Run only this case of the proxy suite.
+    /// Run only this case of the proxy or the cluster suite.
     #[arg(long, value_name = "NAME")]
     case: Option<String>,
     /// The vault the note bombs are added to (a copy).
@@ -339,18 +342,27 @@ async fn hostile(a: &HostileArgs) -> anyhow::Result<Vec<String>> {
     let (dir, _tmp) = scratch(a.scratch.as_ref())?;
     let mut failures = Vec::new();
     let mut json = serde_json::Map::new();
-    if a.suite != Some(Suite::Notes) {
-        let pdir = dir.join("proxy");
-        std::fs::create_dir_all(&pdir)?;
-        let outcomes = hostile::run_proxy(&exe, &pdir, a.scale, a.case.as_deref()).await?;
+    let chosen = |s: Suite| a.suite.is_none_or(|x| x == s);
+    for (suite, wanted, name) in [
+        (hostile::Suite::Proxy, Suite::Proxy, "proxy"),
+        (hostile::Suite::Cluster, Suite::Cluster, "cluster"),
+    ] {
+        // A case named without a suite runs in the suite that has it.
+        let elsewhere = a.suite.is_none() && a.case.as_deref().is_some_and(|c| !suite.has(c));
+        if !chosen(wanted) || elsewhere {
+            continue;
+        }
+        let sdir = dir.join(name);
+        std::fs::create_dir_all(&sdir)?;
+        let outcomes = hostile::run_suite(suite, &exe, &sdir, a.scale, a.case.as_deref()).await?;
         failures.extend(
             outcomes
                 .iter()
                 .flat_map(|o| o.failures.iter().map(move |f| format!("{}: {f}", o.name))),
         );
-        json.insert("proxy".into(), serde_json::to_value(&outcomes)?);
+        json.insert(name.into(), serde_json::to_value(&outcomes)?);
     }
-    if a.suite != Some(Suite::Proxy) {
+    if chosen(Suite::Notes) {
         let ndir = dir.join("notes");
         std::fs::create_dir_all(&ndir)?;
         let plan = hostile_notes::Plan {

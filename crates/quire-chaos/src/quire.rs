@@ -34,6 +34,8 @@ pub(crate) struct Quire {
     log: PathBuf,
     child: Option<Child>,
     starts: u32,
+    /// Extra environment of every start (e.g. a preloaded clock that is off).
+    envs: Vec<(OsString, OsString)>,
 }
 
 impl Quire {
@@ -47,7 +49,13 @@ impl Quire {
             log,
             child: None,
             starts: 0,
+            envs: Vec::new(),
         }
+    }
+
+    /// Sets `key` to `value` in the environment of every start.
+    pub(crate) fn env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) {
+        self.envs.push((key.into(), value.into()));
     }
 
     /// The running child's pid.
@@ -67,6 +75,7 @@ impl Quire {
         let child = Command::new(&self.exe)
             .args(&self.args)
             .env("QUIRE_ADMIN_TOKEN", ADMIN_TOKEN)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

@@ -22,8 +22,12 @@
 //!   reached the head of the log is older than `bus::CUT_OFF_MS` (a connection
 //!   held open but silent, a Redis that stopped answering, a backlog too long to
 //!   apply): from then until a read reaches the head again, every response held is
-//!   made stale every tick (each is revalidated on its next use), peer answers are
-//!   refused and session cookies are not honoured.
+//!   stale on every use (`Ctx::revalidate_every_use`: each is revalidated, what the
+//!   origin answers is served), peer answers are refused and session cookies are
+//!   not honoured. Not an instant moved on each tick: a copy revalidated after the
+//!   last tick was fresh until the next, and a purge acknowledged in between (this
+//!   node named `unreachable`) was undone by it as a hit
+//!   (`a_cut_off_node_never_serves_as_a_hit_what_it_revalidated_just_before_a_purge`).
 //! - Entries this node appended and already applied are skipped once.
 //! - A publishing node reads the cluster's sign-out table on every (re)connect,
 //!   before the log (see `crate::publishing`).
@@ -418,7 +422,7 @@ const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// Watches whether this node reads the log (see the module doc) until `bus` is
 /// dropped: past `CUT_OFF_MS` without a read that reached the head, every response
-/// held is made stale on every tick and `sessions` are suspended; once a read
+/// held is stale on every use and `sessions` are suspended; once a read
 /// reaches the head again, the reader reads the sign-out table again.
 pub(crate) fn watch(bus: &Arc<RedisBus>, ctx: &Arc<Ctx>, sessions: Option<Arc<dyn SignOutTable>>) {
     let weak = Arc::downgrade(bus);
@@ -440,6 +444,10 @@ pub(crate) fn watch(bus: &Arc<RedisBus>, ctx: &Arc<Ctx>, sessions: Option<Arc<dy
                         s.suspend();
                     }
                 }
+                // Nothing is fresh until a read reaches the head again; the instant
+                // (kept in the position file) makes what was held before the cut
+                // revalidate once after it too.
+                ctx.revalidate_every_use(true);
                 let ms = revalidation_instant(&bus, &ctx);
                 ctx.stale_everything_before(UNIX_EPOCH + Duration::from_millis(ms));
             } else if live.cut_off.load(Ordering::Acquire) {
@@ -447,6 +455,7 @@ pub(crate) fn watch(bus: &Arc<RedisBus>, ctx: &Arc<Ctx>, sessions: Option<Arc<dy
                 // for peer fill; cookies stay refused until it has.
                 live.readopt.store(true, Ordering::Release);
                 live.cut_off.store(false, Ordering::Release);
+                ctx.revalidate_every_use(false);
                 tracing::info!("cluster: the log is read again");
             }
         }

@@ -493,10 +493,15 @@ impl StoredTiming {
         self.response_time
     }
 
-    /// This timing with no freshness left: every reuse then needs a revalidation
-    /// (a soft purge of everything received before some instant).
+    /// This timing with no freshness left and no stale serving: every reuse then
+    /// needs a revalidation, whatever `stale-while-revalidate`, `stale-if-error`,
+    /// a configured grace or a request's `max-stale` would allow (a soft purge of
+    /// everything received before some instant, used when a cluster node cannot
+    /// know which of its copies a purge removed elsewhere: serving one stale would
+    /// undo that purge).
     pub fn expired(mut self) -> StoredTiming {
         self.freshness_lifetime = Some(Duration::ZERO);
+        self.flags.forbids_stale = true;
         self
     }
 

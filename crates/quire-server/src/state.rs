@@ -69,6 +69,9 @@ pub struct Ctx {
     /// none): a soft purge of everything at the cost of one atomic load per hit,
     /// set by a cluster node that cannot know what it missed (see `quire-cluster`).
     stale_before_ms: std::sync::atomic::AtomicU64,
+    /// While set, nothing held is fresh, whenever it was received (see
+    /// [`Ctx::revalidate_every_use`]).
+    stale_always: std::sync::atomic::AtomicBool,
     /// Fills in flight.
     pub fills: Fills,
     /// Decoded records, by content.
@@ -198,6 +201,7 @@ impl Ctx {
             origin,
             bus: std::sync::OnceLock::new(),
             stale_before_ms: std::sync::atomic::AtomicU64::new(0),
+            stale_always: std::sync::atomic::AtomicBool::new(false),
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::rate_limit::Limiter::default(),
@@ -230,6 +234,17 @@ impl Ctx {
             .fetch_max(ms, std::sync::atomic::Ordering::AcqRel);
     }
 
+    /// While `on`, every response held is stale on every use, received before or
+    /// after this call: each is revalidated, and what the origin answers is served.
+    /// For a cluster node cut off from its invalidation log, where a purge it cannot
+    /// see may be acknowledged at any instant, also just after a revalidation stored
+    /// a copy; an instant ([`Ctx::stale_everything_before`]) moved on a tick leaves
+    /// what was stored since the last tick fresh.
+    pub fn revalidate_every_use(&self, on: bool) {
+        self.stale_always
+            .store(on, std::sync::atomic::Ordering::Release);
+    }
+
     /// The instant set by [`Ctx::stale_everything_before`], if any.
     pub fn stale_before(&self) -> Option<std::time::SystemTime> {
         match self
@@ -242,12 +257,15 @@ impl Ctx {
     }
 
     /// `p`'s timing as reuse decisions must read it: expired when it was received
-    /// before [`Ctx::stale_before`].
+    /// before [`Ctx::stale_before`], or at all while [`Ctx::revalidate_every_use`].
     pub(crate) fn timing_of(
         &self,
         p: &crate::hit::Prepared,
     ) -> quire_http::freshness::StoredTiming {
         let t = *p.timing();
+        if self.stale_always.load(std::sync::atomic::Ordering::Acquire) {
+            return t.expired();
+        }
         match self.stale_before() {
             Some(before) if t.received() < before => t.expired(),
             _ => t,

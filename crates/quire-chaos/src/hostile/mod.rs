@@ -16,6 +16,7 @@
 //!   only as generous limits that separate *bounded* from *never*.
 
 mod clients;
+mod cluster;
 mod framing;
 mod raw_origin;
 mod stalls;
@@ -65,6 +66,9 @@ pub(crate) struct Outcome {
     pub(crate) figures: Vec<(String, f64)>,
     /// Broken promises, in words.
     pub(crate) failures: Vec<String>,
+    /// Why the case judged nothing (a tool it needs is missing), if it did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<String>,
 }
 
 impl Outcome {
@@ -131,15 +135,20 @@ impl Env {
         std::fs::write(&config, text)?;
         let args: Vec<OsString> = vec!["proxy".into(), "--config".into(), config.into()];
         let log = self.dir.join(format!("{case}.log"));
-        if let Ok(mut logs) = self.logs.lock() {
-            logs.push(log.clone());
-        }
+        self.watch_log(&log);
         let mut quire = Quire::new(&self.exe, args, addr, log);
         quire.start(Duration::from_secs(20)).await?;
         Ok(Proxy {
             _quire: quire,
             addr,
         })
+    }
+
+    /// Adds `log` to the logs searched for panics after the case.
+    pub(crate) fn watch_log(&self, log: &Path) {
+        if let Ok(mut logs) = self.logs.lock() {
+            logs.push(log.to_path_buf());
+        }
     }
 
     /// Panics in the logs of the quires started since the last call.
@@ -188,8 +197,40 @@ async fn run_case(env: &Env, name: &str) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Runs the proxy cases (`only` one of them, or all), prints each and returns them.
-pub(crate) async fn run_proxy(
+/// Which cases a suite has and how one is run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Suite {
+    /// Hostile clients of one `quire proxy`.
+    Proxy,
+    /// Three `quire proxy` nodes with `[cluster]` and a real Redis.
+    Cluster,
+}
+
+impl Suite {
+    /// Whether the suite has a case named `name`.
+    pub(crate) fn has(self, name: &str) -> bool {
+        self.cases().contains(&name)
+    }
+
+    fn cases(self) -> &'static [&'static str] {
+        match self {
+            Suite::Proxy => CASES,
+            Suite::Cluster => cluster::CASES,
+        }
+    }
+
+    async fn run(self, env: &Env, name: &str) -> anyhow::Result<Outcome> {
+        match self {
+            Suite::Proxy => run_case(env, name).await,
+            Suite::Cluster => cluster::run_case(env, name).await,
+        }
+    }
+}
+
+/// Runs the cases of `suite` (`only` one of them, or all), prints each and returns
+/// them.
+pub(crate) async fn run_suite(
+    suite: Suite,
     exe: &Path,
     dir: &Path,
     scale: Scale,
@@ -202,9 +243,13 @@ pub(crate) async fn run_proxy(
         logs: std::sync::Mutex::default(),
     };
     let mut out = Vec::new();
-    for &name in CASES.iter().filter(|n| only.is_none_or(|o| o == **n)) {
+    for &name in suite
+        .cases()
+        .iter()
+        .filter(|n| only.is_none_or(|o| o == **n))
+    {
         println!("quire-chaos hostile: {name}");
-        let mut outcome = match run_case(&env, name).await {
+        let mut outcome = match suite.run(&env, name).await {
             Ok(o) => o,
             Err(e) => Outcome {
                 name: name.to_string(),
@@ -226,7 +271,11 @@ fn print(o: &Outcome) {
     for (name, value) in &o.figures {
         println!("    {name:<48} {value}");
     }
-    let verdict = if o.failures.is_empty() { "ok" } else { "FAIL" };
+    let verdict = match (&o.skipped, o.failures.is_empty()) {
+        (Some(why), true) => format!("SKIP ({why})"),
+        (_, true) => "ok".to_string(),
+        (_, false) => "FAIL".to_string(),
+    };
     println!("  {verdict}: {}", o.name);
     for f in &o.failures {
         println!("    - {f}");

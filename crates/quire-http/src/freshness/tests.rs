@@ -658,6 +658,28 @@ fn s_maxage_forbids_serving_stale() {
     assert_eq!(decide(&stored, &[], 20), REVALIDATE);
 }
 
+/// An expired timing (everything held made stale at once) is revalidated on every
+/// use: never served stale while revalidating, to `max-stale`, or on an error.
+#[test]
+fn an_expired_timing_is_never_served_stale() {
+    let stored = timing(&[(
+        "cache-control",
+        "max-age=3600, stale-while-revalidate=600, stale-if-error=600",
+    )])
+    .expired();
+    assert_eq!(decide(&stored, &[], 5), REVALIDATE);
+    assert_eq!(
+        decide(&stored, &[("cache-control", "max-stale")], 5),
+        REVALIDATE
+    );
+    let grace = ReuseConfig {
+        stale_while_revalidate_grace: Duration::from_secs(60),
+        stale_if_error_grace: Duration::from_secs(60),
+    };
+    let none = CacheControl::default();
+    assert_eq!(reuse(&stored, &none, &grace, t(5)), REVALIDATE);
+}
+
 /// RFC 5861 §3: stale-while-revalidate serves stale within its window only.
 #[test]
 fn stale_while_revalidate_window() {
