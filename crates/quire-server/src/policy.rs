@@ -20,10 +20,10 @@ use quire_http::encoding::Coding;
 use quire_http::freshness::{ReuseConfig, StorageConfig};
 use quire_http::key::KeyConfig;
 
-use crate::access_log::AccessLog;
-use crate::client::TrustedProxies;
-use crate::compress::Levels;
 use crate::config::Config;
+use crate::edge::client::TrustedProxies;
+use crate::fill::compress::Levels;
+use crate::ops::access_log::AccessLog;
 use crate::state::StartError;
 use crate::upstream::Upstream;
 
@@ -117,7 +117,7 @@ pub fn check(cfg: &Config) -> Result<(), StartError> {
     admin_token(cfg)?;
     trusted(cfg)?;
     AccessLog::check(&cfg.log)?;
-    crate::tls::Tls::from_config(&cfg.tls)?;
+    crate::edge::tls::Tls::from_config(&cfg.tls)?;
     Ok(())
 }
 
