@@ -55,6 +55,7 @@ pub use upstream::{origin, origins};
 
 pub use clock::Clock;
 pub use config::Config;
+pub use policy::StartError;
 pub use server::Server;
-pub use state::{Ctx, StartError};
+pub use state::Ctx;
 pub use upstream::Upstream;

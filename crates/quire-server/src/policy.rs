@@ -20,12 +20,81 @@ use quire_http::encoding::Coding;
 use quire_http::freshness::{ReuseConfig, StorageConfig};
 use quire_http::key::KeyConfig;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::edge::client::TrustedProxies;
 use crate::fill::compress::Levels;
 use crate::ops::access_log::AccessLog;
-use crate::state::StartError;
 use crate::upstream::Upstream;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The cache volume could not be opened.
+    #[error("cache volume {path}: {source}")]
+    Store {
+        /// The volume path.
+        path: String,
+        /// Why.
+        source: quire_store::StoreError,
+    },
+    /// Creating the cache directory failed.
+    #[error("cache directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No origin configured.
+    #[error(
+        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
+         config file"
+    )]
+    NoOrigin,
+    /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
+    /// certificates for an https origin.
+    #[error(transparent)]
+    Origin(#[from] crate::upstream::origin::OriginSetupError),
+    /// Binding the listener failed.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS certificate or key cannot be used.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::edge::tls::TlsError),
+    /// The access log cannot be opened.
+    #[error(transparent)]
+    Log(#[from] crate::ops::access_log::LogError),
+}
+
+impl Config {
+    /// Checks every rule of the configuration: called once before serving, and on
+    /// every reload before anything is swapped. The rules of plain data
+    /// (`Config::check_fields`, beside the fields) first; then the ones only a
+    /// feature's own parser can check, which is why they live here, above the
+    /// configuration: the origin pools, the trusted proxies, the compression levels.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the first rule broken.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_fields()?;
+        crate::upstream::origins::validate(self).map_err(ConfigError)?;
+        TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|e| ConfigError(format!("trusted_proxies: {e}")))?;
+        self.encodings
+            .levels()
+            .validate()
+            .map_err(|e| ConfigError(e.to_string()))
+    }
+}
 
 /// The per-request policy: the configuration and what is derived from it.
 #[derive(Debug)]

@@ -51,8 +51,9 @@ use crate::edge::sendfile::Volume;
 use crate::edge::wire::Wire;
 use crate::http1::fastpath;
 use crate::metrics::{Handshake, Outcome};
+use crate::policy::StartError;
 use crate::request::service;
-use crate::state::{Ctx, StartError};
+use crate::state::Ctx;
 
 /// A bound server, ready to run.
 #[derive(Debug)]

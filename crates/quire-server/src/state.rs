@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::fill::coalesce::Fills;
 use crate::fill::compress_pool::CompressPool;
 use crate::metrics::Metrics;
+pub use crate::policy::StartError;
 use crate::policy::{Policy, Reloaded};
 use crate::request::hit::Records;
 use crate::upstream::origin::{Origin, OriginOptions};
@@ -92,55 +93,7 @@ pub struct Ctx {
     /// The per-client rate limits' buckets (their rates are the policy's).
     pub limiter: crate::edge::rate_limit::Limiter,
     /// Upgraded connections (WebSocket) passed through.
-    pub tunnels: crate::request::tunnel::Tunnels,
-}
-
-/// Why the server could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// The cache volume could not be opened.
-    #[error("cache volume {path}: {source}")]
-    Store {
-        /// The volume path.
-        path: String,
-        /// Why.
-        source: quire_store::StoreError,
-    },
-    /// Creating the cache directory failed.
-    #[error("cache directory {path}: {source}")]
-    Dir {
-        /// The directory.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// No origin configured.
-    #[error(
-        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
-         config file"
-    )]
-    NoOrigin,
-    /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
-    /// certificates for an https origin.
-    #[error(transparent)]
-    Origin(#[from] crate::upstream::origin::OriginSetupError),
-    /// Binding the listener failed.
-    #[error("listen on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TLS certificate or key cannot be used.
-    #[error("tls: {0}")]
-    Tls(#[from] crate::edge::tls::TlsError),
-    /// The access log cannot be opened.
-    #[error(transparent)]
-    Log(#[from] crate::ops::access_log::LogError),
+    pub tunnels: crate::edge::upgrades::Tunnels,
 }
 
 impl Ctx {
@@ -173,7 +126,7 @@ impl Ctx {
         let store = open_store(&cfg)?;
         let tls = crate::edge::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
-        let tunnels = crate::request::tunnel::Tunnels::new(&cfg.limits);
+        let tunnels = crate::edge::upgrades::Tunnels::new(&cfg.limits);
         let e = &cfg.encodings;
         let cpu = crate::fill::compress_pool::CpuLimits {
             large_bytes: e.large_bytes.0,

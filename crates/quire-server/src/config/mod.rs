@@ -13,14 +13,25 @@
 //! - [`Config::validate`] checks cross-field rules once at start-up, so the request
 //!   path never meets an impossible setting.
 
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use crate::fill::compress::Levels;
+mod cluster;
+mod log;
+mod origin_url;
+mod origins;
+mod rate_limit;
+mod units;
+
+pub use cluster::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+pub use log::{Format, LogSection};
+pub use origin_url::{OriginUrl, OriginUrlError};
+pub use origins::OriginEntry;
+pub use rate_limit::RateLimitSection;
+pub use units::{ByteSize, Secs};
 
 /// The whole configuration of a quire server.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -32,7 +43,7 @@ pub struct Config {
     pub origin: Option<String>,
     /// Several origins, with weights, routing by host and path prefix, and health
     /// checks (see `origins`); instead of `origin`.
-    pub origins: Vec<crate::upstream::origins::OriginEntry>,
+    pub origins: Vec<OriginEntry>,
     /// A PEM file of CA certificates trusted for an `https://` origin besides the
     /// system's (a private CA, or a self-signed origin certificate). Read at start-up
     /// whatever the origin's scheme: a missing, unreadable or empty file, or one
@@ -84,12 +95,12 @@ pub struct Config {
     /// HTTPS (308, same host and path).
     pub listen_http: Option<SocketAddr>,
     /// The access log (off by default).
-    pub log: crate::ops::access_log::LogSection,
+    pub log: LogSection,
     /// Per-client request rates.
-    pub rate_limit: crate::edge::rate_limit::RateLimitSection,
+    pub rate_limit: RateLimitSection,
     /// Several nodes sharing invalidations and filling from each other (off when
     /// absent).
-    pub cluster: Option<crate::ops::bus::ClusterSection>,
+    pub cluster: Option<ClusterSection>,
 }
 
 impl Default for Config {
@@ -114,8 +125,8 @@ impl Default for Config {
             trusted_proxies: Vec::new(),
             tls: TlsSection::default(),
             listen_http: None,
-            log: crate::ops::access_log::LogSection::default(),
-            rate_limit: crate::edge::rate_limit::RateLimitSection::default(),
+            log: LogSection::default(),
+            rate_limit: RateLimitSection::default(),
             cluster: None,
         }
     }
@@ -609,14 +620,39 @@ pub fn check_admin_token(t: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Compression levels per coding (defaults: gzip 9 with libdeflater's 1..=12 scale,
+/// brotli quality 5, zstd 19).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Levels {
+    /// gzip level on libdeflate's scale, 1..=12.
+    pub gzip: i32,
+    /// Brotli quality, 0..=11.
+    pub brotli: u32,
+    /// zstd level, 1..=22.
+    pub zstd: i32,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Levels {
+            gzip: 9,
+            brotli: 5,
+            zstd: 19,
+        }
+    }
+}
+
 /// A configuration that cannot work.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration: {0}")]
 pub struct ConfigError(pub String);
 
 impl Config {
-    /// Checks the rules no single field can: called once before serving.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks the rules that need nothing but the configuration itself. The checks
+    /// that need a feature's own parser (the origin pools, the trusted proxies, the
+    /// compression levels) are made above, by `Config::validate` in `crate::policy`,
+    /// which calls this first.
+    pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
         let bad = |s: String| Err(ConfigError(s));
         if self.cache.size.0 < 1 << 20 {
             return bad(format!("cache.size {} is below 1 MiB", self.cache.size));
@@ -657,10 +693,8 @@ impl Config {
         self.keys.query.rules()?;
         self.rate_limit.validate().map_err(ConfigError)?;
         if let Some(origin) = &self.origin {
-            crate::upstream::origin::Origin::parse(origin)
-                .map_err(|e| ConfigError(e.to_string()))?;
+            OriginUrl::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
         }
-        crate::upstream::origins::validate(self).map_err(ConfigError)?;
         if let Some(c) = &self.cluster {
             c.validate().map_err(ConfigError)?;
         }
@@ -674,12 +708,6 @@ impl Config {
         if let Some(t) = &self.admin_token {
             check_admin_token(t).map_err(|e| ConfigError(format!("admin_token {e}")))?;
         }
-        crate::edge::client::TrustedProxies::parse(&self.trusted_proxies)
-            .map_err(|e| ConfigError(format!("trusted_proxies: {e}")))?;
-        self.encodings
-            .levels()
-            .validate()
-            .map_err(|e| ConfigError(e.to_string()))?;
         let share = self.encodings.background_cpu_share;
         if !(share.is_finite() && share > 0.0 && share <= 64.0) {
             return bad(
@@ -775,124 +803,6 @@ impl Config {
             stale_while_revalidate_grace: self.storage.stale_while_revalidate_grace.0,
             stale_if_error_grace: self.storage.stale_if_error_grace.0,
         }
-    }
-}
-
-/// A byte count, written as an integer or as `"<number> <unit>"` with units B, KB,
-/// KiB, MB, MiB, GB, GiB, TB, TiB (decimal and binary; `K`, `M`, `G`, `T` are binary).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ByteSize(pub u64);
-
-impl fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} bytes", self.0)
-    }
-}
-
-/// `"<number><unit>"` split into the number and the trimmed unit; `what` names the
-/// kind of value for the error.
-fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str), String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let num = num.parse().map_err(|_| format!("`{s}` is not {what}"))?;
-    Ok((num, unit.trim()))
-}
-
-/// Deserialises an integer (of the base unit) or a string with a unit.
-fn int_or_text<'de, D, T>(d: D, from_int: impl FnOnce(u64) -> T) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: std::str::FromStr<Err = String>,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        N(u64),
-        S(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::N(n) => Ok(from_int(n)),
-        Raw::S(s) => s.parse().map_err(serde::de::Error::custom),
-    }
-}
-
-impl std::str::FromStr for ByteSize {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (num, unit) = number_and_unit(s, "a size (e.g. 512MiB)")?;
-        let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-            "" | "b" => 1,
-            "kb" => 1_000,
-            "k" | "kib" => 1 << 10,
-            "mb" => 1_000_000,
-            "m" | "mib" => 1 << 20,
-            "gb" => 1_000_000_000,
-            "g" | "gib" => 1 << 30,
-            "tb" => 1_000_000_000_000,
-            "t" | "tib" => 1 << 40,
-            other => return Err(format!("unknown size unit `{other}` in `{s}`")),
-        };
-        let v = num * mult as f64;
-        if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
-            return Err(format!("size `{s}` is out of range"));
-        }
-        Ok(ByteSize(v as u64))
-    }
-}
-
-/// Written back as a count of bytes (what [`Config`]'s TOML reads again).
-impl Serialize for ByteSize {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for ByteSize {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        int_or_text(d, ByteSize)
-    }
-}
-
-/// A duration, written as an integer of seconds or as `"<number><unit>"` with units
-/// ms, s, m, h, d.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Secs(pub Duration);
-
-impl std::str::FromStr for Secs {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (num, unit) = number_and_unit(s, "a duration (e.g. 30s)")?;
-        let secs = match unit {
-            "ms" => num / 1000.0,
-            "" | "s" => num,
-            "m" => num * 60.0,
-            "h" => num * 3600.0,
-            "d" => num * 86400.0,
-            other => return Err(format!("unknown duration unit `{other}` in `{s}`")),
-        };
-        Duration::try_from_secs_f64(secs)
-            .map(Secs)
-            .map_err(|_| format!("duration `{s}` is out of range"))
-    }
-}
-
-/// Written back as whole seconds, or as `"<n>ms"` when it has a fraction.
-impl Serialize for Secs {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.0.subsec_nanos() == 0 {
-            s.serialize_u64(self.0.as_secs())
-        } else {
-            s.serialize_str(&format!("{}ms", self.0.as_millis()))
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Secs {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        int_or_text(d, |n| Secs(Duration::from_secs(n)))
     }
 }
 

@@ -6,7 +6,8 @@
 //! listener that redirects to it ([`redirect`]); the connection underneath both
 //! HTTP/1.1 paths ([`wire`], cleartext or TLS) and the socket calls under it
 //! ([`sys`]); the framing guard in front of hyper ([`guard`]); the stall sweep that
-//! drops a response nobody reads ([`stall`]); `sendfile(2)` of large hits
+//! drops a response nobody reads ([`stall`]); the slots of upgraded connections
+//! ([`upgrades`]); `sendfile(2)` of large hits
 //! ([`sendfile`]); what quire adds around HTTP/2 ([`h2conn`]).
 //!
 //! All of the crate's `unsafe` is on this floor, in two files: [`sys`] (two socket
@@ -32,4 +33,5 @@ pub(crate) mod stall;
 )]
 pub(crate) mod sys;
 pub mod tls;
+pub(crate) mod upgrades;
 pub(crate) mod wire;

@@ -42,6 +42,8 @@ use brotli::BrotliResult;
 use http::HeaderValue;
 use quire_http::encoding::Coding;
 
+pub use crate::config::Levels;
+
 /// Smallest body worth compressing (bytes): 256. Below it, only identity is stored —
 /// framing overhead eats most of the gain, and such bodies fit in one packet anyway.
 pub const MIN_COMPRESS_BYTES: usize = 256;
@@ -71,28 +73,6 @@ const ZSTD_WINDOW_LOG_MAX: u32 = 23;
 
 /// Initial output allocation when decoding, before geometric growth (capped by the limit).
 const DECODE_INITIAL_CAPACITY: usize = 16 * 1024;
-
-/// Compression levels per coding (defaults: gzip 9 with libdeflater's 1..=12 scale,
-/// brotli quality 5, zstd 19).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Levels {
-    /// gzip level on libdeflate's scale, 1..=12.
-    pub gzip: i32,
-    /// Brotli quality, 0..=11.
-    pub brotli: u32,
-    /// zstd level, 1..=22.
-    pub zstd: i32,
-}
-
-impl Default for Levels {
-    fn default() -> Self {
-        Levels {
-            gzip: 9,
-            brotli: 5,
-            zstd: 19,
-        }
-    }
-}
 
 impl Levels {
     /// Checks every level against its coding's range; the first one out of range is

@@ -37,11 +37,24 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use crate::ops::purge::Target;
+pub use crate::config::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
 
 /// The field a node answers a peer's request with: its position in the log when
 /// it looked the request up (see the module doc).
 pub const PEER_POSITION_HEADER: &str = "quire-peer-position";
+
+/// What to purge: what an invalidation names, here beside it so the port imports
+/// nothing of the purge that applies it (`crate::ops::purge`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Every variant of one URL, normalised (a [`NormalizedUrl`](quire_http::key::NormalizedUrl)'s text: the form
+    /// keys and tags are made of, so it crosses a cluster's bus unchanged).
+    Url(String),
+    /// Everything under a directory (`scheme://host/dir/`).
+    Directory(String),
+    /// Everything carrying a surrogate key.
+    Key(String),
+}
 
 /// One invalidation, as it crosses the bus.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,181 +137,6 @@ pub trait Bus: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// On a request that carries [`crate::upstream::PEER_HEADER`]: drops the field
-/// unless `from` is a configured peer, else this node's position, taken now
-/// (before the lookup), for the answer's [`PEER_POSITION_HEADER`].
-pub(crate) fn peer_request(
-    ctx: &crate::state::Ctx,
-    headers: &mut http::HeaderMap,
-    from: std::net::IpAddr,
-) -> Option<http::HeaderValue> {
-    if !headers.contains_key(crate::upstream::PEER_HEADER) {
-        return None;
-    }
-    let Some(bus) = ctx.bus().filter(|b| b.is_peer(from)) else {
-        headers.remove(crate::upstream::PEER_HEADER);
-        return None;
-    };
-    let pos = bus.position().unwrap_or_default();
-    http::HeaderValue::from_str(&pos).ok()
-}
-
-/// Whether `resp` answered from a fill another request had started (RFC 9211
-/// `collapsed`): that fill may have begun before invalidations this node applied
-/// before its position was taken, so the position does not vouch for its bytes and
-/// the answer goes out unstamped (the asking node then refuses it and asks the
-/// origin). A fill this request led began after the position was taken.
-pub(crate) fn joined_an_earlier_fill(resp: &http::Response<crate::request::body::Body>) -> bool {
-    resp.headers()
-        .get("cache-status")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("; collapsed"))
-}
-
-/// Applies `inv` to this node's store: what a node does with an entry it read
-/// from the log, and what the receiving node does at once. Returns the entries
-/// touched.
-pub fn apply(ctx: &crate::state::Ctx, inv: &Invalidation) -> u64 {
-    if inv.implicit {
-        crate::ops::purge::invalidate(ctx, &inv.targets);
-        0
-    } else {
-        crate::ops::purge::run(ctx, &inv.targets, inv.soft)
-    }
-}
-
-/// The `[cluster]` section: this node, its peers and the bus. Only read by
-/// `quire-cluster`; a configuration without it runs no cluster code.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClusterSection {
-    /// The Redis (or Valkey) server holding the log: `redis://host:port[/db]`.
-    pub redis: String,
-    /// This node's name, unique in the cluster.
-    pub node: String,
-    /// Every node by name (this one included) and the URL its listener answers on;
-    /// fills go to a key's owner among them. Empty: no peer fill.
-    #[serde(default)]
-    pub peers: std::collections::BTreeMap<String, String>,
-    /// The stream's key.
-    #[serde(default = "default_stream")]
-    pub stream: String,
-    /// About how many entries the stream keeps (`XADD MAXLEN ~`).
-    #[serde(default = "default_stream_max")]
-    pub stream_max: u64,
-    /// Longest a fill waits for the key's owner before it asks the origin itself.
-    #[serde(default = "default_peer_timeout")]
-    pub peer_timeout: crate::config::Secs,
-    /// `quire serve`: the secret every node signs session cookies with (32 bytes
-    /// or more), so a reader signed in on one node is signed in on all. Without it
-    /// (or `session_secret_file`) each node uses its vault's `.quire/secret`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_secret: Option<Secret>,
-    /// `quire serve`: a file holding that secret (read at start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_secret_file: Option<std::path::PathBuf>,
-}
-
-/// A secret in the configuration: never in `Debug` output.
-#[derive(Clone, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(transparent)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(not shown)")
-    }
-}
-
-/// Shortest session secret accepted, bytes (as the vault's `.quire/secret`).
-pub const SESSION_SECRET_LEN_MIN: usize = 32;
-
-fn default_stream() -> String {
-    "quire:invalidations".into()
-}
-
-fn default_stream_max() -> u64 {
-    100_000
-}
-
-fn default_peer_timeout() -> crate::config::Secs {
-    crate::config::Secs(Duration::from_millis(200))
-}
-
-impl ClusterSection {
-    /// A section for `node` on `redis` with every default.
-    pub fn new(redis: &str, node: &str) -> ClusterSection {
-        ClusterSection {
-            redis: redis.into(),
-            node: node.into(),
-            peers: std::collections::BTreeMap::new(),
-            stream: default_stream(),
-            stream_max: default_stream_max(),
-            peer_timeout: default_peer_timeout(),
-            session_secret: None,
-            session_secret_file: None,
-        }
-    }
-
-    /// The addresses of the peers whose URL names one (not a host name).
-    pub fn peer_addresses(&self) -> Vec<std::net::IpAddr> {
-        self.peers
-            .values()
-            .filter_map(|url| crate::upstream::origin::Origin::parse(url).ok())
-            .filter_map(|u| u.host().trim_matches(['[', ']']).parse().ok())
-            .collect()
-    }
-
-    /// Checks the section alone.
-    pub fn validate(&self) -> Result<(), String> {
-        let name_ok = |n: &str| {
-            !n.is_empty()
-                && n.len() <= 64
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        };
-        if !name_ok(&self.node) {
-            return Err("cluster.node must be 1-64 letters, digits, `-` or `_`".into());
-        }
-        let schemes = ["redis://", "rediss://", "unix://", "valkey://"];
-        if !schemes.iter().any(|s| self.redis.starts_with(s)) {
-            return Err("cluster.redis must be a redis:// (or rediss://, unix://) URL".into());
-        }
-        if self.stream.is_empty() || self.stream_max < 1000 {
-            return Err("cluster.stream must be named and cluster.stream_max at least 1000".into());
-        }
-        if self.peer_timeout.0.is_zero() {
-            return Err("cluster.peer_timeout must be above 0".into());
-        }
-        for (name, url) in &self.peers {
-            if !name_ok(name) {
-                return Err(format!("cluster.peers: `{name}` is not a node name"));
-            }
-            crate::upstream::origin::Origin::parse(url)
-                .map_err(|e| format!("cluster.peers.{name}: {e}"))?;
-        }
-        match (&self.session_secret, &self.session_secret_file) {
-            (Some(_), Some(_)) => {
-                return Err("cluster: give session_secret or session_secret_file, not both".into())
-            }
-            (Some(s), None) if s.0.trim().len() < SESSION_SECRET_LEN_MIN => {
-                return Err(format!(
-                    "cluster.session_secret must be {SESSION_SECRET_LEN_MIN} or more random \
-                     bytes (e.g. `openssl rand -hex 32`)"
-                ))
-            }
-            _ => {}
-        }
-        if !self.peers.is_empty() && !self.peers.contains_key(&self.node) {
-            return Err(format!(
-                "cluster.peers must list this node (`{}`) too, with its own URL",
-                self.node
-            ));
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,22 +196,5 @@ mod tests {
         assert!(c.validate().unwrap_err().contains("this node"));
         c.peers.insert("a".into(), "ftp://x".into());
         assert!(c.validate().is_err());
-    }
-
-    #[test]
-    fn an_answer_from_a_joined_fill_is_never_stamped_with_a_position() {
-        let with = |status: Option<&str>| {
-            let mut r = http::Response::new(crate::request::body::Body::Empty);
-            if let Some(v) = status {
-                r.headers_mut()
-                    .insert("cache-status", http::HeaderValue::from_str(v).unwrap());
-            }
-            joined_an_earlier_fill(&r)
-        };
-        assert!(with(Some("quire; fwd=miss; collapsed")));
-        assert!(with(Some("quire; fwd=miss; stored; collapsed")));
-        assert!(!with(Some("quire; fwd=miss; stored")));
-        assert!(!with(Some("quire; hit")));
-        assert!(!with(None));
     }
 }

@@ -29,19 +29,9 @@ use crate::cache::invalidate::{TagKind, Verdict};
 use crate::cache::object::{self, Record};
 use crate::cache::put::{self, make_stale};
 use crate::metrics::FillResult;
+use crate::ops::bus::Invalidation;
+pub use crate::ops::bus::Target;
 use crate::state::Ctx;
-
-/// What to purge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Every variant of one URL, normalised (a [`NormalizedUrl`](quire_http::key::NormalizedUrl)'s text: the form
-    /// keys and tags are made of, so it crosses a cluster's bus unchanged).
-    Url(String),
-    /// Everything under a directory (`scheme://host/dir/`).
-    Directory(String),
-    /// Everything carrying a surrogate key.
-    Key(String),
-}
 
 impl Target {
     /// The store tags the target names: for a URL or a directory, its own and its
@@ -192,6 +182,18 @@ pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
         "purged"
     );
     n
+}
+
+/// Applies `inv` to this node's store: what a node does with an entry it read
+/// from the log, and what the receiving node does at once. Returns the entries
+/// touched.
+pub fn apply(ctx: &Ctx, inv: &Invalidation) -> u64 {
+    if inv.implicit {
+        invalidate(ctx, &inv.targets);
+        0
+    } else {
+        run(ctx, &inv.targets, inv.soft)
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use serde::Deserialize;
 
 use crate::cache::object;
 use crate::metrics::Outcome;
-use crate::ops::admin::{authorise, error, json};
-use crate::ops::bus::{self, Invalidation, NodeAck};
+use crate::ops::answer::{authorise, error, json};
+use crate::ops::bus::{Invalidation, NodeAck};
 use crate::ops::purge::Target;
 use crate::request::body::Body;
 use crate::state::Ctx;
@@ -210,7 +210,7 @@ async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Appl
         },
     };
     let ctx2 = ctx.clone();
-    let purged = tokio::task::spawn_blocking(move || bus::apply(&ctx2, &inv))
+    let purged = tokio::task::spawn_blocking(move || crate::ops::purge::apply(&ctx2, &inv))
         .await
         .unwrap_or(0);
     let cluster = match receipt {

@@ -53,7 +53,7 @@ use crate::upstream::origin::OutBody;
 pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer) -> Response<Body> {
     // A cluster peer's request: honoured only from a peer, stamped with the log
     // position taken before the lookup (see `crate::ops::bus`).
-    let peer_position = crate::ops::bus::peer_request(&ctx, req.headers_mut(), peer.addr.ip());
+    let peer_position = crate::request::peer::peer_request(&ctx, req.headers_mut(), peer.addr.ip());
     // Kept for the view hook: a `Uri` clone shares the bytes hyper parsed it from
     // (a reference count, not a copy of the path).
     let target = (req.method() == Method::GET).then(|| req.uri().clone());
@@ -63,7 +63,8 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
     let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
-    if let Some(p) = peer_position.filter(|_| !crate::ops::bus::joined_an_earlier_fill(&resp)) {
+    if let Some(p) = peer_position.filter(|_| !crate::request::peer::joined_an_earlier_fill(&resp))
+    {
         resp.headers_mut()
             .insert(crate::ops::bus::PEER_POSITION_HEADER, p);
     }

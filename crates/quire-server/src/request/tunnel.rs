@@ -31,10 +31,9 @@
 //! has no `Upgrade` (RFC 9113 §8.2.2), and quire does not offer extended CONNECT, so
 //! browsers open WebSockets over HTTP/1.1.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -43,7 +42,6 @@ use http::{Request, Response, StatusCode, Version};
 use hyper_util::rt::TokioIo;
 use quire_http::status::{CacheStatus, Fwd};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::edge::conns::ClientKey;
 use crate::metrics::Outcome;
@@ -51,118 +49,6 @@ use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::reply;
 use crate::upstream::origin::{self, OutBody};
-
-/// Tunnels open per client (only clients with one open).
-type Held = Arc<Mutex<HashMap<ClientKey, usize>>>;
-
-/// The upgraded connections: their slots and counters.
-#[derive(Debug)]
-pub struct Tunnels {
-    slots: Arc<Semaphore>,
-    max: usize,
-    per_client: usize,
-    idle: Duration,
-    held: Held,
-    opened: AtomicU64,
-    refused: AtomicU64,
-    refused_client: AtomicU64,
-    malformed: AtomicU64,
-    declined: AtomicU64,
-    idled: AtomicU64,
-}
-
-/// One tunnel's claim: a slot of `limits.upgrades` and one of its client's share;
-/// dropping it gives both back.
-#[derive(Debug)]
-struct Claim {
-    _slot: OwnedSemaphorePermit,
-    held: Held,
-    client: ClientKey,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = held.get_mut(&self.client) {
-            *n -= 1;
-            if *n == 0 {
-                held.remove(&self.client);
-            }
-        }
-    }
-}
-
-impl Tunnels {
-    /// The limits `limits.upgrades`, `limits.upgrades_per_client` and
-    /// `limits.tunnel_idle`.
-    pub fn new(limits: &crate::config::Limits) -> Tunnels {
-        Tunnels {
-            slots: Arc::new(Semaphore::new(limits.upgrades)),
-            max: limits.upgrades,
-            per_client: limits.upgrades_per_client,
-            idle: limits.tunnel_idle.0,
-            held: Arc::default(),
-            opened: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            refused_client: AtomicU64::new(0),
-            malformed: AtomicU64::new(0),
-            declined: AtomicU64::new(0),
-            idled: AtomicU64::new(0),
-        }
-    }
-
-    /// A slot for one more tunnel of `client`; `None` when it holds its share or
-    /// every slot is taken (each counted).
-    fn claim(&self, client: ClientKey) -> Option<Claim> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        let n = held.entry(client).or_insert(0);
-        if *n >= self.per_client {
-            self.refused_client.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-            if *n == 0 {
-                held.remove(&client);
-            }
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        *n += 1;
-        Some(Claim {
-            _slot: slot,
-            held: self.held.clone(),
-            client,
-        })
-    }
-
-    /// The counters in Prometheus text format.
-    pub fn write_metrics(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let open = self.max - self.slots.available_permits();
-        let _ = writeln!(
-            out,
-            "# HELP quire_upgrades_open Upgraded connections (WebSocket) open now.\n\
-             # TYPE quire_upgrades_open gauge\n\
-             quire_upgrades_open {open}\n\
-             # HELP quire_upgrades_total Upgrade requests: tunnelled (the origin switched protocols), declined (it answered otherwise), refused (no slot free), refused_client (the client held its share, limits.upgrades_per_client), bad_request (body framing on an upgrade: 400).\n\
-             # TYPE quire_upgrades_total counter\n\
-             quire_upgrades_total{{result=\"tunnelled\"}} {}\n\
-             quire_upgrades_total{{result=\"declined\"}} {}\n\
-             quire_upgrades_total{{result=\"refused\"}} {}\n\
-             quire_upgrades_total{{result=\"refused_client\"}} {}\n\
-             quire_upgrades_total{{result=\"bad_request\"}} {}\n\
-             # HELP quire_upgrades_idle_closed_total Tunnels closed after carrying nothing for limits.tunnel_idle.\n\
-             # TYPE quire_upgrades_idle_closed_total counter\n\
-             quire_upgrades_idle_closed_total {}",
-            self.opened.load(Ordering::Relaxed),
-            self.declined.load(Ordering::Relaxed),
-            self.refused.load(Ordering::Relaxed),
-            self.refused_client.load(Ordering::Relaxed),
-            self.malformed.load(Ordering::Relaxed),
-            self.idled.load(Ordering::Relaxed),
-        );
-    }
-}
 
 /// Whether an upgrade request announces a body (any `Transfer-Encoding`, a
 /// `Content-Length` other than 0): quire forwards none before the switch.

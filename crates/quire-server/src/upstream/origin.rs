@@ -43,6 +43,9 @@ mod tls;
 
 pub(crate) use slots::{family, label, write_families, Outcome, Row};
 
+pub use crate::config::{OriginUrl, OriginUrlError};
+pub use crate::upstream::port::{OriginError, OutBody};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -50,14 +53,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::uri::{Authority, Scheme};
 use http::{Request, Response, Uri};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+
+use crate::upstream::{UpFuture, Upstream};
 
 /// Hop-by-hop fields (RFC 9110 §7.6.1) never forwarded in either direction.
 const HOP_BY_HOP: [&str; 8] = [
@@ -70,41 +73,6 @@ const HOP_BY_HOP: [&str; 8] = [
     "upgrade",
     "proxy-authorization",
 ];
-
-/// The body quire sends to the origin, and the body of a request quire serves: the
-/// same type, so a request passed through forwards its body as it is. (Boxed with a
-/// concrete error type so the fast path can hand `service` a request hyper never saw;
-/// a boxed `dyn Error` here trips rustc's higher-ranked `Send` inference.)
-pub type OutBody = UnsyncBoxBody<Bytes, std::io::Error>;
-
-/// Why the origin gave no usable response.
-#[derive(Debug, thiserror::Error)]
-pub enum OriginError {
-    /// No response head within the read timeout (504).
-    #[error("origin timed out")]
-    Timeout,
-    /// Connection refused/reset, or a malformed response (502).
-    #[error("origin failed: {0}")]
-    Failed(String),
-}
-
-impl OriginError {
-    /// The status quire answers with when nothing stale can cover the failure.
-    pub fn status(&self) -> http::StatusCode {
-        match self {
-            OriginError::Timeout => http::StatusCode::GATEWAY_TIMEOUT,
-            OriginError::Failed(_) => http::StatusCode::BAD_GATEWAY,
-        }
-    }
-}
-
-/// A bad origin URL in the configuration.
-#[derive(Debug, thiserror::Error)]
-#[error("origin `{url}`: {why}")]
-pub struct OriginUrlError {
-    url: String,
-    why: &'static str,
-}
 
 /// Why the origin client could not be built at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -133,41 +101,25 @@ pub enum OriginSetupError {
     /// `[[origins]]` cannot be used as written.
     #[error("{0}")]
     Config(String),
+    /// Neither `origin` nor `[[origins]]` is configured.
+    #[error(
+        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
+         config file"
+    )]
+    NoOrigin,
 }
 
-/// A checked origin URL: a scheme (`http` or `https`) and an authority.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OriginUrl {
-    scheme: Scheme,
-    authority: Authority,
-}
-
-impl OriginUrl {
-    /// Whether the origin is reached over TLS.
-    pub fn is_https(&self) -> bool {
-        self.scheme == Scheme::HTTPS
+impl Upstream for Origin {
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
+        Box::pin(async move { Ok(self.exchange(req).await?) })
     }
 
-    /// The host: a name, or an address (an IPv6 one in brackets).
-    pub fn host(&self) -> &str {
-        self.authority.host()
+    fn read_timeout(&self) -> Duration {
+        Origin::read_timeout(self)
     }
 
-    /// The authority as written: host and optional port.
-    pub fn authority(&self) -> &str {
-        self.authority.as_str()
-    }
-
-    /// The port: the one given, else the scheme's (80 or 443).
-    pub fn port(&self) -> u16 {
-        let default = if self.is_https() { 443 } else { 80 };
-        self.authority.port_u16().unwrap_or(default)
-    }
-}
-
-impl std::fmt::Display for OriginUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}://{}", self.scheme, self.authority)
+    fn metrics(&self, out: &mut String) {
+        write_families(out, &[self.metrics_row()]);
     }
 }
 
@@ -295,26 +247,9 @@ pub struct Origin {
 
 impl Origin {
     /// Checks an origin URL: `http://host[:port]` or `https://host[:port]`, with
-    /// nothing after an optional `/`.
+    /// nothing after an optional `/` (see [`OriginUrl::parse`]).
     pub fn parse(url: &str) -> Result<OriginUrl, OriginUrlError> {
-        let err = |why| OriginUrlError {
-            url: url.to_owned(),
-            why,
-        };
-        let uri: Uri = url.parse().map_err(|_| err("not a URL"))?;
-        let scheme = match uri.scheme_str() {
-            Some("http") => Scheme::HTTP,
-            Some("https") => Scheme::HTTPS,
-            _ => return Err(err("the scheme must be http:// or https://")),
-        };
-        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-            return Err(err("an origin is scheme://host[:port], without a path"));
-        }
-        let authority = uri.authority().cloned().ok_or_else(|| err("no host"))?;
-        if authority.as_str().contains('@') {
-            return Err(err("an origin URL carries no user or password"));
-        }
-        Ok(OriginUrl { scheme, authority })
+        OriginUrl::parse(url)
     }
 
     /// An origin client for `url` with `opts`; an `https://` origin gets the TLS

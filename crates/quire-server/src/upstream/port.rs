@@ -1,6 +1,7 @@
 //! Where fills and passed requests go: the [`Upstream`] trait.
 //!
-//! `quire proxy` fills from an HTTP origin ([`crate::upstream::origin::Origin`]); `quire serve`
+//! `quire proxy` fills from an HTTP origin (`crate::upstream::origin::Origin`, which
+//! implements this port: the port imports no implementation); `quire serve`
 //! fills from a renderer in the same process (the `quire-site` crate). Both answer a
 //! request with a response head and a streamed body, and everything after that —
 //! storability, compression into every coding, coalescing, `Cache-Status`, the fast
@@ -26,8 +27,6 @@ use http_body::Frame;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use quire_http::key::NormalizedUrl;
-
-use crate::upstream::origin::{Origin, OriginError, OutBody};
 
 /// The request field a cluster node sends when it fills from the key's owner (see
 /// `quire-cluster`): the owner then fills from the origin itself, never from
@@ -55,6 +54,33 @@ pub struct RouteBy {
     pub host: String,
     /// The normalised path.
     pub path: String,
+}
+
+/// The body quire sends to the origin, and the body of a request quire serves: the
+/// same type, so a request passed through forwards its body as it is. (Boxed with a
+/// concrete error type so the fast path can hand `service` a request hyper never saw;
+/// a boxed `dyn Error` here trips rustc's higher-ranked `Send` inference.)
+pub type OutBody = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Why the origin gave no usable response.
+#[derive(Debug, thiserror::Error)]
+pub enum OriginError {
+    /// No response head within the read timeout (504).
+    #[error("origin timed out")]
+    Timeout,
+    /// Connection refused/reset, or a malformed response (502).
+    #[error("origin failed: {0}")]
+    Failed(String),
+}
+
+impl OriginError {
+    /// The status quire answers with when nothing stale can cover the failure.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            OriginError::Timeout => http::StatusCode::GATEWAY_TIMEOUT,
+            OriginError::Failed(_) => http::StatusCode::BAD_GATEWAY,
+        }
+    }
 }
 
 /// Errors a response body may end with.
@@ -114,20 +140,6 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     /// node's position in the log from it; see `crate::ops::bus`).
     fn attach_bus(&self, bus: &std::sync::Arc<dyn crate::ops::bus::Bus>) {
         let _ = bus;
-    }
-}
-
-impl Upstream for Origin {
-    fn send(&self, req: Request<OutBody>) -> UpFuture<'_> {
-        Box::pin(async move { Ok(self.exchange(req).await?) })
-    }
-
-    fn read_timeout(&self) -> Duration {
-        Origin::read_timeout(self)
-    }
-
-    fn metrics(&self, out: &mut String) {
-        crate::upstream::origin::write_families(out, &[self.metrics_row()]);
     }
 }
 

@@ -20,6 +20,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use quire_http::syntax::push_decimal;
 
+use crate::config::Format;
+
 /// What the origin said, for a request that went to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Upstream {
@@ -50,17 +52,6 @@ pub(crate) struct Entry<'a> {
     pub(crate) upstream: Option<Upstream>,
     pub(crate) user_agent: Option<&'a [u8]>,
     pub(crate) referer: Option<&'a [u8]>,
-}
-
-/// A line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// nginx/Apache `combined`, plus `cache=<outcome>`.
-    #[default]
-    Combined,
-    /// One JSON object a line.
-    Json,
 }
 
 impl Entry<'_> {

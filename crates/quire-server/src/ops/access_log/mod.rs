@@ -18,42 +18,18 @@ mod line;
 mod writer;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use http::{HeaderMap, HeaderValue, Method, Uri};
 
+pub use crate::config::{Format, LogSection};
 pub(crate) use line::Entry;
-pub use line::{Format, Upstream};
+pub use line::Upstream;
 
 use crate::edge::client::{Client, TrustedProxies};
 use writer::{Output, Queue};
-
-/// The `[log]` section.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LogSection {
-    /// Where the access log goes: a file (appended to, created `0640`), or `-` for
-    /// standard output. Off when absent.
-    pub access: Option<PathBuf>,
-    /// `combined` (default) or `json`.
-    pub format: Format,
-    /// Lines queued for the writer at most, in bytes; past it lines are dropped and
-    /// counted (`quire_log_dropped_total`), never waited for.
-    pub queue_bytes: crate::config::ByteSize,
-}
-
-impl Default for LogSection {
-    fn default() -> Self {
-        LogSection {
-            access: None,
-            format: Format::Combined,
-            queue_bytes: crate::config::ByteSize(4 << 20),
-        }
-    }
-}
 
 /// The access log cannot be opened.
 #[derive(Debug, thiserror::Error)]

@@ -47,7 +47,6 @@
 //! - A request no pool takes (a host no entry names, with no catch-all entry) is a
 //!   502 naming the host and path, counted in `quire_origins_unrouted_total`.
 
-mod entry;
 mod health;
 mod route;
 
@@ -59,7 +58,7 @@ use std::time::Duration;
 use http::{header, Request, Response};
 use http_body::Body as _;
 
-pub use entry::OriginEntry;
+pub use crate::config::OriginEntry;
 use health::{Check, Health, HealthOf};
 use route::Routes;
 
@@ -183,13 +182,10 @@ impl Origins {
 
 /// Builds every origin client `cfg` names (`origin` or `[[origins]]`) without
 /// sending anything: what a new process checks before it takes over.
-pub fn check(cfg: &Config) -> Result<(), crate::state::StartError> {
-    validate(cfg).map_err(crate::config::ConfigError)?;
+pub fn check(cfg: &Config) -> Result<(), OriginSetupError> {
+    validate(cfg).map_err(OriginSetupError::Config)?;
     if cfg.origins.is_empty() {
-        let url = cfg
-            .origin
-            .as_deref()
-            .ok_or(crate::state::StartError::NoOrigin)?;
+        let url = cfg.origin.as_deref().ok_or(OriginSetupError::NoOrigin)?;
         Origin::new(url, &OriginOptions::from_config(cfg))?;
     }
     for e in &cfg.origins {

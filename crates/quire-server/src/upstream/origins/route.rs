@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::entry::OriginEntry;
+use crate::config::OriginEntry;
 
 /// One pool: its members (indexes into the entry list) and their schedule.
 #[derive(Debug)]

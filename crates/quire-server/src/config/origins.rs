@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Secs;
+use super::{OriginUrl, Secs};
 
 /// An origin among several (`[[origins]]`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -106,7 +106,7 @@ impl OriginEntry {
 
     /// Checks the entry alone (pools are checked together by `route`).
     pub fn validate(&self) -> Result<(), String> {
-        crate::upstream::origin::Origin::parse(&self.url).map_err(|e| e.to_string())?;
+        OriginUrl::parse(&self.url).map_err(|e| e.to_string())?;
         let at = |why: String| Err(format!("origin {}: {why}", self.url));
         if !(1..=WEIGHT_MAX).contains(&self.weight) {
             return at(format!("weight must be within 1..={WEIGHT_MAX}"));
