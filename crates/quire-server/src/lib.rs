@@ -36,6 +36,7 @@ mod cache;
 pub mod clock;
 pub mod config;
 mod edge;
+pub mod error;
 mod fill;
 mod http1;
 pub mod metrics;

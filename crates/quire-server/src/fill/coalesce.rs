@@ -59,7 +59,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::cache::invalidate::{Invalidations, Tags, Verdict};
 use crate::cache::object::{self, ObjectRecord};
-use crate::upstream::origin::OriginError;
+use crate::upstream::error::{FailureKind, OriginError};
 
 /// Bytes a waiter may fall behind a fill that no longer keeps its body (too large
 /// to store, or not storable) before it is cut off: a client that stops reading must
@@ -475,7 +475,10 @@ impl Ticket {
     pub async fn outcome(mut self) -> Outcome {
         let o = match (&mut self.rx).await {
             Ok(o) => o,
-            Err(_) => Outcome::Failed(Arc::new(OriginError::Failed("fill aborted".into()))),
+            Err(_) => Outcome::Failed(Arc::new(OriginError::failed(
+                FailureKind::Abandoned,
+                "fill aborted",
+            ))),
         };
         match o {
             Outcome::Response {
@@ -663,8 +666,9 @@ impl Fills {
             st.commit = Commit::Done(Err("store-failed"));
         }
         if st.head.is_none() && st.late.is_none() {
-            st.late = Some(Late::Failed(Arc::new(OriginError::Failed(
-                "fill ended without a response".into(),
+            st.late = Some(Late::Failed(Arc::new(OriginError::failed(
+                FailureKind::Abandoned,
+                "fill ended without a response",
             ))));
         }
         Fill::wake_waiters(&mut st);

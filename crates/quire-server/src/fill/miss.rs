@@ -42,7 +42,8 @@ use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::hit;
 use crate::state::Ctx;
-use crate::upstream::origin::{self, OriginError};
+use crate::upstream::error::{FailureKind, OriginError};
+use crate::upstream::origin;
 use crate::upstream::{self, Ahead, UpBody};
 
 /// Fields removed from origin responses before they reach a client (misses and
@@ -139,7 +140,10 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
         *req.uri_mut() = match spec.url.path_and_query().parse() {
             Ok(u) => u,
             Err(_) => {
-                fill.publish_failed(OriginError::Failed("unusable request target".into()));
+                fill.publish_failed(OriginError::failed(
+                    FailureKind::Request,
+                    "unusable request target",
+                ));
                 return Err(FillResult::Failed);
             }
         };
@@ -153,7 +157,10 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
         let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
         let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
-            fill.publish_failed(OriginError::Failed("every client left".into()));
+            fill.publish_failed(OriginError::failed(
+                FailureKind::Abandoned,
+                "every client left",
+            ));
             return Err(FillResult::Abandoned);
         };
         ctx.metrics.record_origin(t0.elapsed(), resp.is_err());
@@ -208,7 +215,7 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
             // Nothing has been sent yet: every waiter gets a 502, not a status line
             // followed by a cut body.
             tracing::debug!(url = %spec.url, error = %why, "origin body failed at once");
-            fill.publish_failed(OriginError::Failed(why));
+            fill.publish_failed(OriginError::failed(FailureKind::Protocol, why));
             return FillResult::Failed;
         }
         Ok(a) => a,

@@ -38,6 +38,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 pub use crate::config::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+use crate::error::{Fault, Side};
 
 /// The field a node answers a peer's request with: its position in the log when
 /// it looked the request up (see the module doc).
@@ -91,7 +92,55 @@ pub struct NodeAck {
 }
 
 /// What [`Bus::publish`] returns.
-pub type PublishFuture<'a> = Pin<Box<dyn Future<Output = Result<Receipt, String>> + Send + 'a>>;
+pub type PublishFuture<'a> = Pin<Box<dyn Future<Output = Result<Receipt, BusError>> + Send + 'a>>;
+
+/// Why the log did not take an entry ([`Bus::publish`]): nothing was purged anywhere.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}")]
+pub struct BusError {
+    kind: BusErrorKind,
+    context: String,
+}
+
+/// What kind of failure a [`BusError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BusErrorKind {
+    /// The log could not be reached (refused, dropped connection): it took nothing.
+    Unavailable,
+    /// The log did not answer in time: it may or may not have taken the entry.
+    Timeout,
+    /// The log answered with a refusal or an answer the bus cannot read.
+    Refused,
+}
+
+impl BusError {
+    /// A failure of `kind`; `context` says what happened, for the operator.
+    pub fn new(kind: BusErrorKind, context: impl Into<String>) -> BusError {
+        BusError {
+            kind,
+            context: context.into(),
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> BusErrorKind {
+        self.kind
+    }
+}
+
+impl Fault for BusError {
+    fn side(&self) -> Side {
+        Side::Upstream
+    }
+
+    /// An unreachable log took nothing, so the purge can be sent again; after a
+    /// timeout it may have taken it (sending again appends it twice, which purges
+    /// commute through, but the caller cannot know), and a refusal repeats.
+    fn retry(&self) -> bool {
+        self.kind == BusErrorKind::Unavailable
+    }
+}
 
 /// What [`Bus::wait_all`] returns.
 pub type WaitFuture<'a> = Pin<Box<dyn Future<Output = Vec<NodeAck>> + Send + 'a>>;
@@ -140,6 +189,20 @@ pub trait Bus: Send + Sync + fmt::Debug + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_that_took_nothing_can_be_tried_again_and_a_refusal_cannot() {
+        let e = |kind| BusError::new(kind, "redis: connection refused");
+        assert!(e(BusErrorKind::Unavailable).retry());
+        assert!(!e(BusErrorKind::Timeout).retry());
+        assert!(!e(BusErrorKind::Refused).retry());
+        assert_eq!(e(BusErrorKind::Refused).side(), Side::Upstream);
+        // The message is the context alone: the admin API's 503 reads as before.
+        assert_eq!(
+            e(BusErrorKind::Unavailable).to_string(),
+            "redis: connection refused"
+        );
+    }
 
     #[test]
     fn peers_named_by_address_are_trusted_proxies() {

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use crate::cache::object;
 use crate::metrics::Outcome;
 use crate::ops::answer::{authorise, error, json};
-use crate::ops::bus::{Invalidation, NodeAck};
+use crate::ops::bus::{BusError, Invalidation, NodeAck};
 use crate::ops::purge::Target;
 use crate::request::body::Body;
 use crate::state::Ctx;
@@ -98,7 +98,7 @@ pub async fn method(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, O
                 a.cluster,
             ),
         ),
-        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, &why),
+        Err(why) => bus_refused(&why),
     };
     (resp, Outcome::Admin)
 }
@@ -152,7 +152,7 @@ pub async fn post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
                 a.cluster,
             ),
         ),
-        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, &why),
+        Err(why) => bus_refused(&why),
     }
 }
 
@@ -194,19 +194,21 @@ fn wait_all_asked(query: Option<&str>, body: Option<&str>) -> bool {
     body == Some("all") || query.is_some_and(|q| q.split('&').any(|kv| kv == "wait=all"))
 }
 
+/// The 503 of a purge the cluster's log did not take: nothing was purged anywhere.
+fn bus_refused(why: &BusError) -> Response<Body> {
+    let msg = format!("cluster bus unavailable, nothing was purged: {why}");
+    error(StatusCode::SERVICE_UNAVAILABLE, &msg)
+}
+
 /// Appends `inv` to the cluster's log (when there is one), applies it here, and
 /// with `wait_all` waits for the other nodes. `Err` says why the bus refused the
 /// entry: nothing was purged (a 503).
-async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Applied, String> {
+async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Applied, BusError> {
     let receipt = match ctx.bus() {
         None => None,
         Some(b) => match b.publish(&inv).await {
             Ok(r) => Some((b.clone(), r)),
-            Err(why) => {
-                return Err(format!(
-                    "cluster bus unavailable, nothing was purged: {why}"
-                ))
-            }
+            Err(why) => return Err(why),
         },
     };
     let ctx2 = ctx.clone();

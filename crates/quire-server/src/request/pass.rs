@@ -34,8 +34,9 @@ use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::reply;
 use crate::state::Ctx;
+use crate::upstream::error::{FailureKind, OriginError};
+use crate::upstream::origin;
 use crate::upstream::origin::OutBody;
-use crate::upstream::origin::{self, OriginError};
 use crate::upstream::{self, Ahead};
 
 impl Exchange<'_> {
@@ -76,7 +77,7 @@ impl Exchange<'_> {
         {
             Ahead::Failed(why) => {
                 tracing::debug!(error = %why, "passed response body failed at once");
-                let e = OriginError::Failed(why);
+                let e = OriginError::failed(FailureKind::Protocol, why);
                 return (reply::origin_error(&e, status), Outcome::Error);
             }
             Ahead::Ended(frames) => upstream::prepend(frames, rbody, true),
@@ -232,7 +233,7 @@ async fn encode_passed(
 ) -> Result<Body, OriginError> {
     let identity = match tokio::time::timeout(ctx.origin.read_timeout(), read_all(body)).await {
         Err(_) => return Err(OriginError::Timeout),
-        Ok(Err(why)) => return Err(OriginError::Failed(why)),
+        Ok(Err(why)) => return Err(OriginError::failed(FailureKind::Protocol, why)),
         Ok(Ok(b)) => b,
     };
     let coded = match crate::fill::compress::encode(coding, &identity, &PASS_LEVELS) {

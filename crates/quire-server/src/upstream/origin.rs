@@ -44,7 +44,8 @@ mod tls;
 pub(crate) use slots::{family, label, write_families, Outcome, Row};
 
 pub use crate::config::{OriginUrl, OriginUrlError};
-pub use crate::upstream::port::{OriginError, OutBody};
+pub use crate::upstream::error::{Failure, FailureKind, OriginError};
+pub use crate::upstream::port::OutBody;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -224,10 +225,12 @@ impl SendError {
 impl From<SendError> for OriginError {
     fn from(e: SendError) -> OriginError {
         match e {
-            SendError::Connect(why) | SendError::Failed(why) => OriginError::Failed(why),
-            SendError::Busy => {
-                OriginError::Failed("origin busy: every connection slot stayed in use".into())
-            }
+            SendError::Connect(why) => OriginError::failed(FailureKind::Connect, why),
+            SendError::Failed(why) => OriginError::failed(FailureKind::Protocol, why),
+            SendError::Busy => OriginError::failed(
+                FailureKind::Busy,
+                "origin busy: every connection slot stayed in use",
+            ),
             SendError::Timeout => OriginError::Timeout,
         }
     }

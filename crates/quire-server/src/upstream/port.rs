@@ -28,6 +28,8 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::BodyExt;
 use quire_http::key::NormalizedUrl;
 
+use crate::upstream::error::OriginError;
+
 /// The request field a cluster node sends when it fills from the key's owner (see
 /// `quire-cluster`): the owner then fills from the origin itself, never from
 /// another peer, so a request never loops between nodes.
@@ -61,27 +63,6 @@ pub struct RouteBy {
 /// concrete error type so the fast path can hand `service` a request hyper never saw;
 /// a boxed `dyn Error` here trips rustc's higher-ranked `Send` inference.)
 pub type OutBody = UnsyncBoxBody<Bytes, std::io::Error>;
-
-/// Why the origin gave no usable response.
-#[derive(Debug, thiserror::Error)]
-pub enum OriginError {
-    /// No response head within the read timeout (504).
-    #[error("origin timed out")]
-    Timeout,
-    /// Connection refused/reset, or a malformed response (502).
-    #[error("origin failed: {0}")]
-    Failed(String),
-}
-
-impl OriginError {
-    /// The status quire answers with when nothing stale can cover the failure.
-    pub fn status(&self) -> http::StatusCode {
-        match self {
-            OriginError::Timeout => http::StatusCode::GATEWAY_TIMEOUT,
-            OriginError::Failed(_) => http::StatusCode::BAD_GATEWAY,
-        }
-    }
-}
 
 /// Errors a response body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

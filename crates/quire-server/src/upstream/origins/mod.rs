@@ -64,8 +64,8 @@ use route::Routes;
 
 use crate::config::Config;
 use crate::upstream::origin::{
-    copy_head, family, label, Origin, OriginError, OriginOptions, OriginSetupError, OutBody,
-    SendError,
+    copy_head, family, label, FailureKind, Origin, OriginError, OriginOptions, OriginSetupError,
+    OutBody, SendError,
 };
 use crate::upstream::{RouteBy, UpBody, UpFuture, Upstream};
 
@@ -287,9 +287,10 @@ impl Shared {
         };
         let Some(pool) = self.routes.pool_for(&host, &path) else {
             self.unrouted.fetch_add(1, Ordering::Relaxed);
-            return Err(OriginError::Failed(format!(
-                "no origin is configured for host `{host}` and path `{path}`"
-            )));
+            return Err(OriginError::failed(
+                FailureKind::Unrouted,
+                format!("no origin is configured for host `{host}` and path `{path}`"),
+            ));
         };
         // A bodiless request can be sent again; a streamed body cannot.
         let spare = req.body().is_end_stream().then(|| copy_head(&req));
@@ -333,7 +334,10 @@ impl Shared {
             self.none_up.fetch_add(1, Ordering::Relaxed);
         }
         Err(last.unwrap_or_else(|| {
-            OriginError::Failed(format!("every origin for host `{host}` is marked down"))
+            OriginError::failed(
+                FailureKind::Down,
+                format!("every origin for host `{host}` is marked down"),
+            )
         }))
     }
 
