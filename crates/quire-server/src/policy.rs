@@ -22,6 +22,7 @@ use quire_http::key::KeyConfig;
 
 use crate::config::{Config, ConfigError};
 use crate::edge::client::TrustedProxies;
+use crate::error::{Fault, Side};
 use crate::fill::compress::Levels;
 use crate::ops::access_log::AccessLog;
 use crate::upstream::Upstream;
@@ -74,6 +75,16 @@ pub enum StartError {
     Log(#[from] crate::ops::access_log::LogError),
 }
 
+impl Fault for ConfigError {
+    fn side(&self) -> Side {
+        Side::Internal
+    }
+
+    fn retry(&self) -> bool {
+        false
+    }
+}
+
 impl Config {
     /// Checks every rule of the configuration: called once before serving, and on
     /// every reload before anything is swapped. The rules of plain data
@@ -86,13 +97,13 @@ impl Config {
     /// [`ConfigError`] naming the first rule broken.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.check_fields()?;
-        crate::upstream::origins::validate(self).map_err(ConfigError)?;
+        crate::upstream::origins::validate(self).map_err(ConfigError::new)?;
         TrustedProxies::parse(&self.trusted_proxies)
-            .map_err(|e| ConfigError(format!("trusted_proxies: {e}")))?;
+            .map_err(|e| ConfigError::new(format!("trusted_proxies: {e}")))?;
         self.encodings
             .levels()
             .validate()
-            .map_err(|e| ConfigError(e.to_string()))
+            .map_err(|e| ConfigError::new(e.to_string()))
     }
 }
 
@@ -168,7 +179,8 @@ fn trusted(cfg: &Config) -> Result<TrustedProxies, StartError> {
     if let Some(c) = &cfg.cluster {
         entries.extend(c.peer_addresses().iter().map(ToString::to_string));
     }
-    TrustedProxies::parse(&entries).map_err(|e| StartError::Config(crate::config::ConfigError(e)))
+    TrustedProxies::parse(&entries)
+        .map_err(|e| StartError::Config(crate::config::ConfigError::new(e)))
 }
 
 /// [`trusted`], for tests of other modules.
@@ -338,7 +350,7 @@ fn admin_token(cfg: &Config) -> Result<Option<String>, StartError> {
         .or_else(|| cfg.admin_token.clone());
     if let Some(t) = &token {
         crate::config::check_admin_token(t).map_err(|e| {
-            StartError::Config(crate::config::ConfigError(format!(
+            StartError::Config(crate::config::ConfigError::new(format!(
                 "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
             )))
         })?;

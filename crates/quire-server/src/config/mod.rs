@@ -223,7 +223,7 @@ impl TlsSection {
     /// Checks the section on its own: both files or neither, a well-formed HSTS
     /// value, a non-zero handshake timeout.
     fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |s: &str| Err(ConfigError(s.into()));
+        let bad = |s: &str| Err(ConfigError::new(s.into()));
         if self.cert.is_some() != self.key.is_some() {
             return bad("tls.cert and tls.key go together: give both or neither");
         }
@@ -250,19 +250,19 @@ impl TlsSection {
 impl AcmeSection {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.domains.is_empty() {
-            return Err(ConfigError(
+            return Err(ConfigError::new(
                 "tls.acme.domains: give at least one name".into(),
             ));
         }
         for d in &self.domains {
             if !is_dns_name(d) {
-                return Err(ConfigError(format!(
+                return Err(ConfigError::new(format!(
                     "tls.acme.domains: {d:?} is not a DNS name (no wildcards, addresses or ports)"
                 )));
             }
         }
         if !(self.directory.starts_with("https://") || self.directory.starts_with("http://")) {
-            return Err(ConfigError(
+            return Err(ConfigError::new(
                 "tls.acme.directory must be an https:// URL".into(),
             ));
         }
@@ -453,7 +453,7 @@ impl QuerySetting {
             .into_iter()
             .map(|(prefix, v)| {
                 if !prefix.starts_with('/') {
-                    return Err(ConfigError(format!(
+                    return Err(ConfigError::new(format!(
                         "keys.query: `{prefix}` is not a path prefix (it starts with /)"
                     )));
                 }
@@ -469,7 +469,7 @@ impl QueryValue {
         match self {
             QueryValue::Word(w) if w == "all" => Ok(QueryRule::All),
             QueryValue::Word(w) if w == "none" => Ok(QueryRule::None),
-            QueryValue::Word(w) => Err(ConfigError(format!(
+            QueryValue::Word(w) => Err(ConfigError::new(format!(
                 "keys.query: `{w}` is not \"all\", \"none\" or a list of parameters"
             ))),
             QueryValue::Params(p) => Ok(QueryRule::Only(p.clone())),
@@ -642,10 +642,21 @@ impl Default for Levels {
     }
 }
 
-/// A configuration that cannot work.
+/// A configuration that cannot work: which rule it breaks, for the operator. Always
+/// on quire's own side and never helped by trying again (`Fault` is implemented in
+/// `crate::error`'s terms by `crate::policy`, above this plain-data floor).
 #[derive(Debug, thiserror::Error)]
-#[error("invalid configuration: {0}")]
-pub struct ConfigError(pub String);
+#[error("invalid configuration: {why}")]
+pub struct ConfigError {
+    why: String,
+}
+
+impl ConfigError {
+    /// The configuration breaks the rule `why` says.
+    pub fn new(why: String) -> ConfigError {
+        ConfigError { why }
+    }
+}
 
 impl Config {
     /// Checks the rules that need nothing but the configuration itself. The checks
@@ -653,7 +664,7 @@ impl Config {
     /// compression levels) are made above, by `Config::validate` in `crate::policy`,
     /// which calls this first.
     pub(crate) fn check_fields(&self) -> Result<(), ConfigError> {
-        let bad = |s: String| Err(ConfigError(s));
+        let bad = |s: String| Err(ConfigError::new(s));
         if self.cache.size.0 < 1 << 20 {
             return bad(format!("cache.size {} is below 1 MiB", self.cache.size));
         }
@@ -691,12 +702,12 @@ impl Config {
             return bad("storage.heuristic_fraction must be within 0..=1".into());
         }
         self.keys.query.rules()?;
-        self.rate_limit.validate().map_err(ConfigError)?;
+        self.rate_limit.validate().map_err(ConfigError::new)?;
         if let Some(origin) = &self.origin {
-            OriginUrl::parse(origin).map_err(|e| ConfigError(e.to_string()))?;
+            OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }
         if let Some(c) = &self.cluster {
-            c.validate().map_err(ConfigError)?;
+            c.validate().map_err(ConfigError::new)?;
         }
         if self
             .origin_ca_file
@@ -706,7 +717,7 @@ impl Config {
             return bad("origin_ca_file is empty: name a PEM file, or leave it out".into());
         }
         if let Some(t) = &self.admin_token {
-            check_admin_token(t).map_err(|e| ConfigError(format!("admin_token {e}")))?;
+            check_admin_token(t).map_err(|e| ConfigError::new(format!("admin_token {e}")))?;
         }
         let share = self.encodings.background_cpu_share;
         if !(share.is_finite() && share > 0.0 && share <= 64.0) {
@@ -723,7 +734,7 @@ impl Config {
 
     /// `listen_http` needs TLS and a port of its own, and HTTP-01 needs it.
     fn validate_listen_http(&self) -> Result<(), ConfigError> {
-        let bad = |s: String| Err(ConfigError(s));
+        let bad = |s: String| Err(ConfigError::new(s));
         match self.listen_http {
             Some(_) if !self.tls.enabled() => {
                 return bad(

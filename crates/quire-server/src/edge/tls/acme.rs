@@ -31,21 +31,76 @@ use rustls::sign::CertifiedKey;
 
 use super::{Tls, TlsError};
 use crate::config::{AcmeChallenge, AcmeSection};
+use crate::error::{Fault, Side};
 
 /// Why an order did not produce a certificate.
 #[derive(Debug, thiserror::Error)]
-#[error("ACME: {0}")]
-pub struct AcmeError(String);
+#[error("ACME: {context}")]
+pub struct AcmeError {
+    kind: AcmeErrorKind,
+    context: String,
+}
+
+/// What kind of failure an [`AcmeError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AcmeErrorKind {
+    /// The certificate authority failed or refused (its directory, the account,
+    /// the order's state).
+    Ca,
+    /// A challenge could not be answered or was not validated.
+    Challenge,
+    /// The certificate the CA issued cannot be used.
+    Certificate,
+    /// The account or the certificate could not be stored here.
+    Store,
+    /// Certificates come from files: there is no ACME order to run.
+    NotConfigured,
+}
+
+impl AcmeError {
+    fn new(kind: AcmeErrorKind, context: impl Into<String>) -> AcmeError {
+        AcmeError {
+            kind,
+            context: context.into(),
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> AcmeErrorKind {
+        self.kind
+    }
+}
+
+impl Fault for AcmeError {
+    fn side(&self) -> Side {
+        match self.kind {
+            AcmeErrorKind::Ca | AcmeErrorKind::Challenge | AcmeErrorKind::Certificate => {
+                Side::Upstream
+            }
+            AcmeErrorKind::Store | AcmeErrorKind::NotConfigured => Side::Internal,
+        }
+    }
+
+    /// A CA or a challenge that failed may succeed on a later order (the renewal
+    /// loop tries again with a growing pause); the rest fail the same way again.
+    fn retry(&self) -> bool {
+        matches!(self.kind, AcmeErrorKind::Ca | AcmeErrorKind::Challenge)
+    }
+}
 
 impl From<instant_acme::Error> for AcmeError {
     fn from(e: instant_acme::Error) -> Self {
-        AcmeError(e.to_string())
+        AcmeError::new(AcmeErrorKind::Ca, e.to_string())
     }
 }
 
 impl From<TlsError> for AcmeError {
     fn from(e: TlsError) -> Self {
-        AcmeError(format!("the issued certificate: {e}"))
+        AcmeError::new(
+            AcmeErrorKind::Certificate,
+            format!("the issued certificate: {e}"),
+        )
     }
 }
 
@@ -84,7 +139,7 @@ pub async fn run(tls: Arc<Tls>, mut stop: tokio::sync::watch::Receiver<bool>) {
                     failures += 1;
                     let retry =
                         Duration::from_secs(60 << failures.min(6)).min(Duration::from_secs(3600));
-                    tracing::warn!(error = %e, retry_in = ?retry, "ACME order failed; the current certificate (if any) stays");
+                    tracing::warn!(error = %e, side = e.side().as_str(), retry_in = ?retry, "ACME order failed; the current certificate (if any) stays");
                     retry
                 }
             },
@@ -113,9 +168,12 @@ fn until_due(not_after: Option<SystemTime>, renew_before: Duration, now: SystemT
 /// the state directory and presented from the next handshake on. Returns when it
 /// expires.
 pub async fn obtain(tls: &Tls) -> Result<SystemTime, AcmeError> {
-    let acme = tls
-        .acme()
-        .ok_or_else(|| AcmeError("certificates come from files, not ACME".into()))?;
+    let acme = tls.acme().ok_or_else(|| {
+        AcmeError::new(
+            AcmeErrorKind::NotConfigured,
+            "certificates come from files, not ACME",
+        )
+    })?;
     let account = account(acme).await?;
     let ids: Vec<Identifier> = acme
         .domains
@@ -140,7 +198,12 @@ async fn issue(
     let retry = RetryPolicy::default().timeout(Duration::from_secs(90));
     match order.poll_ready(&retry).await? {
         OrderStatus::Ready => {}
-        s => return Err(AcmeError(format!("the order is {s:?}, not ready"))),
+        s => {
+            return Err(AcmeError::new(
+                AcmeErrorKind::Ca,
+                format!("the order is {s:?}, not ready"),
+            ))
+        }
     }
     let key = order.finalize().await?;
     let chain = order.poll_certificate(&retry).await?;
@@ -160,11 +223,19 @@ async fn authorize(tls: &Tls, acme: &AcmeSection, order: &mut Order) -> Result<(
         match a.status {
             AuthorizationStatus::Pending => {}
             AuthorizationStatus::Valid => continue,
-            s => return Err(AcmeError(format!("an authorization is {s:?}"))),
+            s => {
+                return Err(AcmeError::new(
+                    AcmeErrorKind::Challenge,
+                    format!("an authorization is {s:?}"),
+                ))
+            }
         }
-        let mut challenge = a
-            .challenge(kind.clone())
-            .ok_or_else(|| AcmeError(format!("the CA offers no {kind:?} challenge")))?;
+        let mut challenge = a.challenge(kind.clone()).ok_or_else(|| {
+            AcmeError::new(
+                AcmeErrorKind::Challenge,
+                format!("the CA offers no {kind:?} challenge"),
+            )
+        })?;
         let name = challenge.identifier().to_string();
         let key_authorization = challenge.key_authorization();
         match acme.challenge {
@@ -185,14 +256,19 @@ async fn authorize(tls: &Tls, acme: &AcmeSection, order: &mut Order) -> Result<(
 /// its only subject alternative name, the key authorization's SHA-256 in the
 /// critical `acmeIdentifier` extension.
 fn alpn_challenge(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, AcmeError> {
-    let err = |e: rcgen::Error| AcmeError(format!("making the challenge certificate: {e}"));
+    let err = |e: rcgen::Error| {
+        AcmeError::new(
+            AcmeErrorKind::Challenge,
+            format!("making the challenge certificate: {e}"),
+        )
+    };
     let mut params = rcgen::CertificateParams::new(vec![name.to_owned()]).map_err(err)?;
     params.custom_extensions = vec![rcgen::CustomExtension::new_acme_identifier(digest)];
     let key = rcgen::KeyPair::generate().map_err(err)?;
     let cert = params.self_signed(&key).map_err(err)?;
     let der = rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
     let signer = rustls::crypto::ring::sign::any_supported_type(&der)
-        .map_err(|e| AcmeError(format!("the challenge key: {e}")))?;
+        .map_err(|e| AcmeError::new(AcmeErrorKind::Challenge, format!("the challenge key: {e}")))?;
     Ok(Arc::new(CertifiedKey::new(
         vec![cert.der().clone()],
         signer,
@@ -211,7 +287,12 @@ fn install(tls: &Tls, acme: &AcmeSection, chain: &str, key: &str) -> Result<Syst
     write_private(&key_tmp, key.as_bytes())?;
     // Checked from the new files before they replace anything.
     super::load(&cert_tmp, &key_tmp, SystemTime::now())?;
-    let io = |e: std::io::Error| AcmeError(format!("storing the certificate: {e}"));
+    let io = |e: std::io::Error| {
+        AcmeError::new(
+            AcmeErrorKind::Store,
+            format!("storing the certificate: {e}"),
+        )
+    };
     std::fs::rename(&key_tmp, &key_path).map_err(io)?;
     std::fs::rename(&cert_tmp, &cert_path).map_err(io)?;
     Ok(tls.reload()?.not_after)
@@ -231,7 +312,12 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), AcmeError> {
         f.write_all(bytes)?;
         f.sync_all()
     };
-    write().map_err(|e| AcmeError(format!("writing {}: {e}", path.display())))
+    write().map_err(|e| {
+        AcmeError::new(
+            AcmeErrorKind::Store,
+            format!("writing {}: {e}", path.display()),
+        )
+    })
 }
 
 /// The ACME account kept in the state directory for this directory URL, created
@@ -283,6 +369,18 @@ fn stored_account(path: &Path, directory: &str) -> Option<AccountCredentials> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ca_that_failed_is_tried_again_and_a_disk_that_failed_is_ours() {
+        let ca = AcmeError::new(AcmeErrorKind::Ca, "the order is Invalid, not ready");
+        assert!(ca.retry());
+        assert_eq!(ca.side(), Side::Upstream);
+        assert_eq!(ca.to_string(), "ACME: the order is Invalid, not ready");
+        let disk = AcmeError::new(AcmeErrorKind::Store, "storing the certificate: ENOSPC");
+        assert!(!disk.retry());
+        assert_eq!(disk.side(), Side::Internal);
+        assert_eq!(disk.kind(), AcmeErrorKind::Store);
+    }
 
     #[test]
     fn renewal_is_due_when_less_than_renew_before_is_left() {
