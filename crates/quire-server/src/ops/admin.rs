@@ -55,23 +55,7 @@ pub async fn handle(
     }
     let resp = match (method, path) {
         (Method::GET, "/_quire/metrics") => {
-            let mut text = ctx
-                .metrics
-                .render(&ctx.store.stats(), ctx.started.elapsed());
-            fill_path_metrics(ctx, &mut text);
-            ctx.origin.metrics(&mut text);
-            if let Some(bus) = ctx.bus() {
-                bus.metrics(&mut text);
-            }
-            if let Some(tls) = &ctx.tls {
-                tls.write_metrics(&mut text);
-            }
-            if let Some(log) = &ctx.peek().access_log {
-                log.write_metrics(&mut text);
-            }
-            ctx.reloads.write_metrics(&mut text);
-            ctx.limiter.write_metrics(&mut text);
-            ctx.tunnels.write_metrics(&mut text);
+            let text = metrics_text(ctx);
             let mut r = plain(StatusCode::OK, &text, admin_status());
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
@@ -87,6 +71,32 @@ pub async fn handle(
         _ => error(StatusCode::NOT_FOUND, "no such admin endpoint"),
     };
     (resp, Outcome::Admin)
+}
+
+/// Every Prometheus family of `/_quire/metrics`, and the one place a feature's
+/// families are registered: the server's own counters and the store's
+/// (`crate::metrics`), the fill path's shared parts, then each feature's writer
+/// (the upstream, the cluster's bus, TLS, the access log, reloads, rate limits,
+/// upgraded connections). A feature that adds families adds its writer here.
+fn metrics_text(ctx: &Ctx) -> String {
+    let mut text = ctx
+        .metrics
+        .render(&ctx.store.stats(), ctx.started.elapsed());
+    fill_path_metrics(ctx, &mut text);
+    ctx.origin.metrics(&mut text);
+    if let Some(bus) = ctx.bus() {
+        bus.metrics(&mut text);
+    }
+    if let Some(tls) = &ctx.tls {
+        tls.write_metrics(&mut text);
+    }
+    if let Some(log) = &ctx.peek().access_log {
+        log.write_metrics(&mut text);
+    }
+    ctx.reloads.write_metrics(&mut text);
+    ctx.limiter.write_metrics(&mut text);
+    ctx.tunnels.write_metrics(&mut text);
+    text
 }
 
 /// The fill path's shared parts: fill slots, the compression pool, the
