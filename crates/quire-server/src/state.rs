@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::fill::coalesce::Fills;
 use crate::fill::compress_pool::CompressPool;
 use crate::metrics::Metrics;
-pub use crate::policy::StartError;
+pub(crate) use crate::policy::StartError;
 use crate::policy::{Policy, Reloaded};
 use crate::request::hit::Records;
 use crate::upstream::origin::{Origin, OriginOptions};

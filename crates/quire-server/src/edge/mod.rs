@@ -23,7 +23,7 @@ pub(crate) mod h2conn;
     reason = "owning a descriptor handed over at exec, by number; see the module doc"
 )]
 pub mod inherit;
-pub mod rate_limit;
+pub(crate) mod rate_limit;
 pub(crate) mod redirect;
 pub(crate) mod sendfile;
 pub(crate) mod stall;

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub use crate::config::RateLimitSection;
+pub(crate) use crate::config::RateLimitSection;
 use crate::edge::conns::ClientKey;
 
 impl RateLimitSection {

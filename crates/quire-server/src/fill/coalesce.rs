@@ -64,7 +64,7 @@ use crate::upstream::error::{FailureKind, OriginError};
 /// Bytes a waiter may fall behind a fill that no longer keeps its body (too large
 /// to store, or not storable) before it is cut off: a client that stops reading must
 /// not make quire buffer an endless origin body for it.
-pub const LAG_BYTES_MAX: usize = 4 << 20;
+pub(crate) const LAG_BYTES_MAX: usize = 4 << 20;
 
 /// One event of a fill, as each waiter receives it.
 #[derive(Debug, Clone)]
@@ -183,7 +183,7 @@ pub struct Fill {
 
 /// A waiter's hold on a fill: the fill is abandoned when the last one drops.
 #[derive(Debug)]
-pub struct Attach(Arc<Fill>);
+pub(crate) struct Attach(Arc<Fill>);
 
 impl Drop for Attach {
     fn drop(&mut self) {
@@ -687,7 +687,7 @@ impl Fills {
 
 /// How reading a fill's body ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyEnd {
+pub(crate) enum BodyEnd {
     /// Complete, and every chunk kept (it can be stored).
     Kept,
     /// Outgrew the buffer: streamed to its waiters as a pass-through, not kept.
@@ -702,7 +702,7 @@ pub enum BodyEnd {
 
 /// What bounds a fill's body read.
 #[derive(Debug, Clone, Copy)]
-pub struct ReadLimits {
+pub(crate) struct ReadLimits {
     /// Longest gap between chunks.
     pub gap: std::time::Duration,
     /// When the fill stops holding a slot and becomes a pass-through.
@@ -714,7 +714,7 @@ pub struct ReadLimits {
 /// buffer, the fill becomes a pass-through (its waiters keep streaming). When every
 /// waiter has left, it stops. A body that ends with `commit` set and every chunk
 /// kept leaves the fill in `Committing`.
-pub async fn stream_body(
+pub(crate) async fn stream_body(
     fills: &Fills,
     key: &[u8],
     fill: &Arc<Fill>,

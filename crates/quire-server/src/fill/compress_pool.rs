@@ -56,10 +56,10 @@ use crate::fill::compress::Levels;
 use tokio::sync::oneshot;
 
 /// Smallest cost a job is counted at, so tiny bodies cannot queue without bound.
-pub const JOB_COST_MIN: u64 = 4096;
+pub(crate) const JOB_COST_MIN: u64 = 4096;
 
 /// The niceness threads that run background jobs give themselves.
-pub const BACKGROUND_NICE: i32 = 10;
+pub(crate) const BACKGROUND_NICE: i32 = 10;
 
 /// Which queue a job goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub enum Priority {
 }
 
 /// The levels a large body gets at most (see the module doc).
-pub const LARGE_LEVELS: Levels = Levels {
+pub(crate) const LARGE_LEVELS: Levels = Levels {
     gzip: 6,
     brotli: 4,
     zstd: 3,

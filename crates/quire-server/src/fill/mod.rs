@@ -7,9 +7,9 @@
 //! on the bounded [`compress_pool`]; [`recompress`] adds the slower codings in the
 //! background.
 
-pub mod coalesce;
+pub(crate) mod coalesce;
 pub(crate) mod commit;
 pub mod compress;
-pub mod compress_pool;
+pub(crate) mod compress_pool;
 pub(crate) mod miss;
 pub(crate) mod recompress;

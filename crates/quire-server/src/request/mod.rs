@@ -15,4 +15,4 @@ pub(crate) mod peer;
 pub(crate) mod refuse;
 pub(crate) mod reply;
 pub(crate) mod service;
-pub mod tunnel;
+pub(crate) mod tunnel;
