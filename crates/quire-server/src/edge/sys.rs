@@ -1,6 +1,8 @@
-//! The server's only `unsafe` code: two socket calls with no safe form in rustix.
-//! Everything else in the crate is checked by `#![deny(unsafe_code)]`; this module
-//! is the one named exception, so a reviewer reads all of it in one place.
+//! Two socket calls with no safe form in rustix: one of the server's two files with
+//! `unsafe` code, both on the edge floor (the other, `crate::edge::inherit`, owns the
+//! descriptors handed over at exec). Everything else in the crate is checked by
+//! `#![deny(unsafe_code)]`; these two modules are the named exceptions
+//! (`crate::edge`'s `mod.rs`), so a reviewer reads all of it in two places.
 //!
 //! - [`recv_into_spare`]: a `recv` into a buffer's spare capacity, without zeroing
 //!   it first (the fast path's reads: a memset of 8 KiB per read for nothing).
