@@ -97,7 +97,7 @@ impl Config {
     /// [`ConfigError`] naming the first rule broken.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.check_fields()?;
-        crate::upstream::origins::validate(self).map_err(ConfigError::new)?;
+        crate::upstream::origins::validate(self)?;
         TrustedProxies::parse(&self.trusted_proxies)
             .map_err(|e| ConfigError::new(format!("trusted_proxies: {e}")))?;
         self.encodings

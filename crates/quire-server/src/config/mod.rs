@@ -656,6 +656,11 @@ impl ConfigError {
     pub fn new(why: String) -> ConfigError {
         ConfigError { why }
     }
+
+    /// The rule broken, without the "invalid configuration" prefix.
+    pub fn reason(&self) -> &str {
+        &self.why
+    }
 }
 
 impl Config {
@@ -702,7 +707,7 @@ impl Config {
             return bad("storage.heuristic_fraction must be within 0..=1".into());
         }
         self.keys.query.rules()?;
-        self.rate_limit.validate().map_err(ConfigError::new)?;
+        self.rate_limit.validate()?;
         if let Some(origin) = &self.origin {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{OriginUrl, Secs};
+use super::{ConfigError, OriginUrl, Secs};
 
 /// An origin among several (`[[origins]]`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -105,9 +105,9 @@ impl OriginEntry {
     }
 
     /// Checks the entry alone (pools are checked together by `route`).
-    pub fn validate(&self) -> Result<(), String> {
-        OriginUrl::parse(&self.url).map_err(|e| e.to_string())?;
-        let at = |why: String| Err(format!("origin {}: {why}", self.url));
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        OriginUrl::parse(&self.url).map_err(|e| ConfigError::new(e.to_string()))?;
+        let at = |why: String| Err(ConfigError::new(format!("origin {}: {why}", self.url)));
         if !(1..=WEIGHT_MAX).contains(&self.weight) {
             return at(format!("weight must be within 1..={WEIGHT_MAX}"));
         }
@@ -197,7 +197,7 @@ mod tests {
         for (text, what) in bad {
             let e: OriginEntry = toml::from_str(text).unwrap();
             let why = e.validate().expect_err(text);
-            assert!(why.contains(what), "{text}: {why}");
+            assert!(why.reason().contains(what), "{text}: {why}");
         }
         assert!(toml::from_str::<OriginEntry>("url = \"http://a\"\nweigth = 2").is_err());
     }

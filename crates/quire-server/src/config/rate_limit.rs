@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ConfigError;
+
 /// The `[rate_limit]` section. A rate of 0 turns that budget off.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -34,22 +36,26 @@ impl Default for RateLimitSection {
 
 impl RateLimitSection {
     /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (name, rate, burst) in [
             ("hits", self.hits_per_sec, self.hits_burst),
             ("misses", self.misses_per_sec, self.misses_burst),
         ] {
             if !(rate.is_finite() && rate >= 0.0) {
-                return Err(format!(
+                return Err(ConfigError::new(format!(
                     "rate_limit.{name}_per_sec must be 0 (off) or above"
-                ));
+                )));
             }
             if rate > 0.0 && burst == 0 {
-                return Err(format!("rate_limit.{name}_burst must be at least 1"));
+                return Err(ConfigError::new(format!(
+                    "rate_limit.{name}_burst must be at least 1"
+                )));
             }
         }
         if self.clients_max == 0 {
-            return Err("rate_limit.clients_max must be at least 1".into());
+            return Err(ConfigError::new(
+                "rate_limit.clients_max must be at least 1".into(),
+            ));
         }
         Ok(())
     }

@@ -62,7 +62,7 @@ pub use crate::config::OriginEntry;
 use health::{Check, Health, HealthOf};
 use route::Routes;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::upstream::origin::{
     copy_head, family, label, FailureKind, Origin, OriginError, OriginOptions, OriginSetupError,
     OutBody, SendError,
@@ -108,7 +108,7 @@ impl HealthOf for Shared {
 impl Origins {
     /// The origins `cfg.origins` lists, with their active checks started.
     pub fn new(cfg: &Config) -> Result<Origins, OriginSetupError> {
-        let bad = |why: String| OriginSetupError::Config(why);
+        let bad = |why: ConfigError| OriginSetupError::Config(why.reason().to_owned());
         let (urls, member_of) = members_of(&cfg.origins).map_err(bad)?;
         let routes = Routes::build(&cfg.origins, &member_of).map_err(bad)?;
         let mut members = Vec::with_capacity(urls.len());
@@ -164,8 +164,9 @@ impl Origins {
             none_up: AtomicU64::new(0),
             probes: Default::default(),
         });
-        health::spawn(checks, Arc::downgrade(&shared))
-            .map_err(|e| bad(format!("origins: cannot start the health checks: {e}")))?;
+        health::spawn(checks, Arc::downgrade(&shared)).map_err(|e| {
+            OriginSetupError::Config(format!("origins: cannot start the health checks: {e}"))
+        })?;
         Ok(Origins { shared })
     }
 
@@ -183,7 +184,7 @@ impl Origins {
 /// Builds every origin client `cfg` names (`origin` or `[[origins]]`) without
 /// sending anything: what a new process checks before it takes over.
 pub fn check(cfg: &Config) -> Result<(), OriginSetupError> {
-    validate(cfg).map_err(OriginSetupError::Config)?;
+    validate(cfg).map_err(|e| OriginSetupError::Config(e.reason().to_owned()))?;
     if cfg.origins.is_empty() {
         let url = cfg.origin.as_deref().ok_or(OriginSetupError::NoOrigin)?;
         Origin::new(url, &OriginOptions::from_config(cfg))?;
@@ -241,20 +242,20 @@ fn options(cfg: &Config, e: &OriginEntry) -> OriginOptions {
 
 /// The distinct URLs (each as the index of its first entry) and each entry's
 /// member index; entries sharing a URL must agree on its health settings.
-fn members_of(entries: &[OriginEntry]) -> Result<(Vec<usize>, Vec<usize>), String> {
+fn members_of(entries: &[OriginEntry]) -> Result<(Vec<usize>, Vec<usize>), ConfigError> {
     let mut firsts: Vec<usize> = Vec::new();
     let mut member_of = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         e.validate()?;
-        let url = Origin::parse(&e.url).map_err(|e| e.to_string())?;
+        let url = Origin::parse(&e.url).map_err(|e| ConfigError::new(e.to_string()))?;
         let same = |&f: &usize| Origin::parse(&entries[f].url).is_ok_and(|u| u == url);
         match firsts.iter().position(same) {
             Some(m) => {
                 if !entries[firsts[m]].same_server_settings(e) {
-                    return Err(format!(
+                    return Err(ConfigError::new(format!(
                         "origin {url} is listed twice with different health or connection \
                          settings; give them once, the same in every entry"
-                    ));
+                    )));
                 }
                 member_of.push(m);
             }
@@ -268,12 +269,14 @@ fn members_of(entries: &[OriginEntry]) -> Result<(Vec<usize>, Vec<usize>), Strin
 }
 
 /// Checks `[[origins]]` as a whole (with `origin` not set beside it).
-pub fn validate(cfg: &Config) -> Result<(), String> {
+pub fn validate(cfg: &Config) -> Result<(), ConfigError> {
     if cfg.origins.is_empty() {
         return Ok(());
     }
     if cfg.origin.is_some() {
-        return Err("give `origin` or `[[origins]]`, not both".into());
+        return Err(ConfigError::new(
+            "give `origin` or `[[origins]]`, not both".into(),
+        ));
     }
     let (_, member_of) = members_of(&cfg.origins)?;
     Routes::build(&cfg.origins, &member_of).map(|_| ())

@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::config::OriginEntry;
+use crate::config::{ConfigError, OriginEntry};
 
 /// One pool: its members (indexes into the entry list) and their schedule.
 #[derive(Debug)]
@@ -105,7 +105,10 @@ pub(crate) struct Routes {
 impl Routes {
     /// The pools `entries` form, entry `i` being origin `member_of[i]`; an error
     /// names two pools that would tie, or an origin listed twice in one pool.
-    pub(crate) fn build(entries: &[OriginEntry], member_of: &[usize]) -> Result<Routes, String> {
+    pub(crate) fn build(
+        entries: &[OriginEntry],
+        member_of: &[usize],
+    ) -> Result<Routes, ConfigError> {
         let mut pools: Vec<Pool> = Vec::new();
         let mut weights: Vec<Vec<u32>> = Vec::new();
         for (e, &m) in entries.iter().zip(member_of) {
@@ -127,10 +130,10 @@ impl Routes {
                 continue;
             };
             if pools[at].members.contains(&m) {
-                return Err(format!(
+                return Err(ConfigError::new(format!(
                     "origin {} is listed twice with the same hosts and path_prefix",
                     e.url
-                ));
+                )));
             }
             pools[at].members.push(m);
             weights[at].push(e.weight);
@@ -177,18 +180,18 @@ fn bare_host(host: &str) -> String {
 }
 
 /// Two pools tie when they share a host pattern and a prefix.
-fn check_ties(pools: &[Pool]) -> Result<(), String> {
+fn check_ties(pools: &[Pool]) -> Result<(), ConfigError> {
     for (i, a) in pools.iter().enumerate() {
         for b in &pools[i + 1..] {
             if a.prefix != b.prefix {
                 continue;
             }
             if let Some(h) = a.hosts.iter().find(|h| b.hosts.contains(h)) {
-                return Err(format!(
+                return Err(ConfigError::new(format!(
                     "origins: host `{h}` with path_prefix `{}` is in two pools with different \
                      hosts lists; give the origins that serve it the same `hosts`",
                     a.prefix
-                ));
+                )));
             }
         }
     }
@@ -230,7 +233,7 @@ fn gcd(a: u32, b: u32) -> u32 {
 mod tests {
     use super::*;
 
-    fn build(entries: &[OriginEntry]) -> Result<Routes, String> {
+    fn build(entries: &[OriginEntry]) -> Result<Routes, ConfigError> {
         let ids: Vec<usize> = (0..entries.len()).collect();
         Routes::build(entries, &ids)
     }
@@ -328,7 +331,7 @@ mod tests {
             entry("http://b", &["y.example"], "/", 1),
         ])
         .unwrap_err();
-        assert!(why.contains("y.example"), "{why}");
+        assert!(why.reason().contains("y.example"), "{why}");
         build(&[
             entry("http://a", &["x.example"], "/", 1),
             entry("http://b", &["x.example"], "/api", 1),
