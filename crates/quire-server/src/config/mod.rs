@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 mod cluster;
+mod error;
 mod log;
 mod origin_url;
 mod origins;
@@ -27,6 +28,7 @@ mod rate_limit;
 mod units;
 
 pub use cluster::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+pub use error::ConfigError;
 pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
 pub use origins::OriginEntry;
@@ -639,27 +641,6 @@ impl Default for Levels {
             brotli: 5,
             zstd: 19,
         }
-    }
-}
-
-/// A configuration that cannot work: which rule it breaks, for the operator. Always
-/// on quire's own side and never helped by trying again (`Fault` is implemented in
-/// `crate::error`'s terms by `crate::policy`, above this plain-data floor).
-#[derive(Debug, thiserror::Error)]
-#[error("invalid configuration: {why}")]
-pub struct ConfigError {
-    why: String,
-}
-
-impl ConfigError {
-    /// The configuration breaks the rule `why` says.
-    pub fn new(why: String) -> ConfigError {
-        ConfigError { why }
-    }
-
-    /// The rule broken, without the "invalid configuration" prefix.
-    pub fn reason(&self) -> &str {
-        &self.why
     }
 }
 
