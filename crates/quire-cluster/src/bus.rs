@@ -41,7 +41,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::RngCore;
 
-use quire_server::bus::{Bus, Invalidation, NodeAck, PublishFuture, Receipt, WaitFuture};
+use quire_server::bus::{
+    Bus, BusError, BusErrorKind, Invalidation, NodeAck, PublishFuture, Receipt, WaitFuture,
+};
 use redis::aio::ConnectionManager;
 
 use crate::stream_id::StreamId;
@@ -577,7 +579,7 @@ impl Bus for RedisBus {
         let op = Op::Targets(inv.clone());
         Box::pin(async move {
             let _one = self.appending.lock().await;
-            let at = self.append(&op).await.map_err(|e| e.to_string())?;
+            let at = self.append(&op).await.map_err(|e| bus_error(&e))?;
             self.own
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -689,6 +691,20 @@ pub(crate) fn spawn_background(bus: &Arc<RedisBus>) {
             bus.wait_for_pending(Duration::from_secs(1)).await;
         }
     });
+}
+
+/// The `Bus` port's error for a failed append: its kind from what Redis said, so
+/// the server can tell a log it could not reach (nothing was taken) from one that
+/// timed out (it may have been) or refused.
+fn bus_error(e: &redis::RedisError) -> BusError {
+    let kind = if e.is_timeout() {
+        BusErrorKind::Timeout
+    } else if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
+        BusErrorKind::Unavailable
+    } else {
+        BusErrorKind::Refused
+    };
+    BusError::new(kind, e.to_string())
 }
 
 #[cfg(test)]

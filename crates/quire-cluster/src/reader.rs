@@ -352,8 +352,8 @@ impl Reader {
                 ..
             }) => {
                 let ctx = self.ctx.clone();
-                let _ =
-                    tokio::task::spawn_blocking(move || quire_server::bus::apply(&ctx, &inv)).await;
+                let _ = tokio::task::spawn_blocking(move || quire_server::purge::apply(&ctx, &inv))
+                    .await;
             }
             Some(wire::Entry {
                 op:

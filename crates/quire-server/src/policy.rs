@@ -20,12 +20,92 @@ use quire_http::encoding::Coding;
 use quire_http::freshness::{ReuseConfig, StorageConfig};
 use quire_http::key::KeyConfig;
 
-use crate::access_log::AccessLog;
-use crate::client::TrustedProxies;
-use crate::compress::Levels;
-use crate::config::Config;
-use crate::state::StartError;
+use crate::config::{Config, ConfigError};
+use crate::edge::client::TrustedProxies;
+use crate::error::{Fault, Side};
+use crate::fill::compress::Levels;
+use crate::ops::access_log::AccessLog;
 use crate::upstream::Upstream;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The cache volume could not be opened.
+    #[error("cache volume {path}: {source}")]
+    Store {
+        /// The volume path.
+        path: String,
+        /// Why.
+        source: quire_store::StoreError,
+    },
+    /// Creating the cache directory failed.
+    #[error("cache directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No origin configured.
+    #[error(
+        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
+         config file"
+    )]
+    NoOrigin,
+    /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
+    /// certificates for an https origin.
+    #[error(transparent)]
+    Origin(#[from] crate::upstream::origin::OriginSetupError),
+    /// Binding the listener failed.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS certificate or key cannot be used.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::edge::tls::TlsError),
+    /// The access log cannot be opened.
+    #[error(transparent)]
+    Log(#[from] crate::ops::access_log::LogError),
+}
+
+impl Fault for ConfigError {
+    fn side(&self) -> Side {
+        Side::Internal
+    }
+
+    fn retry(&self) -> bool {
+        false
+    }
+}
+
+impl Config {
+    /// Checks every rule of the configuration: called once before serving, and on
+    /// every reload before anything is swapped. The rules of plain data
+    /// (`Config::check_fields`, beside the fields) first; then the ones only a
+    /// feature's own parser can check, which is why they live here, above the
+    /// configuration: the origin pools, the trusted proxies, the compression levels.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the first rule broken.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_fields()?;
+        crate::upstream::origins::validate(self)?;
+        TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|e| ConfigError::new(format!("trusted_proxies: {e}")))?;
+        self.encodings
+            .levels()
+            .validate()
+            .map_err(|e| ConfigError::new(e.to_string()))
+    }
+}
 
 /// The per-request policy: the configuration and what is derived from it.
 #[derive(Debug)]
@@ -99,7 +179,8 @@ fn trusted(cfg: &Config) -> Result<TrustedProxies, StartError> {
     if let Some(c) = &cfg.cluster {
         entries.extend(c.peer_addresses().iter().map(ToString::to_string));
     }
-    TrustedProxies::parse(&entries).map_err(|e| StartError::Config(crate::config::ConfigError(e)))
+    TrustedProxies::parse(&entries)
+        .map_err(|e| StartError::Config(crate::config::ConfigError::new(e)))
 }
 
 /// [`trusted`], for tests of other modules.
@@ -117,7 +198,7 @@ pub fn check(cfg: &Config) -> Result<(), StartError> {
     admin_token(cfg)?;
     trusted(cfg)?;
     AccessLog::check(&cfg.log)?;
-    crate::tls::Tls::from_config(&cfg.tls)?;
+    crate::edge::tls::Tls::from_config(&cfg.tls)?;
     Ok(())
 }
 
@@ -269,7 +350,7 @@ fn admin_token(cfg: &Config) -> Result<Option<String>, StartError> {
         .or_else(|| cfg.admin_token.clone());
     if let Some(t) = &token {
         crate::config::check_admin_token(t).map_err(|e| {
-            StartError::Config(crate::config::ConfigError(format!(
+            StartError::Config(crate::config::ConfigError::new(format!(
                 "the admin token (admin_token or QUIRE_ADMIN_TOKEN) {e}"
             )))
         })?;

@@ -10,7 +10,7 @@
 //! - **The connection limit is a semaphore taken before `accept`**: at the limit quire
 //!   stops accepting and new connections wait in the kernel backlog instead of being
 //!   accepted and dropped — while idle keep-alive connections are asked to close to
-//!   make room, and no client may hold more than its share ([`crate::conns`]).
+//!   make room, and no client may hold more than its share ([`crate::edge::conns`]).
 //! - **Graceful shutdown**: on the shutdown signal the listener closes, idle
 //!   keep-alive connections are closed, in-flight requests finish (HTTP/2 gets a
 //!   GOAWAY), for at most `limits.shutdown_grace`.
@@ -18,14 +18,14 @@
 //!   `tls.handshake_timeout`: a client that never finishes one holds one slot for
 //!   that long and no more, and the accept loop never waits on a handshake. A
 //!   connection that chose `h2` goes to hyper at once; HTTP/1.1 starts on the fast
-//!   path as cleartext does ([`crate::wire`]).
-//! - Every connection's reads pass through [`crate::guard`], which refuses ambiguously
+//!   path as cleartext does ([`crate::edge::wire`]).
+//! - Every connection's reads pass through [`crate::edge::guard`], which refuses ambiguously
 //!   framed requests (`Content-Length` with `Transfer-Encoding`, several lengths).
-//! - **Every response makes progress or ends** ([`crate::stall`]): on hyper's
+//! - **Every response makes progress or ends** ([`crate::edge::stall`]): on hyper's
 //!   path each response body is watched, one that hyper stops asking for (an HTTP/2
 //!   window kept shut) is dropped after `limits.send_stall` and the connection
 //!   closes when nothing else is open on it; writes that the client does not take
-//!   fail after the same deadline ([`crate::guard::Guarded`], and the fast path's
+//!   fail after the same deadline ([`crate::edge::guard::Guarded`], and the fast path's
 //!   own writes).
 //! - Oversized request heads get 431 from hyper (`max_buf_size` = `limits.header_bytes`),
 //!   slow or idle clients are cut by `header_read_timeout` = `limits.client_idle_timeout`.
@@ -42,17 +42,18 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::client::Peer;
-use crate::conns::{self, Conns};
-use crate::fastpath;
-use crate::guard::Guarded;
-use crate::h2conn::cork::Cork;
-use crate::inline::InlineFirst;
+use crate::edge::client::Peer;
+use crate::edge::conns::{self, Conns};
+use crate::edge::guard::Guarded;
+use crate::edge::h2conn::cork::Cork;
+use crate::edge::h2conn::inline::InlineFirst;
+use crate::edge::sendfile::Volume;
+use crate::edge::wire::Wire;
+use crate::http1::fastpath;
 use crate::metrics::{Handshake, Outcome};
-use crate::sendfile::Volume;
-use crate::service;
-use crate::state::{Ctx, StartError};
-use crate::wire::Wire;
+use crate::policy::StartError;
+use crate::request::service;
+use crate::state::Ctx;
 
 /// A bound server, ready to run.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ impl Server {
         let listener = socket.listen(1024).map_err(listen)?;
         let redirect = match listen_http {
             Some(addr) => Some(
-                crate::redirect::bind(addr)
+                crate::edge::redirect::bind(addr)
                     .await
                     .map_err(|source| StartError::Listen { addr, source })?,
             ),
@@ -95,7 +96,7 @@ impl Server {
     }
 
     /// Serves on listening sockets this process was handed instead of binding its
-    /// own ([`crate::inherit`]: systemd's socket activation, or the process a binary
+    /// own ([`crate::edge::inherit`]: systemd's socket activation, or the process a binary
     /// upgrade replaces). `listen` is served whatever the configured address; with
     /// no `listen_http` socket handed over the configured one is bound, and a handed
     /// one the configuration has no use for is closed (with a warning).
@@ -112,7 +113,7 @@ impl Server {
         let redirect = match (listen_http, http_addr) {
             (Some(l), Some(addr)) => Some(adopt_listener(l, addr)?),
             (None, Some(addr)) => Some(
-                crate::redirect::bind(addr)
+                crate::edge::redirect::bind(addr)
                     .await
                     .map_err(|source| StartError::Listen { addr, source })?,
             ),
@@ -256,14 +257,14 @@ fn spawn_companions(
     stop: &tokio::sync::watch::Receiver<bool>,
 ) {
     if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
-        tokio::spawn(crate::tls::acme::run(tls, stop.clone()));
+        tokio::spawn(crate::edge::tls::acme::run(tls, stop.clone()));
     }
     if let (Some(plain), Ok(https)) = (redirect, listener.local_addr()) {
         let mut stop = stop.clone();
         let stopped = async move {
             let _ = stop.wait_for(|s| *s).await;
         };
-        tokio::spawn(crate::redirect::run(
+        tokio::spawn(crate::edge::redirect::run(
             ctx.clone(),
             plain,
             https.port(),
@@ -320,7 +321,7 @@ struct Connection {
 impl Connection {
     /// Serves the connection to its end: the fast path first (hits off the socket,
     /// plain requests through the service); from the first request that needs
-    /// protocol machinery on, hyper (see [`crate::fastpath`]).
+    /// protocol machinery on, hyper (see [`crate::http1::fastpath`]).
     async fn serve(mut self, stream: tokio::net::TcpStream) {
         let ctx = self.ctx.clone();
         match self.wire(stream).await {
@@ -373,7 +374,7 @@ impl Connection {
             }
         };
         let alpn = tls_stream.get_ref().1.alpn_protocol();
-        if alpn == Some(crate::tls::ACME_TLS_ALPN) {
+        if alpn == Some(crate::edge::tls::ACME_TLS_ALPN) {
             // An ACME server checked the TLS-ALPN-01 certificate: nothing follows.
             return None;
         }
@@ -451,12 +452,12 @@ impl OnHyper {
             reap,
         } = self;
         let svc_ctx = ctx.clone();
-        let watch = crate::stall::Watch::new();
+        let watch = crate::edge::stall::Watch::new();
         let svc_watch = watch.clone();
         let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let ctx = svc_ctx.clone();
             let watch = svc_watch.clone();
-            let req = req.map(crate::origin::boxed_incoming);
+            let req = req.map(crate::upstream::origin::boxed_incoming);
             async move {
                 let resp = service::handle(ctx, req, peer).await;
                 Ok::<_, Infallible>(resp.map(|b| watch.wrap(b)))
@@ -470,7 +471,7 @@ impl OnHyper {
         // a GOAWAY). hyper does not say whether it is idle: one handed over less than
         // REAP_IDLE_MIN ago has the request it was handed over for still to read, and
         // is left alone. Responses that stop moving are dropped, and a connection
-        // left with nothing else closes ([`crate::stall`]).
+        // left with nothing else closes ([`crate::edge::stall`]).
         tokio::pin!(conn);
         let mut asked = false;
         let handed = tokio::time::Instant::now();
@@ -517,7 +518,7 @@ impl OnHyper {
 
 /// Drops the responses of `watch` that stalled; whether the connection is left with
 /// nothing else (it closes then).
-fn stalled_out(watch: &crate::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
+fn stalled_out(watch: &crate::edge::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
     let swept = watch.sweep(stall, stall);
     ctx.metrics.record_send_stalls(swept.newly as u64, 0);
     let all = swept.all_stalled();
@@ -530,7 +531,7 @@ fn stalled_out(watch: &crate::stall::Watch, stall: std::time::Duration, ctx: &Ct
 /// Whether every open response of `watch` has been still for
 /// [`conns::REAP_IDLE_MIN`] (and there is one): a full server closes such a
 /// connection at once.
-fn only_still(watch: &crate::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
+fn only_still(watch: &crate::edge::stall::Watch, stall: std::time::Duration, ctx: &Ctx) -> bool {
     let s = watch.sweep(stall, conns::REAP_IDLE_MIN);
     ctx.metrics.record_send_stalls(s.newly as u64, 0);
     s.open > 0 && s.still == s.open
@@ -546,11 +547,11 @@ fn sweeps(stall: std::time::Duration) -> tokio::time::Interval {
 
 /// Counts, and logs when there is an access log, a request refused before it was
 /// routed: by the framing guard or by hyper's parser (see
-/// [`crate::access_log::refused_before_routing`]).
+/// [`crate::ops::access_log::refused_before_routing`]).
 fn refused_before_routing(ctx: &Ctx, peer: Peer, status: u16) {
     ctx.metrics.record_request(Outcome::Error, status, 0);
     if let Some(log) = &ctx.peek().access_log {
-        crate::access_log::refused_before_routing(log, peer.addr, status);
+        crate::ops::access_log::refused_before_routing(log, peer.addr, status);
     }
 }
 

@@ -10,16 +10,17 @@ use arc_swap::ArcSwap;
 use quire_http::key::{self, MethodClass, NormalizedUrl, VaryFields};
 use quire_store::{Engine as _, Options, Store};
 
+use crate::cache::invalidate::Invalidations;
+use crate::cache::key_epoch::KeyEpochs;
 use crate::clock::Clock;
-use crate::compress_pool::CompressPool;
 use crate::config::Config;
-use crate::fill::Fills;
-use crate::hit::Records;
-use crate::invalidate::Invalidations;
-use crate::key_epoch::KeyEpochs;
+use crate::fill::coalesce::Fills;
+use crate::fill::compress_pool::CompressPool;
 use crate::metrics::Metrics;
-use crate::origin::{Origin, OriginOptions};
+pub(crate) use crate::policy::StartError;
 use crate::policy::{Policy, Reloaded};
+use crate::request::hit::Records;
+use crate::upstream::origin::{Origin, OriginOptions};
 use crate::upstream::{versioned, Upstream};
 
 /// Opens (or creates) the configured cache volume, with its directory.
@@ -55,7 +56,7 @@ pub struct Ctx {
     /// What the configuration decides per request; swapped on reload.
     policy: ArcSwap<Policy>,
     /// The epoch of the running `[keys]` scheme, in every key (see
-    /// [`crate::key_epoch`]).
+    /// [`crate::cache::key_epoch`]).
     key_epochs: KeyEpochs,
     /// The cache.
     pub store: Store,
@@ -63,8 +64,8 @@ pub struct Ctx {
     /// `quire serve`.
     pub origin: Arc<dyn Upstream>,
     /// A cluster's shared invalidation log, once one is attached (see
-    /// [`crate::bus`]); never set without `[cluster]`.
-    bus: std::sync::OnceLock<Arc<dyn crate::bus::Bus>>,
+    /// [`crate::ops::bus`]); never set without `[cluster]`.
+    bus: std::sync::OnceLock<Arc<dyn crate::ops::bus::Bus>>,
     /// Unix milliseconds before which every stored response counts as stale (0:
     /// none): a soft purge of everything at the cost of one atomic load per hit,
     /// set by a cluster node that cannot know what it missed (see `quire-cluster`).
@@ -87,63 +88,15 @@ pub struct Ctx {
     /// The wall clock freshness is decided by (tests move it forward).
     pub clock: Clock,
     /// TLS on the listener, when configured.
-    pub tls: Option<Arc<crate::tls::Tls>>,
+    pub tls: Option<Arc<crate::edge::tls::Tls>>,
     /// Serialises reloads (two `SIGHUP`s at once build one policy each, in turn).
     reloading: std::sync::Mutex<()>,
     /// Reloads, for the metrics.
     pub reloads: crate::policy::ReloadStats,
     /// The per-client rate limits' buckets (their rates are the policy's).
-    pub limiter: crate::rate_limit::Limiter,
+    pub limiter: crate::edge::rate_limit::Limiter,
     /// Upgraded connections (WebSocket) passed through.
-    pub tunnels: crate::tunnel::Tunnels,
-}
-
-/// Why the server could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The configuration is invalid.
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    /// The cache volume could not be opened.
-    #[error("cache volume {path}: {source}")]
-    Store {
-        /// The volume path.
-        path: String,
-        /// Why.
-        source: quire_store::StoreError,
-    },
-    /// Creating the cache directory failed.
-    #[error("cache directory {path}: {source}")]
-    Dir {
-        /// The directory.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// No origin configured.
-    #[error(
-        "no origin: give --origin http(s)://host[:port], or `origin` or `[[origins]]` in the \
-         config file"
-    )]
-    NoOrigin,
-    /// The origin client cannot be built: a bad URL, `origin_ca_file`, or no CA
-    /// certificates for an https origin.
-    #[error(transparent)]
-    Origin(#[from] crate::origin::OriginSetupError),
-    /// Binding the listener failed.
-    #[error("listen on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TLS certificate or key cannot be used.
-    #[error("tls: {0}")]
-    Tls(#[from] crate::tls::TlsError),
-    /// The access log cannot be opened.
-    #[error(transparent)]
-    Log(#[from] crate::access_log::LogError),
+    pub tunnels: crate::edge::upgrades::Tunnels,
 }
 
 impl Ctx {
@@ -159,7 +112,7 @@ impl Ctx {
     /// `[[origins]]` (with their health checks started).
     pub fn proxy_upstream(cfg: &Config) -> Result<Arc<dyn Upstream>, StartError> {
         if !cfg.origins.is_empty() {
-            return Ok(Arc::new(crate::origins::Origins::new(cfg)?));
+            return Ok(Arc::new(crate::upstream::origins::Origins::new(cfg)?));
         }
         let origin_url = cfg.origin.clone().ok_or(StartError::NoOrigin)?;
         Ok(Arc::new(Origin::new(
@@ -174,11 +127,11 @@ impl Ctx {
         cfg.validate()?;
         let fresh = !cfg.cache.path.exists();
         let store = open_store(&cfg)?;
-        let tls = crate::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
+        let tls = crate::edge::tls::Tls::from_config(&cfg.tls)?.map(Arc::new);
         let fills = Fills::new(cfg.limits.fills, cfg.limits.fills_per_client);
-        let tunnels = crate::tunnel::Tunnels::new(&cfg.limits);
+        let tunnels = crate::edge::upgrades::Tunnels::new(&cfg.limits);
         let e = &cfg.encodings;
-        let cpu = crate::compress_pool::CpuLimits {
+        let cpu = crate::fill::compress_pool::CpuLimits {
             large_bytes: e.large_bytes.0,
             burst: e.background_cpu_burst.0,
             share: e.background_cpu_share,
@@ -204,18 +157,18 @@ impl Ctx {
             stale_always: std::sync::atomic::AtomicBool::new(false),
             reloading: std::sync::Mutex::new(()),
             reloads: crate::policy::ReloadStats::default(),
-            limiter: crate::rate_limit::Limiter::default(),
+            limiter: crate::edge::rate_limit::Limiter::default(),
             tunnels,
         }))
     }
 
     /// Attaches a cluster's invalidation bus; `false` if one was attached already.
-    pub fn attach_bus(&self, bus: Arc<dyn crate::bus::Bus>) -> bool {
+    pub fn attach_bus(&self, bus: Arc<dyn crate::ops::bus::Bus>) -> bool {
         self.bus.set(bus).is_ok()
     }
 
     /// The cluster's invalidation bus, if one is attached.
-    pub fn bus(&self) -> Option<&Arc<dyn crate::bus::Bus>> {
+    pub fn bus(&self) -> Option<&Arc<dyn crate::ops::bus::Bus>> {
         self.bus.get()
     }
 
@@ -260,7 +213,7 @@ impl Ctx {
     /// before [`Ctx::stale_before`], or at all while [`Ctx::revalidate_every_use`].
     pub(crate) fn timing_of(
         &self,
-        p: &crate::hit::Prepared,
+        p: &crate::request::hit::Prepared,
     ) -> quire_http::freshness::StoredTiming {
         let t = *p.timing();
         if self.stale_always.load(std::sync::atomic::Ordering::Acquire) {
@@ -298,7 +251,7 @@ impl Ctx {
             Some(&old),
         )
         .inspect_err(|_| self.reloads.failed())?;
-        // A changed `[keys]` takes a new key-scheme epoch (crate::key_epoch). A
+        // A changed `[keys]` takes a new key-scheme epoch (crate::cache::key_epoch). A
         // request between these two lines keys a URL normalised the old way under
         // the new epoch: it fetched what it keyed, so the entry is right for its key.
         self.key_epochs.adopt(&new.keys);
@@ -311,7 +264,7 @@ impl Ctx {
     /// request and pass it to [`Ctx::primary_key`] and [`Ctx::variant_key`], so that
     /// one request's keys agree.
     pub fn key_version(&self, url: &NormalizedUrl) -> u64 {
-        crate::key_epoch::mix(self.origin.key_version(url), self.key_epochs.current())
+        crate::cache::key_epoch::mix(self.origin.key_version(url), self.key_epochs.current())
     }
 
     /// The key of `url`'s primary record at `version`.

@@ -54,7 +54,7 @@ async fn failure(url: &str, ca_file: Option<PathBuf>) -> String {
     let origin = OriginClient::new(url, &opts).unwrap();
     let req = http::Request::get("/a").body(empty_body()).unwrap();
     match origin.send(req).await {
-        Err(OriginError::Failed(why)) => why,
+        Err(OriginError::Failed(why)) => why.to_string(),
         Err(e) => panic!("expected a failure, got {e}"),
         Ok(r) => panic!("expected a failure, got {}", r.status()),
     }

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use quire_http::key::NormalizedUrl;
-use quire_server::origin::{OriginError, OutBody};
+use quire_server::origin::{FailureKind, OriginError, OutBody};
 use quire_server::upstream::{UpFuture, Upstream};
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
 use quire_vault::search::SearchIndex;
@@ -376,7 +376,9 @@ impl Upstream for Site {
             let _on_drop = CancelOnDrop(cancel.clone());
             let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, &cancel))
                 .await
-                .map_err(|e| OriginError::Failed(format!("render failed: {e}")))?;
+                .map_err(|e| {
+                    OriginError::failed(FailureKind::Render, format!("render failed: {e}"))
+                })?;
             Ok(reply.into_response())
         })
     }

@@ -1,0 +1,63 @@
+//! Two socket calls with no safe form in rustix: one of the server's two files with
+//! `unsafe` code, both on the edge floor (the other, `crate::edge::inherit`, owns the
+//! descriptors handed over at exec). Everything else in the crate is checked by
+//! `#![deny(unsafe_code)]`; these two modules are the named exceptions
+//! (`crate::edge`'s `mod.rs`), so a reviewer reads all of it in two places.
+//!
+//! - [`recv_into_spare`]: a `recv` into a buffer's spare capacity, without zeroing
+//!   it first (the fast path's reads: a memset of 8 KiB per read for nothing).
+//! - [`unacked`]: `SIOCOUTQ`, the bytes a socket's peer has not acknowledged (what
+//!   decides when a body sent by sendfile may be unpinned, see [`crate::edge::sendfile`]).
+
+use std::io;
+use std::os::fd::AsFd;
+
+use bytes::BytesMut;
+
+/// Receives what the socket holds into the spare capacity of `buf` (one `recv`,
+/// non-blocking as the socket is) and extends `buf` by it. Returns the bytes
+/// received and the room there was: fewer than the room means the socket is
+/// drained.
+pub(crate) fn recv_into_spare(sock: impl AsFd, buf: &mut BytesMut) -> io::Result<(usize, usize)> {
+    let spare = buf.spare_capacity_mut();
+    let room = spare.len();
+    let ((filled, _), _) = rustix::net::recv(sock, spare, rustix::net::RecvFlags::empty())?;
+    let got = filled.len();
+    assert!(got <= room, "recv reported more than the room it was given");
+    // SAFETY: `recv` initialised the first `got` bytes of the spare capacity, which
+    // lie within the allocation (`got <= room`, asserted above).
+    unsafe { buf.set_len(buf.len() + got) };
+    Ok((got, room))
+}
+
+/// Whether `SIOCOUTQ` is known here: Linux, where it equals `TIOCOUTQ` (0x5411) on
+/// these architectures.
+const SIOCOUTQ_KNOWN: bool = cfg!(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )
+));
+
+/// Bytes in `sock`'s send queue that the peer has not acknowledged (`SIOCOUTQ`),
+/// or `None` where that cannot be read (then sendfile is not used at all).
+pub(crate) fn unacked(sock: impl AsFd) -> Option<usize> {
+    if !SIOCOUTQ_KNOWN {
+        return None;
+    }
+    const SIOCOUTQ: rustix::ioctl::Opcode = 0x5411;
+    // SAFETY: SIOCOUTQ on a socket writes one C int through the pointer, which is
+    // exactly the getter's output type; the fd is borrowed for the call. Only reached
+    // where that opcode is SIOCOUTQ (`SIOCOUTQ_KNOWN`).
+    let n = unsafe {
+        rustix::ioctl::ioctl(
+            sock,
+            rustix::ioctl::Getter::<SIOCOUTQ, std::ffi::c_int>::new(),
+        )
+    };
+    n.ok().and_then(|n| usize::try_from(n).ok())
+}

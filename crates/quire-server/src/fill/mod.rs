@@ -1,0 +1,15 @@
+//! The fill floor: from a miss to a stored entry.
+//!
+//! [`coalesce`] joins concurrent misses for one key into one streamed fill;
+//! [`miss`] fetches it from the upstream and answers its waiters as it streams;
+//! [`commit`] stores it when the body ends (through [`crate::cache::put`], inside the
+//! invalidation gate); [`compress`] computes the content codings once per response
+//! on the bounded [`compress_pool`]; [`recompress`] adds the slower codings in the
+//! background.
+
+pub(crate) mod coalesce;
+pub(crate) mod commit;
+pub mod compress;
+pub(crate) mod compress_pool;
+pub(crate) mod miss;
+pub(crate) mod recompress;

@@ -1,0 +1,637 @@
+//! The HTTP/1.1 fast path: fresh hits answered straight off the socket, without
+//! hyper.
+//!
+//! Each new connection starts here. Request heads are parsed with `httparse`; a
+//! plain `GET`/`HEAD` that is a fresh hit (no body, no range or origin-bound
+//! precondition fields, no bypass, a stored response fresh for this request) is
+//! answered by one write — a 304 when `If-None-Match`/`If-Modified-Since` match:
+//! the status line, the record's pre-serialised field lines
+//! ([`crate::request::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
+//! (or by sendfile, see [`crate::edge::sendfile`]: a body sent that way stays pinned until
+//! the peer has acknowledged it, since the socket's queue still points into the
+//! volume's pages). Pipelined requests are answered in order from the same buffer.
+//!
+//! Any other plain request — a miss, a stale entry, a conditional or range request, a
+//! bypass, an admin call — is answered by [`crate::request::service`], as on hyper's path, and
+//! its response written by [`crate::http1::h1`]; the connection stays here, so its next hit
+//! is fast again. All of the semantics live in one place (the service) and this path
+//! only ever answers what the hyper path would answer the same way: hits are the same
+//! bytes `hit::serve` produces, and the service's answers are framed as hyper frames
+//! them (the tests run the same requests through both).
+//!
+//! The first request that needs protocol machinery — a body, framing, upgrade or
+//! connection-level fields, `Expect`, HTTP/1.0, an HTTP/2 preface, a malformed or
+//! oversized head — hands the connection, with every unanswered byte, to hyper
+//! ([`crate::server`]) for the rest of its life.
+//!
+//! Why: on one core, hyper's request parsing, header-map building and response
+//! encoding were about a third of the user-space time of a hit.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Uri};
+use quire_http::bypass;
+use quire_http::cache_control::CacheControl;
+use quire_http::conditional::Precondition;
+use quire_http::freshness::{self, Decision};
+use quire_http::key::{self, MethodClass};
+use quire_http::status::CacheStatus;
+use tokio::net::TcpStream;
+
+use crate::edge::client::Peer;
+use crate::edge::rate_limit::Class;
+use crate::edge::sendfile::Volume;
+use crate::edge::wire::Wire;
+use crate::http1::h1;
+use crate::metrics::Outcome;
+use crate::ops::access_log::{self, AccessLog, Entry};
+use crate::request::hit;
+use crate::state::Ctx;
+use crate::upstream::origin::OutBody;
+
+/// Most header lines the fast path parses; more goes to hyper.
+const HEADERS_MAX: usize = 64;
+
+/// What ended the fast path on a connection.
+#[derive(Debug)]
+pub(crate) enum Exit {
+    /// The client closed, went idle, or the server is shutting down.
+    Closed,
+    /// Hand the connection to hyper with these unanswered bytes.
+    Handover(Bytes),
+}
+
+/// A fresh hit ready to write (its head is in the connection's output buffer).
+struct Answer {
+    body: Option<Bytes>,
+    status: u16,
+    body_len: u64,
+}
+
+/// Most sent-by-sendfile bodies a connection keeps pinned before it waits for its
+/// send queue to drain (a pipelining client could otherwise pin without bound).
+const IN_FLIGHT_MAX: usize = 64;
+
+/// Sent-by-sendfile bodies a connection holds before it asks the socket whether the
+/// peer has acknowledged them all.
+const IN_FLIGHT_CHECK: usize = 16;
+
+/// Bodies this connection sent with sendfile whose pages its socket's send queue may
+/// still reference (see [`crate::edge::sendfile`]): their store handles, kept until the
+/// peer has acknowledged every byte.
+#[derive(Default)]
+struct InFlight(Vec<Bytes>);
+
+impl InFlight {
+    /// Lets go of the bodies if the peer has acknowledged everything sent.
+    fn release_acked(&mut self, stream: &TcpStream) {
+        if !self.0.is_empty() && crate::edge::sys::unacked(stream) == Some(0) {
+            self.0.clear();
+        }
+    }
+
+    /// Aborts the connection ([`crate::edge::sendfile::abort`]: the queue is gone when it
+    /// returns) and lets go of the bodies.
+    fn abort(&mut self, stream: &TcpStream) {
+        crate::edge::sendfile::abort(stream);
+        self.0.clear();
+    }
+
+    /// Waits until the peer has acknowledged everything sent, then lets go; `false`
+    /// when no byte was acknowledged for `stall` (the connection was aborted). A
+    /// slow reader that keeps acknowledging is waited for.
+    async fn settle(&mut self, stream: &TcpStream, stall: std::time::Duration) -> bool {
+        let mut deadline = tokio::time::Instant::now() + stall;
+        let mut pause = std::time::Duration::from_micros(200);
+        let mut left = None;
+        while !self.0.is_empty() {
+            let unacked = crate::edge::sys::unacked(stream);
+            if unacked == Some(0) {
+                self.0.clear();
+                break;
+            }
+            if unacked < left || left.is_none() {
+                left = unacked;
+                deadline = tokio::time::Instant::now() + stall;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.abort(stream);
+                return false;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(50));
+        }
+        true
+    }
+}
+
+/// Serves fresh hits on `stream` until something else arrives. Before it returns,
+/// the bodies it sent with sendfile are acknowledged (or the connection is set to
+/// reset on close, and reported closed).
+pub(crate) async fn run(
+    ctx: &Arc<Ctx>,
+    wire: &mut Wire,
+    peer: Peer,
+    volume: Option<&Volume>,
+    signals: Signals<'_>,
+) -> io::Result<Exit> {
+    let mut in_flight = InFlight::default();
+    let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight).await;
+    let stall = ctx.peek().cfg.limits.send_stall.0;
+    let drained = in_flight.settle(wire.tcp(), stall).await;
+    if !drained {
+        ctx.metrics.record_send_stalls(0, 1);
+    }
+    match exit {
+        Ok(Exit::Handover(_)) if !drained => Ok(Exit::Closed),
+        e => e,
+    }
+}
+
+/// What a fast-path connection listens for besides its socket.
+#[derive(Debug)]
+pub(crate) struct Signals<'a> {
+    /// The server is shutting down: close once idle.
+    pub shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
+    /// The server is full: close if idle (see [`crate::edge::conns`]).
+    pub reap: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Resolves when `rx` sees a new value, handing it back (never, once the sender is
+/// gone). Owning the receiver lets the connection keep one such future armed for
+/// its life and re-arm it only when it fires.
+pub(crate) async fn next_change(
+    mut rx: tokio::sync::watch::Receiver<u64>,
+) -> tokio::sync::watch::Receiver<u64> {
+    if rx.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+    rx
+}
+
+/// One connection on the fast path: its socket and buffers.
+struct Conn<'a> {
+    ctx: &'a Arc<Ctx>,
+    wire: &'a mut Wire,
+    peer: Peer,
+    volume: Option<&'a Volume>,
+    /// How long a client may stay silent between requests.
+    idle: Duration,
+    /// How long a response's bytes may stay still (`limits.send_stall`): a socket
+    /// left full, sent bytes left unacknowledged.
+    stall: Duration,
+    /// Request bytes read and not yet answered.
+    buf: BytesMut,
+    /// Response heads are built here, reused for the life of the connection.
+    out: Vec<u8>,
+}
+
+/// What a connection waits on besides its socket: one timer and one shutdown
+/// waiter for the connection's life, not one of each per request. The timer stays
+/// in tokio's wheel and is moved on only when it fires early (the deadline is kept
+/// by the caller), as nginx does with its lazy timers.
+struct Waits<'w, C> {
+    stopping: bool,
+    changed: Pin<&'w mut C>,
+    timer: Pin<&'w mut tokio::time::Sleep>,
+    reap: Reap,
+}
+
+/// The armed wait for the server's next "full, close if idle" signal.
+type Reap = Pin<Box<dyn Future<Output = tokio::sync::watch::Receiver<u64>> + Send>>;
+
+/// How far reading a request head got.
+enum Read {
+    /// A complete head ends at this offset of the buffer.
+    Head(usize),
+    /// The connection ends on the fast path.
+    Exit(Exit),
+}
+
+async fn serve(
+    ctx: &Arc<Ctx>,
+    wire: &mut Wire,
+    peer: Peer,
+    volume: Option<&Volume>,
+    signals: Signals<'_>,
+    in_flight: &mut InFlight,
+) -> io::Result<Exit> {
+    let Signals { shutdown, reap } = signals;
+    let (idle, stall) = {
+        let limits = &ctx.peek().cfg.limits;
+        (limits.client_idle_timeout.0, limits.send_stall.0)
+    };
+    let mut c = Conn {
+        ctx,
+        wire,
+        peer,
+        volume,
+        idle,
+        stall,
+        buf: BytesMut::with_capacity(8 * 1024),
+        out: Vec::with_capacity(1024),
+    };
+    let stopping = *shutdown.borrow();
+    let changed = shutdown.changed();
+    tokio::pin!(changed);
+    let timer = tokio::time::sleep(idle);
+    tokio::pin!(timer);
+    let mut waits = Waits {
+        stopping,
+        changed: changed.as_mut(),
+        timer: timer.as_mut(),
+        reap: Box::pin(next_change(reap)),
+    };
+    loop {
+        let end = match c.read_head(&mut waits).await? {
+            Read::Head(end) => end,
+            Read::Exit(e) => return Ok(e),
+        };
+        c.out.clear();
+        let Some(req) = parse(&c.buf[..end]) else {
+            return Ok(Exit::Handover(c.buf.freeze()));
+        };
+        let log = ctx.peek().access_log.clone();
+        let start = log.is_some().then(std::time::Instant::now);
+        let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
+            // Not a fresh hit: the service answers, and the connection stays here.
+            c.buf.advance(end);
+            if !c.serve_other(req, in_flight).await? {
+                return Ok(Exit::Closed);
+            }
+            continue;
+        };
+        let sent = match admit_hit(ctx, &req, peer) {
+            Ok(()) => c.send_hit(&answer, in_flight).await?.then_some((
+                Outcome::Hit,
+                answer.status,
+                answer.body_len,
+            )),
+            Err(wait) => {
+                drop(answer);
+                c.send_limited(wait, req.method == Method::HEAD).await?
+            }
+        };
+        let Some((outcome, status, bytes)) = sent else {
+            return Ok(Exit::Closed);
+        };
+        ctx.metrics.record_request(outcome, status, bytes);
+        if let (Some(log), Some(start)) = (log, start) {
+            log_answer(&log, ctx, &req, peer, (outcome, status, bytes), start);
+        }
+        c.buf.advance(end);
+    }
+}
+
+/// Takes a hit token for the request's client (`[rate_limit]`); the wait until
+/// one is back when it has none.
+fn admit_hit(ctx: &Ctx, req: &Plain, peer: Peer) -> Result<(), Duration> {
+    let policy = ctx.peek();
+    let client = access_log::client_ip(peer.addr, &req.headers, &policy.trusted_proxies);
+    let now = std::time::Instant::now();
+    ctx.limiter
+        .admit(client, Class::Hit, &policy.cfg.rate_limit, now)
+}
+
+/// The access-log line of an answer the fast path wrote: outcome, status, body
+/// bytes.
+fn log_answer(
+    log: &AccessLog,
+    ctx: &Ctx,
+    req: &Plain,
+    peer: Peer,
+    (outcome, status, bytes): (Outcome, u16, u64),
+    start: std::time::Instant,
+) {
+    let h = &req.headers;
+    log.record(&Entry {
+        time: std::time::SystemTime::now(),
+        client: access_log::client_ip(peer.addr, h, &ctx.peek().trusted_proxies),
+        method: req.method.as_str(),
+        target: req.uri.path_and_query().map_or("/", |p| p.as_str()),
+        version: http::Version::HTTP_11,
+        status,
+        bytes,
+        duration: start.elapsed(),
+        cache: outcome.label(),
+        upstream: None,
+        user_agent: h.get(header::USER_AGENT).map(HeaderValue::as_bytes),
+        referer: h.get(header::REFERER).map(HeaderValue::as_bytes),
+    });
+}
+
+impl Conn<'_> {
+    /// A complete head in the buffer, or read more. The wait for a head — idle
+    /// between requests, or a head trickling in — is bounded as a whole (a client
+    /// sending a byte a minute does not hold the connection forever).
+    async fn read_head<C: Future>(&mut self, w: &mut Waits<'_, C>) -> io::Result<Read> {
+        let limit = self.ctx.peek().cfg.limits.header_bytes.0 as usize;
+        let deadline = tokio::time::Instant::now() + self.idle;
+        loop {
+            if let Some(e) = head_end(&self.buf) {
+                return Ok(Read::Head(e));
+            }
+            if self.buf.len() > limit.min(64 * 1024) {
+                return Ok(Read::Exit(Exit::Handover(self.buf.split().freeze())));
+            }
+            if w.stopping && self.buf.is_empty() {
+                return Ok(Read::Exit(Exit::Closed));
+            }
+            let read = tokio::select! {
+                r = self.wire.read_some(&mut self.buf) => r?,
+                // (a dropped sender also means the server is going away)
+                _ = w.changed.as_mut(), if !w.stopping => {
+                    w.stopping = true;
+                    continue;
+                }
+                () = w.timer.as_mut() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(Read::Exit(Exit::Closed));
+                    }
+                    w.timer.as_mut().reset(deadline);
+                    continue;
+                }
+                rx = w.reap.as_mut() => {
+                    let idle_since = deadline - self.idle;
+                    if self.buf.is_empty() && idle_since.elapsed() >= crate::edge::conns::REAP_IDLE_MIN {
+                        self.ctx.metrics.record_connection_reaped();
+                        return Ok(Read::Exit(Exit::Closed));
+                    }
+                    w.reap = Box::pin(next_change(rx));
+                    continue;
+                }
+            };
+            if read == 0 {
+                return Ok(Read::Exit(if self.buf.is_empty() {
+                    Exit::Closed
+                } else {
+                    Exit::Handover(self.buf.split().freeze())
+                }));
+            }
+        }
+    }
+
+    /// Answers a plain request that is not a fresh hit through the service and
+    /// writes the response; `false` when the connection is to close.
+    async fn serve_other(&mut self, req: Plain, in_flight: &mut InFlight) -> io::Result<bool> {
+        let head_only = req.method == Method::HEAD;
+        let req = req.into_request();
+        // Bodies sent by sendfile stay pinned until acknowledged; do not hold them
+        // through a wait on the origin.
+        if !in_flight.0.is_empty() && !in_flight.settle(self.wire.tcp(), self.stall).await {
+            self.ctx.metrics.record_send_stalls(0, 1);
+            return Ok(false);
+        }
+        let resp = crate::request::service::handle(self.ctx.clone(), req, self.peer).await;
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
+        if after.await? == h1::After::Close {
+            // A clean end (FIN after the answer), as hyper ends a connection.
+            self.wire.close_write().await;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Writes the 429 of a client over its hit rate; what was sent, or `None` when
+    /// the connection is to close.
+    async fn send_limited(
+        &mut self,
+        wait: Duration,
+        head_only: bool,
+    ) -> io::Result<Option<(Outcome, u16, u64)>> {
+        use http_body::Body as _;
+        let resp = crate::request::reply::too_many_requests(wait);
+        let len = if head_only {
+            0
+        } else {
+            resp.body().size_hint().exact().unwrap_or(0)
+        };
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
+        Ok((after.await? == h1::After::KeepAlive).then_some((Outcome::Error, 429, len)))
+    }
+
+    /// Writes a fresh hit whose head is in `out`, keeping a body sent by sendfile
+    /// pinned until the peer has acknowledged it; `false` when the connection is to
+    /// close.
+    async fn send_hit(&mut self, answer: &Answer, in_flight: &mut InFlight) -> io::Result<bool> {
+        // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
+        // few responses longer costs nothing, a system call per response does.
+        if in_flight.0.len() >= IN_FLIGHT_CHECK {
+            in_flight.release_acked(self.wire.tcp());
+        }
+        if in_flight.0.len() >= IN_FLIGHT_MAX
+            && !in_flight.settle(self.wire.tcp(), self.stall).await
+        {
+            self.ctx.metrics.record_send_stalls(0, 1);
+            return Ok(false);
+        }
+        match write_answer(self.wire, &self.out, answer, self.volume, self.stall).await {
+            Ok(false) => {}
+            Ok(true) => in_flight.0.extend(answer.body.clone()),
+            Err(e) => {
+                // Failed, or the client stopped reading for limits.send_stall. The queue
+                // may hold part of a sendfile'd body: drop it with the connection
+                // rather than let it outlive the pin.
+                in_flight.abort(self.wire.tcp());
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The end of the first request head in `b` (after its blank line). Leading empty
+/// lines are not skipped here: such a request fails to parse and goes to hyper.
+fn head_end(b: &[u8]) -> Option<usize> {
+    b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+/// A request head the fast path can take: `GET` or `HEAD`, HTTP/1.1, origin-form,
+/// no body and no connection-level fields.
+struct Plain {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    /// A range, or a precondition meant for the origin (`If-Match`,
+    /// `If-Unmodified-Since`, `If-Range`): the service's to answer.
+    ranged_or_conditional: bool,
+}
+
+impl Plain {
+    /// The request as [`crate::request::service`] takes it.
+    fn into_request(self) -> http::Request<OutBody> {
+        let mut req = http::Request::new(crate::upstream::origin::empty_body());
+        *req.method_mut() = self.method;
+        *req.uri_mut() = self.uri;
+        *req.version_mut() = http::Version::HTTP_11;
+        *req.headers_mut() = self.headers;
+        req
+    }
+}
+
+/// Parses `head`; `None` for anything that needs hyper's protocol handling: a
+/// malformed head, another method or version, an absolute or `*` target, a body,
+/// framing, upgrade or connection-level fields, `Expect`, a second `Host`.
+fn parse(head: &[u8]) -> Option<Plain> {
+    let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
+    let mut req = httparse::Request::new(&mut fields);
+    if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let method = match req.method? {
+        "GET" => Method::GET,
+        "HEAD" => Method::HEAD,
+        _ => return None,
+    };
+    if req.version != Some(1) {
+        return None;
+    }
+    let path = req.path?;
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    let mut ranged_or_conditional = false;
+    for f in req.headers.iter() {
+        let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
+        if matches!(
+            name,
+            header::CONTENT_LENGTH
+                | header::TRANSFER_ENCODING
+                | header::CONNECTION
+                | header::UPGRADE
+                | header::EXPECT
+                | header::TE
+        ) {
+            return None;
+        }
+        if name == crate::upstream::PEER_HEADER {
+            // A cluster peer's request: the service checks who sent it and stamps
+            // the answer with the log position (see `crate::ops::bus`).
+            return None;
+        }
+        if name == header::HOST && headers.contains_key(header::HOST) {
+            // Two `Host` fields: the service refuses them (see `crate::request::refuse`).
+            return None;
+        }
+        // (`If-None-Match` and `If-Modified-Since` are answered on the fast path: a
+        // browser's reload sends them.)
+        ranged_or_conditional |= matches!(
+            name,
+            header::IF_MATCH | header::IF_UNMODIFIED_SINCE | header::IF_RANGE | header::RANGE
+        );
+        headers.append(name, HeaderValue::from_bytes(f.value).ok()?);
+    }
+    let uri: Uri = path.parse().ok()?;
+    Some(Plain {
+        method,
+        uri,
+        headers,
+        ranged_or_conditional,
+    })
+}
+
+/// The fresh-hit answer to `req`, its head written to `out`; `None` when the
+/// request is the service's to answer (a miss, a stale entry, a range, a bypass, a
+/// precondition for the origin, an admin call).
+fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answer> {
+    let (method, headers) = (&req.method, &req.headers);
+    // The target as sent (origin-form: path and query).
+    let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
+    if req.ranged_or_conditional || path.starts_with(crate::ops::admin::PREFIX) {
+        return None;
+    }
+    let policy = ctx.peek();
+    // A trusted proxy naming no client is the service's to refuse (crate::edge::client).
+    if bypass::bypass(method, headers, &policy.bypass).is_some()
+        || !crate::edge::client::Client::named(peer.addr, headers, &policy.trusted_proxies)
+    {
+        return None;
+    }
+    let scheme = peer.scheme(headers, &policy.trusted_proxies);
+    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
+    let class = MethodClass::of(method)?;
+    let now = ctx.clock.now();
+    let look = crate::request::lookup::lookup(ctx, class, &url, headers);
+    let (prepared, entry) = (look.record?, look.entry?);
+    let req_cc = CacheControl::from_headers(headers);
+    if freshness::reuse(&ctx.timing_of(&prepared), &req_cc, &policy.reuse, now) != Decision::Fresh {
+        return None;
+    }
+    let status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());
+    let v = prepared.variant(headers, status, now).ok()?;
+    let answer = match prepared.precondition(method, headers, &v) {
+        Precondition::Forward => return None,
+        Precondition::NotModified => {
+            hit::write_head_304(out, &prepared, &v);
+            Answer {
+                body: None,
+                status: 304,
+                body_len: 0,
+            }
+        }
+        Precondition::Proceed => {
+            let head_only = *method == Method::HEAD;
+            let body = if head_only || v.body_len == 0 {
+                None
+            } else {
+                Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
+            };
+            hit::write_head(out, &prepared, &v);
+            Answer {
+                body,
+                status: prepared.status().as_u16(),
+                body_len: if head_only { 0 } else { v.body_len },
+            }
+        }
+    };
+    if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
+        add_field(out, "strict-transport-security", hsts.as_bytes());
+    }
+    if *method == Method::GET && matches!(answer.status, 200 | 304) {
+        ctx.origin.served(path);
+    }
+    Some(answer)
+}
+
+/// Appends a field line to a complete head in `out` (before its blank line).
+fn add_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    debug_assert!(out.ends_with(b"\r\n\r\n"), "a complete head");
+    out.truncate(out.len() - 2);
+    h1::field(out, name, value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes a hit's head and body (see [`Wire::write_all`]); `true` when the body
+/// went (in part) by sendfile — cleartext only — so the caller keeps it pinned
+/// until the peer has acknowledged it.
+async fn write_answer(
+    wire: &mut Wire,
+    head: &[u8],
+    a: &Answer,
+    volume: Option<&Volume>,
+    stall: std::time::Duration,
+) -> io::Result<bool> {
+    let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
+    if let (Some(stream), Some(volume)) = (wire.plain(), volume) {
+        let mut sent_from_file = false;
+        let write = |slices: &[IoSlice<'_>]| {
+            if volume.wants(slices) {
+                sent_from_file = true;
+                volume.write(stream, slices)
+            } else {
+                Ok(rustix::io::writev(stream, slices)?)
+            }
+        };
+        crate::edge::wire::write_all_with(stream, &[head, body], stall, write).await?;
+        return Ok(sent_from_file);
+    }
+    wire.write_all(&[head, body], stall).await?;
+    Ok(false)
+}

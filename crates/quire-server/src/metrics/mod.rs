@@ -1,0 +1,456 @@
+//! Server metrics: the counters and gauges quire keeps about requests, origin
+//! exchanges, fills and purges, and their rendering in the Prometheus text
+//! exposition format (0.0.4) together with the store's [`Stats`].
+//!
+//! Key decisions:
+//! - **Lock-free.** Every recording is a relaxed atomic add. The per-request counters
+//!   (outcome, status class, body bytes) live in cache-line-padded stripes, one chosen
+//!   per thread, so two cores answering requests do not bounce one line between them.
+//!   The rarer events (origin exchanges, fills, purges) use plain [`AtomicU64`]s.
+//!   Rendering only loads atomics: a scrape never blocks a request, and nothing on the
+//!   request path takes a lock an exporter could hold. No metrics crate is used for
+//!   that reason.
+//! - **Snapshots are not transactional.** A render running while requests are recorded
+//!   may see one counter updated and another not yet; each counter is still exact and
+//!   monotone. The origin histogram's `+Inf` bucket and `_count` are computed from the
+//!   same loads, so they always agree.
+//! - **Every label value is always present**, zero included, so series do not appear
+//!   out of nowhere and `rate()` works from the first scrape.
+//! - **Statuses outside 100..=599** are counted under `code="other"` rather than
+//!   clamped into a class or dropped.
+//! - **The origin histogram observes successful exchanges only**: a failed one (connect
+//!   error, timeout, malformed response) counts in `quire_origin_errors_total`, so a
+//!   burst of refused connects does not make the origin look fast, nor timeouts make it
+//!   look uniformly slow. Bucket bounds are inclusive (`le`) and compared in
+//!   nanoseconds; the sum is kept in whole microseconds and rendered in seconds.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// What the cache did with a request: the `cache` label of `quire_requests_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Served from the store, fresh.
+    Hit,
+    /// Served stale (stale-while-revalidate, stale-if-error, max-stale).
+    Stale,
+    /// The origin answered 304 to a revalidation; the stored copy was served.
+    Revalidated,
+    /// Fetched from the origin, coalesced or not.
+    Miss,
+    /// Not cacheable for this request: credentials, cookie, over size, no-store.
+    Bypass,
+    /// An unsafe or unknown method, forwarded to the origin.
+    Pass,
+    /// quire answered an error itself: 4xx for bad requests, 502/504 origin failure.
+    Error,
+    /// The `/_quire/` admin endpoints.
+    Admin,
+}
+
+impl Outcome {
+    /// Every outcome, in the order they are rendered.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Hit,
+        Outcome::Stale,
+        Outcome::Revalidated,
+        Outcome::Miss,
+        Outcome::Bypass,
+        Outcome::Pass,
+        Outcome::Error,
+        Outcome::Admin,
+    ];
+
+    /// The `cache` label value: `"hit"`, `"stale"`, `"revalidated"`, `"miss"`,
+    /// `"bypass"`, `"pass"`, `"error"` or `"admin"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Hit => "hit",
+            Outcome::Stale => "stale",
+            Outcome::Revalidated => "revalidated",
+            Outcome::Miss => "miss",
+            Outcome::Bypass => "bypass",
+            Outcome::Pass => "pass",
+            Outcome::Error => "error",
+            Outcome::Admin => "admin",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a TLS handshake ended: the `result` label of `quire_tls_handshakes_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// Completed; the client chose HTTP/2.
+    H2,
+    /// Completed; HTTP/1.1 (by ALPN, or no ALPN at all).
+    Http1,
+    /// Failed: not TLS, no shared version or cipher, a bad record.
+    Failed,
+    /// Not completed within `tls.handshake_timeout`.
+    TimedOut,
+}
+
+impl Handshake {
+    const ALL: [Handshake; 4] = [
+        Handshake::H2,
+        Handshake::Http1,
+        Handshake::Failed,
+        Handshake::TimedOut,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Handshake::H2 => "h2",
+            Handshake::Http1 => "http1",
+            Handshake::Failed => "failed",
+            Handshake::TimedOut => "timeout",
+        }
+    }
+}
+
+/// What a fill did with the origin's response: the `result` label of
+/// `quire_fills_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillResult {
+    /// The response was stored.
+    Stored,
+    /// The response was not storable (status, Cache-Control, Vary: *, ...).
+    NotStorable,
+    /// The body was larger than the largest object quire stores.
+    TooLarge,
+    /// The store declined it: admission policy or no reclaimable space.
+    Rejected,
+    /// The origin exchange failed.
+    Failed,
+    /// An invalidation matched while the fill was in flight: not stored.
+    Invalidated,
+    /// Every client left before the body ended: the fill was stopped.
+    Abandoned,
+    /// The body was still arriving at `limits.fill_deadline`: not stored.
+    PastDeadline,
+}
+
+impl FillResult {
+    /// Every fill result, in the order they are rendered.
+    pub const ALL: [FillResult; 8] = [
+        FillResult::Stored,
+        FillResult::NotStorable,
+        FillResult::TooLarge,
+        FillResult::Rejected,
+        FillResult::Failed,
+        FillResult::Invalidated,
+        FillResult::Abandoned,
+        FillResult::PastDeadline,
+    ];
+
+    /// The `result` label value: `"stored"`, `"not_storable"`, `"too_large"`,
+    /// `"rejected"`, `"failed"`, `"invalidated"`, `"abandoned"` or `"past_deadline"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            FillResult::Stored => "stored",
+            FillResult::NotStorable => "not_storable",
+            FillResult::TooLarge => "too_large",
+            FillResult::Rejected => "rejected",
+            FillResult::Failed => "failed",
+            FillResult::Invalidated => "invalidated",
+            FillResult::Abandoned => "abandoned",
+            FillResult::PastDeadline => "past_deadline",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The `Cache-Status` detail for a response that ended this way without being
+    /// stored (`None` for `Stored`).
+    pub fn detail(self) -> Option<&'static str> {
+        match self {
+            FillResult::Stored => None,
+            FillResult::NotStorable => Some("not-storable"),
+            FillResult::TooLarge => Some("too-large"),
+            FillResult::Rejected => Some("rejected"),
+            FillResult::Failed => Some("store-failed"),
+            FillResult::Invalidated => Some("invalidated"),
+            FillResult::Abandoned => Some("abandoned"),
+            FillResult::PastDeadline => Some("fill-deadline"),
+        }
+    }
+}
+
+/// Stripes for the per-request counters; a thread keeps the one it first drew.
+const STRIPES: usize = 16;
+
+/// Status classes `1xx`..`5xx` and `other`.
+const CLASSES: usize = 6;
+const CLASS_LABELS: [&str; CLASSES] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+
+fn class_index(status: u16) -> usize {
+    match status {
+        100..=199 => 0,
+        200..=299 => 1,
+        300..=399 => 2,
+        400..=499 => 3,
+        500..=599 => 4,
+        _ => 5,
+    }
+}
+
+/// One thread's per-request counters: 15 words, padded to their own 128 bytes (two
+/// lines on x86, where the adjacent-line prefetcher pairs them).
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Stripe {
+    outcomes: [AtomicU64; Outcome::ALL.len()],
+    classes: [AtomicU64; CLASSES],
+    body_bytes: AtomicU64,
+}
+
+fn stripe_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    }
+    MINE.with(|m| *m)
+}
+
+/// Upper bounds of the origin latency buckets: nanoseconds and the `le` label.
+const BUCKETS: [(u128, &str); 14] = [
+    (500_000, "0.0005"),
+    (1_000_000, "0.001"),
+    (2_500_000, "0.0025"),
+    (5_000_000, "0.005"),
+    (10_000_000, "0.01"),
+    (25_000_000, "0.025"),
+    (50_000_000, "0.05"),
+    (100_000_000, "0.1"),
+    (250_000_000, "0.25"),
+    (500_000_000, "0.5"),
+    (1_000_000_000, "1"),
+    (2_500_000_000, "2.5"),
+    (5_000_000_000, "5"),
+    (10_000_000_000, "10"),
+];
+
+/// The origin latency histogram: per-bucket (not cumulative) counts, the last slot
+/// being the overflow past the largest bound; cumulated when rendered.
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, latency: Duration) {
+        let nanos = latency.as_nanos();
+        let slot = BUCKETS
+            .iter()
+            .position(|&(bound, _)| nanos <= bound)
+            .unwrap_or(BUCKETS.len());
+        if let Some(b) = self.buckets.get(slot) {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+}
+
+/// The server's metrics. Shared by reference (`Arc<Metrics>`) between the
+/// connections that record and the admin endpoint that renders; every method takes
+/// `&self` and is lock-free.
+#[derive(Debug)]
+pub struct Metrics {
+    stripes: [Stripe; STRIPES],
+    origin: Histogram,
+    origin_errors: AtomicU64,
+    fills: [AtomicU64; FillResult::ALL.len()],
+    coalesced: AtomicU64,
+    fills_busy: AtomicU64,
+    handovers: AtomicU64,
+    purged: AtomicU64,
+    connections: AtomicI64,
+    connections_refused: AtomicU64,
+    connections_reaped: AtomicU64,
+    send_stalls: [AtomicU64; 2],
+    fills_in_flight: AtomicI64,
+    handshakes: [AtomicU64; Handshake::ALL.len()],
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// All counters and gauges at zero.
+    pub fn new() -> Metrics {
+        Metrics {
+            stripes: Default::default(),
+            origin: Histogram::default(),
+            origin_errors: AtomicU64::new(0),
+            fills: Default::default(),
+            coalesced: AtomicU64::new(0),
+            fills_busy: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
+            purged: AtomicU64::new(0),
+            connections: AtomicI64::new(0),
+            connections_refused: AtomicU64::new(0),
+            connections_reaped: AtomicU64::new(0),
+            send_stalls: Default::default(),
+            fills_in_flight: AtomicI64::new(0),
+            handshakes: Default::default(),
+        }
+    }
+
+    fn stripe(&self) -> &Stripe {
+        // `stripe_index()` is always below STRIPES; the fallback is never taken.
+        self.stripes.get(stripe_index()).unwrap_or(&self.stripes[0])
+    }
+
+    /// One response sent: its outcome, HTTP status and body bytes written. Statuses
+    /// outside 100..=599 count under `code="other"`.
+    pub fn record_request(&self, outcome: Outcome, status: u16, body_bytes: u64) {
+        let s = self.stripe();
+        s.outcomes[outcome.index()].fetch_add(1, Ordering::Relaxed);
+        s.classes[class_index(status)].fetch_add(1, Ordering::Relaxed);
+        if body_bytes != 0 {
+            s.body_bytes.fetch_add(body_bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// One origin exchange: time to response head, and whether it failed (connect
+    /// error, timeout, malformed). A failed exchange counts in
+    /// `quire_origin_errors_total` and is not observed in the latency histogram.
+    pub fn record_origin(&self, latency: Duration, failed: bool) {
+        if failed {
+            self.origin_errors.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.origin.observe(latency);
+        }
+    }
+
+    /// One fill finished with `result`.
+    pub fn record_fill(&self, result: FillResult) {
+        self.fills[result.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests that joined an in-flight fill instead of starting one.
+    pub fn record_coalesced(&self) {
+        self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A miss found no fill slot (in all, or for its client) and was passed through.
+    pub fn record_fill_busy(&self) {
+        self.fills_busy.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection left the HTTP/1.1 fast path for the general one.
+    pub fn record_handover(&self) {
+        self.handovers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections handed over so far.
+    pub fn handovers(&self) -> u64 {
+        self.handovers.load(Ordering::Relaxed)
+    }
+
+    /// A purge removed `removed` entries.
+    pub fn record_purge(&self, removed: u64) {
+        self.purged.fetch_add(removed, Ordering::Relaxed);
+    }
+
+    /// A connection was refused: its client held `limits.connections_per_client`.
+    pub fn record_connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An idle keep-alive connection was closed to make room (the server was at
+    /// `limits.connections`).
+    pub fn record_connection_reaped(&self) {
+        self.connections_reaped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Responses dropped, and connections closed, because their bytes did not
+    /// move for `limits.send_stall` (see `crate::edge::stall`).
+    pub fn record_send_stalls(&self, streams: u64, connections: u64) {
+        if streams > 0 {
+            self.send_stalls[0].fetch_add(streams, Ordering::Relaxed);
+        }
+        if connections > 0 {
+            self.send_stalls[1].fetch_add(connections, Ordering::Relaxed);
+        }
+    }
+
+    /// Send stalls so far: (responses dropped, connections closed).
+    pub fn send_stalls(&self) -> (u64, u64) {
+        (
+            self.send_stalls[0].load(Ordering::Relaxed),
+            self.send_stalls[1].load(Ordering::Relaxed),
+        )
+    }
+
+    /// A TLS handshake ended with `result`.
+    pub fn record_handshake(&self, result: Handshake) {
+        self.handshakes[result as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Handshakes so far that ended with `result`.
+    pub fn handshakes(&self, result: Handshake) -> u64 {
+        self.handshakes[result as usize].load(Ordering::Relaxed)
+    }
+
+    /// Connections refused and reaped so far.
+    pub fn connections_refused_reaped(&self) -> (u64, u64) {
+        (
+            self.connections_refused.load(Ordering::Relaxed),
+            self.connections_reaped.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Gauge set by the server: open client connections.
+    pub fn connections(&self) -> &AtomicI64 {
+        &self.connections
+    }
+
+    /// Gauge set by the server: fills in flight.
+    pub fn fills_in_flight(&self) -> &AtomicI64 {
+        &self.fills_in_flight
+    }
+
+    /// Requests recorded with `outcome` so far (a snapshot for tests and the bench).
+    pub fn requests(&self, outcome: Outcome) -> u64 {
+        let i = outcome.index();
+        self.stripes
+            .iter()
+            .map(|s| s.outcomes[i].load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+
+    /// The hit ratio: (hit + stale + revalidated) / (hit + stale + revalidated + miss);
+    /// `None` while the denominator is 0.
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let served = [Outcome::Hit, Outcome::Stale, Outcome::Revalidated]
+            .iter()
+            .fold(0u64, |a, &o| a.saturating_add(self.requests(o)));
+        let total = served.saturating_add(self.requests(Outcome::Miss));
+        (total != 0).then(|| served as f64 / total as f64)
+    }
+
+    fn sum_stripes(&self, f: impl Fn(&Stripe) -> &AtomicU64) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| f(s).load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+mod render;
+#[cfg(test)]
+mod tests;
+
+pub use render::{write_fill_path, FillPath};

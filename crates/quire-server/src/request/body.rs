@@ -1,0 +1,125 @@
+//! Response bodies quire sends: stored bytes straight from the mapping, a fill as it
+//! streams, or an origin response passed through.
+//!
+//! Key decisions:
+//! - **A hit's body is the mapping itself.** [`Mapped`] owns the store handle (which
+//!   pins the region) and hands hyper `Bytes::from_owner(..)` over the stored range:
+//!   no copy in user space, no allocation that grows with the body; the pin drops
+//!   when hyper has written the last byte (or the client went away).
+//! - A fill's body is a channel of `Bytes` clones of what the origin sent, shared by
+//!   every waiter (see [`crate::fill::coalesce`]); an error there aborts the response, so a
+//!   client never takes a truncated body for a whole one.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use quire_store::{EntryRef, Handle};
+
+use crate::fill::coalesce::{Chunk, FillBody};
+
+/// A body error: the stream was cut (origin failure mid-body).
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A stored body range kept alive by its handle.
+#[derive(Debug)]
+pub(crate) struct Mapped {
+    handle: Arc<Handle>,
+    start: usize,
+    end: usize,
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.handle.body()[self.start..self.end]
+    }
+}
+
+/// `Bytes` over `handle.body()[start..end]` without copying. Out-of-range bounds
+/// are clamped (callers pass ranges checked against the body length).
+pub(crate) fn mapped(handle: Arc<Handle>, start: u64, end: u64) -> Bytes {
+    let len = handle.body().len();
+    let end = usize::try_from(end).unwrap_or(len).min(len);
+    let start = usize::try_from(start).unwrap_or(end).min(end);
+    Bytes::from_owner(Mapped { handle, start, end })
+}
+
+/// What a response carries.
+#[derive(Debug, Default)]
+pub enum Body {
+    /// Nothing (HEAD, 304, errors without text).
+    #[default]
+    Empty,
+    /// Chunks known up front: a stored body, a multipart range answer, a message.
+    Bytes(VecDeque<Bytes>),
+    /// A fill as it streams.
+    Fill(FillBody),
+    /// An origin response passed through as it arrives.
+    Origin(crate::upstream::UpBody),
+    /// A body whose end (or drop) writes its request's access-log line.
+    Logged(Box<Body>, Box<crate::ops::access_log::Ticket>),
+}
+
+impl Body {
+    /// One chunk.
+    pub fn full(b: impl Into<Bytes>) -> Body {
+        let b = b.into();
+        if b.is_empty() {
+            Body::Empty
+        } else {
+            Body::Bytes(VecDeque::from([b]))
+        }
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            Body::Empty => Poll::Ready(None),
+            Body::Bytes(q) => Poll::Ready(q.pop_front().map(|b| Ok(Frame::data(b)))),
+            Body::Fill(rx) => match rx.poll_recv(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Ready(Some(Chunk::Data(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                Poll::Ready(Some(Chunk::Failed(why))) => Poll::Ready(Some(Err(why.into()))),
+            },
+            Body::Origin(inc) => Pin::new(inc).poll_frame(cx),
+            Body::Logged(inner, ticket) => {
+                let frame = Pin::new(inner.as_mut()).poll_frame(cx);
+                if let Poll::Ready(Some(Ok(f))) = &frame {
+                    ticket.bytes += f.data_ref().map_or(0, |d| d.len() as u64);
+                }
+                frame
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Body::Empty => true,
+            Body::Bytes(q) => q.is_empty(),
+            Body::Fill(_) => false,
+            Body::Origin(inc) => inc.is_end_stream(),
+            Body::Logged(inner, _) => inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Empty => SizeHint::with_exact(0),
+            Body::Bytes(q) => SizeHint::with_exact(q.iter().map(|b| b.len() as u64).sum()),
+            Body::Fill(_) => SizeHint::default(),
+            Body::Origin(inc) => inc.size_hint(),
+            Body::Logged(inner, _) => inner.size_hint(),
+        }
+    }
+}

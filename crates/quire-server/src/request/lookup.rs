@@ -1,0 +1,109 @@
+//! What the store holds for a request: the primary record under the URL's key, then
+//! the variant record when the URL varies, decoded once ([`crate::request::hit::Records`]).
+//!
+//! Both ways in call down into this one module — the fast path
+//! ([`crate::http1::fastpath`]) for a fresh hit off the socket, and the service
+//! ([`crate::request::service`]) for everything else — so the two can never disagree on
+//! which stored response a request selects.
+
+use std::sync::Arc;
+
+use http::header::HeaderMap;
+use quire_http::key::{MethodClass, NormalizedUrl, VaryFields};
+use quire_http::status::CacheStatus;
+use quire_store::{Engine, EntryRef, Handle};
+
+use crate::request::hit::{Cached, Prepared};
+use crate::state::Ctx;
+
+/// What the store holds for a request.
+pub(crate) struct Lookup {
+    /// The URL's key (where its record or its `Vary` record lives).
+    pub(crate) primary_key: Vec<u8>,
+    /// The upstream's key version the keys were made with.
+    pub(crate) version: u64,
+    /// The variant key where the record for this request lives, when the URL
+    /// varies (else it is under `primary_key`).
+    variant_key: Option<Vec<u8>>,
+    /// The URL's `Vary` when a Vary record was found.
+    pub(crate) vary: Option<Arc<VaryFields>>,
+    /// The stored response selected for the request.
+    pub(crate) record: Option<Arc<Prepared>>,
+    /// The store entry it was read from (record and bodies). It pins its region:
+    /// take it out before awaiting anything slow.
+    pub(crate) entry: Option<Arc<Handle>>,
+}
+
+impl Lookup {
+    /// Where the record for this request lives (primary or variant key).
+    pub(crate) fn record_key(&self) -> &[u8] {
+        self.variant_key.as_deref().unwrap_or(&self.primary_key)
+    }
+}
+
+/// Looks up the stored response for a request: primary record, then the variant
+/// record when the URL varies.
+pub(crate) fn lookup(
+    ctx: &Ctx,
+    class: MethodClass,
+    url: &NormalizedUrl,
+    headers: &HeaderMap,
+) -> Lookup {
+    let version = ctx.key_version(url);
+    let primary_key = ctx.primary_key(class, url, version);
+    let mut look = Lookup {
+        primary_key,
+        version,
+        variant_key: None,
+        vary: None,
+        record: None,
+        entry: None,
+    };
+    let Some(h) = ctx.store.get(&look.primary_key) else {
+        return look;
+    };
+    match ctx.records.get(h.meta()) {
+        Some(Cached::Object(o)) => {
+            look.record = Some(o);
+            look.entry = Some(Arc::new(h));
+        }
+        Some(Cached::Vary(v)) => {
+            drop(h);
+            let vk = ctx.variant_key(class, url, &v, headers, version);
+            if let Some((o, h)) = entry_at(ctx, &vk) {
+                look.record = Some(o);
+                look.entry = Some(h);
+            }
+            look.variant_key = Some(vk);
+            look.vary = Some(v);
+        }
+        None => {}
+    }
+    look
+}
+
+/// The response stored under `key`, prepared, with its entry.
+fn entry_at(ctx: &Ctx, key: &[u8]) -> Option<(Arc<Prepared>, Arc<Handle>)> {
+    let h = ctx.store.get(key)?;
+    match ctx.records.get(h.meta())? {
+        Cached::Object(o) => Some((o, Arc::new(h))),
+        Cached::Vary(_) => None,
+    }
+}
+
+/// The entry under `key` if it still holds the bodies of `p`'s version (same object
+/// id): a stale copy served after a failed revalidation, or a refreshed head.
+pub(crate) fn same_version(ctx: &Ctx, key: &[u8], p: &Prepared) -> Option<Arc<Handle>> {
+    entry_at(ctx, key)
+        .filter(|(q, _)| q.rec.id == p.rec.id && q.rec.codings == p.rec.codings)
+        .map(|(_, h)| h)
+}
+
+/// `status` with the cache key (`key=`, RFC 9211 §2.7) when `expose_key` is set.
+pub(crate) fn keyed(ctx: &Ctx, url: &NormalizedUrl, status: CacheStatus) -> CacheStatus {
+    if ctx.peek().cfg.expose_key {
+        status.with_key(url.as_str())
+    } else {
+        status
+    }
+}

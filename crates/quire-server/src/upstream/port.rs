@@ -1,0 +1,251 @@
+//! Where fills and passed requests go: the [`Upstream`] trait.
+//!
+//! `quire proxy` fills from an HTTP origin (`crate::upstream::origin::Origin`, which
+//! implements this port: the port imports no implementation); `quire serve`
+//! fills from a renderer in the same process (the `quire-site` crate). Both answer a
+//! request with a response head and a streamed body, and everything after that —
+//! storability, compression into every coding, coalescing, `Cache-Status`, the fast
+//! path — is the same code. That is how a published page takes the hit path of a
+//! proxied one.
+//!
+//! Key decision: **an upstream may version its keys.** [`Upstream::key_version`] is
+//! folded into every cache key of a URL (see [`versioned`]). A renderer that knows
+//! when a page's content changed returns a new version at that moment, so the next
+//! request misses at once, and a fill that started before the change can only ever
+//! be stored under the old key, which no request computes any more. Tag purges then
+//! only reclaim space; correctness does not wait for them. An HTTP origin has no such
+//! knowledge and returns 0 (no suffix: the keys of `quire proxy` are unchanged).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Frame;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::BodyExt;
+use quire_http::key::NormalizedUrl;
+
+use crate::upstream::error::OriginError;
+
+/// The request field a cluster node sends when it fills from the key's owner (see
+/// `quire-cluster`): the owner then fills from the origin itself, never from
+/// another peer, so a request never loops between nodes.
+pub const PEER_HEADER: &str = "quire-peer";
+
+/// An extension on every request the fill path sends upstream (never on a pass):
+/// which key it fills, and whether a peer asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillMark {
+    /// The hash of the fill's primary key (`quire_http::key::key_hash`).
+    pub key_hash: u64,
+    /// The client request carried [`PEER_HEADER`].
+    pub from_peer: bool,
+}
+
+/// An extension on a passed request: the normalised host and path its URL was
+/// keyed by. A passed request carries the client's own target and `Host`; an
+/// upstream that routes ([`crate::upstream::origins`]) routes on these instead, so a pass
+/// goes to the pool a fill of the same URL would (`/api/%2e%2e/admin` is
+/// `/admin`, `/%61pi/x` is `/api/x`, `a.example.` is `a.example`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteBy {
+    /// The normalised host (lower case, no trailing dot, aliases folded; no port).
+    pub host: String,
+    /// The normalised path.
+    pub path: String,
+}
+
+/// The body quire sends to the origin, and the body of a request quire serves: the
+/// same type, so a request passed through forwards its body as it is. (Boxed with a
+/// concrete error type so the fast path can hand `service` a request hyper never saw;
+/// a boxed `dyn Error` here trips rustc's higher-ranked `Send` inference.)
+pub type OutBody = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Errors a response body may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body from an upstream.
+pub type UpBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// What [`Upstream::send`] returns.
+pub type UpFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Response<UpBody>, OriginError>> + Send + 'a>>;
+
+/// A source of responses: an HTTP origin or an in-process renderer.
+pub trait Upstream: Send + Sync + fmt::Debug + 'static {
+    /// Sends `req` (origin-form target, the fields quire chose to forward) and
+    /// resolves to the response head; the body streams after.
+    fn send(&self, req: Request<OutBody>) -> UpFuture<'_>;
+
+    /// How long to wait for a head, and between body chunks.
+    fn read_timeout(&self) -> Duration;
+
+    /// The content version of `url`, folded into its cache keys; 0 means
+    /// unversioned. Called on every lookup, so it must be a lock-free read.
+    fn key_version(&self, url: &NormalizedUrl) -> u64 {
+        let _ = url;
+        0
+    }
+
+    /// A GET for `target` (the request's path and query, as sent) was answered
+    /// 200 or 304, from the cache or not. Called on the hit path: it must not block
+    /// or wait (a view counter enqueues and returns).
+    fn served(&self, target: &str) {
+        let _ = target;
+    }
+
+    /// Whether answers that bypass the cache are compressed on the way out when the
+    /// client accepts a coding (see `pass`). An HTTP origin compresses its own
+    /// answers, or chose not to: false. A renderer in the same process produces
+    /// identity bodies and wants them coded like its cached pages: true.
+    fn compress_passes(&self) -> bool {
+        false
+    }
+
+    /// The paths whose responses depend on their query string; `None` (the default)
+    /// for all of them, as an HTTP origin's may. Every other path is keyed and
+    /// fetched without its query (see `quire_http::key::KeyConfig::query_paths`).
+    fn query_paths(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Appends the upstream's own Prometheus families to `/_quire/metrics`.
+    fn metrics(&self, out: &mut String) {
+        let _ = out;
+    }
+
+    /// The cluster's bus, once it is attached to the server (peer fill reads the
+    /// node's position in the log from it; see `crate::ops::bus`).
+    fn attach_bus(&self, bus: &std::sync::Arc<dyn crate::ops::bus::Bus>) {
+        let _ = bus;
+    }
+}
+
+/// What [`read_ahead`] read of a body.
+#[derive(Debug)]
+pub enum Ahead {
+    /// The whole body.
+    Ended(Vec<Frame<Bytes>>),
+    /// Its start; the rest is still to come (slower than the wait, or larger).
+    More(Vec<Frame<Bytes>>),
+    /// It failed before it was all read (what had arrived is dropped).
+    Failed(String),
+}
+
+/// Reads the frames of `body` that arrive within `wait`, up to about `max_bytes`.
+///
+/// Used before a response is answered: a body that fails at once (a malformed
+/// chunk, a reset) is then a 502 the client can read, instead of a status line
+/// followed by a cut connection, and a body at hand is answered whole.
+pub async fn read_ahead(body: &mut UpBody, wait: Duration, max_bytes: u64) -> Ahead {
+    use http_body::Body as _;
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut frames = Vec::new();
+    let mut total = 0u64;
+    loop {
+        if body.is_end_stream() {
+            return Ahead::Ended(frames);
+        }
+        // (`frame()` is cancel-safe: a timeout loses no bytes.)
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(None) => return Ahead::Ended(frames),
+            Ok(Some(Ok(f))) => {
+                total += f.data_ref().map_or(0, |d| d.len() as u64);
+                frames.push(f);
+                if total > max_bytes {
+                    return Ahead::More(frames);
+                }
+            }
+            Ok(Some(Err(e))) => return Ahead::Failed(format!("origin body failed: {e}")),
+            Err(_) => return Ahead::More(frames),
+        }
+    }
+}
+
+/// `frames` (read by [`read_ahead`]) followed by the rest of `rest`; `ended` says
+/// `rest` has nothing more (it is then not polled again).
+pub fn prepend(frames: Vec<Frame<Bytes>>, rest: UpBody, ended: bool) -> UpBody {
+    Prepended {
+        frames: frames.into(),
+        rest,
+        ended,
+    }
+    .boxed_unsync()
+}
+
+/// See [`prepend`].
+struct Prepended {
+    frames: std::collections::VecDeque<Frame<Bytes>>,
+    rest: UpBody,
+    ended: bool,
+}
+
+impl http_body::Body for Prepended {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(f) = self.frames.pop_front() {
+            return std::task::Poll::Ready(Some(Ok(f)));
+        }
+        if self.ended {
+            return std::task::Poll::Ready(None);
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.frames.is_empty() && (self.ended || self.rest.is_end_stream())
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        let ahead: u64 = self
+            .frames
+            .iter()
+            .filter_map(|f| f.data_ref())
+            .map(|d| d.len() as u64)
+            .sum();
+        if self.ended {
+            return http_body::SizeHint::with_exact(ahead);
+        }
+        let rest = self.rest.size_hint();
+        let mut h = http_body::SizeHint::new();
+        h.set_lower(rest.lower() + ahead);
+        if let Some(u) = rest.upper() {
+            h.set_upper(u + ahead);
+        }
+        h
+    }
+}
+
+/// `key` with `version` appended (nothing for version 0). Keys are length-prefixed
+/// up to their end, so the suffix cannot be confused with key material.
+pub fn versioned(mut key: Vec<u8>, version: u64) -> Vec<u8> {
+    if version != 0 {
+        key.push(b'@');
+        key.extend_from_slice(&version.to_le_bytes());
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_zero_leaves_keys_alone_and_others_differ() {
+        let k = b"\x01Pkey".to_vec();
+        assert_eq!(versioned(k.clone(), 0), k);
+        let a = versioned(k.clone(), 1);
+        let b = versioned(k.clone(), 2);
+        assert_ne!(a, k);
+        assert_ne!(a, b);
+        assert!(a.starts_with(&k));
+    }
+}
