@@ -190,6 +190,10 @@ struct Conn<'a> {
     buf: BytesMut,
     /// Response heads are built here, reused for the life of the connection.
     out: Vec<u8>,
+    /// The last hit's request fields, cleared: the next request's are parsed into
+    /// the same map, so a keep-alive hit allocates none (a request the service
+    /// answers takes the map with it).
+    fields: HeaderMap,
 }
 
 /// What a connection waits on besides its socket: one timer and one shutdown
@@ -236,6 +240,7 @@ async fn serve(
         stall,
         buf: BytesMut::with_capacity(8 * 1024),
         out: Vec::with_capacity(1024),
+        fields: HeaderMap::new(),
     };
     let stopping = *shutdown.borrow();
     let changed = shutdown.changed();
@@ -257,7 +262,7 @@ async fn serve(
         // The head leaves the buffer as shared bytes, so the request's target and
         // field values are slices of it rather than copies (an allocation each).
         let head = c.buf.split_to(end).freeze();
-        let Some(req) = parse(&head) else {
+        let Some(req) = parse(&head, std::mem::take(&mut c.fields)) else {
             return Ok(Exit::Handover(rejoin(&head, &c.buf)));
         };
         let log = ctx.peek().access_log.clone();
@@ -287,6 +292,7 @@ async fn serve(
         if let (Some(log), Some(start)) = (log, start) {
             log_answer(&log, ctx, &req, peer, (outcome, status, bytes), start);
         }
+        c.fields = req.into_fields();
     }
 }
 
@@ -473,6 +479,13 @@ struct Plain {
 }
 
 impl Plain {
+    /// Its fields' map, emptied (its memory kept) for the next request.
+    fn into_fields(self) -> HeaderMap {
+        let mut h = self.headers;
+        h.clear();
+        h
+    }
+
     /// The request as [`crate::service`] takes it.
     fn into_request(self) -> http::Request<OutBody> {
         let mut req = http::Request::new(crate::origin::empty_body());
@@ -487,8 +500,9 @@ impl Plain {
 /// Parses `head`; `None` for anything that needs hyper's protocol handling: a
 /// malformed head, another method or version, an absolute or `*` target, a body,
 /// framing, upgrade or connection-level fields, `Expect`, a second `Host`. The
-/// target and the field values are slices of `head`, not copies.
-fn parse(head: &Bytes) -> Option<Plain> {
+/// target and the field values are slices of `head`, not copies; the fields go into
+/// `headers` (emptied first), whose memory a connection reuses.
+fn parse(head: &Bytes, mut headers: HeaderMap) -> Option<Plain> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
@@ -506,7 +520,8 @@ fn parse(head: &Bytes) -> Option<Plain> {
     if !path.starts_with('/') {
         return None;
     }
-    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    headers.clear();
+    headers.reserve(req.headers.len());
     let mut ranged_or_conditional = false;
     for f in req.headers.iter() {
         let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;

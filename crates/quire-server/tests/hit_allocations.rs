@@ -51,7 +51,7 @@ static GLOBAL: Counting = Counting;
 const HITS: u64 = 400;
 
 /// Most heap allocations a fresh keep-alive hit may make on the fast path.
-const PER_HIT_MAX: u64 = 10;
+const PER_HIT_MAX: u64 = 8;
 
 /// Allocations the server's other tasks may make during the window.
 const SLACK: u64 = 100;
