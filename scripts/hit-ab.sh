@@ -3,11 +3,17 @@
 # path? Both proxies (one worker each) are pinned to CPU 0, in front of the corpus's
 # origin; the load generator (`quire bench load`, 64 keep-alive connections,
 # Accept-Encoding: gzip, every page in turn) is pinned to CPU 1 and alternates
-# between them, ROUNDS rounds of SECS seconds each. Prints hits/s per round, the
-# medians and the per-round ratios B/A (rounds are paired, so host drift between
-# rounds cancels out of the ratio).
+# between them, ROUNDS rounds of SECS seconds each. Prints hits/s and the proxy's
+# CPU per hit (its utime + stime from /proc over the round) per round, the medians
+# and the per-round ratios B/A (rounds are paired, so host drift between rounds
+# cancels out of the ratio). On a shared host CPU per hit is the steadier figure:
+# hits/s moves with what else runs on CPU 0, the CPU a hit costs much less.
 #
 #   scripts/hit-ab.sh BINARY_A BINARY_B        # ROUNDS=8 SECS=8 by default
+#   PORT=9400 scripts/hit-ab.sh A B            # origin on 9400, proxies on 9401, 9402
+#   CONFIG=quire.toml scripts/hit-ab.sh A B    # both proxies with this --config (e.g.
+#                                              # [encodings] br = false, zstd = false:
+#                                              # no background compression to wait out)
 #
 # Needs the corpus of ../shared/bench/peers (gen_corpus.py + gzip, or setup.sh) in
 # $SITE (default /tmp/peerbench/site).
@@ -17,6 +23,10 @@ B="$2"
 ROUNDS="${ROUNDS:-8}"
 SECS="${SECS:-8}"
 SITE="${SITE:-/tmp/peerbench/site}"
+PORT="${PORT:-9100}"
+ORIGIN=$((PORT == 9100 ? 9000 : PORT))
+PA=$((PORT + 1))
+PB=$((PORT + 2))
 PEERS="$(cd "$(dirname "$0")/../../shared/bench/peers" && pwd)"
 WORK="$(mktemp -d)"
 pids=()
@@ -27,19 +37,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-python3 "$PEERS/origin.py" "$SITE" --port 9000 >"$WORK/origin.log" 2>&1 &
+python3 "$PEERS/origin.py" "$SITE" --port "$ORIGIN" >"$WORK/origin.log" 2>&1 &
 pids+=($!)
-taskset -c 0 "$A" proxy --origin http://127.0.0.1:9000 --listen 127.0.0.1:9101 \
-  --cache "$WORK/a.vol" --cache-size 1GiB --workers 1 >"$WORK/a.log" 2>&1 &
+taskset -c 0 "$A" proxy --origin "http://127.0.0.1:$ORIGIN" --listen "127.0.0.1:$PA" \
+  --cache "$WORK/a.vol" --cache-size 1GiB --workers 1 ${CONFIG:+--config "$CONFIG"} >"$WORK/a.log" 2>&1 &
 pids+=($!)
-taskset -c 0 "$B" proxy --origin http://127.0.0.1:9000 --listen 127.0.0.1:9102 \
-  --cache "$WORK/b.vol" --cache-size 1GiB --workers 1 >"$WORK/b.log" 2>&1 &
+taskset -c 0 "$B" proxy --origin "http://127.0.0.1:$ORIGIN" --listen "127.0.0.1:$PB" \
+  --cache "$WORK/b.vol" --cache-size 1GiB --workers 1 ${CONFIG:+--config "$CONFIG"} >"$WORK/b.log" 2>&1 &
 pids+=($!)
 sleep 1
 
 # The origin takes 20 ms a page: warm with many connections until a check of every
 # page finds only hits (each check's misses fill too).
-for port in 9101 9102; do
+for port in "$PA" "$PB"; do
   for attempt in 1 2 3 4 5 6; do
     "$B" bench load --host "127.0.0.1:$port" --paths "$SITE/urls.txt" --connections 64 \
       --duration "${WARM_SECS:-20}" --accept-encoding gzip >/dev/null
@@ -70,31 +80,51 @@ for pid in "${pids[1]}" "${pids[2]}"; do
   echo "pid $pid idle (cpu $last jiffies)"
 done
 
+# One round on port $1 against the proxy with pid $2: "hits/s us-of-CPU-per-hit".
 rate() {
+  local c0 c1 hz
+  hz="$(getconf CLK_TCK)"
+  c0="$(cpu "$2")"
   taskset -c 1 "$B" bench load --host "127.0.0.1:$1" --paths "$SITE/urls.txt" \
-    --connections 64 --duration "$SECS" --accept-encoding gzip |
-    sed -n 's/^QUIRE-LOAD //p' | python3 -c '
+    --connections 64 --duration "$SECS" --accept-encoding gzip >"$WORK/round.out"
+  c1="$(cpu "$2")"
+  sed -n 's/^QUIRE-LOAD //p' "$WORK/round.out" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 if d["errors"] or d["non_2xx"]:
     sys.exit("errors: %d, non-2xx: %d" % (d["errors"], d["non_2xx"]))
-print(round(d["achieved_rate"]))'
+jiffies, hz = int(sys.argv[1]), int(sys.argv[2])
+print(round(d["achieved_rate"]), round(jiffies / hz * 1e6 / d["requests"], 2))' "$((c1 - c0))" "$hz"
 }
 
 ra=()
 rb=()
+ua=()
+ub=()
 for i in $(seq 1 "$ROUNDS"); do
-  if [ $((i % 2)) -eq 1 ]; then a="$(rate 9101)"; b="$(rate 9102)"; else b="$(rate 9102)"; a="$(rate 9101)"; fi
+  if [ $((i % 2)) -eq 1 ]; then
+    read -r a uA < <(rate "$PA" "${pids[1]}")
+    read -r b uB < <(rate "$PB" "${pids[2]}")
+  else
+    read -r b uB < <(rate "$PB" "${pids[2]}")
+    read -r a uA < <(rate "$PA" "${pids[1]}")
+  fi
+  [ -n "${uA:-}" ] && [ -n "${uB:-}" ] || { echo "round $i failed (see above)" >&2; exit 1; }
   ra+=("$a")
   rb+=("$b")
-  echo "round $i: A $a  B $b"
+  ua+=("$uA")
+  ub+=("$uB")
+  echo "round $i: A $a hits/s, $uA us/hit  B $b hits/s, $uB us/hit"
 done
-python3 - "${ra[*]}" "${rb[*]}" <<'EOF'
+python3 - "${ra[*]}" "${rb[*]}" "${ua[*]}" "${ub[*]}" <<'EOF'
 import statistics, sys
-a = [float(x) for x in sys.argv[1].split()]
-b = [float(x) for x in sys.argv[2].split()]
+a, b, ua, ub = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
 r = [y / x for x, y in zip(a, b)]
+u = [y / x for x, y in zip(ua, ub)]
 print(f"median hits/s: A {statistics.median(a):,.0f}  B {statistics.median(b):,.0f}")
 print("paired ratios B/A: " + " ".join(f"{x:.3f}" for x in r))
 print(f"median ratio B/A {statistics.median(r):.3f} (min {min(r):.3f}, max {max(r):.3f})")
+print(f"median CPU per hit: A {statistics.median(ua):.2f} us  B {statistics.median(ub):.2f} us")
+print("paired CPU-per-hit ratios B/A: " + " ".join(f"{x:.3f}" for x in u))
+print(f"median CPU-per-hit ratio B/A {statistics.median(u):.3f} (min {min(u):.3f}, max {max(u):.3f})")
 EOF

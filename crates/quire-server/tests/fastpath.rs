@@ -484,3 +484,47 @@ async fn a_head_past_the_fast_paths_field_limit_is_answered_by_hyper() {
         "answered on the fast path"
     );
 }
+
+/// The fast path parses each request into the field map the connection's last hit
+/// left, emptied, and its field values are slices of the connection's read buffer:
+/// nothing of one pipelined request may reach the next one's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_field_of_one_request_reaches_the_next_on_the_connection() {
+    let o = Origin::start().await;
+    let body = page(20_000);
+    o.route(
+        "/page",
+        Route::ok(
+            body.clone(),
+            &[
+                ("cache-control", "max-age=600"),
+                ("content-type", "text/html"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |_| {}).await;
+    let warm = exchange(q.addr, get_req("/page", ""), 1).await;
+    assert_eq!(warm[0].0, 200);
+    settle(&q).await;
+    let before = q.ctx.metrics.handovers();
+    let plain = "GET /page HTTP/1.1\r\nHost: site.test\r\n\r\n";
+    let requests = get_req("/page", "X-One: 1\r\n") + plain + &get_req("/page", "");
+    let got = exchange(q.addr, requests, 3).await;
+    assert_eq!(q.ctx.metrics.handovers(), before, "all on the fast path");
+    assert_eq!(got.len(), 3);
+    let field = |r: &Raw, name: &str| r.1.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    for r in &got {
+        assert_eq!(r.0, 200);
+        assert!(field(r, "cache-status").unwrap().contains("hit"), "{r:?}");
+    }
+    assert_eq!(field(&got[0], "content-encoding").as_deref(), Some("gzip"));
+    assert_eq!(gunzip(&got[0].2), body);
+    assert_eq!(
+        field(&got[1], "content-encoding"),
+        None,
+        "no Accept-Encoding left over from the request before"
+    );
+    assert_eq!(got[1].2, body);
+    assert_eq!(field(&got[2], "content-encoding").as_deref(), Some("gzip"));
+    assert_eq!(gunzip(&got[2].2), body);
+}

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use quire_bench::http::floor::BenchFloorArgs;
 use quire_bench::http::load::BenchLoadArgs;
 use quire_bench::http::BenchHttpArgs;
 use quire_bench::search::BenchSearchArgs;
@@ -237,6 +238,10 @@ pub(crate) enum BenchCommand {
     /// one line `QUIRE-LOAD {json}`.
     #[command(hide = true)]
     Load(BenchLoadArgs),
+    /// The machine's floor, run by `bench http --peer floor` as a separate process:
+    /// one write of a prebuilt response per request, nothing parsed.
+    #[command(hide = true)]
+    Floor(BenchFloorArgs),
 }
 
 #[cfg(test)]
@@ -405,5 +410,41 @@ mod tests {
             .to_string();
         let listed = |name: &str| help.lines().any(|l| l.trim_start().starts_with(name));
         assert!(listed("http") && !listed("load"), "{help}");
+        assert!(!listed("floor"), "{help}");
+    }
+
+    #[test]
+    fn bench_floor_and_the_floor_peer_parse() {
+        let cli = Cli::try_parse_from([
+            "quire",
+            "bench",
+            "floor",
+            "--listen",
+            "127.0.0.1:0",
+            "--bytes",
+            "14000",
+        ])
+        .expect("parses");
+        let Command::Bench(BenchCommand::Floor(a)) = cli.command else {
+            panic!("not bench floor")
+        };
+        assert_eq!((a.listen.as_str(), a.bytes), ("127.0.0.1:0", 14_000));
+        let cli = Cli::try_parse_from(["quire", "bench", "http", "--proxy", "http://o:1"])
+            .expect("parses");
+        assert!(matches!(cli.command, Command::Bench(BenchCommand::Http(_))));
+        let cli = Cli::try_parse_from([
+            "quire",
+            "bench",
+            "http",
+            "--proxy",
+            "http://o:1",
+            "--peer",
+            "floor",
+        ])
+        .expect("parses");
+        let Command::Bench(BenchCommand::Http(a)) = cli.command else {
+            panic!("not bench http")
+        };
+        assert_eq!(a.peer, [Peer::Floor]);
     }
 }

@@ -83,6 +83,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(BenchCommand::Load(args)) => {
             quire_bench::http::load::main(args).map(|()| ExitCode::SUCCESS)
         }
+        Command::Bench(BenchCommand::Floor(args)) => {
+            quire_bench::http::floor::main(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),

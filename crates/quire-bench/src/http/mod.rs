@@ -13,7 +13,11 @@
 //! - `--peer nginx|varnish`: the peer with an equivalent cache configuration in front
 //!   of the same origin, pinned to the same CPUs, measured in the same run (in serve
 //!   mode their origin is a second `quire serve` of the vault, idle once they are
-//!   warm).
+//!   warm);
+//! - `--peer floor`: the machine's floor ([`floor`]): one thread, epoll, one write of
+//!   a prebuilt response of the mean size of the first server's answers per request,
+//!   nothing parsed, pinned like the peers. Every server's CPU per request is then
+//!   also reported as a multiple of the floor's (`x floor`).
 //!
 //! How (`measure`): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
 //! order (`urls`); every server warmed and checked to answer every URL as a hit
@@ -31,6 +35,7 @@
 //! new connections, a full handshake per request (`load`'s handshake client). The
 //! warm-up's client speaks HTTPS and checks the certificate against the CA.
 
+pub mod floor;
 mod h2load;
 pub mod load;
 mod plot;
@@ -157,6 +162,9 @@ pub enum Peer {
     Nginx,
     /// Varnish (Debian's varnish).
     Varnish,
+    /// The machine's floor: a minimal epoll server writing one prebuilt response of
+    /// the corpus's mean size per request (cleartext only).
+    Floor,
 }
 
 /// The load generator of `quire bench http`.
@@ -223,6 +231,10 @@ fn tls_setup(args: &BenchHttpArgs) -> anyhow::Result<Option<TestPki>> {
         "--tls: Varnish has no TLS (it needs a separate TLS proxy in front): drop --peer varnish"
     );
     anyhow::ensure!(
+        !args.peer.contains(&Peer::Floor),
+        "--tls: the floor speaks cleartext HTTP/1.1 only: drop --peer floor"
+    );
+    anyhow::ensure!(
         args.loadgen == Loadgen::Builtin,
         "--tls: the load over TLS comes from h2load; --loadgen applies to cleartext runs"
     );
@@ -280,7 +292,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
             protocol: None,
         });
     }
-    if !args.peer.is_empty() {
+    if args.peer.iter().any(|p| *p != Peer::Floor) {
         start_peers(args, &mut started, &mut subjects, pki.as_ref())?;
     }
     if args.tls {
@@ -295,11 +307,12 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     Bench {
         args,
         duration,
-        subjects: &subjects,
-        started: &started,
+        subjects,
+        started,
         target_pid: server_pid,
         client: servers::client(pki.as_ref()),
         pki: pki.as_ref(),
+        floor_bytes: None,
     }
     .measure()
 }
@@ -355,6 +368,8 @@ fn start_peers(
         let s = match peer {
             Peer::Nginx => servers::nginx(&origin, &args.server_cpus, pki)?,
             Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
+            // Started after the warm-up, at the size of the answers it saw.
+            Peer::Floor => continue,
         };
         subjects.push(Subject {
             name: s.kind.name().into(),
@@ -503,20 +518,23 @@ impl RequestFiles {
 struct Bench<'a> {
     args: &'a BenchHttpArgs,
     duration: Duration,
-    subjects: &'a [Subject],
-    started: &'a [Server],
+    subjects: Vec<Subject>,
+    /// The servers started for it, stopped when it is dropped.
+    started: Vec<Server>,
     /// The `--target` server's pid, for its CPU use.
     target_pid: Option<u32>,
     /// How the harness's own requests reach the servers.
     client: urls::Client,
     /// `--tls`: the run's CA and certificate.
     pki: Option<&'a TestPki>,
+    /// `--peer floor`: the size of the floor's response.
+    floor_bytes: Option<usize>,
 }
 
 impl Bench<'_> {
     /// Warms every server, runs the rounds, prints the table and writes `--json` and
     /// `--plot`.
-    fn measure(&self) -> anyhow::Result<()> {
+    fn measure(mut self) -> anyhow::Result<()> {
         let args = self.args;
         let paths = paths(args, &self.client, &self.subjects[0].host)?;
         eprintln!(
@@ -526,7 +544,11 @@ impl Bench<'_> {
                 .as_ref()
                 .map_or("the sitemap".into(), |p| p.display().to_string())
         );
-        let warnings = self.warm_up(&paths)?;
+        let mut warnings = self.warm_up(&paths)?;
+        if args.peer.contains(&Peer::Floor) {
+            self.start_floor(&paths)?;
+            warnings.push(Vec::new());
+        }
         let files = RequestFiles::write(args, &paths)?;
         let mut runs: Vec<Run> = Vec::new();
         for rep in 0..args.reps {
@@ -540,13 +562,42 @@ impl Bench<'_> {
             let position = self.subjects.iter().position(|s| s.name == r.server);
             (position, r.round)
         });
+        summary::against_floor(&mut runs);
         self.report(&paths, &runs)
+    }
+
+    /// Starts the floor with responses of the mean size of the first subject's
+    /// answers (the hits it serves after the warm-up, head and body, with the run's
+    /// `Accept-Encoding`) and adds it as the last subject.
+    fn start_floor(&mut self, paths: &[String]) -> anyhow::Result<()> {
+        let first = &self.subjects[0];
+        let bytes = warm::mean_response_bytes(
+            &self.client,
+            &first.host,
+            paths,
+            &self.args.accept_encoding,
+        )?;
+        let floor = servers::floor(bytes, &self.args.server_cpus)?;
+        eprintln!(
+            "bench http: floor: {bytes}-byte responses (the mean of {}'s answers), on CPU {}",
+            first.name, self.args.server_cpus
+        );
+        self.subjects.push(Subject {
+            name: floor.kind.name().into(),
+            host: floor.host.clone(),
+            server: Some(self.started.len()),
+            cookie: None,
+            protocol: None,
+        });
+        self.started.push(floor);
+        self.floor_bytes = Some(bytes);
+        Ok(())
     }
 
     /// Each subject's warnings before any run: a debug build, and what its warm-up
     /// found (servers are warmed and checked unless `--no-warmup`).
     fn warm_up(&self, paths: &[String]) -> anyhow::Result<Vec<Vec<String>>> {
-        let subjects = self.subjects;
+        let subjects = &self.subjects;
         let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
         if cfg!(debug_assertions) && subjects.iter().any(|s| s.server.is_some()) {
             // The first trap of a load test: a development build. The quire this
@@ -724,6 +775,7 @@ impl Bench<'_> {
         );
         let ratios = summary::ratios(runs, &names);
         summary::print_ratios(runs, &names, &ratios);
+        summary::print_floor(runs, &names);
         if args.tls {
             summary::print_tls(runs);
         }
@@ -747,6 +799,12 @@ impl Bench<'_> {
                 "runs": runs,
                 "ratios": ratios,
             });
+            if let Some(bytes) = self.floor_bytes {
+                doc["floor"] = serde_json::json!({
+                    "response_bytes": bytes,
+                    "cpu_x_floor": summary::floor_multiples(runs, &names),
+                });
+            }
             if args.tls {
                 doc["tls"] = self.tls_json();
             }

@@ -15,6 +15,10 @@
 //! - **One worker on the server CPUs**, as quire runs (`--workers 1`): nginx with
 //!   `worker_processes 1` and `worker_cpu_affinity`, Varnish under `taskset` (its
 //!   threads all share the pinned CPUs).
+//! - **The machine's floor** (`--peer floor`, [`super::floor`]) is this binary's
+//!   `quire bench floor`, pinned the same way: a response of the corpus's mean size
+//!   written once per request, nothing parsed. It does not answer `Connection:
+//!   close`, so it is probed by connecting only, and never warmed.
 //! - **CPU is counted over the process tree** (nginx's master and worker, Varnish's
 //!   manager and child), from `/proc`.
 //! - **Over TLS (`--tls`), one listener each with the same certificate**: quire gets
@@ -45,6 +49,8 @@ pub(crate) enum Kind {
     Nginx,
     /// Varnish.
     Varnish,
+    /// The machine's floor (`quire bench floor`).
+    Floor,
 }
 
 impl Kind {
@@ -54,6 +60,7 @@ impl Kind {
             Kind::QuireServe | Kind::QuireProxy => "quire",
             Kind::Nginx => "nginx",
             Kind::Varnish => "varnish",
+            Kind::Floor => "floor",
         }
     }
 }
@@ -120,15 +127,32 @@ pub(crate) fn scratch() -> anyhow::Result<tempfile::TempDir> {
     Ok(dir)
 }
 
+/// How [`spawn`] sees that a server is up.
+#[derive(Debug, Clone, Copy)]
+enum Probe<'a> {
+    /// It answers a GET of this path (through the client).
+    Get(&'a str, &'a urls::Client),
+    /// It accepts a connection.
+    Connect,
+}
+
+impl Probe<'_> {
+    fn up(self, host: &str) -> bool {
+        match self {
+            Probe::Get(path, client) => client.get(host, path, "identity").is_ok(),
+            Probe::Connect => std::net::TcpStream::connect(host).is_ok(),
+        }
+    }
+}
+
 /// Starts `argv` under `taskset -c cpus` (no pinning when `cpus` is empty), its
-/// output in `dir/log`, and waits until `host` answers `probe` (through `client`).
+/// output in `dir/log`, and waits until `host` passes `probe`.
 fn spawn(
     kind: Kind,
     argv: &[&std::ffi::OsStr],
     cpus: &str,
     dir: tempfile::TempDir,
-    (host, probe): (String, &str),
-    client: &urls::Client,
+    (host, probe): (String, Probe<'_>),
 ) -> anyhow::Result<Server> {
     let log = std::fs::File::create(dir.path().join("log"))?;
     let mut cmd = if cpus.is_empty() {
@@ -153,7 +177,7 @@ fn spawn(
         vault_copy: None,
     };
     for _ in 0..600 {
-        if client.get(&s.host, probe, "identity").is_ok() {
+        if probe.up(&s.host) {
             return Ok(s);
         }
         if let Some(status) = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
@@ -216,13 +240,13 @@ pub(crate) fn quire(
         ]);
     }
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
+    let client = client(tls);
     spawn(
         kind,
         &argv,
         cpus,
         dir,
-        (listen, "/_quire/health"),
-        &client(tls),
+        (listen, Probe::Get("/_quire/health", &client)),
     )
 }
 
@@ -412,13 +436,13 @@ pub(crate) fn nginx(origin: &str, cpus: &str, tls: Option<&TestPki>) -> anyhow::
         "-c".as_ref(),
         conf.as_os_str(),
     ];
+    let client = client(tls);
     spawn(
         Kind::Nginx,
         &argv,
         cpus,
         dir,
-        (listen, "/robots.txt"),
-        &client(tls),
+        (listen, Probe::Get("/robots.txt", &client)),
     )
     .context("nginx (apt-get install nginx)")
 }
@@ -478,10 +502,37 @@ pub(crate) fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
         &argv,
         cpus,
         dir,
-        (listen.clone(), "/robots.txt"),
-        &urls::Client::Plain,
+        (
+            listen.clone(),
+            Probe::Get("/robots.txt", &urls::Client::Plain),
+        ),
     )
     .context("varnish (apt-get install varnish)")
+}
+
+/// Starts the machine's floor (`quire bench floor`, this binary) answering every
+/// request with `bytes` bytes, pinned to `cpus`.
+pub(crate) fn floor(bytes: usize, cpus: &str) -> anyhow::Result<Server> {
+    let dir = scratch()?;
+    let listen = format!("127.0.0.1:{}", free_port()?);
+    let exe = std::env::current_exe().context("finding the quire binary")?;
+    let bytes = bytes.to_string();
+    let argv = [
+        exe.as_os_str(),
+        "bench".as_ref(),
+        "floor".as_ref(),
+        "--listen".as_ref(),
+        listen.as_ref(),
+        "--bytes".as_ref(),
+        bytes.as_ref(),
+    ];
+    spawn(
+        Kind::Floor,
+        &argv,
+        cpus,
+        dir,
+        (listen.clone(), Probe::Connect),
+    )
 }
 
 /// The first CPU of a taskset list (`"0"`, `"0-1"`, `"2,3"`).

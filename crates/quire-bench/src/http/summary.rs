@@ -3,6 +3,8 @@
 //! time), the table on the terminal, and the ratios of medians. Over TLS a subject
 //! is a server and a protocol (`quire/tls-h2`): ratios compare servers within one
 //! protocol, and the report adds what TLS negotiated and the handshakes per second.
+//! With the machine's floor among the subjects (`--peer floor`), every run's CPU per
+//! request is also a multiple of the floor's median (`x floor`).
 
 use super::load::LoadResult;
 use super::plot;
@@ -41,6 +43,9 @@ pub(crate) struct Run {
     /// Server CPU per request, microseconds (what a request costs, whatever the
     /// generator could deliver).
     pub server_us_per_request: f64,
+    /// Server CPU per request over the floor's median (`--peer floor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_x_floor: Option<f64>,
     /// Load generator CPU, percent of one core.
     pub loadgen_cpu_pct: f64,
     /// Everything else's CPU, percent of one core.
@@ -112,6 +117,7 @@ impl Run {
             } else {
                 0.0
             },
+            cpu_x_floor: None,
             loadgen_cpu_pct: q.loadgen_cpu_pct,
             other_cpu_pct: q.other_cpu_pct,
             steal_pct: q.steal_pct,
@@ -146,6 +152,60 @@ pub(crate) fn median(runs: &[Run], server: &str, f: impl Fn(&Run) -> f64) -> Opt
         n if n % 2 == 1 => Some(v[n / 2]),
         n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
+}
+
+/// The subject name of the machine's floor.
+pub(crate) const FLOOR: &str = "floor";
+
+/// The floor's median CPU per request, when it ran and used some.
+fn floor_us(runs: &[Run]) -> Option<f64> {
+    median(runs, FLOOR, |r| r.server_us_per_request).filter(|us| *us > 0.0)
+}
+
+/// Sets every run's CPU per request as a multiple of the floor's median (nothing
+/// without a floor).
+pub(crate) fn against_floor(runs: &mut [Run]) {
+    let Some(floor) = floor_us(runs) else {
+        return;
+    };
+    for r in runs {
+        r.cpu_x_floor = Some(r.server_us_per_request / floor);
+    }
+}
+
+/// Each subject's median CPU per request over the floor's, keyed by name (empty
+/// without a floor).
+pub(crate) fn floor_multiples(
+    runs: &[Run],
+    names: &[&str],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    let Some(floor) = floor_us(runs) else {
+        return out;
+    };
+    for name in names {
+        if let Some(us) = median(runs, name, |r| r.server_us_per_request) {
+            out.insert((*name).into(), (us / floor).into());
+        }
+    }
+    out
+}
+
+/// Prints the CPU per request of every subject as a multiple of the floor's.
+pub(crate) fn print_floor(runs: &[Run], names: &[&str]) {
+    let x = floor_multiples(runs, names);
+    let Some(floor) = floor_us(runs) else {
+        return;
+    };
+    let parts: Vec<String> = names
+        .iter()
+        .filter(|n| **n != FLOOR)
+        .filter_map(|n| Some(format!("{n} {:.2}x", x.get(*n)?.as_f64()?)))
+        .collect();
+    println!(
+        "server CPU per request over the floor's ({floor:.1} us, medians): {}",
+        parts.join(", ")
+    );
 }
 
 /// The protocol label of a subject's name (`quire/tls-h2` → `tls-h2`); `None` in
@@ -333,8 +393,14 @@ impl Spread {
 pub(crate) fn print(runs: &[Run], names: &[&str]) {
     // The run column fits `name round`: 12 wide, wider for TLS subjects' names.
     let w = names.iter().map(|n| n.len() + 3).max().unwrap_or(0).max(12);
+    let floor = runs.iter().any(|r| r.cpu_x_floor.is_some());
+    let x_floor = |r: &Run| match (floor, r.cpu_x_floor) {
+        (false, _) => String::new(),
+        (true, Some(x)) => format!(" {x:>7.2}"),
+        (true, None) => format!(" {:>7}", "-"),
+    };
     println!(
-        "{:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>8} {:>8} {:>7} {:>6}",
+        "{:>w$} {:>11} {:>8} {:>8} {:>8} {:>9} {:>10} {:>7} {:>9} {:>8}{} {:>8} {:>7} {:>6}",
         "run",
         "requests/s",
         "p50 ms",
@@ -345,13 +411,14 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
         "errors",
         "server",
         "us/req",
+        if floor { " x floor" } else { "" },
         "loadgen",
         "others",
         "steal"
     );
     for r in runs {
         println!(
-            "{:>w$} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>10.2} {:>7} {:>8.0}% {:>8.1} {:>7.0}% {:>6.0}% {:>5.1}%",
+            "{:>w$} {:>11.0} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>10.2} {:>7} {:>8.0}% {:>8.1}{} {:>7.0}% {:>6.0}% {:>5.1}%",
             format!("{} {}", r.server, r.round),
             r.requests_per_sec,
             r.p50_ms,
@@ -362,6 +429,7 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
             r.errors + r.non_2xx,
             r.server_cpu_pct,
             r.server_us_per_request,
+            x_floor(r),
             r.loadgen_cpu_pct,
             r.other_cpu_pct,
             r.steal_pct
@@ -383,13 +451,17 @@ pub(crate) fn print(runs: &[Run], names: &[&str]) {
                 median(runs, n, |r| r.p99_ms),
             ) {
                 let us = median(runs, n, |r| r.server_us_per_request).unwrap_or(0.0);
+                let x = match floor_us(runs) {
+                    Some(f) if *n != FLOOR => format!(" ({:.2}x the floor's)", us / f),
+                    _ => String::new(),
+                };
                 let worst = runs
                     .iter()
                     .filter(|r| r.server == *n)
                     .map(|r| r.p9999_ms)
                     .fold(0.0, f64::max);
                 println!(
-                    "{:>w$} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, p99.99 at worst {worst:.2} ms, {us:.1} us of server CPU per request",
+                    "{:>w$} {rps:>11.0} requests/s (median), p99 {p99:.2} ms, p99.99 at worst {worst:.2} ms, {us:.1} us of server CPU per request{x}",
                     n,
                 );
             }
@@ -436,6 +508,33 @@ mod tests {
         assert!((r.server_us_per_request - 5e6 / 3000.0).abs() < 1e-6);
         assert_eq!(r.per_second.len(), 10);
         assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn cpu_per_request_is_a_multiple_of_the_floors_median() {
+        // `run` gives half a core over 10 s: 5e6 us over rps * 10 requests.
+        let mut runs = [
+            run("quire", 1000.0),
+            run("quire", 500.0),
+            run("nginx", 250.0),
+            run("floor", 2000.0),
+            run("floor", 1000.0),
+            run("floor", 4000.0),
+        ];
+        assert!(floor_multiples(&runs[..3], &["quire", "nginx"]).is_empty());
+        against_floor(&mut runs[..2]);
+        assert_eq!(runs[0].cpu_x_floor, None, "no floor, no multiple");
+        against_floor(&mut runs);
+        // The floor's median: 2,000/s, 250 us; quire's median 750 us (of 500 and
+        // 1,000 us); nginx 2,000 us.
+        let x = floor_multiples(&runs, &["quire", "nginx", "floor"]);
+        assert!((x["quire"].as_f64().unwrap() - 3.0).abs() < 1e-9);
+        assert!((x["nginx"].as_f64().unwrap() - 8.0).abs() < 1e-9);
+        assert!((x["floor"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+        assert!((runs[0].cpu_x_floor.unwrap() - 2.0).abs() < 1e-9);
+        assert!((runs[4].cpu_x_floor.unwrap() - 2.0).abs() < 1e-9);
+        let json = serde_json::to_value(&runs[0]).unwrap();
+        assert!((json["cpu_x_floor"].as_f64().unwrap() - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -109,6 +109,24 @@ pub(crate) fn warm(
     Ok(w)
 }
 
+/// The mean size in bytes (head and body as sent, for cleartext) of `host`'s answers
+/// to `paths`, asked once each for `accept_encoding`: the floor's response size.
+pub(crate) fn mean_response_bytes(
+    client: &urls::Client,
+    host: &str,
+    paths: &[String],
+    accept_encoding: &str,
+) -> anyhow::Result<usize> {
+    anyhow::ensure!(!paths.is_empty(), "no URLs to size the floor's response by");
+    let mut total = 0usize;
+    for p in paths {
+        let (_, head, body) = client.get(host, p, accept_encoding)?;
+        // `head` is the status line and fields without the blank line's CRLF CRLF.
+        total += head.len() + 4 + body.len();
+    }
+    Ok(total / paths.len())
+}
+
 /// URLs [`check_h2`] asks over HTTP/2.
 pub(crate) const H2_SAMPLE: usize = 50;
 

@@ -33,7 +33,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri};
 use quire_http::bypass;
@@ -190,6 +190,10 @@ struct Conn<'a> {
     buf: BytesMut,
     /// Response heads are built here, reused for the life of the connection.
     out: Vec<u8>,
+    /// The last hit's request fields, cleared: the next request's are parsed into
+    /// the same map, so a keep-alive hit allocates none (a request the service
+    /// answers takes the map with it).
+    fields: HeaderMap,
 }
 
 /// What a connection waits on besides its socket: one timer and one shutdown
@@ -236,6 +240,7 @@ async fn serve(
         stall,
         buf: BytesMut::with_capacity(8 * 1024),
         out: Vec::with_capacity(1024),
+        fields: HeaderMap::new(),
     };
     let stopping = *shutdown.borrow();
     let changed = shutdown.changed();
@@ -254,14 +259,16 @@ async fn serve(
             Read::Exit(e) => return Ok(e),
         };
         c.out.clear();
-        let Some(req) = parse(&c.buf[..end]) else {
-            return Ok(Exit::Handover(c.buf.freeze()));
+        // The head leaves the buffer as shared bytes, so the request's target and
+        // field values are slices of it rather than copies (an allocation each).
+        let head = c.buf.split_to(end).freeze();
+        let Some(req) = parse(&head, std::mem::take(&mut c.fields)) else {
+            return Ok(Exit::Handover(rejoin(&head, &c.buf)));
         };
         let log = ctx.peek().access_log.clone();
         let start = log.is_some().then(std::time::Instant::now);
         let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
             // Not a fresh hit: the service answers, and the connection stays here.
-            c.buf.advance(end);
             if !c.serve_other(req, in_flight).await? {
                 return Ok(Exit::Closed);
             }
@@ -285,7 +292,7 @@ async fn serve(
         if let (Some(log), Some(start)) = (log, start) {
             log_answer(&log, ctx, &req, peer, (outcome, status, bytes), start);
         }
-        c.buf.advance(end);
+        c.fields = req.into_fields();
     }
 }
 
@@ -446,6 +453,14 @@ impl Conn<'_> {
     }
 }
 
+/// `head` and the bytes after it as one buffer again, for hyper.
+fn rejoin(head: &[u8], rest: &[u8]) -> Bytes {
+    let mut all = BytesMut::with_capacity(head.len() + rest.len());
+    all.extend_from_slice(head);
+    all.extend_from_slice(rest);
+    all.freeze()
+}
+
 /// The end of the first request head in `b` (after its blank line). Leading empty
 /// lines are not skipped here: such a request fails to parse and goes to hyper.
 fn head_end(b: &[u8]) -> Option<usize> {
@@ -464,6 +479,13 @@ struct Plain {
 }
 
 impl Plain {
+    /// Its fields' map, emptied (its memory kept) for the next request.
+    fn into_fields(self) -> HeaderMap {
+        let mut h = self.headers;
+        h.clear();
+        h
+    }
+
     /// The request as [`crate::request::service`] takes it.
     fn into_request(self) -> http::Request<OutBody> {
         let mut req = http::Request::new(crate::upstream::origin::empty_body());
@@ -477,8 +499,10 @@ impl Plain {
 
 /// Parses `head`; `None` for anything that needs hyper's protocol handling: a
 /// malformed head, another method or version, an absolute or `*` target, a body,
-/// framing, upgrade or connection-level fields, `Expect`, a second `Host`.
-fn parse(head: &[u8]) -> Option<Plain> {
+/// framing, upgrade or connection-level fields, `Expect`, a second `Host`. The
+/// target and the field values are slices of `head`, not copies; the fields go into
+/// `headers` (emptied first), whose memory a connection reuses.
+fn parse(head: &Bytes, mut headers: HeaderMap) -> Option<Plain> {
     let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut req = httparse::Request::new(&mut fields);
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
@@ -496,7 +520,8 @@ fn parse(head: &[u8]) -> Option<Plain> {
     if !path.starts_with('/') {
         return None;
     }
-    let mut headers = HeaderMap::with_capacity(req.headers.len());
+    headers.clear();
+    headers.reserve(req.headers.len());
     let mut ranged_or_conditional = false;
     for f in req.headers.iter() {
         let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
@@ -526,9 +551,10 @@ fn parse(head: &[u8]) -> Option<Plain> {
             name,
             header::IF_MATCH | header::IF_UNMODIFIED_SINCE | header::IF_RANGE | header::RANGE
         );
-        headers.append(name, HeaderValue::from_bytes(f.value).ok()?);
+        let value = HeaderValue::from_maybe_shared(head.slice_ref(f.value)).ok()?;
+        headers.append(name, value);
     }
-    let uri: Uri = path.parse().ok()?;
+    let uri = Uri::from_maybe_shared(head.slice_ref(path.as_bytes())).ok()?;
     Some(Plain {
         method,
         uri,

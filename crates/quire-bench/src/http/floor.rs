@@ -1,0 +1,334 @@
+//! The machine's floor, `quire bench floor` (hidden; `quire bench http --peer floor`
+//! starts it): what answering a keep-alive HTTP/1.1 request costs when nothing but the
+//! kernel's work is done. One thread, one epoll set, non-blocking sockets; it reads
+//! until a request's blank line (`\r\n\r\n`, nothing else is parsed) and answers each
+//! request with one `write` of a response built once at start, of the size of the
+//! corpus's mean answer. Every server's CPU per request is then reported as a multiple
+//! of this one's, so a figure says how far it is from what the machine allows.
+//!
+//! Key decisions:
+//! - **Level-triggered, one `read` per readiness**: a short read leaves nothing
+//!   behind, so a keep-alive request costs one `epoll_wait` (shared by every ready
+//!   connection), one `read` and one `write`, as an ideal server's would.
+//! - **Pipelined requests are answered in order, one write each**; a response the
+//!   socket takes only in part is finished when it is writable again, before the
+//!   next. What a client owes grows only a counter, never a buffer.
+//! - **Not a server**: no request is checked, every path gets the same bytes. It is a
+//!   yardstick for `bench http` on loopback and nothing else.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+use rustix::event::epoll::{self, Event, EventData, EventFlags};
+use rustix::time::Timespec;
+
+/// Arguments of `quire bench floor` (hidden: `bench http --peer floor` runs it).
+#[derive(Debug, Clone, Args)]
+pub struct BenchFloorArgs {
+    /// Where to listen, host:port.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// Bytes of each response, head and body (at least the head's own length).
+    #[arg(long, value_name = "N")]
+    pub bytes: usize,
+}
+
+/// Runs the floor until the process is killed.
+pub fn main(args: &BenchFloorArgs) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(&args.listen)?;
+    serve(listener, &response(args.bytes), &AtomicBool::new(false))?;
+    Ok(())
+}
+
+/// A `200` of `total` bytes in all (or its head alone, when that is longer): a
+/// `Content-Length` and a body of `x`s. (`Connection: close` is not read either: the
+/// harness only connects to it to see it is up, and never warms it.)
+pub(crate) fn response(total: usize) -> Vec<u8> {
+    let head = |body: usize| {
+        format!("HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {body}\r\n\r\n")
+    };
+    // The head's length depends on the body's digits: settle it in two steps.
+    let mut body = total.saturating_sub(head(0).len());
+    body = total.saturating_sub(head(body).len());
+    let mut r = head(body).into_bytes();
+    r.resize(r.len() + body, b'x');
+    r
+}
+
+/// How far into `\r\n\r\n` the bytes read so far have matched, across reads.
+#[derive(Debug, Default, Clone, Copy)]
+struct HeadEnds(u8);
+
+impl HeadEnds {
+    /// How many request heads end in `b`.
+    fn count(&mut self, b: &[u8]) -> u64 {
+        const END: &[u8; 4] = b"\r\n\r\n";
+        let mut n = 0;
+        for &c in b {
+            self.0 = if c == END[self.0 as usize] {
+                self.0 + 1
+            } else if c == b'\r' {
+                1
+            } else {
+                0
+            };
+            if self.0 == 4 {
+                n += 1;
+                self.0 = 0;
+            }
+        }
+        n
+    }
+}
+
+/// One client connection.
+struct Conn {
+    sock: TcpStream,
+    ends: HeadEnds,
+    /// Responses owed (the first possibly begun).
+    owed: u64,
+    /// Bytes of the first owed response already written.
+    offset: usize,
+    /// Whether epoll also watches for writability.
+    want_out: bool,
+}
+
+/// The listener's key in the epoll set; connection `i` is `i`.
+const LISTENER: u64 = u64::MAX;
+
+/// Bytes read at once.
+const READ_BYTES: usize = 16 * 1024;
+
+/// Serves `response` to every request on `listener`'s connections until `stop` is
+/// set (checked at least every 200 ms).
+pub(crate) fn serve(listener: TcpListener, response: &[u8], stop: &AtomicBool) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+    epoll::add(&ep, &listener, EventData::new_u64(LISTENER), EventFlags::IN)?;
+    let mut conns: Vec<Option<Conn>> = Vec::new();
+    let mut events = vec![
+        Event {
+            flags: EventFlags::empty(),
+            data: EventData::new_u64(0),
+        };
+        256
+    ];
+    let mut buf = vec![0u8; READ_BYTES];
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: Duration::from_millis(200).as_nanos() as _,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let n = match epoll::wait(&ep, &mut events[..], Some(&tick)) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for ev in &events[..n] {
+            match ev.data.u64() {
+                LISTENER => accept(&ep, &listener, &mut conns),
+                i => {
+                    let slot = &mut conns[i as usize];
+                    if !step(&ep, slot, i, ev.flags, &mut buf, response) {
+                        *slot = None;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Accepts every pending connection into a free slot of `conns`.
+fn accept(ep: &impl AsFd, listener: &TcpListener, conns: &mut Vec<Option<Conn>>) {
+    while let Ok((sock, _)) = listener.accept() {
+        if sock.set_nonblocking(true).is_err() {
+            continue;
+        }
+        let _ = sock.set_nodelay(true);
+        let i = conns.iter().position(Option::is_none).unwrap_or_else(|| {
+            conns.push(None);
+            conns.len() - 1
+        });
+        if epoll::add(ep, &sock, EventData::new_u64(i as u64), EventFlags::IN).is_ok() {
+            conns[i] = Some(Conn {
+                sock,
+                ends: HeadEnds::default(),
+                owed: 0,
+                offset: 0,
+                want_out: false,
+            });
+        }
+    }
+}
+
+/// Handles readiness `flags` of connection `i`; `false` when it is to close
+/// (dropping the socket takes it out of the epoll set).
+fn step(
+    ep: &impl AsFd,
+    slot: &mut Option<Conn>,
+    i: u64,
+    flags: EventFlags,
+    buf: &mut [u8],
+    response: &[u8],
+) -> bool {
+    let Some(c) = slot else {
+        return true;
+    };
+    if flags.intersects(EventFlags::IN | EventFlags::HUP | EventFlags::ERR) {
+        match c.sock.read(buf) {
+            Ok(0) => return false,
+            Ok(n) => c.owed += c.ends.count(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return false,
+        }
+    }
+    let Ok(blocked) = flush(c, response) else {
+        return false;
+    };
+    if blocked != c.want_out {
+        c.want_out = blocked;
+        let interest = if blocked {
+            EventFlags::IN | EventFlags::OUT
+        } else {
+            EventFlags::IN
+        };
+        return epoll::modify(ep, &c.sock, EventData::new_u64(i), interest).is_ok();
+    }
+    true
+}
+
+/// Writes what `c` is owed, one write per response; `true` when the socket filled
+/// before the last.
+fn flush(c: &mut Conn, response: &[u8]) -> io::Result<bool> {
+    while c.owed > 0 {
+        match c.sock.write(&response[c.offset..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) if c.offset + n == response.len() => {
+                c.owed -= 1;
+                c.offset = 0;
+            }
+            Ok(n) => c.offset += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A floor on a loopback port, stopped when the guard drops.
+    struct Running {
+        addr: std::net::SocketAddr,
+        stop: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<io::Result<()>>>,
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                t.join().expect("floor thread").expect("floor ran");
+            }
+        }
+    }
+
+    fn start(response: Vec<u8>) -> Running {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || serve(listener, &response, &s));
+        Running {
+            addr,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn read_exactly(s: &mut TcpStream, n: usize) -> Vec<u8> {
+        let mut v = vec![0; n];
+        s.read_exact(&mut v).unwrap();
+        v
+    }
+
+    #[test]
+    fn the_response_has_the_size_asked_and_says_its_length() {
+        for total in [0, 50, 99, 100, 101, 14_000, 1 << 20] {
+            let r = response(total);
+            let text = String::from_utf8(r.clone()).unwrap();
+            let (head, body) = text.split_once("\r\n\r\n").unwrap();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(len, body.len());
+            assert!(head.starts_with("HTTP/1.1 200 OK\r\n"));
+            assert_eq!(r.len(), total.max(head.len() + 4), "total {total}");
+        }
+    }
+
+    #[test]
+    fn head_ends_are_counted_across_reads() {
+        let mut e = HeadEnds::default();
+        assert_eq!(e.count(b"GET / HTTP/1.1\r\nHost: a\r\n\r"), 0);
+        assert_eq!(e.count(b"\n"), 1);
+        assert_eq!(
+            e.count(b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"),
+            2
+        );
+        // A stray `\r` restarts the match at itself.
+        assert_eq!(e.count(b"x\r\r\n\r\n"), 1);
+        assert_eq!(e.count(b"\r\n\n\r\n"), 0);
+    }
+
+    #[test]
+    fn keep_alive_requests_are_answered_in_turn() {
+        let resp = response(3_000);
+        let floor = start(resp.clone());
+        let mut s = TcpStream::connect(floor.addr).unwrap();
+        for path in ["/a", "/b", "/c"] {
+            write!(s, "GET {path} HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+            assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        }
+        // A second connection alongside is served too.
+        let mut t = TcpStream::connect(floor.addr).unwrap();
+        t.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(read_exactly(&mut t, resp.len()), resp);
+    }
+
+    #[test]
+    fn pipelined_and_split_requests_get_one_answer_each() {
+        // Larger than a socket's buffers, so answers are finished on writability.
+        let resp = response(300_000);
+        let floor = start(resp.clone());
+        let mut s = TcpStream::connect(floor.addr).unwrap();
+        s.write_all(b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\nGET /3 HTTP/1.1\r\n\r")
+            .unwrap();
+        for _ in 0..2 {
+            assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        }
+        s.write_all(b"\n").unwrap();
+        assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        // Nothing more was owed: the next bytes are the next request's answer.
+        s.write_all(b"GET /4 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(
+            rest.is_empty(),
+            "the floor closes after the client, owing nothing"
+        );
+    }
+}
