@@ -36,6 +36,21 @@ impl std::fmt::Display for Side {
     }
 }
 
+/// An error at a seam: its side, and whether the same operation tried again (later,
+/// or against another origin) can succeed where this one failed. Every crate's error
+/// that can end in an answer to a client implements it, so the code that decides what
+/// to do next (answer 502, 503 or 504, try again, log) asks each the same way and
+/// matches on a kind, never on a message.
+pub trait Fault: std::error::Error + Send + Sync + 'static {
+    /// Which side of the proxy the failure came from.
+    fn side(&self) -> Side;
+
+    /// Whether trying again can help: false when the other side has already acted
+    /// on the request (so trying again could act twice) or will refuse it the same
+    /// way again.
+    fn retry(&self) -> bool;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

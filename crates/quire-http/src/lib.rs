@@ -29,4 +29,4 @@ pub mod meta;
 pub mod status;
 pub mod syntax;
 
-pub use fault::Side;
+pub use fault::{Fault, Side};

@@ -42,6 +42,7 @@ use std::time::{Duration, SystemTime};
 
 use http::header::{self, HeaderMap};
 use http::StatusCode;
+use quire_http::Fault;
 use quire_vault::readers::{
     clear_cookie_header, session_cookie, set_cookie_header, LoginLimiter, Sessions, Users,
 };

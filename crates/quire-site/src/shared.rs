@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use quire_http::Side;
+use quire_http::{Fault, Side};
 
 /// The cluster, as the site asks it. Called from the blocking pool (forms and
 /// admin pages), never on a hit.
@@ -71,10 +71,12 @@ impl SharedError {
     pub fn kind(&self) -> SharedErrorKind {
         self.kind
     }
+}
 
+impl Fault for SharedError {
     /// Whose fault it is: a node that has not joined is this node's state; a store
     /// that fails or stays silent is the cluster's.
-    pub fn side(&self) -> Side {
+    fn side(&self) -> Side {
         match self.kind {
             SharedErrorKind::NotJoined => Side::Internal,
             SharedErrorKind::Unavailable | SharedErrorKind::Timeout => Side::Upstream,
@@ -83,7 +85,7 @@ impl SharedError {
 
     /// Whether the same request a moment later can succeed: always, since each kind
     /// is a state that passes (joining, a reconnect), never a refusal of the request.
-    pub fn retry(&self) -> bool {
+    fn retry(&self) -> bool {
         match self.kind {
             SharedErrorKind::NotJoined
             | SharedErrorKind::Unavailable

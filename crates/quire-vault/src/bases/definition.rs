@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use yaml_rust2::Yaml;
 
+use super::error::BaseError;
 use super::parse::{parse, Expr};
 
 /// Formulas a base may define.
@@ -31,7 +32,7 @@ pub struct Base {
     /// Filters every view applies.
     pub filters: Option<Filter>,
     /// Formulas by name (a formula that does not parse holds why).
-    pub formulas: HashMap<String, Result<Expr, String>>,
+    pub formulas: HashMap<String, Result<Expr, BaseError>>,
     /// `properties: x: displayName:` — a column's heading.
     pub display_names: HashMap<String, String>,
     /// The views, in order.
@@ -42,7 +43,7 @@ pub struct Base {
 #[derive(Debug, Clone)]
 pub enum Filter {
     /// An expression (or why it did not parse: then it keeps no note).
-    Expr(Result<Expr, String>),
+    Expr(Result<Expr, BaseError>),
     /// Every filter holds.
     And(Vec<Filter>),
     /// At least one holds.
@@ -86,12 +87,16 @@ pub struct View {
 }
 
 /// Reads a base from its YAML text.
-pub fn read(yaml: &str) -> Result<Base, String> {
-    let doc = crate::front::load_bounded(yaml).map_err(|e| e.to_string())?;
+pub fn read(yaml: &str) -> Result<Base, BaseError> {
+    let doc = crate::front::load_bounded(yaml)?;
     let map = match doc {
         None | Some(Yaml::Null) => return Ok(Base::default()),
         Some(Yaml::Hash(h)) => h,
-        Some(_) => return Err("a base is a mapping of `filters`, `formulas`, `views`…".into()),
+        Some(_) => {
+            return Err(BaseError::Shape(
+                "a base is a mapping of `filters`, `formulas`, `views`…",
+            ))
+        }
     };
     let mut nodes = 0;
     let mut base = Base::default();
@@ -107,16 +112,19 @@ pub fn read(yaml: &str) -> Result<Base, String> {
     Ok(base)
 }
 
-fn filter(v: &Yaml, nodes: &mut usize) -> Result<Filter, String> {
+fn filter(v: &Yaml, nodes: &mut usize) -> Result<Filter, BaseError> {
     *nodes += 1;
     if *nodes > FILTER_NODES_MAX {
-        return Err(format!("more than {FILTER_NODES_MAX} filter nodes"));
+        return Err(BaseError::Limit {
+            what: "filter nodes",
+            max: FILTER_NODES_MAX,
+        });
     }
     match v {
         Yaml::String(s) => Ok(Filter::Expr(parse(s))),
         Yaml::Boolean(b) => Ok(Filter::Expr(Ok(Expr::Bool(*b)))),
         Yaml::Hash(h) if h.len() == 1 => {
-            let (k, inner) = h.iter().next().ok_or("an empty filter")?;
+            let (k, inner) = h.iter().next().ok_or(BaseError::Shape("an empty filter"))?;
             let items = match inner {
                 Yaml::Array(a) => a
                     .iter()
@@ -128,26 +136,33 @@ fn filter(v: &Yaml, nodes: &mut usize) -> Result<Filter, String> {
                 Some("and") => Ok(Filter::And(items)),
                 Some("or") => Ok(Filter::Or(items)),
                 Some("not") => Ok(Filter::Not(items)),
-                _ => Err("a filter object has one key: `and`, `or` or `not`".into()),
+                _ => Err(BaseError::Shape(
+                    "a filter object has one key: `and`, `or` or `not`",
+                )),
             }
         }
-        _ => Err("a filter is an expression, or `and`/`or`/`not` with a list".into()),
+        _ => Err(BaseError::Shape(
+            "a filter is an expression, or `and`/`or`/`not` with a list",
+        )),
     }
 }
 
-fn formulas(v: &Yaml) -> Result<HashMap<String, Result<Expr, String>>, String> {
+fn formulas(v: &Yaml) -> Result<HashMap<String, Result<Expr, BaseError>>, BaseError> {
     let Yaml::Hash(h) = v else {
-        return Err("`formulas` maps names to expressions".into());
+        return Err(BaseError::Shape("`formulas` maps names to expressions"));
     };
     if h.len() > FORMULAS_MAX {
-        return Err(format!("more than {FORMULAS_MAX} formulas"));
+        return Err(BaseError::Limit {
+            what: "formulas",
+            max: FORMULAS_MAX,
+        });
     }
     Ok(h.iter()
         .filter_map(|(k, v)| {
             let expr = match v {
                 Yaml::String(s) => parse(s),
                 Yaml::Integer(i) => Ok(Expr::Num(*i as f64)),
-                _ => Err("a formula is an expression in a string".to_owned()),
+                _ => Err(BaseError::Shape("a formula is an expression in a string")),
             };
             Some((k.as_str()?.to_owned(), expr))
         })
@@ -166,12 +181,15 @@ fn display_names(v: &Yaml) -> HashMap<String, String> {
         .collect()
 }
 
-fn views(v: &Yaml, nodes: &mut usize) -> Result<Vec<View>, String> {
+fn views(v: &Yaml, nodes: &mut usize) -> Result<Vec<View>, BaseError> {
     let Yaml::Array(list) = v else {
-        return Err("`views` is a list".into());
+        return Err(BaseError::Shape("`views` is a list"));
     };
     if list.len() > VIEWS_MAX {
-        return Err(format!("more than {VIEWS_MAX} views"));
+        return Err(BaseError::Limit {
+            what: "views",
+            max: VIEWS_MAX,
+        });
     }
     list.iter()
         .enumerate()
@@ -179,7 +197,7 @@ fn views(v: &Yaml, nodes: &mut usize) -> Result<Vec<View>, String> {
         .collect()
 }
 
-fn view(i: usize, v: &Yaml, nodes: &mut usize) -> Result<View, String> {
+fn view(i: usize, v: &Yaml, nodes: &mut usize) -> Result<View, BaseError> {
     let kind = match v["type"].as_str().unwrap_or("table") {
         "table" => ViewKind::Table,
         "cards" => ViewKind::Cards,
@@ -310,19 +328,33 @@ views:
 
     #[test]
     fn a_base_that_is_not_one_is_refused_with_the_reason() {
-        assert!(read("- a\n- b").unwrap_err().contains("mapping"));
-        assert!(read("filters:\n  maybe: [a]")
-            .unwrap_err()
-            .contains("one key"));
-        assert!(read("views: 3").unwrap_err().contains("list"));
-        assert!(read("filters: [unclosed").is_err());
+        let shape = |yaml: &str| match read(yaml) {
+            Err(BaseError::Shape(why)) => why,
+            other => panic!("{yaml:?}: {other:?}"),
+        };
+        assert!(shape("- a\n- b").contains("mapping"));
+        assert!(shape("filters:\n  maybe: [a]").contains("one key"));
+        assert!(shape("views: 3").contains("list"));
+        assert!(matches!(
+            read("filters: [unclosed"),
+            Err(BaseError::Yaml(_))
+        ));
         let many = format!(
             "filters:\n  and:\n{}",
             "    - a\n".repeat(FILTER_NODES_MAX + 1)
         );
-        assert!(read(&many).unwrap_err().contains("filter nodes"));
+        assert!(matches!(
+            read(&many),
+            Err(BaseError::Limit {
+                what: "filter nodes",
+                ..
+            })
+        ));
         let views = format!("views:\n{}", "  - type: list\n".repeat(VIEWS_MAX + 1));
-        assert!(read(&views).unwrap_err().contains("views"));
+        assert!(matches!(
+            read(&views),
+            Err(BaseError::Limit { what: "views", .. })
+        ));
         assert!(read("").unwrap().views.is_empty());
     }
 }

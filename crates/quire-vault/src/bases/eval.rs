@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use super::error::BaseError;
 use super::func;
 use super::parse::Expr;
 use super::row::Row;
@@ -44,7 +45,7 @@ impl Budget {
 #[derive(Debug)]
 pub struct Env<'a> {
     /// The base's formulas by name, parsed (a formula that did not parse holds why).
-    pub formulas: &'a HashMap<String, Result<Expr, String>>,
+    pub formulas: &'a HashMap<String, Result<Expr, BaseError>>,
     /// `now()`, in ms since the epoch: one instant for the whole render.
     pub now_ms: i64,
 }

@@ -2,6 +2,8 @@
 //! Bounded by the caller: an expression longer than [`super::parse::EXPR_BYTES_MAX`] is
 //! refused before it is read.
 
+use super::error::BaseError;
+
 /// One token.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Token {
@@ -23,7 +25,7 @@ const OPS: [&str; 20] = [
 ];
 
 /// The tokens of `src`, or why it is not an expression.
-pub(crate) fn tokens(src: &str) -> Result<Vec<Token>, String> {
+pub(crate) fn tokens(src: &str) -> Result<Vec<Token>, BaseError> {
     let mut out = Vec::new();
     let mut rest = src;
     while let Some(c) = rest.chars().next() {
@@ -35,7 +37,7 @@ pub(crate) fn tokens(src: &str) -> Result<Vec<Token>, String> {
                 .unwrap_or(rest.len());
             let n = rest[..end]
                 .parse()
-                .map_err(|_| format!("`{}` is not a number", &rest[..end]))?;
+                .map_err(|_| BaseError::Syntax(format!("`{}` is not a number", &rest[..end])))?;
             out.push(Token::Num(n));
             rest = &rest[end..];
         } else if c == '"' || c == '\'' {
@@ -52,14 +54,14 @@ pub(crate) fn tokens(src: &str) -> Result<Vec<Token>, String> {
             out.push(Token::Op(op));
             rest = &rest[op.len()..];
         } else {
-            return Err(format!("unexpected `{c}`"));
+            return Err(BaseError::Syntax(format!("unexpected `{c}`")));
         }
     }
     Ok(out)
 }
 
 /// A string literal opened by `quote` at the start of `src`; returns it and the rest.
-fn string(src: &str, quote: char) -> Result<(String, &str), String> {
+fn string(src: &str, quote: char) -> Result<(String, &str), BaseError> {
     let mut s = String::new();
     let mut chars = src.char_indices().skip(1);
     while let Some((i, c)) = chars.next() {
@@ -74,7 +76,7 @@ fn string(src: &str, quote: char) -> Result<(String, &str), String> {
             c => s.push(c),
         }
     }
-    Err("a string is not closed".to_owned())
+    Err(BaseError::Syntax("a string is not closed".to_owned()))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 //!   false.
 
 mod definition;
+mod error;
 mod eval;
 mod func;
 mod html;
@@ -38,6 +39,7 @@ mod time;
 mod value;
 
 pub use definition::{read, Base, Filter, View, ViewKind};
+pub use error::BaseError;
 pub use eval::{eval, Budget, Env};
 pub use html::{draw, Links};
 pub use note_row::NoteRow;

@@ -3,6 +3,7 @@
 //! indexing. Nesting is bounded ([`DEPTH_MAX`]), so a hostile `((((…` costs a
 //! refusal, not the stack.
 
+use super::error::BaseError;
 use super::lex::{tokens, Token};
 
 /// The longest expression read, in bytes.
@@ -10,6 +11,11 @@ pub const EXPR_BYTES_MAX: usize = 4096;
 
 /// Nesting at most (parentheses, calls, unary operators, member chains).
 const DEPTH_MAX: usize = 64;
+/// The error of an expression nested past [`DEPTH_MAX`].
+const NESTING: BaseError = BaseError::Limit {
+    what: "nesting",
+    max: DEPTH_MAX,
+};
 /// Items of a list literal or arguments of a call at most.
 const ITEMS_MAX: usize = 256;
 
@@ -41,16 +47,22 @@ pub enum Expr {
 }
 
 /// Parses `src`, or says why it is not an expression.
-pub fn parse(src: &str) -> Result<Expr, String> {
+pub fn parse(src: &str) -> Result<Expr, BaseError> {
     if src.len() > EXPR_BYTES_MAX {
-        return Err(format!("longer than {EXPR_BYTES_MAX} bytes"));
+        return Err(BaseError::Limit {
+            what: "bytes",
+            max: EXPR_BYTES_MAX,
+        });
     }
     let toks = tokens(src)?;
     let mut p = Parser { toks, at: 0 };
     let e = p.binary(0, 0)?;
     match p.toks.get(p.at) {
         None => Ok(e),
-        Some(t) => Err(format!("unexpected {} after the expression", show(t))),
+        Some(t) => Err(BaseError::Syntax(format!(
+            "unexpected {} after the expression",
+            show(t)
+        ))),
     }
 }
 
@@ -86,19 +98,22 @@ impl Parser {
         }
     }
 
-    fn expect(&mut self, op: &str) -> Result<(), String> {
+    fn expect(&mut self, op: &str) -> Result<(), BaseError> {
         if self.eat(op) {
             return Ok(());
         }
         match self.toks.get(self.at) {
-            Some(t) => Err(format!("expected `{op}`, found {}", show(t))),
-            None => Err(format!("expected `{op}` at the end")),
+            Some(t) => Err(BaseError::Syntax(format!(
+                "expected `{op}`, found {}",
+                show(t)
+            ))),
+            None => Err(BaseError::Syntax(format!("expected `{op}` at the end"))),
         }
     }
 
-    fn binary(&mut self, level: usize, depth: usize) -> Result<Expr, String> {
+    fn binary(&mut self, level: usize, depth: usize) -> Result<Expr, BaseError> {
         if depth > DEPTH_MAX {
-            return Err(format!("nested deeper than {DEPTH_MAX}"));
+            return Err(NESTING);
         }
         let Some(ops) = LEVELS.get(level) else {
             return self.unary(depth);
@@ -112,9 +127,9 @@ impl Parser {
         Ok(left)
     }
 
-    fn unary(&mut self, depth: usize) -> Result<Expr, String> {
+    fn unary(&mut self, depth: usize) -> Result<Expr, BaseError> {
         if depth > DEPTH_MAX {
-            return Err(format!("nested deeper than {DEPTH_MAX}"));
+            return Err(NESTING);
         }
         for op in ["!", "-"] {
             if self.eat(op) {
@@ -129,7 +144,7 @@ impl Parser {
                         e = Expr::Member(Box::new(e), name.clone());
                         self.at += 1;
                     }
-                    _ => return Err("expected a name after `.`".to_owned()),
+                    _ => return Err(BaseError::Syntax("expected a name after `.`".to_owned())),
                 }
             } else if self.eat("(") {
                 let args = self.items(")", depth)?;
@@ -142,12 +157,15 @@ impl Parser {
                 return Ok(e);
             }
         }
-        Err(format!("a chain longer than {DEPTH_MAX}"))
+        Err(BaseError::Limit {
+            what: "chain",
+            max: DEPTH_MAX,
+        })
     }
 
-    fn primary(&mut self, depth: usize) -> Result<Expr, String> {
+    fn primary(&mut self, depth: usize) -> Result<Expr, BaseError> {
         let Some(t) = self.toks.get(self.at).cloned() else {
-            return Err("the expression ends too soon".to_owned());
+            return Err(BaseError::Syntax("the expression ends too soon".to_owned()));
         };
         self.at += 1;
         Ok(match t {
@@ -165,19 +183,22 @@ impl Parser {
                 e
             }
             Token::Op("[") => Expr::List(self.items("]", depth)?),
-            Token::Op(op) => return Err(format!("unexpected `{op}`")),
+            Token::Op(op) => return Err(BaseError::Syntax(format!("unexpected `{op}`"))),
         })
     }
 
     /// Comma-separated expressions up to `close` (already past the opener).
-    fn items(&mut self, close: &str, depth: usize) -> Result<Vec<Expr>, String> {
+    fn items(&mut self, close: &str, depth: usize) -> Result<Vec<Expr>, BaseError> {
         let mut items = Vec::new();
         if self.eat(close) {
             return Ok(items);
         }
         loop {
             if items.len() == ITEMS_MAX {
-                return Err(format!("more than {ITEMS_MAX} items"));
+                return Err(BaseError::Limit {
+                    what: "items",
+                    max: ITEMS_MAX,
+                });
             }
             items.push(self.binary(0, depth + 1)?);
             if self.eat(close) {
@@ -263,12 +284,18 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
         }
         let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
-        assert!(parse(&deep).unwrap_err().contains("longer than"));
+        assert!(matches!(
+            parse(&deep),
+            Err(BaseError::Limit { what: "bytes", .. })
+        ));
         let deep = format!("{}1{}", "(".repeat(1_000), ")".repeat(1_000));
-        assert!(parse(&deep).unwrap_err().contains("deeper"));
+        assert_eq!(parse(&deep), Err(NESTING));
         let nots = format!("{}a", "!".repeat(1_000));
-        assert!(parse(&nots).unwrap_err().contains("deeper"));
+        assert_eq!(parse(&nots), Err(NESTING));
         let chain = format!("a{}", ".b".repeat(500));
-        assert!(parse(&chain).unwrap_err().contains("chain"));
+        assert!(matches!(
+            parse(&chain),
+            Err(BaseError::Limit { what: "chain", .. })
+        ));
     }
 }

@@ -75,7 +75,7 @@ fn calc(src: &str) -> Value {
     calc_with(src, &HashMap::new())
 }
 
-fn calc_with(src: &str, formulas: &HashMap<String, Result<Expr, String>>) -> Value {
+fn calc_with(src: &str, formulas: &HashMap<String, Result<Expr, BaseError>>) -> Value {
     let env = Env {
         formulas,
         now_ms: parse_date("2025-03-05 12:00").unwrap(),
@@ -177,7 +177,7 @@ fn unsupported_and_failing_parts_are_error_values_naming_them() {
 
 #[test]
 fn formulas_refer_to_each_other_and_a_cycle_is_an_error_not_a_hang() {
-    let formulas: HashMap<String, Result<Expr, String>> = [
+    let formulas: HashMap<String, Result<Expr, BaseError>> = [
         ("ppu", parse("price / age")),
         ("label", parse(r#"formula.ppu.toFixed(1) + " each""#)),
         ("loop_a", parse("formula.loop_b + 1")),
@@ -200,7 +200,7 @@ fn formulas_refer_to_each_other_and_a_cycle_is_an_error_not_a_hang() {
 #[test]
 fn a_hostile_expression_spends_its_budget_and_stops() {
     // 2^16 evaluations through doubling formulas: the budget stops it.
-    let mut formulas: HashMap<String, Result<Expr, String>> = HashMap::new();
+    let mut formulas: HashMap<String, Result<Expr, BaseError>> = HashMap::new();
     formulas.insert("f0".into(), parse("price"));
     for i in 1..16 {
         formulas.insert(
