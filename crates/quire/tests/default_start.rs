@@ -6,7 +6,21 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{copy_dir, Process, QUIRE};
+use common::{example_vault, Process, QUIRE};
+
+/// `quire [global] serve` on a copy of the example vault in `dir`, with no
+/// configuration file and `RUST_LOG=info`, its log a pipe.
+fn serve_logging_info(dir: &Path, global: &[&str]) -> Process {
+    let mut cmd = Command::new(QUIRE);
+    cmd.args(global)
+        .arg("serve")
+        .arg(example_vault(dir))
+        .args(["--listen", "127.0.0.1:0", "--no-watch", "--cache"])
+        .arg(dir.join("serve.vol"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null());
+    Process::start(&mut cmd)
+}
 
 /// The example vault with no configuration file and the default cache size: it
 /// used to warn about its own defaults (`responses larger than 2031552 bytes will
@@ -14,19 +28,7 @@ use common::{copy_dir, Process, QUIRE};
 #[test]
 fn the_default_start_warns_about_nothing_and_logs_no_colour_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
-        &vault,
-    );
-    let mut cmd = Command::new(QUIRE);
-    cmd.arg("serve")
-        .arg(&vault)
-        .args(["--listen", "127.0.0.1:0", "--no-watch", "--cache"])
-        .arg(dir.path().join("serve.vol"))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null());
-    let quire = Process::start(&mut cmd);
+    let quire = serve_logging_info(dir.path(), &[]);
     // An info line of the site's own, written before `serving`.
     let info = quire.wait_line("search index rebuilt");
     assert!(info.contains("INFO"), "{info}");
@@ -46,19 +48,7 @@ fn the_default_start_warns_about_nothing_and_logs_no_colour_codes() {
 #[test]
 fn log_format_json_writes_one_object_per_event() {
     let dir = tempfile::tempdir().unwrap();
-    let vault = dir.path().join("vault");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
-        &vault,
-    );
-    let mut cmd = Command::new(QUIRE);
-    cmd.args(["--log-format", "json", "serve"])
-        .arg(&vault)
-        .args(["--listen", "127.0.0.1:0", "--no-watch", "--cache"])
-        .arg(dir.path().join("serve.vol"))
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null());
-    let quire = Process::start(&mut cmd);
+    let quire = serve_logging_info(dir.path(), &["--log-format", "json"]);
     let line = quire.wait_line("search index rebuilt");
     let event: serde_json::Value = serde_json::from_str(&line)
         .unwrap_or_else(|e| panic!("not one JSON object: {line:?}: {e}"));

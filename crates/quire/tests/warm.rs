@@ -6,16 +6,12 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use common::{copy_dir, Process, QUIRE};
+use common::{example_vault, Process, QUIRE};
 
 /// `quire serve` on a copy of the example vault, with no limit on misses a second
 /// (warming from one address would otherwise be held to a reader's budget).
 fn serve(dir: &Path) -> Process {
-    let vault = dir.join("vault");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
-        &vault,
-    );
+    let vault = example_vault(dir);
     let config = dir.join("quire.toml");
     std::fs::write(&config, "[rate_limit]\nmisses_per_sec = 0\n").unwrap();
     let mut cmd = Command::new(QUIRE);

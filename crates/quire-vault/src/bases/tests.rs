@@ -276,23 +276,28 @@ fn shelf() -> [Note; 6] {
     ]
 }
 
-#[test]
-fn a_view_filters_sorts_groups_limits_and_computes_its_cells() {
-    let base = open_books_base();
-    let notes = shelf();
+/// The first view of `base` run over `notes` at `now_ms` 0.
+fn run_first(base: &Base, notes: &[Note], steps: u64, rows_max: usize) -> Outcome {
     let rows: Vec<&dyn Row> = notes.iter().map(|n| n as &dyn Row).collect();
     let env = Env {
         formulas: &base.formulas,
         now_ms: 0,
     };
-    let out = run(
-        &base,
+    run(
+        base,
         &base.views[0],
         &rows,
         &env,
-        &mut Budget::new(10_000),
-        1000,
-    );
+        &mut Budget::new(steps),
+        rows_max,
+    )
+}
+
+#[test]
+fn a_view_filters_sorts_groups_limits_and_computes_its_cells() {
+    let base = open_books_base();
+    let notes = shelf();
+    let out = run_first(&base, &notes, 10_000, 1000);
     assert_eq!(out.matched, 4, "a, c, d, f: books not done");
     assert_eq!(out.cut, None);
     let labels: Vec<&str> = out.columns.iter().map(|c| c.label.as_str()).collect();
@@ -315,25 +320,11 @@ fn a_view_filters_sorts_groups_limits_and_computes_its_cells() {
     );
     assert_eq!(out.groups[0].rows[0].cells[2].display(), "60");
 
-    let small = run(
-        &base,
-        &base.views[0],
-        &rows,
-        &env,
-        &mut Budget::new(10_000),
-        2,
-    );
+    let small = run_first(&base, &notes, 10_000, 2);
     assert_eq!(small.cut.as_deref(), Some("showing 2 of 4 notes"));
     assert_eq!(small.groups.iter().map(|g| g.rows.len()).sum::<usize>(), 2);
 
-    let starved = run(
-        &base,
-        &base.views[0],
-        &rows,
-        &env,
-        &mut Budget::new(10),
-        1000,
-    );
+    let starved = run_first(&base, &notes, 10, 1000);
     assert_eq!(
         starved.cut.as_deref(),
         Some("the view's evaluation budget ran out")
@@ -358,19 +349,7 @@ impl Links for TestLinks {
 
 fn drawn(yaml: &str, notes: &[Note], rows_max: usize) -> String {
     let base = read(yaml).unwrap();
-    let rows: Vec<&dyn Row> = notes.iter().map(|n| n as &dyn Row).collect();
-    let env = Env {
-        formulas: &base.formulas,
-        now_ms: 0,
-    };
-    let out = run(
-        &base,
-        &base.views[0],
-        &rows,
-        &env,
-        &mut Budget::new(100_000),
-        rows_max,
-    );
+    let out = run_first(&base, notes, 100_000, rows_max);
     draw(&base.views[0], &out, &TestLinks)
 }
 

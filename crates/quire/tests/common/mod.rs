@@ -91,7 +91,7 @@ pub(crate) fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Copies the folder `from` to `to`, recursively (a test's own copy of a vault).
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
+fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -102,4 +102,14 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), dst).unwrap();
         }
     }
+}
+
+/// A copy of the bundled example vault in `dir`, for a test to serve (and change).
+pub(crate) fn example_vault(dir: &Path) -> std::path::PathBuf {
+    let vault = dir.join("vault");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/vault"),
+        &vault,
+    );
+    vault
 }
