@@ -29,6 +29,8 @@ pub(crate) struct Answer {
     pub retry_after: Option<u64>,
     /// The body, when asked for (cut at the cap).
     pub body: Vec<u8>,
+    /// Whether the body was longer than the cap (and `body` is only its start).
+    pub cut: bool,
 }
 
 /// GETs `url` from `server` (`host:port`); keeps up to `keep` body bytes.
@@ -48,7 +50,8 @@ pub(crate) fn get(server: &str, url: &Uri, keep: usize) -> anyhow::Result<Answer
     let (head, rest) = read_head(&mut s).with_context(|| format!("{url}: reading the answer"))?;
     let mut answer = parse_head(&head).with_context(|| format!("{url}: a malformed answer"))?;
     answer.body = rest;
-    drain(&mut s, &mut answer.body, keep).with_context(|| format!("{url}: reading the body"))?;
+    answer.cut = drain(&mut s, &mut answer.body, keep)
+        .with_context(|| format!("{url}: reading the body"))?;
     Ok(answer)
 }
 
@@ -72,16 +75,19 @@ fn read_head(s: &mut TcpStream) -> anyhow::Result<(String, Vec<u8>)> {
     }
 }
 
-/// Reads the body to its end, keeping at most `keep` bytes of it in `body`.
-fn drain(s: &mut TcpStream, body: &mut Vec<u8>, keep: usize) -> std::io::Result<()> {
+/// Reads the body to its end, keeping at most `keep` bytes of it in `body` (which
+/// may hold its first bytes already); returns whether it was longer than that.
+fn drain(s: &mut impl Read, body: &mut Vec<u8>, keep: usize) -> std::io::Result<bool> {
+    let mut cut = body.len() > keep;
     body.truncate(keep);
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let n = s.read(&mut chunk)?;
         if n == 0 {
-            return Ok(());
+            return Ok(cut);
         }
         let room = keep.saturating_sub(body.len()).min(n);
+        cut |= room < n;
         body.extend_from_slice(&chunk[..room]);
     }
 }
@@ -99,6 +105,7 @@ fn parse_head(head: &str) -> anyhow::Result<Answer> {
         cache_status: None,
         retry_after: None,
         body: Vec::new(),
+        cut: false,
     };
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
@@ -127,5 +134,19 @@ mod tests {
             Some("quire; fwd=uri-miss; stored")
         );
         assert!(parse_head("garbage").is_err());
+    }
+
+    #[test]
+    fn a_body_past_the_cap_is_kept_up_to_it_and_said_to_be_cut() {
+        let mut body = b"abc".to_vec();
+        let cut = drain(&mut std::io::Cursor::new(vec![b'x'; 40_000]), &mut body, 10).unwrap();
+        assert!(cut);
+        assert_eq!(body, b"abcxxxxxxx");
+        let mut body = b"abc".to_vec();
+        assert!(!drain(&mut std::io::Cursor::new(b"def".to_vec()), &mut body, 10).unwrap());
+        assert_eq!(body, b"abcdef");
+        let mut body = b"abcdef".to_vec();
+        assert!(drain(&mut std::io::Cursor::new(Vec::new()), &mut body, 4).unwrap());
+        assert_eq!(body, b"abcd");
     }
 }

@@ -93,6 +93,12 @@ fn fetch_text(server: &str, url: &str) -> anyhow::Result<String> {
     if answer.status != 200 {
         bail!("{url}: HTTP {}", answer.status);
     }
+    if answer.cut {
+        bail!(
+            "{url}: longer than {} MB, the sitemap protocol's limit",
+            SITEMAP_BYTES_MAX >> 20
+        );
+    }
     Ok(String::from_utf8_lossy(&answer.body).into_owned())
 }
 
