@@ -8,7 +8,8 @@
 //!   owner without talking, and a node joining or leaving moves only its own keys.
 //! - **Only fills go to peers** (the fill path marks them, see
 //!   `quire_server::upstream::FillMark`): a passed request (a cookie, a POST) goes
-//!   to the origin, since the owner could not store it anyway.
+//!   to the origin, since the owner could not store it anyway; so does a fill for a
+//!   signed-in audience (`quire_server::upstream::Audience`), rendered locally.
 //! - **The owner never forwards a peer's request** to another peer: the request
 //!   carries `quire-peer: <node>`, and the owner's fill for it goes to the origin.
 //!   So a request crosses at most one hop even while two nodes disagree about the
@@ -42,7 +43,7 @@ use http::{HeaderValue, Request, Response};
 use http_body::Body as _;
 use quire_server::bus::{Bus, PEER_POSITION_HEADER};
 use quire_server::origin::{copy_head, Origin, OriginOptions, OutBody};
-use quire_server::upstream::{FillMark, UpBody, UpFuture, Upstream, PEER_HEADER};
+use quire_server::upstream::{Audience, FillMark, UpBody, UpFuture, Upstream, PEER_HEADER};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::bus::Stamp;
@@ -124,6 +125,13 @@ impl PeerFill {
         let Some(mark) = req.extensions().get::<FillMark>().copied() else {
             return self.inner.send(req).await;
         };
+        // A fill for a signed-in audience is rendered here: the owner would get it
+        // without the audience (an extension does not cross the wire), so it
+        // could only answer the anonymous page.
+        if req.extensions().get::<Audience>().is_some() {
+            self.stats.own_keys.fetch_add(1, Ordering::Relaxed);
+            return self.inner.send(req).await;
+        }
         if mark.from_peer {
             self.stats.served_to_peers.fetch_add(1, Ordering::Relaxed);
             return self.inner.send(req).await;
@@ -195,6 +203,22 @@ impl Upstream for PeerFill {
 
     fn key_version(&self, url: &quire_http::key::NormalizedUrl) -> u64 {
         self.inner.key_version(url)
+    }
+
+    fn audience(
+        &self,
+        url: &quire_http::key::NormalizedUrl,
+        headers: &http::HeaderMap,
+    ) -> Option<Audience> {
+        self.inner.audience(url, headers)
+    }
+
+    fn audience_version(
+        &self,
+        url: &quire_http::key::NormalizedUrl,
+        audience: Audience,
+    ) -> Option<u64> {
+        self.inner.audience_version(url, audience)
     }
 
     fn served(&self, target: &str) {

@@ -106,6 +106,9 @@ pub struct CacheStatus {
     pub(crate) key: Option<String>,
     /// §2.8: implementation-specific detail, e.g. why a response was not stored.
     pub(crate) detail: Option<String>,
+    /// The audience whose entry answered a signed-in reader's request: written into
+    /// `detail` as `audience-<label>`, after any other detail.
+    audience: Option<&'static str>,
 }
 
 impl CacheStatus {
@@ -161,6 +164,13 @@ impl CacheStatus {
         self
     }
 
+    /// Names the audience whose cache entry answered (`detail=audience-reader`,
+    /// or `detail="stale-while-revalidate audience-reader"` beside another detail).
+    pub fn with_audience(mut self, label: &'static str) -> Self {
+        self.audience = Some(label);
+        self
+    }
+
     /// The list member as text, e.g. `quire; fwd=stale; fwd-status=304`.
     pub(crate) fn render(&self) -> String {
         let mut out = Vec::with_capacity(32);
@@ -204,7 +214,19 @@ impl CacheStatus {
             out.extend_from_slice(b"; key=");
             write_sf_string(out, key, KEY_BYTES_MAX);
         }
-        if let Some(detail) = &self.detail {
+        let joined;
+        let detail = match (&self.detail, self.audience) {
+            (d, None) => d.as_deref(),
+            (None, Some(a)) => {
+                joined = format!("audience-{a}");
+                Some(joined.as_str())
+            }
+            (Some(d), Some(a)) => {
+                joined = format!("{d} audience-{a}");
+                Some(joined.as_str())
+            }
+        };
+        if let Some(detail) = detail {
             out.extend_from_slice(b"; detail=");
             // §2.8: "String or Token".
             if detail.len() <= DETAIL_BYTES_MAX && is_sf_token(detail) {
@@ -579,6 +601,21 @@ mod tests {
         );
         // The header value is valid (no CR/LF injection).
         assert_eq!(s.to_header_value().to_str().unwrap(), s.render());
+    }
+
+    /// The audience joins any other detail; alone it is a token.
+    #[test]
+    fn audience_is_named_in_detail() {
+        let hit = CacheStatus::hit().with_audience("reader").render();
+        assert_eq!(hit, "quire; hit; detail=audience-reader");
+        let swr = CacheStatus::hit()
+            .with_detail("stale-while-revalidate")
+            .with_audience("admin")
+            .render();
+        assert_eq!(
+            swr,
+            "quire; hit; detail=\"stale-while-revalidate audience-admin\""
+        );
     }
 
     /// detail is a token only when it is one (RFC 8941 §3.3.4).

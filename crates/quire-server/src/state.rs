@@ -21,7 +21,33 @@ pub(crate) use crate::policy::StartError;
 use crate::policy::{Policy, Reloaded};
 use crate::request::hit::Records;
 use crate::upstream::origin::{Origin, OriginOptions};
-use crate::upstream::{versioned, Upstream};
+use crate::upstream::{versioned, Audience, Upstream};
+
+/// What a store key is made of beyond the URL: the upstream's content version (with
+/// the key epoch folded in) and, for a signed-in reader's request, the audience.
+///
+/// An audience's keys end in `#` and its id, after the version suffix: a key is a
+/// length-prefixed URL then `@version` or nothing, then `#audience` or nothing, so no
+/// anonymous key is ever an audience's, and no audience's is another's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope {
+    /// The content version and key epoch, mixed.
+    pub version: u64,
+    /// The audience whose entry this is; `None` for the anonymous cache.
+    pub audience: Option<Audience>,
+}
+
+impl Scope {
+    /// `key` in this scope.
+    fn apply(self, key: Vec<u8>) -> Vec<u8> {
+        let mut key = versioned(key, self.version);
+        if let Some(a) = self.audience {
+            key.push(b'#');
+            key.extend_from_slice(&a.id().to_le_bytes());
+        }
+        key
+    }
+}
 
 /// Opens (or creates) the configured cache volume, with its directory.
 fn open_store(cfg: &Config) -> Result<Store, StartError> {
@@ -260,27 +286,44 @@ impl Ctx {
         Ok(Reloaded { needs_restart })
     }
 
-    /// The version [`Upstream::key_version`] gives `url` now. Read it once per
-    /// request and pass it to [`Ctx::primary_key`] and [`Ctx::variant_key`], so that
-    /// one request's keys agree.
-    pub fn key_version(&self, url: &NormalizedUrl) -> u64 {
-        crate::cache::key_epoch::mix(self.origin.key_version(url), self.key_epochs.current())
+    /// The anonymous scope of `url` now: the version [`Upstream::key_version`]
+    /// gives it, with the key epoch. Read it once per request and pass it to
+    /// [`Ctx::primary_key`] and [`Ctx::variant_key`], so that one request's keys
+    /// agree.
+    pub fn key_version(&self, url: &NormalizedUrl) -> Scope {
+        Scope {
+            version: crate::cache::key_epoch::mix(
+                self.origin.key_version(url),
+                self.key_epochs.current(),
+            ),
+            audience: None,
+        }
     }
 
-    /// The key of `url`'s primary record at `version`.
-    pub fn primary_key(&self, class: MethodClass, url: &NormalizedUrl, version: u64) -> Vec<u8> {
-        versioned(key::primary_key(class, url), version)
+    /// The scope of `url` for `audience` now ([`Upstream::audience_version`]), or
+    /// `None` when the upstream cannot version it yet.
+    pub fn audience_scope(&self, url: &NormalizedUrl, audience: Audience) -> Option<Scope> {
+        let v = self.origin.audience_version(url, audience)?;
+        Some(Scope {
+            version: crate::cache::key_epoch::mix(v, self.key_epochs.current()),
+            audience: Some(audience),
+        })
     }
 
-    /// The key of one variant of `url` at `version`.
+    /// The key of `url`'s primary record in `scope`.
+    pub fn primary_key(&self, class: MethodClass, url: &NormalizedUrl, scope: Scope) -> Vec<u8> {
+        scope.apply(key::primary_key(class, url))
+    }
+
+    /// The key of one variant of `url` in `scope`.
     pub fn variant_key(
         &self,
         class: MethodClass,
         url: &NormalizedUrl,
         vary: &VaryFields,
         headers: &http::HeaderMap,
-        version: u64,
+        scope: Scope,
     ) -> Vec<u8> {
-        versioned(key::variant_key(class, url, vary, headers), version)
+        scope.apply(key::variant_key(class, url, vary, headers))
     }
 }

@@ -2,14 +2,12 @@
 //! cookie names.
 //!
 //! Key decisions:
-//! - **Signed-in readers bypass the anonymous cache**, they do not get a cache of
-//!   their own. `quire-server` treats any cookie as a session and passes the request
-//!   to the site, which renders it for that reader with `Cache-Control: private,
-//!   no-store`. A per-audience cache would save renders for readers, but its keys
-//!   would have to carry the audience through every layer, and one mistake there
-//!   serves a private page to a stranger; on a notes site the readers are few and a
-//!   render is well under a millisecond. The anonymous cache is filled only by
-//!   requests that carry no cookie at all, so it can never hold a reader's view.
+//! - **Signed-in readers are cached by audience, never by person** (see
+//!   [`crate::audience`]): `quire-server` asks the site for a cookie's audience,
+//!   which [`viewer`] decides with every check below, and keeps the pages under
+//!   that audience's keys. A cookie that names no valid session bypasses the cache
+//!   and is answered as anonymous, `private, no-store`. The anonymous cache is filled
+//!   only by requests that carry no session cookie, so it never holds a reader's view.
 //! - Sessions are signed cookies (`quire_vault::readers::Sessions`), checked against
 //!   the users file and the sign-out table (in memory) on every request, so removing
 //!   or demoting a user takes effect at once.
@@ -72,6 +70,7 @@ pub fn viewer(headers: &HeaderMap, sessions: &Sessions, users: &Users) -> Option
             name: r.name.clone(),
             role: r.role.as_str(),
             audience: r.audience(),
+            shared: false,
         })
 }
 

@@ -36,6 +36,10 @@ pub struct SiteConfig {
     /// popover on hover or focus, and pan and zoom on `/graph`. Served from the
     /// binary and allowed by its hash in the page's CSP (`crate::script`).
     pub hover_previews: bool,
+    /// Cache signed-in readers' pages per audience (on by default; see
+    /// `crate::audience`). Off, every signed-in request is rendered for its reader
+    /// and never stored: for templates that show something personal on every page.
+    pub cache_signed_in: bool,
     /// `[render]`: what one page's render may spend (`quire_vault::render::budget`).
     pub render: RenderLimits,
     /// How many password checks run at once, and how sign-ins wait for one
@@ -130,6 +134,7 @@ impl Default for SiteConfig {
             session_hours: 24 * 14,
             secure_cookies: false,
             hover_previews: false,
+            cache_signed_in: true,
             render: RenderLimits::default(),
             sign_in: SignInConfig::default(),
         }

@@ -33,10 +33,7 @@ pub fn search(s: &Arc<Snapshot>, req: &Req<'_>, index: &SearchIndex, json_api: b
     } else {
         Some(index.search(&q, audience(req.viewer), RESULTS))
     };
-    let policy = match req.viewer {
-        None => Policy::Shared(s.search_version),
-        Some(_) => Policy::NoStore,
-    };
+    let policy = crate::request::policy(s, req.viewer, crate::request::At::Search);
     let hits = |r: &Results| -> Vec<serde_json::Value> {
         r.hits
             .iter()

@@ -11,13 +11,15 @@
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
 //! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
-//! - [`auth`]: sign-in, sign-out, sessions.
+//! - [`auth`]: sign-in, sign-out, sessions. [`audience`]: signed-in readers'
+//!   pages, cached per audience.
 //! - [`script`]: the opt-in page script (hover previews) and its hash.
 //! - `csp`: the pages' `Content-Security-Policy`, with and without that script.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
 
 #![forbid(unsafe_code)]
 
+pub mod audience;
 pub mod auth;
 pub mod config;
 mod csp;

@@ -24,6 +24,9 @@ pub struct Viewer {
     pub role: &'static str,
     /// What they may see.
     pub audience: Visibility,
+    /// Rendered for every member of the audience (`name` is empty): the page is
+    /// cached under the audience's keys ([`crate::audience`]).
+    pub shared: bool,
 }
 
 /// Who a page is rendered for: nobody (the anonymous, cached page) or a reader.

@@ -5,7 +5,9 @@
 //! carry `CDN-Cache-Control: max-age=…` (RFC 9213), which quire honours and
 //! browsers ignore, and `Cache-Control: no-cache` with an `ETag` for browsers: they
 //! revalidate every time and get a 304 from quire's fast path, so a changed page is
-//! seen at once. Pages rendered for a signed-in reader are `private, no-store`
+//! seen at once. Pages rendered for a signed-in audience are `private, no-cache`
+//! to browsers and kept by quire alone (`Surrogate-Control`, see
+//! [`crate::audience`]); pages rendered for one reader are `private, no-store`
 //! everywhere. Versioned assets (`?v=` matching the current version) are
 //! `immutable` for a year.
 
@@ -25,6 +27,10 @@ pub const PAGE_TTL_SECS: u64 = 3600;
 pub enum Policy {
     /// An anonymous page at `version`: quire keeps it, browsers revalidate.
     Shared(u64),
+    /// A page at `version` rendered for a whole signed-in audience: quire keeps it
+    /// under the audience's keys (its lifetime in `Surrogate-Control`, which quire
+    /// never sends on), browsers keep it private and revalidate.
+    Audience(u64),
     /// A versioned asset requested with its current version.
     Immutable,
     /// For one reader only, or an answer to a form: never stored.
@@ -137,6 +143,18 @@ impl Reply {
                 h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
                 if let Ok(v) = HeaderValue::from_str(&format!("max-age={PAGE_TTL_SECS}")) {
                     h.insert("cdn-cache-control", v);
+                }
+                if let Ok(v) = HeaderValue::from_str(&format!("\"{version:016x}\"")) {
+                    h.insert(header::ETAG, v);
+                }
+            }
+            Policy::Audience(version) => {
+                h.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, no-cache"),
+                );
+                if let Ok(v) = HeaderValue::from_str(&format!("max-age={PAGE_TTL_SECS}")) {
+                    h.insert("surrogate-control", v);
                 }
                 if let Ok(v) = HeaderValue::from_str(&format!("\"{version:016x}\"")) {
                     h.insert(header::ETAG, v);

@@ -6,6 +6,7 @@
 //! reaches into another.
 
 use http::{Method, StatusCode};
+use quire_vault::Visibility;
 use serde_json::{json, Value};
 
 use crate::model::{Viewer, Who};
@@ -27,11 +28,36 @@ pub struct Req<'a> {
     pub base: String,
 }
 
-/// The policy for a page the reader `who` sees at `version`.
-pub fn policy(who: Who<'_>, version: u64) -> Policy {
-    match who {
-        None => Policy::Shared(version),
-        Some(_) => Policy::NoStore,
+/// Which of a snapshot's versions a page is kept under.
+#[derive(Debug, Clone, Copy)]
+pub enum At<'a> {
+    /// The page at this path.
+    Page(&'a str),
+    /// A search answer.
+    Search,
+    /// Any other path (an error page, the sign-in form).
+    Other,
+}
+
+/// The policy for a page `who` sees at `at`: an anonymous page is shared; one
+/// rendered for a whole audience is kept under the audience's version (never
+/// stored when that version is not made yet); one rendered for a person is never
+/// stored.
+pub fn policy(s: &Snapshot, who: Who<'_>, at: At<'_>) -> Policy {
+    let aud = match who {
+        None => Visibility::Public,
+        Some(v) if v.shared => v.audience,
+        Some(_) => return Policy::NoStore,
+    };
+    let version = match at {
+        At::Page(path) => s.version_for(path, false, aud),
+        At::Search => s.version_for("", true, aud),
+        At::Other => s.other_for(aud),
+    };
+    match (who, version) {
+        (None, Some(v)) => Policy::Shared(v),
+        (Some(_), Some(v)) => Policy::Audience(v),
+        (_, None) => Policy::NoStore,
     }
 }
 
@@ -64,8 +90,7 @@ pub fn error(s: &Snapshot, who: Who<'_>, path: &str, status: StatusCode, message
         path,
         json!({"status": status.as_u16(), "message": message}),
     );
-    let version = s.other_version;
-    html(s, "error.html", &ctx, status, policy(who, version))
+    html(s, "error.html", &ctx, status, policy(s, who, At::Other))
 }
 
 /// The 404 page for `req`; to an anonymous reader it also stands for "only for

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::model::{self, audience};
 use crate::reply::{Policy, Reply};
-use crate::request::{html, not_found, policy, Req};
+use crate::request::{html, not_found, policy, At, Req};
 use crate::routes::{self, query_param, Page};
 use crate::snapshot::Snapshot;
 
@@ -41,8 +41,7 @@ pub struct Stores<'a> {
 pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
     let aud = audience(req.viewer);
     let v = &s.vault;
-    let version = s.version_of(req.path, false);
-    let shared = policy(req.viewer, version);
+    let shared = policy(s, req.viewer, At::Page(req.path));
     match routes::route(req.path) {
         Page::Index => listing(s, req, "index.html", Some(model::index(v, aud)), shared),
         Page::Tags => listing(s, req, "tags.html", Some(model::tags(v, aud)), shared),
@@ -58,6 +57,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Attachment(name) => attachment(s, req, &name),
         Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
+        Page::Account => account(s, req),
         Page::Views => crate::extras::views(s, req, db.views, db.shared),
         Page::Search => crate::extras::search(s, req, db.search, false),
         Page::ApiSearch => crate::extras::search(s, req, db.search, true),
@@ -96,7 +96,9 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
     // short notice, so the page is stored like any other and not rendered again.
     let (r, _) = render_bounded(v, i, aud, db.cancel.cloned());
     extra["note"]["html"] = r.html.into();
-    if who.is_some_and(|w| w.audience == Visibility::Draft) {
+    // Live counts only on a page rendered for one admin: a page kept for the
+    // audience would show a stale count (the counts are on `/_views`).
+    if who.is_some_and(|w| w.audience == Visibility::Draft && !w.shared) {
         extra["note"]["views"] = db.views.count(&v.notes()[i].path).ok().into();
     }
     extra["note"]["headings"] = r
@@ -235,6 +237,19 @@ fn script(s: &Snapshot, req: &Req<'_>) -> Reply {
     )
 }
 
+/// `/account`: who is signed in, and the sign-out form. Personal, so never stored
+/// (and never answered from an audience's entries: `crate::audience`). Anonymous
+/// readers are sent to sign in.
+fn account(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let Some(who) = req.viewer.filter(|v| !v.shared) else {
+        return Reply::redirect("/login?next=/account");
+    };
+    let ctx = s.page_context(Some(who), req.path, json!({}));
+    let mut ctx = ctx;
+    ctx["account"] = json!({"name": who.name, "role": who.role});
+    html(s, "account.html", &ctx, StatusCode::OK, Policy::NoStore)
+}
+
 /// The sign-in form, returning to `next` (a local target only).
 fn login_form(s: &Snapshot, req: &Req<'_>) -> Reply {
     let who = req.viewer;
@@ -249,7 +264,7 @@ fn login_form(s: &Snapshot, req: &Req<'_>) -> Reply {
         "login.html",
         &ctx,
         StatusCode::OK,
-        policy(who, s.other_version),
+        policy(s, who, At::Other),
     )
 }
 

@@ -10,6 +10,7 @@
 //! | `/search?q=`, `/api/search?q=` | search page, JSON |
 //! | `/feed.xml`, `/sitemap.xml`, `/robots.txt` | feed, sitemap, robots |
 //! | `/login`, `/logout` | sign-in and sign-out |
+//! | `/account` | the signed-in reader's name and the sign-out form (never cached) |
 //! | `/_views` | view counts (admins) |
 //! | `/_static/style.css` | the stylesheet |
 //! | `/graph` | the site's graph |
@@ -44,6 +45,8 @@ pub enum Page {
     Login,
     /// `/logout`.
     Logout,
+    /// `/account`.
+    Account,
     /// `/_views`.
     Views,
     /// `/_static/style.css`.
@@ -63,6 +66,9 @@ pub enum Page {
 /// The stylesheet's path.
 pub const CSS_PATH: &str = "/_static/style.css";
 
+/// The signed-in reader's own page.
+pub const ACCOUNT_PATH: &str = "/account";
+
 /// The site graph's path.
 pub const GRAPH_PATH: &str = "/graph";
 
@@ -77,6 +83,7 @@ pub fn route(path: &str) -> Page {
         "/sitemap.xml" => Page::Sitemap,
         "/robots.txt" => Page::Robots,
         "/login" => Page::Login,
+        ACCOUNT_PATH => Page::Account,
         "/logout" => Page::Logout,
         "/_views" => Page::Views,
         CSS_PATH => Page::Css,

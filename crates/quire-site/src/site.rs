@@ -24,7 +24,7 @@ use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use quire_http::key::NormalizedUrl;
 use quire_server::origin::{FailureKind, OriginError, OutBody};
-use quire_server::upstream::{UpFuture, Upstream};
+use quire_server::upstream::{Audience, UpFuture, Upstream};
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
 use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
@@ -33,6 +33,7 @@ use quire_vault::Vault;
 use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
 use crate::gate::Gate;
+use crate::model::Viewer;
 use crate::related;
 use crate::reply::{Policy, Reply};
 use crate::request::{self, Req};
@@ -230,6 +231,11 @@ impl Site {
             }
         }
         let old = self.inner.snap.swap(new.clone());
+        // Anonymous pages first; then, when signed-in readers were seen, their
+        // audiences' versions (their requests bypass the cache until then).
+        if old.signed_in_wanted() {
+            new.compute_signed_in(Some(&old));
+        }
         tracing::debug!(
             load_ms = t_load.as_millis() as u64,
             related_ms = (t_related - t_load).as_millis() as u64,
@@ -460,6 +466,37 @@ impl Upstream for Site {
         )
     }
 
+    fn audience(&self, url: &NormalizedUrl, headers: &http::HeaderMap) -> Option<Audience> {
+        if !self.inner.snap.load().config.cache_signed_in {
+            return None;
+        }
+        let users = self.inner.users.load();
+        crate::audience::of_request(url, headers, &self.inner.sessions, &users)
+    }
+
+    fn audience_version(&self, url: &NormalizedUrl, audience: Audience) -> Option<u64> {
+        let aud = crate::audience::visibility(audience)?;
+        let snap = self.inner.snap.load();
+        let path = url.path();
+        let found = if path.contains('%') {
+            snap.version_for(&percent_decode(path), is_search(path), aud)
+        } else {
+            snap.version_for(path, is_search(path), aud)
+        };
+        if found.is_none() && snap.start_signed_in() {
+            // The first signed-in request: make the audiences' versions off the
+            // request path; until then signed-in requests bypass the cache.
+            let snap = arc_swap::Guard::into_inner(snap);
+            let spawned = std::thread::Builder::new()
+                .name("quire-audiences".into())
+                .spawn(move || snap.compute_signed_in(None));
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "could not start making the signed-in versions");
+            }
+        }
+        found
+    }
+
     fn key_version(&self, url: &NormalizedUrl) -> u64 {
         let snap = self.inner.snap.load();
         let path = url.path();
@@ -536,7 +573,12 @@ fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>)
         .and_then(|h| h.to_str().ok())
         .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
         .unwrap_or("localhost");
-    let viewer = auth::viewer(&parts.headers, &inner.sessions, &users);
+    // A fill for an audience (set by quire-server, never by a client) is rendered
+    // for the audience, whoever asked; anything else for its cookie's reader.
+    let viewer = match parts.extensions.get::<Audience>() {
+        Some(a) => crate::audience::visibility(*a).map(Viewer::of_audience),
+        None => auth::viewer(&parts.headers, &inner.sessions, &users),
+    };
     let req = Req {
         method: &parts.method,
         path: &path,

@@ -19,9 +19,17 @@
 //! Pages that anonymous readers cannot see (private and draft notes, unknown paths)
 //! share one version, the epoch's: their anonymous answer is the same 404 whatever
 //! the note holds, so their keys reveal nothing either.
+//!
+//! The signed-in audiences (readers, admins) get versions of their own, made the same
+//! way from their own renders ([`Snapshot::compute_signed_in`], see
+//! `crate::audience`), under epochs of their own: no version of an audience's page
+//! equals an anonymous one or another audience's, so an `ETag` never validates across
+//! audiences. They are made on demand, off the request path, and again on each
+//! reload once asked for, reusing the previous snapshot's records that still hold.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use quire_vault::graph::{self, Graphs};
 use quire_vault::pages;
@@ -73,6 +81,36 @@ pub struct Snapshot {
     /// How many pages were rendered to make this snapshot's records (those whose
     /// previous record no longer held).
     pub rendered: usize,
+    /// The versions of the signed-in audiences' pages (readers, admins), made on
+    /// demand ([`Snapshot::compute_signed_in`]); empty until then.
+    signed_in: [OnceLock<Arc<Versions>>; 2],
+    /// Someone started making `signed_in`.
+    signed_in_started: AtomicBool,
+}
+
+/// The versions of every page one signed-in audience can see, made as the anonymous
+/// ones are, from that audience's own renders, listings, related notes and graphs.
+#[derive(Debug)]
+pub struct Versions {
+    /// Path → version of every page the audience can see.
+    pub pages: HashMap<String, u64, Xxh3Builder>,
+    /// The version of its search answers (any note it can see changed: all change).
+    pub search: u64,
+    /// The version of every other path.
+    pub other: u64,
+    /// Vault path → the record of the note's last render for the audience.
+    pub records: HashMap<String, Arc<Record>>,
+    /// How many notes were rendered to make `records`.
+    pub rendered: usize,
+}
+
+/// The slot of a signed-in audience in [`Snapshot`]'s versions.
+fn slot(aud: Visibility) -> Option<usize> {
+    match aud {
+        Visibility::Public => None,
+        Visibility::Private => Some(0),
+        Visibility::Draft => Some(1),
+    }
 }
 
 impl Snapshot {
@@ -117,6 +155,8 @@ impl Snapshot {
             note_paths: HashMap::with_hasher(Xxh3Builder::new()),
             records: HashMap::new(),
             rendered: 0,
+            signed_in: Default::default(),
+            signed_in_started: AtomicBool::new(false),
         };
         for (i, n) in s.vault.notes().iter().enumerate() {
             if s.vault.by_url(&n.url) == Some(i) {
@@ -125,26 +165,92 @@ impl Snapshot {
             }
         }
         s.attachment_audience = attachment_audience(&s.vault);
-        (s.records, s.rendered) = body_records(&s.vault, previous);
-        s.versions = s.compute_versions();
-        let mut search = Xxh3::new();
-        for n in s.vault.notes() {
-            if n.visibility() == Visibility::Public {
-                search.update(&n.version.to_le_bytes());
-                search.update(n.path.as_bytes());
-            }
-        }
-        s.search_version = mix(epoch, search.digest());
+        let pub_ = Visibility::Public;
+        (s.records, s.rendered) = body_records(&s.vault, previous.map(|p| &p.records), pub_);
+        s.versions = s.page_versions(pub_, epoch, &s.records);
+        s.search_version = search_version(&s.vault, epoch, pub_);
         s
     }
 
-    fn compute_versions(&self) -> HashMap<String, u64, Xxh3Builder> {
+    /// The version of `path` for `aud` (public or signed-in), or `None` while the
+    /// signed-in versions are not made yet.
+    pub fn version_for(&self, path: &str, search: bool, aud: Visibility) -> Option<u64> {
+        let Some(v) = self.signed_in_versions(aud) else {
+            return (aud == Visibility::Public).then(|| self.version_of(path, search));
+        };
+        Some(match search {
+            true => v.search,
+            false => v.pages.get(path).copied().unwrap_or(v.other),
+        })
+    }
+
+    /// The version of paths `aud` has no page at (errors, forms), or `None` while
+    /// the signed-in versions are not made yet.
+    pub fn other_for(&self, aud: Visibility) -> Option<u64> {
+        match self.signed_in_versions(aud) {
+            Some(v) => Some(v.other),
+            None => (aud == Visibility::Public).then_some(self.other_version),
+        }
+    }
+
+    /// The versions of signed-in audience `aud`'s pages, once made.
+    pub fn signed_in_versions(&self, aud: Visibility) -> Option<&Arc<Versions>> {
+        self.signed_in[slot(aud)?].get()
+    }
+
+    /// Claims the making of the signed-in versions: true for the first caller only.
+    pub fn start_signed_in(&self) -> bool {
+        !self.signed_in_started.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether the signed-in versions were asked for (so a reload makes them too).
+    pub fn signed_in_wanted(&self) -> bool {
+        self.signed_in_started.load(Ordering::Acquire)
+    }
+
+    /// Makes the versions of the readers' and the admins' pages, reusing the
+    /// records of `previous` that still hold. Slow (it renders what changed for
+    /// each audience): run off the request path. Until it is done, signed-in
+    /// requests bypass the cache.
+    pub fn compute_signed_in(&self, previous: Option<&Snapshot>) {
+        self.signed_in_started.store(true, Ordering::Release);
+        for aud in [Visibility::Private, Visibility::Draft] {
+            let Some(i) = slot(aud) else { continue };
+            if self.signed_in[i].get().is_some() {
+                continue;
+            }
+            // The audience's own epoch: no version of its pages equals an
+            // anonymous one, so an `ETag` never matches across audiences.
+            let epoch = mix(self.epoch, 0xa0 + aud as u64);
+            let prev = previous
+                .and_then(|p| p.signed_in_versions(aud))
+                .map(|v| &v.records);
+            let (records, rendered) = body_records(&self.vault, prev, aud);
+            let versions = Versions {
+                pages: self.page_versions(aud, epoch, &records),
+                search: search_version(&self.vault, epoch, aud),
+                other: mix(epoch, 0),
+                records,
+                rendered,
+            };
+            let _ = self.signed_in[i].set(Arc::new(versions));
+        }
+    }
+
+    /// The version of every page `aud` can see, under `epoch`, its notes' bodies
+    /// versioned by `records`.
+    fn page_versions(
+        &self,
+        aud: Visibility,
+        epoch: u64,
+        records: &HashMap<String, Arc<Record>>,
+    ) -> HashMap<String, u64, Xxh3Builder> {
         let v = &self.vault;
-        let pub_ = Visibility::Public;
+        let pub_ = aud;
         let mut out: HashMap<String, u64, Xxh3Builder> = HashMap::with_hasher(Xxh3Builder::new());
         let mut put = |path: String, value: &serde_json::Value| {
             let bytes = serde_json::to_vec(value).unwrap_or_default();
-            out.insert(path, mix(self.epoch, xxh3_64(&bytes)));
+            out.insert(path, mix(epoch, xxh3_64(&bytes)));
         };
         put("/".into(), &model::index(v, pub_));
         put("/tags/".into(), &model::tags(v, pub_));
@@ -162,12 +268,11 @@ impl Snapshot {
         let mut feed = Xxh3::new();
         let mut sitemap = Xxh3::new();
         for (i, n) in v.notes().iter().enumerate() {
-            if n.visibility() != pub_ || v.by_url(&n.url) != Some(i) {
+            if n.visibility() > pub_ || v.by_url(&n.url) != Some(i) {
                 continue;
             }
             let mut ctx = model::note(v, i, pub_, self.related.of(i, pub_));
-            ctx["body"] = self
-                .records
+            ctx["body"] = records
                 .get(&n.path)
                 .map(|r| format!("{:016x}", r.version()))
                 .into();
@@ -188,18 +293,22 @@ impl Snapshot {
             sitemap.update(k.as_bytes());
         }
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
-        out.insert("/feed.xml".into(), mix(self.epoch, feed));
-        out.insert("/sitemap.xml".into(), mix(self.epoch, sitemap));
+        out.insert("/feed.xml".into(), mix(epoch, feed));
+        out.insert("/sitemap.xml".into(), mix(epoch, sitemap));
         // Not in the sitemap (added after it): a drawing of pages it lists.
-        let site_graph = self.graphs.public().fingerprint();
-        out.insert(GRAPH_PATH.into(), mix(self.epoch, site_graph));
+        let site_graph = self.graphs.site(v, aud).fingerprint();
+        out.insert(GRAPH_PATH.into(), mix(epoch, site_graph));
         if self.config.hover_previews {
             out.insert(crate::script::SCRIPT_PATH.into(), crate::script::version());
         }
-        self.alias_versions(&mut out);
+        self.alias_versions(&mut out, aud, epoch);
         out.insert(CSS_PATH.into(), self.css_version);
         for (name, _, version) in v.attachments() {
-            if self.attachment_audience.get(name) == Some(&pub_) {
+            if self
+                .attachment_audience
+                .get(name)
+                .is_some_and(|a| *a <= aud)
+            {
                 out.insert(attachment_url(name), version);
             }
         }
@@ -210,12 +319,17 @@ impl Snapshot {
     /// leads; not when its path is a page of its own (a listing, or a fixed path
     /// the router answers first). Added after the sitemap's version: aliases are
     /// not in the sitemap.
-    fn alias_versions(&self, out: &mut HashMap<String, u64, Xxh3Builder>) {
+    fn alias_versions(
+        &self,
+        out: &mut HashMap<String, u64, Xxh3Builder>,
+        aud: Visibility,
+        epoch: u64,
+    ) {
         let v = &self.vault;
         for (url, i) in v.alias_urls() {
             let n = &v.notes()[i];
-            if n.visibility() == Visibility::Public && matches!(route(url), Page::Note(_)) {
-                let version = mix(self.epoch, xxh3_64(n.url.as_bytes()));
+            if n.visibility() <= aud && matches!(route(url), Page::Note(_)) {
+                let version = mix(epoch, xxh3_64(n.url.as_bytes()));
                 out.entry(url.to_owned()).or_insert(version);
             }
         }
@@ -231,7 +345,13 @@ impl Snapshot {
                 "base_url": self.config.base_url,
                 "language": self.config.language,
             },
-            "reader": who.map(|v| json!({"name": v.name, "role": v.role})),
+            // A page rendered for a whole audience carries no name (see
+            // `crate::audience`); `/account` shows it.
+            "reader": who.map(|v| json!({
+                "name": (!v.shared).then_some(v.name.as_str()),
+                "role": v.role,
+                "account_url": crate::routes::ACCOUNT_PATH,
+            })),
             "css_url": format!("{CSS_PATH}?v={:016x}", self.css_version),
             "feed_url": "/feed.xml",
             "graph_url": GRAPH_PATH,
@@ -282,24 +402,40 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     out
 }
 
-/// The record of every public note's anonymous render: `previous`'s where it still
-/// holds on `v` (the render would read the same, so make the same body), else a new
-/// render's.
-fn body_records(v: &Vault, previous: Option<&Snapshot>) -> (HashMap<String, Arc<Record>>, usize) {
+/// The version of search answers for `aud`: any note it can see changed, all change.
+fn search_version(v: &Vault, epoch: u64, aud: Visibility) -> u64 {
+    let mut search = Xxh3::new();
+    for n in v.notes() {
+        if n.visibility() <= aud {
+            search.update(&n.version.to_le_bytes());
+            search.update(n.path.as_bytes());
+        }
+    }
+    mix(epoch, search.digest())
+}
+
+/// The record of the render for `aud` of every note `aud` can see: `previous`'s
+/// where it still holds on `v` (the render would read the same, so make the same
+/// body), else a new render's.
+fn body_records(
+    v: &Vault,
+    previous: Option<&HashMap<String, Arc<Record>>>,
+    aud: Visibility,
+) -> (HashMap<String, Arc<Record>>, usize) {
     let t0 = std::time::Instant::now();
     let mut out = HashMap::new();
     let mut rendered = 0usize;
     for (i, n) in v.notes().iter().enumerate() {
-        if n.visibility() != Visibility::Public {
+        if n.visibility() > aud {
             continue;
         }
         let kept = previous
-            .and_then(|p| p.records.get(&n.path))
+            .and_then(|p| p.get(&n.path))
             .filter(|r| r.holds(v))
             .cloned();
         let record = kept.unwrap_or_else(|| {
             rendered += 1;
-            Arc::new(render_recorded(v, i, Visibility::Public).1)
+            Arc::new(render_recorded(v, i, aud).1)
         });
         out.insert(n.path.clone(), record);
     }

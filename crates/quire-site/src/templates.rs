@@ -14,7 +14,7 @@ use minijinja::Environment;
 use crate::config::DIR;
 
 /// Every template, with its default source.
-pub const DEFAULTS: [(&str, &str); 11] = [
+pub const DEFAULTS: [(&str, &str); 12] = [
     ("layout.html", include_str!("../templates/layout.html")),
     ("index.html", include_str!("../templates/index.html")),
     ("note.html", include_str!("../templates/note.html")),
@@ -23,6 +23,7 @@ pub const DEFAULTS: [(&str, &str); 11] = [
     ("tag.html", include_str!("../templates/tag.html")),
     ("search.html", include_str!("../templates/search.html")),
     ("login.html", include_str!("../templates/login.html")),
+    ("account.html", include_str!("../templates/account.html")),
     ("error.html", include_str!("../templates/error.html")),
     ("views.html", include_str!("../templates/views.html")),
     ("graph.html", include_str!("../templates/graph.html")),

@@ -41,7 +41,7 @@ use crate::metrics::FillResult;
 use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::hit;
-use crate::state::Ctx;
+use crate::state::{Ctx, Scope};
 use crate::upstream::error::{FailureKind, OriginError};
 use crate::upstream::origin;
 use crate::upstream::{self, Ahead, UpBody};
@@ -64,9 +64,10 @@ pub(crate) struct FillSpec {
     pub url: NormalizedUrl,
     /// Where the URL's primary record lives.
     pub primary_key: Vec<u8>,
-    /// The upstream's key version `primary_key` was made with (variant keys use it
-    /// too).
-    pub key_version: u64,
+    /// The upstream's key version (and audience) `primary_key` was made with
+    /// (variant keys use it too). A fill for an audience carries the audience to
+    /// the upstream as a request extension, and no credentials.
+    pub scope: Scope,
     /// The fields sent to the origin (see [`origin::fill_headers`]).
     pub headers: HeaderMap,
     /// The client request's fields (for the storability rules on the request).
@@ -154,6 +155,13 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
                 .client_headers
                 .contains_key(crate::upstream::PEER_HEADER),
         });
+        if let Some(a) = spec.scope.audience {
+            // The upstream renders for the audience, never for a person: no
+            // cookie or credentials reach it with the fill.
+            req.headers_mut().remove(header::COOKIE);
+            req.headers_mut().remove(header::AUTHORIZATION);
+            req.extensions_mut().insert(a);
+        }
         let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
         let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
@@ -270,8 +278,8 @@ fn plan(ctx: &Ctx, fill: &Fill, spec: &FillSpec, fetched: Fetched) -> (Head, Sto
     let variant_key = if vary.is_empty() {
         spec.primary_key.clone()
     } else {
-        let (url, version) = (&spec.url, spec.key_version);
-        ctx.variant_key(MethodClass::Get, url, &vary, &spec.headers, version)
+        let (url, scope) = (&spec.url, spec.scope);
+        ctx.variant_key(MethodClass::Get, url, &vary, &spec.headers, scope)
     };
     let store = decide(ctx, spec, parts.status, &parts.headers);
     let keys = commit::surrogate_keys(&parts.headers);

@@ -584,7 +584,7 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
     let class = MethodClass::of(method)?;
     let now = ctx.clock.now();
-    let look = crate::request::lookup::lookup(ctx, class, &url, headers);
+    let look = crate::request::lookup::lookup(ctx, class, &url, headers, ctx.key_version(&url));
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
     if freshness::reuse(&ctx.timing_of(&prepared), &req_cc, &policy.reuse, now) != Decision::Fresh {

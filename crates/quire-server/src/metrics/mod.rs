@@ -269,6 +269,7 @@ pub struct Metrics {
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
+    audience_requests: AtomicU64,
     fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
@@ -295,6 +296,7 @@ impl Metrics {
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
+            audience_requests: AtomicU64::new(0),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
@@ -342,6 +344,11 @@ impl Metrics {
     /// Requests that joined an in-flight fill instead of starting one.
     pub fn record_coalesced(&self) {
         self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A signed-in reader's request was looked up under its audience's keys.
+    pub fn record_audience_request(&self) {
+        self.audience_requests.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A miss found no fill slot (in all, or for its client) and was passed through.

@@ -111,6 +111,12 @@ impl Metrics {
         )?;
         counter(
             out,
+            "quire_audience_requests_total",
+            "Signed-in readers' requests served from (or filling) their audience's cache entries instead of bypassing the cache.",
+            self.audience_requests.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
             "quire_fills_busy_total",
             "Misses that found no fill slot (in all, or for their client) and were passed to the origin unstored.",
             self.fills_busy.load(Ordering::Relaxed),

@@ -31,8 +31,9 @@ use crate::request::body::Body;
 use crate::request::hit::{self, HitRequest, NotServed, Prepared};
 use crate::request::lookup::{self, keyed, Lookup};
 use crate::request::reply;
-use crate::state::Ctx;
+use crate::state::{Ctx, Scope};
 use crate::upstream::origin::{self, OutBody};
+use crate::upstream::Audience;
 
 /// A response and how the request it answers counts in the metrics.
 pub(crate) type Answered = (Response<Body>, Outcome);
@@ -52,9 +53,32 @@ pub(crate) struct Exchange<'a> {
     /// The policy it started under: every decision it and its fill take uses it,
     /// whatever a reload swaps in meanwhile.
     pub(crate) policy: Arc<Policy>,
+    /// The audience a signed-in reader's request is answered as (its keys are that
+    /// audience's); `None` for the anonymous cache.
+    pub(crate) audience: Option<Audience>,
 }
 
 impl Exchange<'_> {
+    /// The scope this request's keys are made in now: its audience's, or the
+    /// anonymous cache's. `None` when the upstream cannot version the audience's
+    /// keys yet (the request is then passed, never answered from another scope).
+    pub(crate) fn scope_now(&self) -> Option<Scope> {
+        match self.audience {
+            Some(a) => self.ctx.audience_scope(&self.url, a),
+            None => Some(self.ctx.key_version(&self.url)),
+        }
+    }
+
+    /// `status` with the cache key when it is exposed, and the audience whose entry
+    /// answered (`detail=audience-<label>`).
+    pub(crate) fn keyed(&self, status: CacheStatus) -> CacheStatus {
+        let status = keyed(self.ctx, &self.url, status);
+        match self.audience {
+            Some(a) => status.with_audience(a.label()),
+            None => status,
+        }
+    }
+
     /// The 429 when the client is over its `class` budget (`[rate_limit]`).
     pub(crate) fn over_rate(&self, class: Class) -> Option<Answered> {
         let cfg = &self.policy.cfg.rate_limit;
@@ -78,7 +102,10 @@ impl Exchange<'_> {
     /// Serves `rec`, a stale copy under `key`, if the store still holds its bodies;
     /// `why` goes into `Cache-Status`. A 502 when they are gone.
     pub(crate) fn serve_stale(&self, key: &[u8], rec: &Prepared, why: &str) -> Answered {
-        let status = CacheStatus::hit().with_detail(why);
+        let mut status = CacheStatus::hit().with_detail(why);
+        if let Some(a) = self.audience {
+            status = status.with_audience(a.label());
+        }
         let served = match lookup::same_version(self.ctx, key, rec) {
             Some(entry) => hit::serve(&self.hit_request(), rec, &entry, status, self.now),
             None => Err(NotServed::BodyGone),
@@ -163,7 +190,7 @@ impl Exchange<'_> {
         FillSpec {
             url: url.clone(),
             primary_key: look.primary_key.clone(),
-            key_version: look.version,
+            scope: look.scope,
             headers,
             client_headers: req_headers.clone(),
             revalidate,
@@ -303,7 +330,7 @@ impl Miss<'_> {
             &x.url,
             &head.vary,
             x.req.headers(),
-            self.look.version,
+            self.look.scope,
         )
     }
 
@@ -312,7 +339,10 @@ impl Miss<'_> {
     async fn answer_from_store(self, head: &Head, id: u64) -> Answered {
         let x = &self.x;
         let class = MethodClass::of(x.req.method()).unwrap_or(MethodClass::Get);
-        let look = lookup::lookup(x.ctx, class, &x.url, x.req.headers());
+        let Some(scope) = x.scope_now() else {
+            return self.pass(CacheStatus::forward(Fwd::UriMiss)).await;
+        };
+        let look = lookup::lookup(x.ctx, class, &x.url, x.req.headers(), scope);
         let mut st = self.status.clone();
         if head.status.as_u16() != 200 {
             st = st.with_fwd_status(head.status.as_u16());
@@ -345,8 +375,11 @@ impl Miss<'_> {
     /// that the URL's `Vary` record is stored — once; else pass the request through.
     async fn own_variant(self) -> Answered {
         let x = &self.x;
-        let look = lookup::lookup(x.ctx, MethodClass::Get, &x.url, x.req.headers());
-        let status = keyed(x.ctx, &x.url, CacheStatus::forward(Fwd::VaryMiss));
+        let status = x.keyed(CacheStatus::forward(Fwd::VaryMiss));
+        let Some(scope) = x.scope_now() else {
+            return self.pass(status).await;
+        };
+        let look = lookup::lookup(x.ctx, MethodClass::Get, &x.url, x.req.headers(), scope);
         if self.variant_retry || look.vary.is_none() || look.record.is_some() {
             return self.pass(status).await;
         }

@@ -14,14 +14,14 @@ use quire_http::status::CacheStatus;
 use quire_store::{Engine, EntryRef, Handle};
 
 use crate::request::hit::{Cached, Prepared};
-use crate::state::Ctx;
+use crate::state::{Ctx, Scope};
 
 /// What the store holds for a request.
 pub(crate) struct Lookup {
     /// The URL's key (where its record or its `Vary` record lives).
     pub(crate) primary_key: Vec<u8>,
-    /// The upstream's key version the keys were made with.
-    pub(crate) version: u64,
+    /// The upstream's key version (and audience) the keys were made with.
+    pub(crate) scope: Scope,
     /// The variant key where the record for this request lives, when the URL
     /// varies (else it is under `primary_key`).
     variant_key: Option<Vec<u8>>,
@@ -41,19 +41,20 @@ impl Lookup {
     }
 }
 
-/// Looks up the stored response for a request: primary record, then the variant
+/// Looks up the stored response for a request in `scope` (the anonymous cache's,
+/// `ctx.key_version(url)`, or an audience's): primary record, then the variant
 /// record when the URL varies.
 pub(crate) fn lookup(
     ctx: &Ctx,
     class: MethodClass,
     url: &NormalizedUrl,
     headers: &HeaderMap,
+    scope: Scope,
 ) -> Lookup {
-    let version = ctx.key_version(url);
-    let primary_key = ctx.primary_key(class, url, version);
+    let primary_key = ctx.primary_key(class, url, scope);
     let mut look = Lookup {
         primary_key,
-        version,
+        scope,
         variant_key: None,
         vary: None,
         record: None,
@@ -69,7 +70,7 @@ pub(crate) fn lookup(
         }
         Some(Cached::Vary(v)) => {
             drop(h);
-            let vk = ctx.variant_key(class, url, &v, headers, version);
+            let vk = ctx.variant_key(class, url, &v, headers, scope);
             if let Some((o, h)) = entry_at(ctx, &vk) {
                 look.record = Some(o);
                 look.entry = Some(h);

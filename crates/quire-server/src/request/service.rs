@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use http::header;
 use http::{Method, Request, Response};
-use quire_http::bypass;
+use quire_http::bypass::{self, Bypass};
 use quire_http::cache_control::CacheControl;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass};
@@ -42,10 +42,10 @@ use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::hit::{self, NotServed, Prepared};
-use crate::request::lookup::{self, keyed, Lookup};
+use crate::request::lookup::{self, Lookup};
 use crate::request::refuse;
 use crate::request::reply;
-use crate::state::Ctx;
+use crate::state::{Ctx, Scope};
 use crate::upstream::origin::OutBody;
 
 /// Answers one request and records it in the metrics; over HTTPS, the answer
@@ -144,6 +144,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         url,
         now,
         policy,
+        audience: None,
     };
     if crate::request::tunnel::is_upgrade(&x.req) {
         if let Some(limited) = x.over_rate(Class::Miss) {
@@ -158,21 +159,34 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         // Every other method goes to the origin; unsafe ones invalidate (RFC 9111 §4.4).
         return Box::pin(x.pass(CacheStatus::forward(Fwd::Method), Outcome::Pass)).await;
     };
+    let mut x = x;
+    let mut scope = None;
     if let Some(b) = bypass::bypass(x.req.method(), x.req.headers(), &x.policy.bypass) {
-        if let Some(limited) = x.over_rate(Class::Miss) {
-            return limited;
+        // A session cookie the upstream answers per audience (and can version now)
+        // is served from that audience's entries; anything else is passed.
+        let audience = (b == Bypass::Cookie)
+            .then(|| x.ctx.origin.audience(&x.url, x.req.headers()))
+            .flatten();
+        scope = audience.and_then(|a| x.ctx.audience_scope(&x.url, a));
+        if scope.is_none() {
+            if let Some(limited) = x.over_rate(Class::Miss) {
+                return limited;
+            }
+            let status = CacheStatus::forward(Fwd::Bypass).with_detail(b.detail());
+            return Box::pin(x.pass(status, Outcome::Bypass)).await;
         }
-        let status = CacheStatus::forward(Fwd::Bypass).with_detail(b.detail());
-        return Box::pin(x.pass(status, Outcome::Bypass)).await;
+        x.audience = audience;
+        x.ctx.metrics.record_audience_request();
     }
-    cached(x, class).await
+    let scope = scope.unwrap_or_else(|| x.ctx.key_version(&x.url));
+    cached(x, class, scope).await
 }
 
-/// A request the cache may answer: looked up, then served, revalidated or filled
-/// by the RFC 9111 reuse decision.
-async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
+/// A request the cache may answer: looked up in `scope`, then served, revalidated or
+/// filled by the RFC 9111 reuse decision.
+async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     let req_cc = CacheControl::from_headers(x.req.headers());
-    let mut look = lookup::lookup(x.ctx, class, &x.url, x.req.headers());
+    let mut look = lookup::lookup(x.ctx, class, &x.url, x.req.headers(), scope);
     // The entry pins its region: it is dropped before any wait on the origin, so a
     // slow origin never holds reclaim back.
     let entry = look.entry.take();
@@ -183,7 +197,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
         if let Some(limited) = x.over_rate(Class::Miss) {
             return limited;
         }
-        let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&look)));
+        let status = x.keyed(CacheStatus::forward(miss_fwd(&look)));
         return Box::pin(x.fill(look, status, None, None)).await;
     };
     match freshness::reuse(&x.ctx.timing_of(&rec), &req_cc, &x.policy.reuse, x.now) {
@@ -199,7 +213,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass) -> Answered {
                 req_cc.no_cache.is_some() || req_cc.max_age.is_some() || req_cc.min_fresh.is_some();
             let fwd = if explicit { Fwd::Request } else { Fwd::Stale };
             let stale = stale_if_error.map(|_| rec.clone());
-            let status = keyed(x.ctx, &x.url, CacheStatus::forward(fwd));
+            let status = x.keyed(CacheStatus::forward(fwd));
             Box::pin(x.fill(look, status, Some(Arc::new(rec.rec.clone())), stale)).await
         }
         decision => {
@@ -233,7 +247,7 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
     if let Some(limited) = x.over_rate(Class::Hit) {
         return limited;
     }
-    let mut status = keyed(x.ctx, &x.url, CacheStatus::hit());
+    let mut status = x.keyed(CacheStatus::hit());
     if decision == Decision::StaleWhileRevalidate {
         status = status.with_detail("stale-while-revalidate");
         x.revalidate_in_background(&s.look, &s.rec.rec);
@@ -250,7 +264,7 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
             Box::pin(x.pass(CacheStatus::forward(Fwd::Request), Outcome::Pass)).await
         }
         Err(NotServed::BodyGone) => {
-            let status = keyed(x.ctx, &x.url, CacheStatus::forward(miss_fwd(&s.look)));
+            let status = x.keyed(CacheStatus::forward(miss_fwd(&s.look)));
             Box::pin(x.fill(s.look, status, None, None)).await
         }
     }

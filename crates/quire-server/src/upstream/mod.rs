@@ -13,6 +13,6 @@ pub mod origins;
 pub(crate) mod port;
 
 pub use port::{
-    prepend, read_ahead, versioned, Ahead, BoxError, FillMark, RouteBy, UpBody, UpFuture, Upstream,
-    PEER_HEADER,
+    prepend, read_ahead, versioned, Ahead, Audience, BoxError, FillMark, RouteBy, UpBody, UpFuture,
+    Upstream, PEER_HEADER,
 };

@@ -45,6 +45,52 @@ pub struct FillMark {
     pub from_peer: bool,
 }
 
+/// A class of signed-in readers who are all answered the same bytes, named by the
+/// upstream ([`Upstream::audience`]): their pages are cached under keys of the
+/// audience, never of a person.
+///
+/// An audience is a **canonical set of grants** (what its members may see, e.g.
+/// `private`, `draft`): its id is the hash of the sorted, deduplicated set, so two
+/// audiences with the same grants are one, whatever they are called, and a tier or a
+/// group added later is one more grant. The label names it in `Cache-Status`.
+///
+/// A fill for an audience carries the audience as a request extension (never a
+/// header, so nothing a client sends can pose as one), and no cookie: the upstream
+/// renders for the audience, not for whoever asked first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Audience {
+    id: u64,
+    label: &'static str,
+}
+
+impl Audience {
+    /// The audience of `grants`, labelled `label` (an RFC 8941 token, e.g. `reader`).
+    pub fn new(label: &'static str, grants: &[&str]) -> Audience {
+        let mut set: Vec<&str> = grants.to_vec();
+        set.sort_unstable();
+        set.dedup();
+        let mut bytes = Vec::new();
+        for g in set {
+            bytes.extend_from_slice(&(g.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(g.as_bytes());
+        }
+        Audience {
+            id: quire_http::key::key_hash(&bytes),
+            label,
+        }
+    }
+
+    /// The id every key of the audience carries.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its name in `Cache-Status` (`detail=audience-<label>`).
+    pub fn label(&self) -> &'static str {
+        self.label
+    }
+}
+
 /// An extension on a passed request: the normalised host and path its URL was
 /// keyed by. A passed request carries the client's own target and `Host`; an
 /// upstream that routes ([`crate::upstream::origins`]) routes on these instead, so a pass
@@ -88,6 +134,25 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     fn key_version(&self, url: &NormalizedUrl) -> u64 {
         let _ = url;
         0
+    }
+
+    /// The audience a request for `url` that carries a session cookie is answered as, when the
+    /// upstream can tell and every member of it gets the same bytes: the request is
+    /// then served from (and fills) the cache under that audience's keys. `None`
+    /// (the default, and for a cookie that names no valid session) means the request
+    /// bypasses the cache, as any request with a session cookie does. Called once
+    /// per such request on the runtime: it must not block.
+    fn audience(&self, url: &NormalizedUrl, headers: &http::HeaderMap) -> Option<Audience> {
+        let _ = (url, headers);
+        None
+    }
+
+    /// The content version of `url` for `audience`, folded into its keys like
+    /// [`Upstream::key_version`]. `None` when the upstream cannot say yet (the
+    /// request then bypasses the cache). Lock-free, like `key_version`.
+    fn audience_version(&self, url: &NormalizedUrl, audience: Audience) -> Option<u64> {
+        let _ = (url, audience);
+        None
     }
 
     /// A GET for `target` (the request's path and query, as sent) was answered
@@ -237,6 +302,20 @@ pub fn versioned(mut key: Vec<u8>, version: u64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_audience_is_its_set_of_grants() {
+        let a = Audience::new("reader", &["private"]);
+        assert_eq!(a, Audience::new("reader", &["private", "private"]));
+        let admin = Audience::new("admin", &["draft", "private"]);
+        assert_eq!(admin.id(), Audience::new("x", &["private", "draft"]).id());
+        assert_ne!(a.id(), admin.id());
+        // Length-prefixed: ["ab"] is not ["a", "b"].
+        assert_ne!(
+            Audience::new("a", &["ab"]).id(),
+            Audience::new("a", &["a", "b"]).id()
+        );
+    }
 
     #[test]
     fn version_zero_leaves_keys_alone_and_others_differ() {
