@@ -230,10 +230,12 @@ impl Site {
                 tracing::error!(error = %e, "users file not reloaded; the previous one stays")
             }
         }
+        // Claimed before the swap, so no signed-in request starts a second making.
+        let wanted = self.inner.snap.load().signed_in_wanted() && new.start_signed_in();
         let old = self.inner.snap.swap(new.clone());
         // Anonymous pages first; then, when signed-in readers were seen, their
         // audiences' versions (their requests bypass the cache until then).
-        if old.signed_in_wanted() {
+        if wanted {
             new.compute_signed_in(Some(&old));
         }
         tracing::debug!(
