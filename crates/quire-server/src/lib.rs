@@ -54,6 +54,7 @@ pub use cache::object;
 pub use edge::{client, guard, inherit, tls};
 pub use fill::compress;
 pub use ops::{access_log, admin, bus, purge, purge_api};
+pub use request::prefill;
 pub use upstream::{origin, origins};
 
 pub use clock::Clock;

@@ -16,9 +16,11 @@
 //! - [`script`]: the opt-in page script (hover previews) and its hash.
 //! - `csp`: the pages' `Content-Security-Policy`, with and without that script.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
+//! - [`ahead`]: changed pages rendered before anyone asks.
 
 #![forbid(unsafe_code)]
 
+pub mod ahead;
 pub mod audience;
 pub mod auth;
 pub mod config;

@@ -24,12 +24,14 @@ use http::{header, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use quire_http::key::NormalizedUrl;
 use quire_server::origin::{FailureKind, OriginError, OutBody};
-use quire_server::upstream::{Audience, UpFuture, Upstream};
+use quire_server::prefill::Prefill;
+use quire_server::upstream::{Audience, FillMark, UpFuture, Upstream};
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
 use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
 use quire_vault::Vault;
 
+use crate::ahead::Ahead;
 use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
 use crate::gate::Gate;
@@ -100,6 +102,8 @@ struct Inner {
     related: Mutex<related::Engine>,
     /// The cluster, once joined (`SessionMode::Cluster` only).
     shared: OnceLock<Arc<dyn Shared>>,
+    /// Pages rendered before anyone asks (`crate::ahead`).
+    ahead: Ahead,
 }
 
 /// Views queued before new ones are dropped (and counted as dropped).
@@ -157,6 +161,7 @@ impl Site {
                 search,
                 related: Mutex::new(engine),
                 shared: OnceLock::new(),
+                ahead: Ahead::default(),
             }),
         })
     }
@@ -170,6 +175,19 @@ impl Site {
     /// through `shared` from now on. `false` if one was set already.
     pub fn share_with(&self, shared: Arc<dyn Shared>) -> bool {
         self.inner.shared.set(shared).is_ok()
+    }
+
+    /// Renders changed pages before anyone asks, through `prefill` (the server's
+    /// prefill queue): every public page for each new origin a fill names, and
+    /// after each reload the pages that changed. False if one was attached already.
+    pub fn prefill_with(&self, prefill: Prefill) -> bool {
+        self.inner.ahead.attach(prefill)
+    }
+
+    /// Queues `paths` (changed by a reload) to be rendered before anyone asks; how
+    /// many were queued.
+    pub fn prefill_changed(&self, paths: &[String]) -> usize {
+        self.inner.ahead.changed(paths)
     }
 
     /// Writes every queued view count (on shutdown: a graceful stop loses none).
@@ -349,6 +367,9 @@ impl Upstream for Site {
         let inner = self.inner.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
+            if parts.extensions.get::<FillMark>().is_some() {
+                inner.ahead.seen(&parts.headers, &inner.snap.load());
+            }
             let form = if parts.method == Method::POST {
                 let read = Limited::new(body, FORM_BYTES_MAX).collect();
                 match tokio::time::timeout(FORM_READ_TIMEOUT, read).await {

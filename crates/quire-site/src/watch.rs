@@ -1,6 +1,7 @@
 //! Watches the vault and republishes it when a note, attachment, template or setting
 //! changes: reload, swap the snapshot (new keys for exactly the changed pages), then
-//! purge those pages' old entries by tag. Runs on the watcher's own thread, never on
+//! purge those pages' old entries by tag and queue them to be rendered before anyone
+//! asks (`crate::ahead`). Runs on the watcher's own thread, never on
 //! a request.
 //!
 //! Files quire itself writes under `.quire/` (databases, the session secret) are
@@ -99,9 +100,11 @@ fn publish_once(site: &Site, ctx: &Ctx) {
             } else {
                 purge::run(ctx, &targets, false)
             };
+            let prefilling = site.prefill_changed(&paths);
             tracing::info!(
                 pages = paths.len(),
                 purged,
+                prefilling,
                 ms = t0.elapsed().as_millis() as u64,
                 "vault republished"
             );

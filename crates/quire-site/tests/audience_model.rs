@@ -178,35 +178,52 @@ fn check(m: &Model, who: Who, i: usize, resp: &Resp, at: &str) {
     }
 }
 
-fn run(seed: u64) {
-    let mut rng = Rng(seed);
-    let mut m = Model {
-        vis: (0..NOTES).map(|_| vis_of(&mut rng)).collect(),
+fn new_model(rng: &mut Rng) -> Model {
+    let user = |name, password, role| User {
+        name,
+        password,
+        role,
+        cookie: None,
+    };
+    Model {
+        vis: (0..NOTES).map(|_| vis_of(rng)).collect(),
         version: vec![1; NOTES],
         links: (0..NOTES)
             .map(|_| (0..2).map(|_| rng.below(NOTES)).collect())
             .collect(),
         users: vec![
-            User {
-                name: "quokkareader",
-                password: "quokka-password-1",
-                role: Role::Reader,
-                cookie: None,
-            },
-            User {
-                name: "wombatreader",
-                password: "wombat-password-2",
-                role: Role::Reader,
-                cookie: None,
-            },
-            User {
-                name: "numbatadmin",
-                password: "numbat-password-3",
-                role: Role::Admin,
-                cookie: None,
-            },
+            user("quokkareader", "quokka-password-1", Role::Reader),
+            user("wombatreader", "wombat-password-2", Role::Reader),
+            user("numbatadmin", "numbat-password-3", Role::Admin),
         ],
+    }
+}
+
+/// Rewrites note `i` as the model has it and republishes, as the watcher would.
+fn rewrite(r: &Running, m: &Model, i: usize) {
+    let path = r.vault.path().join(format!("n{i}.md"));
+    std::fs::write(path, note_text(m, i)).unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+}
+
+/// One request by a random requester for a random note, checked; whether it was an
+/// audience's hit.
+fn request(r: &Running, m: &Model, rng: &mut Rng, at: &str) -> bool {
+    let who = match rng.below(6) {
+        0 => Who::Stranger,
+        1 => Who::Forged(rng.below(m.users.len())),
+        _ => Who::User(rng.below(m.users.len())),
     };
+    let i = rng.below(NOTES);
+    let resp = get_with(r.addr, "GET", &format!("/n{i}"), &cookie_line(m, who), "");
+    check(m, who, i, &resp, at);
+    let status = resp.header("cache-status").unwrap_or("");
+    status.contains("hit") && status.contains("audience-")
+}
+
+fn run(seed: u64) {
+    let mut rng = Rng(seed);
+    let mut m = new_model(&mut rng);
     let r = start_on(vault(&m), false);
     for u in 0..m.users.len() {
         let c = sign_in(&r, &m.users[u]);
@@ -223,17 +240,13 @@ fn run(seed: u64) {
             0 => {
                 let i = rng.below(NOTES);
                 m.version[i] += 1;
-                let path = r.vault.path().join(format!("n{i}.md"));
-                std::fs::write(path, note_text(&m, i)).unwrap();
-                quire_site::watch::republish(&r.site, &r.ctx);
+                rewrite(&r, &m, i);
             }
             1 => {
                 let i = rng.below(NOTES);
                 m.vis[i] = vis_of(&mut rng);
                 m.version[i] += 1;
-                let path = r.vault.path().join(format!("n{i}.md"));
-                std::fs::write(path, note_text(&m, i)).unwrap();
-                quire_site::watch::republish(&r.site, &r.ctx);
+                rewrite(&r, &m, i);
             }
             2 if sign_outs < 2 => {
                 let u = rng.below(m.users.len());
@@ -245,20 +258,7 @@ fn run(seed: u64) {
                     sign_outs += 1;
                 }
             }
-            _ => {
-                let who = match rng.below(6) {
-                    0 => Who::Stranger,
-                    1 => Who::Forged(rng.below(m.users.len())),
-                    _ => Who::User(rng.below(m.users.len())),
-                };
-                let i = rng.below(NOTES);
-                let resp = get_with(r.addr, "GET", &format!("/n{i}"), &cookie_line(&m, who), "");
-                check(&m, who, i, &resp, &at);
-                let status = resp.header("cache-status").unwrap_or("");
-                if status.contains("hit") && status.contains("audience-") {
-                    audience_hits += 1;
-                }
-            }
+            _ => audience_hits += usize::from(request(&r, &m, &mut rng, &at)),
         }
     }
     assert!(

@@ -67,6 +67,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         let ctx = start
             .open(|| Ctx::with_upstream(cfg.clone(), Arc::new(site.clone())))
             .await?;
+        site.prefill_with(quire_server::prefill::Prefill::start(ctx.clone()));
         let watcher = if args.no_watch {
             None
         } else {

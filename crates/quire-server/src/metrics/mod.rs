@@ -259,6 +259,44 @@ impl Histogram {
     }
 }
 
+/// What became of a URL queued to be filled before anyone asks
+/// (`crate::request::prefill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefilled {
+    /// Filled and stored.
+    Stored,
+    /// Stored under its current key already: nothing to do.
+    Fresh,
+    /// Answered, but not stored (not storable, or no fill slot).
+    NotStored,
+    /// The fill failed.
+    Failed,
+    /// The queue was full.
+    Dropped,
+}
+
+impl Prefilled {
+    /// Every result, in label order.
+    pub const ALL: [Prefilled; 5] = [
+        Prefilled::Stored,
+        Prefilled::Fresh,
+        Prefilled::NotStored,
+        Prefilled::Failed,
+        Prefilled::Dropped,
+    ];
+
+    /// The `result` label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Prefilled::Stored => "stored",
+            Prefilled::Fresh => "fresh",
+            Prefilled::NotStored => "not_stored",
+            Prefilled::Failed => "failed",
+            Prefilled::Dropped => "dropped",
+        }
+    }
+}
+
 /// The server's metrics. Shared by reference (`Arc<Metrics>`) between the
 /// connections that record and the admin endpoint that renders; every method takes
 /// `&self` and is lock-free.
@@ -270,6 +308,7 @@ pub struct Metrics {
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
     audience_requests: AtomicU64,
+    prefills: [AtomicU64; Prefilled::ALL.len()],
     fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
@@ -297,6 +336,7 @@ impl Metrics {
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
             audience_requests: AtomicU64::new(0),
+            prefills: Default::default(),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
@@ -344,6 +384,16 @@ impl Metrics {
     /// Requests that joined an in-flight fill instead of starting one.
     pub fn record_coalesced(&self) {
         self.coalesced.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One URL the prefill task took (or could not queue).
+    pub fn record_prefill(&self, result: Prefilled) {
+        self.prefills[result as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// URLs the prefill task took with `result` so far.
+    pub fn prefills(&self, result: Prefilled) -> u64 {
+        self.prefills[result as usize].load(Ordering::Relaxed)
     }
 
     /// A signed-in reader's request was looked up under its audience's keys.

@@ -76,6 +76,26 @@ impl Metrics {
         Ok(())
     }
 
+    /// What `quire serve` adds: prefills by result, audience requests.
+    fn write_publishing(&self, out: &mut String) -> fmt::Result {
+        family(
+            out,
+            "quire_prefills_total",
+            "counter",
+            "URLs filled before anyone asked (quire serve after a change), by result.",
+        )?;
+        for p in Prefilled::ALL {
+            let n = self.prefills[p as usize].load(Ordering::Relaxed);
+            writeln!(out, "quire_prefills_total{{result=\"{}\"}} {n}", p.label())?;
+        }
+        counter(
+            out,
+            "quire_audience_requests_total",
+            "Signed-in readers' requests served from (or filling) their audience's cache entries instead of bypassing the cache.",
+            self.audience_requests.load(Ordering::Relaxed),
+        )
+    }
+
     /// Fills by result, and the counters of what the limits turned away.
     fn write_fills(&self, out: &mut String) -> fmt::Result {
         family(
@@ -109,12 +129,7 @@ impl Metrics {
             "Requests that joined an in-flight fill instead of starting one.",
             self.coalesced.load(Ordering::Relaxed),
         )?;
-        counter(
-            out,
-            "quire_audience_requests_total",
-            "Signed-in readers' requests served from (or filling) their audience's cache entries instead of bypassing the cache.",
-            self.audience_requests.load(Ordering::Relaxed),
-        )?;
+        self.write_publishing(out)?;
         counter(
             out,
             "quire_fills_busy_total",

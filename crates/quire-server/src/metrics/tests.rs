@@ -394,6 +394,7 @@ fn render_is_well_formed() {
         "quire_fills_total",
         "quire_fills_coalesced_total",
         "quire_audience_requests_total",
+        "quire_prefills_total",
         "quire_fills_busy_total",
         "quire_fastpath_handovers_total",
         "quire_tls_handshakes_total",
@@ -421,7 +422,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 33);
+    assert_eq!(types.len(), 34);
 
     for line in [
         "quire_store_hits_total 1",

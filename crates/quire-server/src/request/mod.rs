@@ -4,7 +4,8 @@
 //! [`reply`], admin paths, the client); [`lookup`] finds what the store holds for it
 //! (the fast path calls the same lookup); [`hit`] serves a usable entry; an
 //! [`exchange`] takes it to the upstream ([`pass`], or a fill); [`tunnel`] passes
-//! `Upgrade` connections through; [`peer`] answers a cluster peer's requests; [`body`] is every response body quire sends.
+//! `Upgrade` connections through; [`peer`] answers a cluster peer's requests;
+//! [`prefill`] fills what an upstream says changed before anyone asks; [`body`] is every response body quire sends.
 
 pub(crate) mod body;
 pub(crate) mod exchange;
@@ -12,6 +13,7 @@ pub(crate) mod hit;
 pub(crate) mod lookup;
 pub(crate) mod pass;
 pub(crate) mod peer;
+pub mod prefill;
 pub(crate) mod refuse;
 pub(crate) mod reply;
 pub(crate) mod service;

@@ -1,0 +1,153 @@
+//! Pages filled before anyone asks for them.
+//!
+//! An upstream that knows which URLs just changed (`quire serve` after a reload, or
+//! when it first sees a host) queues them here ([`Prefill::queue`]); one background
+//! task fills them one at a time, through the same fill path a miss takes (coalesced
+//! with a request for the same key, stored through the invalidation gate, compressed
+//! like any fill). So the first reader after an edit gets a hit, not a render.
+//!
+//! Key decisions:
+//! - **Requests always win.** One prefill runs at a time; before each, the task waits
+//!   (up to [`YIELD_MAX`]) while any fill is in flight, since those are readers
+//!   waiting; after each, it rests as long as the prefill took, so prefills use at
+//!   most about half of one core whatever the queue holds. A prefill is never
+//!   answered to anyone: its response body is read and dropped.
+//! - **Bounded.** The queue holds [`QUEUE_MAX`] URLs; past that, URLs are dropped and
+//!   counted (`quire_prefills_total{result="dropped"}`): a later request fills them
+//!   as a miss would. A URL already stored under its current key is skipped
+//!   (`fresh`), so queueing the whole site twice costs lookups, not renders.
+//! - **Nothing a prefill stores can be older than its key.** It is a fill like any
+//!   other: it starts after the URL's version was published, keys by the version it
+//!   reads, and commits through the invalidation gate, so an edit or purge that lands
+//!   while it runs wins as it does over a reader's fill (see `crate::cache::invalidate`
+//!   and `crate::upstream::port`).
+//! - Anonymous pages only: an audience's fill needs that audience, which only a
+//!   signed-in request names.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{header, HeaderValue, Method, Request};
+use http_body_util::BodyExt;
+use quire_http::key::{self, MethodClass, NormalizedUrl};
+use quire_http::status::{CacheStatus, Fwd};
+use tokio::sync::mpsc;
+
+use crate::edge::client::Client;
+use crate::metrics::Prefilled;
+use crate::request::exchange::Exchange;
+use crate::request::lookup;
+use crate::state::Ctx;
+use crate::upstream::origin;
+
+/// URLs waiting to be filled, at most.
+pub const QUEUE_MAX: usize = 1 << 16;
+
+/// How long a prefill waits for fills in flight (readers) to end before it starts
+/// anyway.
+pub const YIELD_MAX: Duration = Duration::from_millis(500);
+
+/// A handle on the prefill queue of one server.
+#[derive(Debug, Clone)]
+pub struct Prefill {
+    tx: mpsc::Sender<String>,
+    ctx: Arc<Ctx>,
+}
+
+impl Prefill {
+    /// Starts the prefill task on the current tokio runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn start(ctx: Arc<Ctx>) -> Prefill {
+        let (tx, rx) = mpsc::channel(QUEUE_MAX);
+        tokio::spawn(run(ctx.clone(), rx));
+        Prefill { tx, ctx }
+    }
+
+    /// Queues `url` (absolute: `https://host/path`) to be filled; it is keyed as
+    /// the configuration in force when its turn comes says. False (and counted)
+    /// when the queue is full.
+    pub fn queue(&self, url: String) -> bool {
+        let queued = self.tx.try_send(url).is_ok();
+        if !queued {
+            self.ctx.metrics.record_prefill(Prefilled::Dropped);
+        }
+        queued
+    }
+
+    /// The URLs waiting.
+    pub fn waiting(&self) -> usize {
+        QUEUE_MAX - self.tx.capacity()
+    }
+}
+
+async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<String>) {
+    while let Some(raw) = rx.recv().await {
+        let Ok(url) = key::normalize_absolute(&raw, &ctx.peek().keys) else {
+            ctx.metrics.record_prefill(Prefilled::Failed);
+            continue;
+        };
+        let t0 = Instant::now();
+        while ctx.metrics.fills_in_flight().load(Ordering::Relaxed) > 0 && t0.elapsed() < YIELD_MAX
+        {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let t1 = Instant::now();
+        let result = fill_one(&ctx, url).await;
+        ctx.metrics.record_prefill(result);
+        if result == Prefilled::Stored {
+            tokio::time::sleep(t1.elapsed()).await;
+        }
+    }
+}
+
+/// Fills `url` unless it is stored under its current key already.
+async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl) -> Prefilled {
+    let scope = ctx.key_version(&url);
+    let no_fields = http::HeaderMap::new();
+    let look = lookup::lookup(ctx, MethodClass::Get, &url, &no_fields, scope);
+    if look.record.is_some() {
+        return Prefilled::Fresh;
+    }
+    let Ok(uri) = url.path_and_query().parse() else {
+        return Prefilled::Failed;
+    };
+    let mut req = Request::new(origin::empty_body());
+    *req.method_mut() = Method::GET;
+    *req.uri_mut() = uri;
+    let host = match url.port() {
+        Some(p) => format!("{}:{p}", url.host()),
+        None => url.host().to_owned(),
+    };
+    if let Ok(v) = HeaderValue::from_str(&host) {
+        req.headers_mut().insert(header::HOST, v);
+    }
+    let url_again = url.clone();
+    let x = Exchange {
+        ctx,
+        req,
+        client: Client::direct(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+        url,
+        now: ctx.clock.now(),
+        policy: ctx.policy(),
+        audience: None,
+    };
+    let status = CacheStatus::forward(Fwd::UriMiss);
+    let (resp, _) = Box::pin(x.fill(look, status, None, None)).await;
+    // A redirect or a 404 is a page like any other (an alias, a removed note).
+    let ok = !resp.status().is_server_error();
+    // Read to the end: a streamed fill commits when its body ends.
+    let ended = resp.into_body().collect().await.is_ok();
+    if !(ok && ended) {
+        return Prefilled::Failed;
+    }
+    let no_fields = http::HeaderMap::new();
+    let scope = ctx.key_version(&url_again);
+    match lookup::lookup(ctx, MethodClass::Get, &url_again, &no_fields, scope).record {
+        Some(_) => Prefilled::Stored,
+        None => Prefilled::NotStored,
+    }
+}

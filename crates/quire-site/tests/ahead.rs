@@ -1,0 +1,117 @@
+//! Pages rendered before anyone asks, over real sockets: the first fill for a host
+//! queues every public page, and after an edit the changed pages are filled in the
+//! background, so the first reader after either gets a hit.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{get, start, Running};
+use quire_server::metrics::Prefilled;
+use quire_server::prefill::Prefill;
+use quire_vault::Visibility;
+
+/// Prefills taken so far (any result).
+fn taken(r: &Running) -> u64 {
+    Prefilled::ALL
+        .iter()
+        .filter(|p| **p != Prefilled::Dropped)
+        .map(|p| r.ctx.metrics.prefills(*p))
+        .sum()
+}
+
+/// Waits until the prefill task has taken `n` URLs in all.
+fn wait_taken(r: &Running, n: u64) {
+    let t0 = Instant::now();
+    while taken(r) < n {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "prefill stuck at {} of {n}",
+            taken(r)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn public_notes(r: &Running) -> Vec<(String, String)> {
+    let snap = r.site.snapshot();
+    snap.vault
+        .notes()
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| {
+            n.visibility() == Visibility::Public && snap.vault.by_url(&n.url) == Some(*i)
+        })
+        .map(|(_, n)| (n.url.clone(), n.path.clone()))
+        .collect()
+}
+
+#[test]
+fn every_public_page_and_every_edit_is_a_hit_before_anyone_asks() {
+    let r = start(false);
+    let prefill = {
+        let _in = r._rt.enter();
+        Prefill::start(r.ctx.clone())
+    };
+    assert!(r.site.prefill_with(prefill));
+    // The first fill names the origin: every public page is queued for it.
+    let first = get(r.addr, "/");
+    assert_eq!(first.status, 200);
+    let pages = r.site.snapshot().versions.len() as u64;
+    wait_taken(&r, pages);
+    assert_eq!(r.ctx.metrics.prefills(Prefilled::Dropped), 0);
+    assert_eq!(r.ctx.metrics.prefills(Prefilled::Failed), 0);
+    let notes = public_notes(&r);
+    assert!(notes.len() > 3);
+    let renders = r.site.renders();
+    for (url, _) in &notes {
+        let resp = get(r.addr, url);
+        assert_eq!(resp.status, 200, "{url}");
+        assert!(resp.hit(), "{url}: {:?}", resp.header("cache-status"));
+    }
+    assert_eq!(r.site.renders(), renders, "no reader paid a render");
+
+    // An edit: the changed pages are filled before the next reader.
+    let (url, path) = notes[0].clone();
+    let file = r.vault.path().join(&path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n\nPrefilled line: quince-42.\n")).unwrap();
+    let before = taken(&r);
+    let changed = r.site.reload().unwrap();
+    assert!(changed.contains(&url), "{changed:?}");
+    let queued = r.site.prefill_changed(&changed) as u64;
+    assert_eq!(queued, changed.len() as u64, "one origin seen");
+    wait_taken(&r, before + queued);
+    let resp = get(r.addr, &url);
+    assert!(
+        resp.hit(),
+        "the first reader after the edit: {:?}",
+        resp.header("cache-status")
+    );
+    assert!(resp.body.contains("quince-42"), "with the new text");
+}
+
+/// A made-up `Host` does not get the site rendered for it when `base_url` names the
+/// site's own.
+#[test]
+fn a_strange_host_is_not_prefilled_when_base_url_is_set() {
+    let vault = tempfile::tempdir().unwrap();
+    common::copy_dir(&common::example_vault(), vault.path());
+    let settings = vault.path().join(".quire/site.toml");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        format!("base_url = \"https://garden.example\"\n{text}"),
+    )
+    .unwrap();
+    let r = common::start_on(vault, false);
+    let prefill = {
+        let _in = r._rt.enter();
+        Prefill::start(r.ctx.clone())
+    };
+    r.site.prefill_with(prefill);
+    assert_eq!(get(r.addr, "/").status, 200, "Host: site.test");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(taken(&r), 0, "site.test is not the site's host");
+    assert_eq!(r.site.prefill_changed(&["/".to_owned()]), 0);
+}
