@@ -217,6 +217,12 @@ impl CacheStatus {
         let joined;
         let detail = match (&self.detail, self.audience) {
             (d, None) => d.as_deref(),
+            // A hit's usual case, written without allocating (labels are tokens).
+            (None, Some(a)) if is_sf_token(a) && a.len() < DETAIL_BYTES_MAX - 9 => {
+                out.extend_from_slice(b"; detail=audience-");
+                out.extend_from_slice(a.as_bytes());
+                None
+            }
             (None, Some(a)) => {
                 joined = format!("audience-{a}");
                 Some(joined.as_str())

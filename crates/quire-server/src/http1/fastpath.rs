@@ -3,7 +3,8 @@
 //!
 //! Each new connection starts here. Request heads are parsed with `httparse`; a
 //! plain `GET`/`HEAD` that is a fresh hit (no body, no range or origin-bound
-//! precondition fields, no bypass, a stored response fresh for this request) is
+//! precondition fields, no bypass but a session cookie the upstream names an
+//! audience for, a stored response fresh for this request) is
 //! answered by one write — a 304 when `If-None-Match`/`If-Modified-Since` match:
 //! the status line, the record's pre-serialised field lines
 //! ([`crate::request::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
@@ -36,7 +37,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri};
-use quire_http::bypass;
+use quire_http::bypass::{self, Bypass};
 use quire_http::cache_control::CacheControl;
 use quire_http::conditional::Precondition;
 use quire_http::freshness::{self, Decision};
@@ -575,7 +576,8 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     }
     let policy = ctx.peek();
     // A trusted proxy naming no client is the service's to refuse (crate::edge::client).
-    if bypass::bypass(method, headers, &policy.bypass).is_some()
+    let bypassed = bypass::bypass(method, headers, &policy.bypass);
+    if bypassed.is_some_and(|b| b != Bypass::Cookie)
         || !crate::edge::client::Client::named(peer.addr, headers, &policy.trusted_proxies)
     {
         return None;
@@ -583,14 +585,25 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     let scheme = peer.scheme(headers, &policy.trusted_proxies);
     let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
     let class = MethodClass::of(method)?;
+    // A session cookie is answered here only from its audience's entries, with the
+    // service's own checks (`crate::request::service`); anything else is the
+    // service's.
+    let scope = match bypassed {
+        None => ctx.key_version(&url),
+        Some(_) => ctx.audience_scope(&url, ctx.origin.audience(&url, headers)?)?,
+    };
     let now = ctx.clock.now();
-    let look = crate::request::lookup::lookup(ctx, class, &url, headers, ctx.key_version(&url));
+    let look = crate::request::lookup::lookup(ctx, class, &url, headers, scope);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
     if freshness::reuse(&ctx.timing_of(&prepared), &req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;
     }
-    let status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());
+    let mut status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());
+    if let Some(a) = scope.audience {
+        status = status.with_audience(a.label());
+        ctx.metrics.record_audience_request();
+    }
     let v = prepared.variant(headers, status, now).ok()?;
     let answer = match prepared.precondition(method, headers, &v) {
         Precondition::Forward => return None,
