@@ -33,7 +33,7 @@ pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
 pub use origins::OriginEntry;
 pub use rate_limit::RateLimitSection;
-pub use units::{ByteSize, Secs};
+pub use units::{ByteSize, Quantity, Secs, UnitError};
 
 /// The whole configuration of a quire server.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
