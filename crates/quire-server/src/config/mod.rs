@@ -27,7 +27,7 @@ mod origins;
 mod rate_limit;
 mod units;
 
-pub use cluster::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 pub use error::ConfigError;
 pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
@@ -693,7 +693,7 @@ impl Config {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }
         if let Some(c) = &self.cluster {
-            c.validate().map_err(ConfigError::new)?;
+            c.validate().map_err(|e| ConfigError::new(e.to_string()))?;
         }
         if self
             .origin_ca_file
