@@ -36,7 +36,7 @@ use crate::error::{Fault, Side};
 /// Why an order did not produce a certificate.
 #[derive(Debug, thiserror::Error)]
 #[error("ACME: {context}")]
-pub struct AcmeError {
+pub(crate) struct AcmeError {
     kind: AcmeErrorKind,
     context: String,
 }
@@ -44,7 +44,7 @@ pub struct AcmeError {
 /// What kind of failure an [`AcmeError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum AcmeErrorKind {
+pub(crate) enum AcmeErrorKind {
     /// The certificate authority failed or refused (its directory, the account,
     /// the order's state).
     Ca,
@@ -64,11 +64,6 @@ impl AcmeError {
             kind,
             context: context.into(),
         }
-    }
-
-    /// What kind of failure it is.
-    pub fn kind(&self) -> AcmeErrorKind {
-        self.kind
     }
 }
 
@@ -122,7 +117,7 @@ pub(crate) fn prepare_state_dir(dir: &Path) -> Result<(), TlsError> {
 
 /// Keeps the certificate current until `stop` turns true: obtains one when there
 /// is none or it is due, then sleeps until the next check.
-pub async fn run(tls: Arc<Tls>, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn run(tls: Arc<Tls>, mut stop: tokio::sync::watch::Receiver<bool>) {
     let Some(renew_before) = tls.acme().map(|a| a.renew_before.0) else {
         return;
     };
@@ -167,7 +162,7 @@ fn until_due(not_after: Option<SystemTime>, renew_before: Duration, now: SystemT
 /// Runs one order to its end: a certificate for every configured name, stored in
 /// the state directory and presented from the next handshake on. Returns when it
 /// expires.
-pub async fn obtain(tls: &Tls) -> Result<SystemTime, AcmeError> {
+pub(crate) async fn obtain(tls: &Tls) -> Result<SystemTime, AcmeError> {
     let acme = tls.acme().ok_or_else(|| {
         AcmeError::new(
             AcmeErrorKind::NotConfigured,
@@ -379,7 +374,7 @@ mod tests {
         let disk = AcmeError::new(AcmeErrorKind::Store, "storing the certificate: ENOSPC");
         assert!(!disk.retry());
         assert_eq!(disk.side(), Side::Internal);
-        assert_eq!(disk.kind(), AcmeErrorKind::Store);
+        assert_eq!(disk.kind, AcmeErrorKind::Store);
     }
 
     #[test]
