@@ -19,7 +19,7 @@
 //!   and then at least hourly; a failed order is retried after 1 minute, doubling
 //!   to at most an hour, and the old certificate stays presented meanwhile.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -29,6 +29,7 @@ use instant_acme::{
 };
 use rustls::sign::CertifiedKey;
 
+use super::load::acme_files;
 use super::{Tls, TlsError};
 use crate::config::{AcmeChallenge, AcmeSection};
 use crate::error::{Fault, Side};
@@ -97,22 +98,6 @@ impl From<TlsError> for AcmeError {
             format!("the issued certificate: {e}"),
         )
     }
-}
-
-/// The certificate and key files in `state_dir`.
-pub(crate) fn files(state_dir: &Path) -> (PathBuf, PathBuf) {
-    (state_dir.join("cert.pem"), state_dir.join("key.pem"))
-}
-
-/// Creates the state directory (and parents) and makes it `0700`.
-pub(crate) fn prepare_state_dir(dir: &Path) -> Result<(), TlsError> {
-    use std::os::unix::fs::PermissionsExt;
-    let err = |source| TlsError::Read {
-        path: dir.to_owned(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(err)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)
 }
 
 /// Keeps the certificate current until `stop` turns true: obtains one when there
@@ -273,7 +258,7 @@ fn alpn_challenge(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, AcmeEr
 /// Checks the issued chain and key, stores them in the state directory and
 /// presents them; returns when the certificate expires.
 fn install(tls: &Tls, acme: &AcmeSection, chain: &str, key: &str) -> Result<SystemTime, AcmeError> {
-    let (cert_path, key_path) = files(&acme.state_dir);
+    let (cert_path, key_path) = acme_files(&acme.state_dir);
     let (cert_tmp, key_tmp) = (
         cert_path.with_extension("pem.new"),
         key_path.with_extension("pem.new"),

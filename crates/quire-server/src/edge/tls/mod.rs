@@ -94,7 +94,7 @@ impl Tls {
                 tls.reload()?;
             }
             Source::Acme(a) => {
-                acme::prepare_state_dir(&a.state_dir)?;
+                load::prepare_state_dir(&a.state_dir)?;
                 if let Err(e) = tls.reload() {
                     tracing::info!(reason = %e, "no usable ACME certificate yet; one will be obtained");
                 }
@@ -110,7 +110,7 @@ impl Tls {
         let loaded = match &self.source {
             Source::Files { cert, key } => load(cert, key, SystemTime::now())?,
             Source::Acme(a) => {
-                let (cert, key) = acme::files(&a.state_dir);
+                let (cert, key) = load::acme_files(&a.state_dir);
                 load(&cert, &key, SystemTime::now())?
             }
         };
