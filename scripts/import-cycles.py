@@ -4,7 +4,9 @@ crate's floor plan, as clippy's `too_many_lines` keeps functions short.
 
 A file imports another when it names an item of the other's module: a `use` of it
 (braces and globs expanded, `crate::`, `super::` and `self::` resolved) or a path
-written inline in the code (`crate::fill::Fill`). A `mod x;` declaration is not an
+written inline in the code (`crate::fill::Fill`, or `coalesce::Fill` in a file that
+declares `mod coalesce;`: a path whose first segment is a child module the file
+declares names that child, `self::` or not). A `mod x;` declaration is not an
 import; a re-export (`pub use x::Y` in a `mod.rs` or `lib.rs`) is followed to the file
 that defines `Y`, so a folder's `mod.rs` that only declares and re-exports ties
 nothing. Tests are left out: files under `tests/`, `tests.rs`, and the `#[cfg(test)]
@@ -25,6 +27,10 @@ import sys
 
 USE_RE = re.compile(r'^\s*(?:pub(?:\([^)]*\))?\s+)?use\s+([^;]+);', re.S | re.M)
 INLINE_RE = re.compile(r'\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)')
+# A path that starts a path (not a segment after `::`), for the ones whose first
+# segment is a child module of the file: `coalesce::Fill` in the file that says
+# `mod coalesce;`.
+CHILD_INLINE_RE = re.compile(r'(?<![\w:])([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)')
 MOD_RE = re.compile(r'^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;', re.M)
 
 
@@ -148,6 +154,15 @@ class Crate:
                 return self.files[module]
         return None
 
+    def child_paths(self, module, code):
+        """The inline paths of `module`'s code (its `use` items taken out: a segment
+        inside one, `use quire_http::{key::X}`, is no path of its own) whose first
+        segment is a child module it declares (`mod x;`, a file of the crate)."""
+        children = {c for c in MOD_RE.findall(code) if module + (c,) in self.files}
+        if not children:
+            return []
+        return [p for p in CHILD_INLINE_RE.findall(code) if p.split('::', 1)[0] in children]
+
     def edges(self):
         out = {path: set() for path in self.module_of}
         for path, module in self.module_of.items():
@@ -155,7 +170,12 @@ class Crate:
             paths = []
             for m in USE_RE.finditer(code):
                 paths += expand_use(m.group(1))
-            paths += INLINE_RE.findall(code)
+            # Inline paths are read outside `use` items: a use tree is read whole
+            # above, and its head alone (`crate::hostile` of
+            # `use crate::hostile::{Env, Outcome}`) names nothing.
+            body = USE_RE.sub(' ', code)
+            paths += INLINE_RE.findall(body)
+            paths += self.child_paths(module, body)
             for p in paths:
                 segs = self.absolute(module, p.split('::'))
                 if segs is None:

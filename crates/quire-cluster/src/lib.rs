@@ -37,7 +37,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use quire_server::bus::ClusterSection;
+use quire_server::bus::{ClusterSection, ClusterSectionError};
 use quire_server::Ctx;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -55,7 +55,10 @@ pub enum ClusterError {
     Peer(#[from] quire_server::origin::OriginSetupError),
     /// The section is invalid.
     #[error("cluster: {0}")]
-    Config(String),
+    Config(ClusterSectionError),
+    /// The server has a bus already (the cluster was started on it twice).
+    #[error("cluster: a bus is attached to this server already")]
+    Attached,
 }
 
 /// A running cluster membership: the bus attached to the server, the reader and
@@ -141,9 +144,7 @@ impl Cluster {
         ));
         let dyn_bus: Arc<dyn quire_server::bus::Bus> = bus.clone();
         if !ctx.attach_bus(dyn_bus.clone()) {
-            return Err(ClusterError::Config(
-                "a bus is attached to this server already".into(),
-            ));
+            return Err(ClusterError::Attached);
         }
         ctx.origin.attach_bus(&dyn_bus);
         let path = position::path_for(volume);

@@ -14,4 +14,4 @@
 //! publishing site's errors; this file imports nothing of the crate: it is the
 //! lowest floor.
 
-pub use quire_http::{Fault, Side};
+pub(crate) use quire_http::{Fault, Side};

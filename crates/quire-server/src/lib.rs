@@ -23,7 +23,7 @@
 //! - `http1`: the fast path (fresh hits off the socket without hyper) and its writer.
 //! - `ops`: [`purge`], [`purge_api`], [`admin`], the cluster [`bus`] port, the
 //!   [`access_log`].
-//! - [`error`]: the side and retry every seam's error says ([`error::Fault`]).
+//! - `error`: the side and retry every seam's error says (`quire_http::Fault`).
 //! - The root wires them: `state` ([`Ctx`], the shared state), [`policy`] (what the
 //!   configuration decides per request, swapped whole on reload, and the checks
 //!   that need several sections), `server` ([`Server`], the listener loop that hands
@@ -39,7 +39,7 @@ mod cache;
 mod clock;
 pub mod config;
 mod edge;
-pub mod error;
+pub(crate) mod error;
 mod fill;
 mod http1;
 pub mod metrics;

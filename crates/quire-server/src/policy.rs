@@ -180,7 +180,7 @@ fn trusted(cfg: &Config) -> Result<TrustedProxies, StartError> {
         entries.extend(c.peer_addresses().iter().map(ToString::to_string));
     }
     TrustedProxies::parse(&entries)
-        .map_err(|e| StartError::Config(crate::config::ConfigError::new(e)))
+        .map_err(|e| StartError::Config(crate::config::ConfigError::new(e.to_string())))
 }
 
 /// [`trusted`], for tests of other modules.

@@ -1,9 +1,11 @@
 //! The `[cluster]` section: this node, its peers and the bus. Only read by
 //! `quire-cluster` (and the `Bus` port, `crate::ops::bus`, which re-exports it).
+//! [`ClusterSection::validate`] checks it alone and names the rule broken in a
+//! [`ClusterSectionError`].
 
 use std::time::Duration;
 
-use super::{OriginUrl, Secs};
+use super::{OriginUrl, OriginUrlError, Secs};
 
 /// The `[cluster]` section: this node, its peers and the bus. Only read by
 /// `quire-cluster`; a configuration without it runs no cluster code.
@@ -88,7 +90,11 @@ impl ClusterSection {
     }
 
     /// Checks the section alone.
-    pub fn validate(&self) -> Result<(), String> {
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterSectionError`] naming the first rule broken.
+    pub fn validate(&self) -> Result<(), ClusterSectionError> {
         let name_ok = |n: &str| {
             !n.is_empty()
                 && n.len() <= 64
@@ -96,42 +102,87 @@ impl ClusterSection {
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         };
         if !name_ok(&self.node) {
-            return Err("cluster.node must be 1-64 letters, digits, `-` or `_`".into());
+            return Err(ClusterSectionError::Node);
         }
         let schemes = ["redis://", "rediss://", "unix://", "valkey://"];
         if !schemes.iter().any(|s| self.redis.starts_with(s)) {
-            return Err("cluster.redis must be a redis:// (or rediss://, unix://) URL".into());
+            return Err(ClusterSectionError::Redis);
         }
         if self.stream.is_empty() || self.stream_max < 1000 {
-            return Err("cluster.stream must be named and cluster.stream_max at least 1000".into());
+            return Err(ClusterSectionError::Stream);
         }
         if self.peer_timeout.0.is_zero() {
-            return Err("cluster.peer_timeout must be above 0".into());
+            return Err(ClusterSectionError::PeerTimeout);
         }
         for (name, url) in &self.peers {
             if !name_ok(name) {
-                return Err(format!("cluster.peers: `{name}` is not a node name"));
+                return Err(ClusterSectionError::PeerName { name: name.clone() });
             }
-            OriginUrl::parse(url).map_err(|e| format!("cluster.peers.{name}: {e}"))?;
+            OriginUrl::parse(url).map_err(|why| ClusterSectionError::PeerUrl {
+                name: name.clone(),
+                why,
+            })?;
         }
         match (&self.session_secret, &self.session_secret_file) {
-            (Some(_), Some(_)) => {
-                return Err("cluster: give session_secret or session_secret_file, not both".into())
-            }
+            (Some(_), Some(_)) => return Err(ClusterSectionError::SecretTwice),
             (Some(s), None) if s.0.trim().len() < SESSION_SECRET_LEN_MIN => {
-                return Err(format!(
-                    "cluster.session_secret must be {SESSION_SECRET_LEN_MIN} or more random \
-                     bytes (e.g. `openssl rand -hex 32`)"
-                ))
+                return Err(ClusterSectionError::SecretShort)
             }
             _ => {}
         }
         if !self.peers.is_empty() && !self.peers.contains_key(&self.node) {
-            return Err(format!(
-                "cluster.peers must list this node (`{}`) too, with its own URL",
-                self.node
-            ));
+            return Err(ClusterSectionError::PeersWithoutNode {
+                node: self.node.clone(),
+            });
         }
         Ok(())
     }
+}
+
+/// The rule of the `[cluster]` section a configuration breaks
+/// ([`ClusterSection::validate`]), in words for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterSectionError {
+    /// `node` is not a node name.
+    #[error("cluster.node must be 1-64 letters, digits, `-` or `_`")]
+    Node,
+    /// `redis` is not a Redis URL.
+    #[error("cluster.redis must be a redis:// (or rediss://, unix://) URL")]
+    Redis,
+    /// `stream` is empty or `stream_max` below 1000.
+    #[error("cluster.stream must be named and cluster.stream_max at least 1000")]
+    Stream,
+    /// `peer_timeout` is zero.
+    #[error("cluster.peer_timeout must be above 0")]
+    PeerTimeout,
+    /// A key of `peers` is not a node name.
+    #[error("cluster.peers: `{name}` is not a node name")]
+    PeerName {
+        /// The key.
+        name: String,
+    },
+    /// A peer's URL is not an origin URL.
+    #[error("cluster.peers.{name}: {why}")]
+    PeerUrl {
+        /// The peer.
+        name: String,
+        /// What is wrong with its URL.
+        why: OriginUrlError,
+    },
+    /// Both `session_secret` and `session_secret_file` are given.
+    #[error("cluster: give session_secret or session_secret_file, not both")]
+    SecretTwice,
+    /// `session_secret` is shorter than [`SESSION_SECRET_LEN_MIN`].
+    #[error(
+        "cluster.session_secret must be {SESSION_SECRET_LEN_MIN} or more random bytes (e.g. \
+         `openssl rand -hex 32`)"
+    )]
+    SecretShort,
+    /// `peers` is given without this node.
+    #[error("cluster.peers must list this node (`{node}`) too, with its own URL")]
+    PeersWithoutNode {
+        /// This node's name.
+        node: String,
+    },
 }

@@ -27,13 +27,13 @@ mod origins;
 mod rate_limit;
 mod units;
 
-pub use cluster::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 pub use error::ConfigError;
 pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
 pub use origins::OriginEntry;
 pub use rate_limit::RateLimitSection;
-pub use units::{ByteSize, Secs};
+pub use units::{ByteSize, Quantity, Secs, UnitError};
 
 /// The whole configuration of a quire server.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -612,14 +612,31 @@ pub const ADMIN_TOKEN_MIN: usize = 16;
 /// Checks an admin token: at least [`ADMIN_TOKEN_MIN`] characters, none of them
 /// whitespace or control characters (a token of spaces is no secret, and a
 /// presented token is trimmed, so such a one could never match anyway).
-pub fn check_admin_token(t: &str) -> Result<(), String> {
+///
+/// # Errors
+///
+/// [`AdminTokenError`] saying which rule the token breaks.
+pub fn check_admin_token(t: &str) -> Result<(), AdminTokenError> {
     if t.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("must not contain spaces or control characters".into());
+        return Err(AdminTokenError::Blank);
     }
     if t.chars().count() < ADMIN_TOKEN_MIN {
-        return Err(format!("must be at least {ADMIN_TOKEN_MIN} characters"));
+        return Err(AdminTokenError::Short);
     }
     Ok(())
+}
+
+/// Why an admin token is refused ([`check_admin_token`]). The message completes a
+/// sentence that starts with the token's name (`admin_token must ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminTokenError {
+    /// It holds whitespace or a control character.
+    #[error("must not contain spaces or control characters")]
+    Blank,
+    /// It is shorter than [`ADMIN_TOKEN_MIN`] characters.
+    #[error("must be at least {ADMIN_TOKEN_MIN} characters")]
+    Short,
 }
 
 /// Compression levels per coding (defaults: gzip 9 with libdeflater's 1..=12 scale,
@@ -693,7 +710,7 @@ impl Config {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }
         if let Some(c) = &self.cluster {
-            c.validate().map_err(ConfigError::new)?;
+            c.validate().map_err(|e| ConfigError::new(e.to_string()))?;
         }
         if self
             .origin_ca_file

@@ -5,7 +5,7 @@
 use http::uri::{Authority, Scheme};
 
 /// A bad origin URL in the configuration.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("origin `{url}`: {why}")]
 pub struct OriginUrlError {
     url: String,

@@ -64,17 +64,16 @@ impl Cidr {
 }
 
 impl FromStr for Cidr {
-    type Err = String;
+    type Err = CidrError;
 
-    fn from_str(s: &str) -> Result<Cidr, String> {
+    fn from_str(s: &str) -> Result<Cidr, CidrError> {
         let (a, p) = match s.split_once('/') {
             Some((a, p)) => (a, Some(p)),
             None => (s, None),
         };
-        let addr: IpAddr = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("{s:?} is not an address or address/prefix"))?;
+        let addr: IpAddr = a.trim().parse().map_err(|_| CidrError::Address {
+            entry: s.to_owned(),
+        })?;
         let addr = addr.to_canonical();
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match p {
@@ -84,10 +83,33 @@ impl FromStr for Cidr {
                 .parse::<u8>()
                 .ok()
                 .filter(|p| *p <= max)
-                .ok_or_else(|| format!("{s:?}: the prefix length must be 0 to {max}"))?,
+                .ok_or_else(|| CidrError::Prefix {
+                    entry: s.to_owned(),
+                    max,
+                })?,
         };
         Ok(Cidr { addr, prefix })
     }
+}
+
+/// Why an entry of `trusted_proxies` is not an address block.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CidrError {
+    /// The part before any `/` is not an IPv4 or IPv6 address.
+    #[error("{entry:?} is not an address or address/prefix")]
+    Address {
+        /// The entry as written.
+        entry: String,
+    },
+    /// The prefix length is not a number up to the address's bits.
+    #[error("{entry:?}: the prefix length must be 0 to {max}")]
+    Prefix {
+        /// The entry as written.
+        entry: String,
+        /// The address's bits: 32 or 128.
+        max: u8,
+    },
 }
 
 fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
@@ -109,7 +131,7 @@ pub struct TrustedProxies(Vec<Cidr>);
 
 impl TrustedProxies {
     /// Parses each entry; the first bad one is the error.
-    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<TrustedProxies, String> {
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<TrustedProxies, CidrError> {
         entries
             .iter()
             .map(|e| e.as_ref().parse())
@@ -376,6 +398,14 @@ mod tests {
         for bad in ["10.0.0.0/33", "::/129", "nope", "10.0.0.0/x", ""] {
             assert!(bad.parse::<Cidr>().is_err(), "{bad}");
         }
+        let e = |s: &str| s.parse::<Cidr>().unwrap_err().to_string();
+        assert_eq!(e("nope"), r#""nope" is not an address or address/prefix"#);
+        assert_eq!(
+            e("::/129"),
+            r#""::/129": the prefix length must be 0 to 128"#
+        );
+        let list = TrustedProxies::parse(&["10.0.0.1", "10.0.0.0/33"]).unwrap_err();
+        assert!(matches!(list, CidrError::Prefix { max: 32, .. }), "{list}");
     }
 
     fn resolve(p: &str, xff: &[&str], t: &TrustedProxies) -> Result<Client, Unnamed> {

@@ -39,6 +39,8 @@ use std::sync::Mutex;
 use rustix::io::{fcntl_getfd, fcntl_setfd, Errno, FdFlags};
 use rustix::net::{sockopt, AddressFamily, SocketType};
 
+use crate::error::{Fault, Side};
+
 /// The variable listing the listening sockets an upgrading quire hands over.
 pub const QUIRE_LISTEN_FDS: &str = "QUIRE_LISTEN_FDS";
 /// The variable naming the upgrade's hand-over socket in the new process.
@@ -89,8 +91,54 @@ pub enum InheritError {
         /// The descriptor.
         fd: RawFd,
         /// What it is instead.
-        reason: String,
+        reason: FdProblem,
     },
+}
+
+/// What a handed-over descriptor is instead of what its variable says; the message
+/// completes `descriptor N ...`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FdProblem {
+    /// This process took the number already.
+    #[error("was taken already")]
+    Taken,
+    /// No descriptor has the number.
+    #[error("is not open")]
+    NotOpen,
+    /// The kernel would not say what it is.
+    #[error("cannot be inspected: {0}")]
+    Uninspectable(Errno),
+    /// It is not a socket (a file, a pipe).
+    #[error("is not a socket")]
+    NotSocket,
+    /// A socket, but not a stream (UDP, a datagram socket).
+    #[error("is not a stream socket")]
+    NotStream,
+    /// A listener must be IPv4 or IPv6.
+    #[error("is not an IPv4 or IPv6 socket")]
+    NotInet,
+    /// A listener must be listening (`SO_ACCEPTCONN`).
+    #[error("is not listening")]
+    NotListening,
+    /// The hand-over channel must be a Unix socket.
+    #[error("is not a Unix socket")]
+    NotUnix,
+    /// `FD_CLOEXEC` could not be set on it.
+    #[error("cannot be set close-on-exec: {0}")]
+    NoCloseOnExec(Errno),
+}
+
+/// What was handed over is this process's own setting (its launcher's variables and
+/// descriptors), and the same environment gives the same answer when asked again.
+impl Fault for InheritError {
+    fn side(&self) -> Side {
+        Side::Internal
+    }
+
+    fn retry(&self) -> bool {
+        false
+    }
 }
 
 /// The environment that says what was handed over (read once, so the planning is
@@ -299,10 +347,10 @@ static TAKEN: Mutex<Option<HashSet<RawFd>>> = Mutex::new(None);
 /// Takes ownership of `fd` after checking it is what `kind` says, and marks it
 /// close-on-exec.
 fn take(fd: RawFd, var: &'static str, kind: Kind) -> Result<OwnedFd, InheritError> {
-    let err = |reason: String| InheritError::Fd { var, fd, reason };
+    let err = |reason: FdProblem| InheritError::Fd { var, fd, reason };
     let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
     if !taken.get_or_insert_with(HashSet::new).insert(fd) {
-        return Err(err("was taken already".into()));
+        return Err(err(FdProblem::Taken));
     }
     if let Err(reason) = check(fd, kind) {
         taken.get_or_insert_with(HashSet::new).remove(&fd);
@@ -314,43 +362,42 @@ fn take(fd: RawFd, var: &'static str, kind: Kind) -> Result<OwnedFd, InheritErro
     // receiver ownership. `TAKEN` makes this the only owner in the process: each
     // number is taken once, and nothing else in quire reads these variables.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    fcntl_setfd(&owned, FdFlags::CLOEXEC)
-        .map_err(|e| err(format!("cannot be set close-on-exec: {e}")))?;
+    fcntl_setfd(&owned, FdFlags::CLOEXEC).map_err(|e| err(FdProblem::NoCloseOnExec(e)))?;
     Ok(owned)
 }
 
 /// Why `fd` is not what `kind` says, if it is not.
-fn check(fd: RawFd, kind: Kind) -> Result<(), String> {
+fn check(fd: RawFd, kind: Kind) -> Result<(), FdProblem> {
     // SAFETY: the borrow does not outlive this function, and only asks the kernel
     // about the number: on a number that is not open every call fails with EBADF
     // (checked first), and nothing is read or written through it.
     let b = unsafe { BorrowedFd::borrow_raw(fd) };
     match fcntl_getfd(b) {
-        Err(Errno::BADF) => return Err("is not open".into()),
-        Err(e) => return Err(format!("cannot be inspected: {e}")),
+        Err(Errno::BADF) => return Err(FdProblem::NotOpen),
+        Err(e) => return Err(FdProblem::Uninspectable(e)),
         Ok(_) => {}
     }
     let not_socket = |e: Errno| match e {
-        Errno::NOTSOCK => "is not a socket".to_string(),
-        e => format!("cannot be inspected: {e}"),
+        Errno::NOTSOCK => FdProblem::NotSocket,
+        e => FdProblem::Uninspectable(e),
     };
     let kind_of = sockopt::socket_type(b).map_err(not_socket)?;
     let domain = sockopt::socket_domain(b).map_err(not_socket)?;
     if kind_of != SocketType::STREAM {
-        return Err("is not a stream socket".into());
+        return Err(FdProblem::NotStream);
     }
     match kind {
         Kind::Listener => {
             if domain != AddressFamily::INET && domain != AddressFamily::INET6 {
-                return Err("is not an IPv4 or IPv6 socket".into());
+                return Err(FdProblem::NotInet);
             }
             if !sockopt::socket_acceptconn(b).map_err(not_socket)? {
-                return Err("is not listening".into());
+                return Err(FdProblem::NotListening);
             }
         }
         Kind::Channel => {
             if domain != AddressFamily::UNIX {
-                return Err("is not a Unix socket".into());
+                return Err(FdProblem::NotUnix);
             }
         }
     }
@@ -456,13 +503,12 @@ mod tests {
     fn a_descriptor_that_is_not_a_listener_is_refused() {
         use std::os::fd::AsRawFd;
         let file = tempfile::tempfile().unwrap();
-        assert_eq!(
-            check(file.as_raw_fd(), Kind::Listener).unwrap_err(),
-            "is not a socket"
-        );
+        let e = check(file.as_raw_fd(), Kind::Listener).unwrap_err();
+        assert_eq!(e, FdProblem::NotSocket);
+        assert_eq!(e.to_string(), "is not a socket");
         let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let e = check(udp.as_raw_fd(), Kind::Listener).unwrap_err();
-        assert_eq!(e, "is not a stream socket");
+        assert_eq!(e, FdProblem::NotStream);
         let unbound = std::net::TcpStream::connect(
             std::net::TcpListener::bind("127.0.0.1:0")
                 .unwrap()
@@ -471,12 +517,15 @@ mod tests {
         )
         .unwrap();
         let e = check(unbound.as_raw_fd(), Kind::Listener).unwrap_err();
-        assert_eq!(e, "is not listening");
+        assert_eq!(e, FdProblem::NotListening);
         let (a, _b) = UnixStream::pair().unwrap();
         assert!(check(a.as_raw_fd(), Kind::Channel).is_ok());
         let e = check(a.as_raw_fd(), Kind::Listener).unwrap_err();
-        assert_eq!(e, "is not an IPv4 or IPv6 socket");
-        assert_eq!(check(1_000_000, Kind::Listener).unwrap_err(), "is not open");
+        assert_eq!(e, FdProblem::NotInet);
+        assert_eq!(
+            check(1_000_000, Kind::Listener).unwrap_err(),
+            FdProblem::NotOpen
+        );
     }
 
     #[test]
@@ -487,7 +536,21 @@ mod tests {
         let fd = l.into_raw_fd();
         let owned = take(fd, "TEST", Kind::Listener).unwrap();
         assert!(fcntl_getfd(&owned).unwrap().contains(FdFlags::CLOEXEC));
-        assert!(take(fd, "TEST", Kind::Listener).is_err(), "taken twice");
+        let twice = take(fd, "TEST", Kind::Listener).unwrap_err();
+        assert!(
+            matches!(
+                twice,
+                InheritError::Fd {
+                    reason: FdProblem::Taken,
+                    ..
+                }
+            ),
+            "taken twice: {twice}"
+        );
+        assert_eq!(
+            twice.to_string(),
+            format!("TEST: descriptor {fd} was taken already")
+        );
         let l = TcpListener::from(owned);
         assert_eq!(l.local_addr().unwrap(), addr);
     }

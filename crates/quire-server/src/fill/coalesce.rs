@@ -59,6 +59,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::cache::invalidate::{Invalidations, Tags, Verdict};
 use crate::cache::object::{self, ObjectRecord};
+use crate::error::{Fault, Side};
 use crate::upstream::error::{FailureKind, OriginError};
 
 /// Bytes a waiter may fall behind a fill that no longer keeps its body (too large
@@ -71,8 +72,43 @@ pub(crate) const LAG_BYTES_MAX: usize = 4 << 20;
 pub enum Chunk {
     /// The next bytes.
     Data(Bytes),
-    /// The origin failed mid-body.
-    Failed(String),
+    /// The body stopped short: the waiter's response is cut here.
+    Failed(BodyCut),
+}
+
+/// Why a fill's body stopped before its end, as its waiters are told: each one's
+/// response is cut there, so a client never takes a truncated body for a whole one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyCut {
+    /// Every waiter left, and the fill stopped reading the origin.
+    #[error("every client left")]
+    Abandoned,
+    /// No chunk came within the read timeout.
+    #[error("origin body timed out")]
+    Timeout,
+    /// The origin's body failed (a reset, bad framing).
+    #[error("origin body failed: {0}")]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
+    /// This waiter fell more than [`LAG_BYTES_MAX`] behind a body the fill no
+    /// longer keeps.
+    #[error("client too slow")]
+    TooSlow,
+}
+
+/// The head has gone out by the time a body is cut, so nothing is tried again: a
+/// later request fetches anew.
+impl Fault for BodyCut {
+    fn side(&self) -> Side {
+        match self {
+            BodyCut::Abandoned | BodyCut::TooSlow => Side::Downstream,
+            BodyCut::Timeout | BodyCut::Failed(_) => Side::Upstream,
+        }
+    }
+
+    fn retry(&self) -> bool {
+        false
+    }
 }
 
 /// The response head a fill received, as waiters see it.
@@ -157,7 +193,7 @@ struct State {
     /// Every chunk so far is in `chunks`.
     buffering: bool,
     /// The body ended (well or not); `Some(Err)` carries the failure.
-    finished: Option<Result<(), String>>,
+    finished: Option<Result<(), BodyCut>>,
     commit: Commit,
     subs: Vec<Sub>,
     head_waiters: Vec<oneshot::Sender<Outcome>>,
@@ -361,7 +397,7 @@ impl Fill {
         st.subs.retain(|s| {
             let queued = s.queued.fetch_add(data.len(), Ordering::AcqRel) + data.len();
             if !buffering && queued > LAG_BYTES_MAX {
-                let _ = s.tx.send(Chunk::Failed("client too slow".into()));
+                let _ = s.tx.send(Chunk::Failed(BodyCut::TooSlow));
                 return false;
             }
             s.tx.send(Chunk::Data(data.clone())).is_ok()
@@ -388,7 +424,7 @@ impl Fill {
 
     /// Ends the body for every waiter; `Err` cuts their responses. With `commit`,
     /// joiners from now on wait for [`Fill::committed`].
-    pub fn finish(&self, result: Result<(), String>, commit: bool) {
+    pub fn finish(&self, result: Result<(), BodyCut>, commit: bool) {
         let mut st = self.lock();
         if let Err(why) = &result {
             for s in &st.subs {
@@ -731,7 +767,7 @@ pub(crate) async fn stream_body(
             f = tokio::time::timeout(limits.gap, body.frame()) => f,
             () = fill.abandoned() => {
                 if fills.cancel_if_abandoned(key, fill) {
-                    fill.finish(Err("every client left".into()), false);
+                    fill.finish(Err(BodyCut::Abandoned), false);
                     return BodyEnd::Abandoned;
                 }
                 tokio::task::yield_now().await;
@@ -745,12 +781,12 @@ pub(crate) async fn stream_body(
         };
         match frame {
             Err(_) => {
-                fill.finish(Err("origin body timed out".into()), false);
+                fill.finish(Err(BodyCut::Timeout), false);
                 return BodyEnd::Failed;
             }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                fill.finish(Err(format!("origin body failed: {e}")), false);
+                fill.finish(Err(BodyCut::Failed(Arc::from(e))), false);
                 return BodyEnd::Failed;
             }
             Ok(Some(Ok(frame))) => {

@@ -219,11 +219,11 @@ async fn fetch_and_store(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> F
     let (head, plan, mut body) = plan(ctx, fill, spec, fetched);
     let store = head.store;
     let at_hand = match body_at_hand(&mut body, &plan.headers).await {
-        Err(why) => {
+        Err(e) => {
             // Nothing has been sent yet: every waiter gets a 502, not a status line
             // followed by a cut body.
-            tracing::debug!(url = %spec.url, error = %why, "origin body failed at once");
-            fill.publish_failed(OriginError::failed(FailureKind::Protocol, why));
+            tracing::debug!(url = %spec.url, error = %e, "origin body failed at once");
+            fill.publish_failed(e);
             return FillResult::Failed;
         }
         Ok(a) => a,
@@ -387,8 +387,9 @@ enum AtHand {
 
 /// Reads the body while it arrives within [`HOLD_WAIT`] of the head and stays under
 /// [`HOLD_BYTES_MAX`] bytes (trailers are dropped: a stored response has none);
-/// `Err` when it failed within that time.
-async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> Result<AtHand, String> {
+/// `Err` (a protocol failure: the origin's body broke) when it failed within that
+/// time.
+async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> Result<AtHand, OriginError> {
     use http_body::Body as _;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -406,7 +407,7 @@ async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> Result<AtHand, 
     match upstream::read_ahead(body, HOLD_WAIT, HOLD_BYTES_MAX).await {
         Ahead::Ended(f) => Ok(AtHand::Complete(data(f))),
         Ahead::More(f) => Ok(AtHand::Partial(data(f))),
-        Ahead::Failed(why) => Err(why),
+        Ahead::Failed(why) => Err(OriginError::failed(FailureKind::Protocol, why)),
     }
 }
 

@@ -37,7 +37,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-pub use crate::config::{ClusterSection, Secret, SESSION_SECRET_LEN_MIN};
+pub use crate::config::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 use crate::error::{Fault, Side};
 
 /// The field a node answers a peer's request with: its position in the log when
@@ -232,13 +232,13 @@ mod tests {
     fn the_session_secret_is_checked_and_never_shown() {
         let mut c = ClusterSection::new("redis://127.0.0.1:6379", "a");
         c.session_secret = Some(Secret("too short".into()));
-        assert!(c.validate().unwrap_err().contains("32 or more"));
+        assert!(c.validate().unwrap_err().to_string().contains("32 or more"));
         let long = "0123456789abcdef0123456789abcdef";
         c.session_secret = Some(Secret(long.into()));
         assert_eq!(c.validate(), Ok(()));
         assert!(!format!("{c:?}").contains(long), "not in Debug output");
         c.session_secret_file = Some("/etc/quire/secret".into());
-        assert!(c.validate().unwrap_err().contains("not both"));
+        assert!(c.validate().unwrap_err().to_string().contains("not both"));
     }
 
     fn trusted_of(cfg: &crate::Config) -> crate::edge::client::TrustedProxies {
@@ -250,13 +250,13 @@ mod tests {
     #[test]
     fn a_section_with_bad_fields_is_refused() {
         let mut c = ClusterSection::new("http://redis", "a");
-        assert!(c.validate().unwrap_err().contains("redis://"));
+        assert!(c.validate().unwrap_err().to_string().contains("redis://"));
         c.redis = "redis://r:6379".into();
         c.node = "a b".into();
         assert!(c.validate().is_err());
         c.node = "a".into();
         c.peers.insert("b".into(), "http://10.0.0.2".into());
-        assert!(c.validate().unwrap_err().contains("this node"));
+        assert!(c.validate().unwrap_err().to_string().contains("this node"));
         c.peers.insert("a".into(), "ftp://x".into());
         assert!(c.validate().is_err());
     }

@@ -130,7 +130,7 @@ pub async fn post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
     };
     let (targets, dirs) = match targets(ctx, &pr) {
         Ok(t) => t,
-        Err(why) => return error(StatusCode::BAD_REQUEST, &why),
+        Err(why) => return error(StatusCode::BAD_REQUEST, &why.to_string()),
     };
     let wait_all = wait_all_asked(query.as_deref(), pr.wait.as_deref());
     let inv = Invalidation {
@@ -158,12 +158,17 @@ pub async fn post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
 
 /// The targets a purge request names, and its directories; a 400 for the first
 /// that does not parse.
-fn targets(ctx: &Ctx, pr: &PurgeRequest) -> Result<(Vec<Target>, Vec<String>), String> {
+fn targets(ctx: &Ctx, pr: &PurgeRequest) -> Result<(Vec<Target>, Vec<String>), PurgeRequestError> {
     let mut targets = Vec::new();
     for u in &pr.urls {
         match key::normalize_absolute(u, &ctx.peek().keys) {
             Ok(n) => targets.push(Target::Url(n.as_str().to_owned())),
-            Err(e) => return Err(format!("url {u:?}: {e}")),
+            Err(why) => {
+                return Err(PurgeRequestError::Url {
+                    url: u.clone(),
+                    why,
+                })
+            }
         }
     }
     let mut dirs = Vec::new();
@@ -172,21 +177,39 @@ fn targets(ctx: &Ctx, pr: &PurgeRequest) -> Result<(Vec<Target>, Vec<String>), S
             .ok()
             .and_then(|n| object::prefix_directory(n.as_str()));
         let Some(d) = dir else {
-            return Err(format!("prefix {p:?}: not an absolute http(s) URL"));
+            return Err(PurgeRequestError::Prefix { prefix: p.clone() });
         };
         dirs.push(d.clone());
         targets.push(Target::Directory(d));
     }
     for t in &pr.tags {
         if t.is_empty() || t.len() > 256 {
-            return Err("tags must be 1 to 256 bytes".into());
+            return Err(PurgeRequestError::Tag);
         }
         targets.push(Target::Key(t.clone()));
     }
     if let Some(w) = pr.wait.as_deref().filter(|w| *w != "all" && *w != "log") {
-        return Err(format!("wait {w:?}: give \"all\" or \"log\""));
+        return Err(PurgeRequestError::Wait { wait: w.to_owned() });
     }
     Ok((targets, dirs))
+}
+
+/// Why a `POST /_quire/purge` body names nothing that can be purged: answered 400,
+/// and nothing is purged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PurgeRequestError {
+    /// A URL of `urls` cannot be keyed.
+    #[error("url {url:?}: {why}")]
+    Url { url: String, why: key::KeyError },
+    /// A URL of `prefixes` names no directory.
+    #[error("prefix {prefix:?}: not an absolute http(s) URL")]
+    Prefix { prefix: String },
+    /// A tag is empty or longer than 256 bytes.
+    #[error("tags must be 1 to 256 bytes")]
+    Tag,
+    /// `wait` is neither `all` nor `log`.
+    #[error("wait {wait:?}: give \"all\" or \"log\"")]
+    Wait { wait: String },
 }
 
 /// Whether `wait=all` was asked for, in the query or the JSON body.

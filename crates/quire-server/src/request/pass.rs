@@ -206,14 +206,16 @@ fn passed_coding(
     }
 }
 
-/// Reads a body of at most [`PASS_COMPRESS_MAX`] bytes whole.
-async fn read_all(mut body: crate::upstream::UpBody) -> Result<Vec<u8>, String> {
+/// Reads a body of at most [`PASS_COMPRESS_MAX`] bytes whole; a body that fails or
+/// outgrows it is a protocol failure of the origin.
+async fn read_all(mut body: crate::upstream::UpBody) -> Result<Vec<u8>, OriginError> {
+    let protocol = |why: String| OriginError::failed(FailureKind::Protocol, why);
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("reading the answer: {e}"))?;
+        let frame = frame.map_err(|e| protocol(format!("reading the answer: {e}")))?;
         if let Ok(data) = frame.into_data() {
             if (out.len() + data.len()) as u64 > PASS_COMPRESS_MAX {
-                return Err("the answer outgrew its Content-Length".into());
+                return Err(protocol("the answer outgrew its Content-Length".into()));
             }
             out.extend_from_slice(&data);
         }
@@ -233,7 +235,7 @@ async fn encode_passed(
 ) -> Result<Body, OriginError> {
     let identity = match tokio::time::timeout(ctx.origin.read_timeout(), read_all(body)).await {
         Err(_) => return Err(OriginError::Timeout),
-        Ok(Err(why)) => return Err(OriginError::failed(FailureKind::Protocol, why)),
+        Ok(Err(e)) => return Err(e),
         Ok(Ok(b)) => b,
     };
     let coded = match crate::fill::compress::encode(coding, &identity, &PASS_LEVELS) {

@@ -19,7 +19,7 @@
 //!   and then at least hourly; a failed order is retried after 1 minute, doubling
 //!   to at most an hour, and the old certificate stays presented meanwhile.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -29,6 +29,7 @@ use instant_acme::{
 };
 use rustls::sign::CertifiedKey;
 
+use super::load::acme_files;
 use super::{Tls, TlsError};
 use crate::config::{AcmeChallenge, AcmeSection};
 use crate::error::{Fault, Side};
@@ -36,7 +37,7 @@ use crate::error::{Fault, Side};
 /// Why an order did not produce a certificate.
 #[derive(Debug, thiserror::Error)]
 #[error("ACME: {context}")]
-pub struct AcmeError {
+pub(crate) struct AcmeError {
     kind: AcmeErrorKind,
     context: String,
 }
@@ -44,7 +45,7 @@ pub struct AcmeError {
 /// What kind of failure an [`AcmeError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum AcmeErrorKind {
+pub(crate) enum AcmeErrorKind {
     /// The certificate authority failed or refused (its directory, the account,
     /// the order's state).
     Ca,
@@ -64,11 +65,6 @@ impl AcmeError {
             kind,
             context: context.into(),
         }
-    }
-
-    /// What kind of failure it is.
-    pub fn kind(&self) -> AcmeErrorKind {
-        self.kind
     }
 }
 
@@ -104,25 +100,9 @@ impl From<TlsError> for AcmeError {
     }
 }
 
-/// The certificate and key files in `state_dir`.
-pub(crate) fn files(state_dir: &Path) -> (PathBuf, PathBuf) {
-    (state_dir.join("cert.pem"), state_dir.join("key.pem"))
-}
-
-/// Creates the state directory (and parents) and makes it `0700`.
-pub(crate) fn prepare_state_dir(dir: &Path) -> Result<(), TlsError> {
-    use std::os::unix::fs::PermissionsExt;
-    let err = |source| TlsError::Read {
-        path: dir.to_owned(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(err)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)
-}
-
 /// Keeps the certificate current until `stop` turns true: obtains one when there
 /// is none or it is due, then sleeps until the next check.
-pub async fn run(tls: Arc<Tls>, mut stop: tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn run(tls: Arc<Tls>, mut stop: tokio::sync::watch::Receiver<bool>) {
     let Some(renew_before) = tls.acme().map(|a| a.renew_before.0) else {
         return;
     };
@@ -167,7 +147,7 @@ fn until_due(not_after: Option<SystemTime>, renew_before: Duration, now: SystemT
 /// Runs one order to its end: a certificate for every configured name, stored in
 /// the state directory and presented from the next handshake on. Returns when it
 /// expires.
-pub async fn obtain(tls: &Tls) -> Result<SystemTime, AcmeError> {
+pub(crate) async fn obtain(tls: &Tls) -> Result<SystemTime, AcmeError> {
     let acme = tls.acme().ok_or_else(|| {
         AcmeError::new(
             AcmeErrorKind::NotConfigured,
@@ -278,7 +258,7 @@ fn alpn_challenge(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, AcmeEr
 /// Checks the issued chain and key, stores them in the state directory and
 /// presents them; returns when the certificate expires.
 fn install(tls: &Tls, acme: &AcmeSection, chain: &str, key: &str) -> Result<SystemTime, AcmeError> {
-    let (cert_path, key_path) = files(&acme.state_dir);
+    let (cert_path, key_path) = acme_files(&acme.state_dir);
     let (cert_tmp, key_tmp) = (
         cert_path.with_extension("pem.new"),
         key_path.with_extension("pem.new"),
@@ -379,7 +359,7 @@ mod tests {
         let disk = AcmeError::new(AcmeErrorKind::Store, "storing the certificate: ENOSPC");
         assert!(!disk.retry());
         assert_eq!(disk.side(), Side::Internal);
-        assert_eq!(disk.kind(), AcmeErrorKind::Store);
+        assert_eq!(disk.kind, AcmeErrorKind::Store);
     }
 
     #[test]

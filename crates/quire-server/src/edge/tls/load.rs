@@ -6,6 +6,9 @@
 //! that is missing or unreadable, holds no certificate or no key, a key of a kind
 //! rustls cannot sign with, a key that belongs to another certificate, or a
 //! certificate outside its validity period.
+//!
+//! ACME keeps the certificate it obtains as the same two files in its state directory
+//! ([`acme_files`]), read here like the operator's.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -196,6 +199,22 @@ fn check_validity(
     }
     let after = u64::try_from(secs(&validity.not_after)).unwrap_or(0);
     Ok(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(after))
+}
+
+/// The certificate and key files ACME keeps in `state_dir`.
+pub(crate) fn acme_files(state_dir: &Path) -> (PathBuf, PathBuf) {
+    (state_dir.join("cert.pem"), state_dir.join("key.pem"))
+}
+
+/// Creates ACME's state directory (and parents) and makes it `0700`.
+pub(crate) fn prepare_state_dir(dir: &Path) -> Result<(), TlsError> {
+    use std::os::unix::fs::PermissionsExt;
+    let err = |source| TlsError::Read {
+        path: dir.to_owned(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! TLS on the listener: the certificate read from PEM files ([`load`], errors that
-//! name the file) or obtained and renewed by ACME ([`acme`]), presented by a
+//! name the file) or obtained and renewed by ACME (`acme`), presented by a
 //! resolver that can swap it while connections stay up ([`resolve`]), and rustls'
 //! server settings.
 //!
@@ -20,7 +20,7 @@
 //!   connection's slot, so a flood of handshakes is held to the same connection
 //!   limits as any other client and never delays an established connection's reads.
 
-pub mod acme;
+pub(crate) mod acme;
 mod load;
 mod resolve;
 
@@ -65,7 +65,7 @@ pub struct Tls {
 impl Tls {
     /// TLS as the `[tls]` section configures it; `None` when it is off. With ACME,
     /// a certificate kept from an earlier run is presented at once (if still
-    /// valid); [`acme::run`] obtains one when there is none or it is due.
+    /// valid); `acme::run` obtains one when there is none or it is due.
     pub fn from_config(section: &TlsSection) -> Result<Option<Tls>, TlsError> {
         let source = match (&section.cert, &section.key, &section.acme) {
             (Some(cert), Some(key), _) => Source::Files {
@@ -94,7 +94,7 @@ impl Tls {
                 tls.reload()?;
             }
             Source::Acme(a) => {
-                acme::prepare_state_dir(&a.state_dir)?;
+                load::prepare_state_dir(&a.state_dir)?;
                 if let Err(e) = tls.reload() {
                     tracing::info!(reason = %e, "no usable ACME certificate yet; one will be obtained");
                 }
@@ -110,7 +110,7 @@ impl Tls {
         let loaded = match &self.source {
             Source::Files { cert, key } => load(cert, key, SystemTime::now())?,
             Source::Acme(a) => {
-                let (cert, key) = acme::files(&a.state_dir);
+                let (cert, key) = load::acme_files(&a.state_dir);
                 load(&cert, &key, SystemTime::now())?
             }
         };

@@ -65,7 +65,7 @@ async fn drain(mut body: FillBody) -> Result<Vec<u8>, String> {
     while let Some(c) = std::future::poll_fn(|cx| body.poll_recv(cx)).await {
         match c {
             Chunk::Data(b) => out.extend_from_slice(&b),
-            Chunk::Failed(w) => return Err(w),
+            Chunk::Failed(w) => return Err(w.to_string()),
         }
     }
     Ok(out)
@@ -141,8 +141,12 @@ async fn a_failure_mid_body_cuts_every_waiter() {
     let (fill, first) = lead(&r, b"k", 100, A);
     fill.publish_head(head());
     fill.push(Bytes::from_static(b"part"));
-    fill.finish(Err("reset".into()), true);
-    assert_eq!(drain(response(first).await).await, Err("reset".to_string()));
+    let reset = crate::upstream::BoxError::from("reset");
+    fill.finish(Err(BodyCut::Failed(reset.into())), true);
+    assert_eq!(
+        drain(response(first).await).await,
+        Err("origin body failed: reset".to_string())
+    );
     assert!(fill.body().is_none());
 }
 

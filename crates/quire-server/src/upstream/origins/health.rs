@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
+use crate::error::{Fault, Side};
+use crate::upstream::error::OriginError;
+
 /// One origin's health.
 #[derive(Debug)]
 pub(crate) struct Health {
@@ -182,15 +185,12 @@ pub(crate) struct Check {
 
 impl Check {
     /// One check: `Ok` when the origin answered as expected in time.
-    pub(crate) async fn run(&self) -> Result<(), String> {
+    pub(crate) async fn run(&self) -> Result<(), CheckError> {
         let mut req = http::Request::new(crate::upstream::origin::empty_body());
         if self.head_any_status {
             *req.method_mut() = http::Method::HEAD;
         }
-        *req.uri_mut() = self
-            .path
-            .parse()
-            .map_err(|_| "bad health_path".to_owned())?;
+        *req.uri_mut() = self.path.parse().map_err(|_| CheckError::BadPath)?;
         let h = req.headers_mut();
         if let Ok(v) = http::HeaderValue::from_str(&self.host) {
             h.insert(http::header::HOST, v);
@@ -201,8 +201,8 @@ impl Check {
         );
         let sent = tokio::time::timeout(self.timeout, self.origin.exchange(req)).await;
         let resp = match sent {
-            Err(_) => return Err(format!("no answer within {:?}", self.timeout)),
-            Ok(Err(e)) => return Err(crate::upstream::origin::OriginError::from(e).to_string()),
+            Err(_) => return Err(CheckError::Timeout(self.timeout)),
+            Ok(Err(e)) => return Err(CheckError::Origin(OriginError::from(e))),
             Ok(Ok(r)) => r,
         };
         let got = resp.status().as_u16();
@@ -214,7 +214,55 @@ impl Check {
         if ok {
             Ok(())
         } else {
-            Err(format!("{} answered {got}", self.path))
+            Err(CheckError::Status {
+                path: self.path.clone(),
+                got,
+            })
+        }
+    }
+}
+
+/// Why an active check (or a probe) of an origin failed; the message goes to the
+/// log line that marks the origin down.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum CheckError {
+    /// `health_path` is not a request target (the configuration's fault).
+    #[error("bad health_path")]
+    BadPath,
+    /// No response head within `health_timeout`.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The request failed: no connection, or no usable answer.
+    #[error(transparent)]
+    Origin(OriginError),
+    /// The origin answered with a status the check does not take.
+    #[error("{path} answered {got}")]
+    Status {
+        /// The request target.
+        path: String,
+        /// The status it answered.
+        got: u16,
+    },
+}
+
+/// A check is a `GET` or `HEAD` of one path, safe to send again: the next check
+/// may pass where this one failed unless the configuration or the answer says
+/// otherwise.
+impl Fault for CheckError {
+    fn side(&self) -> Side {
+        match self {
+            CheckError::BadPath => Side::Internal,
+            CheckError::Origin(e) => e.side(),
+            CheckError::Timeout(_) | CheckError::Status { .. } => Side::Upstream,
+        }
+    }
+
+    fn retry(&self) -> bool {
+        match self {
+            CheckError::BadPath | CheckError::Status { .. } => false,
+            CheckError::Timeout(_) => true,
+            CheckError::Origin(e) => e.retry(),
         }
     }
 }
@@ -259,7 +307,7 @@ async fn check_loop<H: HealthOf>(c: Check, health: Weak<H>) {
         };
         match outcome {
             Ok(()) => owner.health(c.member).check_passed(),
-            Err(why) => owner.health(c.member).check_failed(&why),
+            Err(why) => owner.health(c.member).check_failed(&why.to_string()),
         }
         drop(owner);
         tokio::time::sleep(c.interval).await;
