@@ -376,6 +376,9 @@ mod tests {
             parse(&["--target", "http://h:1"]).is_err(),
             "--serve or --target"
         );
+        assert!(parse(&["--signed-in"]).unwrap().signed_in);
+        assert!(!parse(&[]).unwrap().signed_in);
+        assert!(parse(&["--signed-in", "--uncached"]).is_err());
     }
 
     #[test]

@@ -10,6 +10,12 @@
 //!   itself (`servers`), release build, one worker, pinned to `--server-cpus`;
 //! - `--uncached`: the same server with a cookie on every request (quire then renders
 //!   or fetches each time), for the cached/uncached ratio;
+//! - `--signed-in` (with `--serve`): the load as a signed-in reader gets the site
+//!   ([`signin`]): quire serves a copy of the vault given a reader of the
+//!   benchmark's own, the harness signs in through `POST /login` and every request
+//!   of the load carries the session cookie; the report says so, with the
+//!   `Cache-Status` a signed-in request got before the rounds (today `fwd=bypass`:
+//!   the figure is the render's);
 //! - `--peer nginx|varnish`: the peer with an equivalent cache configuration in front
 //!   of the same origin, pinned to the same CPUs, measured in the same run (in serve
 //!   mode their origin is a second `quire serve` of the vault, idle once they are
@@ -42,6 +48,7 @@ mod plot;
 mod procstat;
 mod servers;
 mod settle;
+mod signin;
 mod summary;
 mod tls;
 mod urls;
@@ -93,6 +100,17 @@ pub struct BenchHttpArgs {
     /// renders or fetches every time), interleaved, and report cached/uncached.
     #[arg(long)]
     pub uncached: bool,
+    /// With --serve: every request as a signed-in reader. quire serves a copy of
+    /// VAULT (VAULT is not written) with a reader `bench-reader` added (a random
+    /// password) and a session secret of its own; the harness signs in through POST
+    /// /login as a browser would, checks a page names the reader, and every request of
+    /// the load (built-in generator, wrk, or h2load with --tls) carries the session
+    /// cookie. The report says the run was signed in and shows the Cache-Status a
+    /// signed-in request got. Not with --uncached or --peer.
+    // `requires` alone lets `--proxy` through (clap counts a requirement that
+    // conflicts with a given argument as met), hence the conflicts too.
+    #[arg(long, requires = "serve", conflicts_with_all = ["uncached", "peer", "proxy", "target"])]
+    pub signed_in: bool,
     /// Paths to request, one per line (default: the server's /sitemap.xml).
     #[arg(long, value_name = "FILE")]
     pub urls: Option<PathBuf>,
@@ -179,6 +197,9 @@ pub enum Loadgen {
 /// The cookie of `--uncached` runs: any cookie makes quire bypass its cache.
 const BYPASS_COOKIE: &str = "quire_bench=1";
 
+/// The subject name of a `--signed-in` run's quire.
+const SIGNED_IN: &str = "signed-in";
+
 /// One thing measured: a server, whether its requests bypass the cache, and (over
 /// TLS) how it is spoken to.
 #[derive(Debug)]
@@ -191,14 +212,17 @@ struct Subject {
     /// Index into the started servers, for CPU accounting (`None`: `--target`).
     server: Option<usize>,
     /// A `Cookie` field for every request.
-    cookie: Option<&'static str>,
+    cookie: Option<String>,
+    /// Whether `cookie` is a signed-in reader's session (`--signed-in`); else it only
+    /// makes quire bypass its cache.
+    signed_in: bool,
     /// Over TLS: what is measured; `None`: cleartext HTTP/1.1.
     protocol: Option<Protocol>,
 }
 
 /// Each subject once per protocol measured over TLS (`quire` becomes
 /// `quire/tls-h1`, `quire/tls-h2`, `quire/handshake`); new connections are measured
-/// for the cached subjects only.
+/// for the cached and the signed-in subjects, not for `--uncached`.
 fn over_tls(subjects: Vec<Subject>, http2: bool) -> Vec<Subject> {
     let mut protocols = vec![Protocol::Https1];
     if http2 {
@@ -206,13 +230,14 @@ fn over_tls(subjects: Vec<Subject>, http2: bool) -> Vec<Subject> {
     }
     let mut out = Vec::new();
     for s in subjects {
-        let handshake = s.cookie.is_none().then_some(Protocol::Handshake);
+        let handshake = (s.cookie.is_none() || s.signed_in).then_some(Protocol::Handshake);
         for p in protocols.iter().copied().chain(handshake) {
             out.push(Subject {
                 name: format!("{}/{}", s.name, p.label()),
                 host: s.host.clone(),
                 server: s.server,
-                cookie: s.cookie,
+                cookie: s.cookie.clone(),
+                signed_in: s.signed_in,
                 protocol: Some(p),
             });
         }
@@ -255,15 +280,21 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         duration >= Duration::from_secs(1),
         "--duration: a run lasts at least a second"
     );
+    anyhow::ensure!(
+        !args.signed_in || args.serve.is_some(),
+        "--signed-in needs --serve VAULT (the harness adds its reader to a copy of the vault)"
+    );
     if args.rate.is_some() && args.loadgen == Loadgen::Wrk {
         anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
     }
     let pki = tls_setup(args)?;
     let mut started: Vec<Server> = Vec::new();
     let mut subjects = Vec::new();
-    let quire = start_quire(args, pki.as_ref())?;
+    let (quire, session) = start_quire(args, pki.as_ref())?;
     let name = if args.target.is_some() {
         "target"
+    } else if args.signed_in {
+        SIGNED_IN
     } else {
         "quire"
     };
@@ -280,7 +311,8 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         name: name.into(),
         host: host.clone(),
         server: quire_index,
-        cookie: None,
+        signed_in: session.is_some(),
+        cookie: session,
         protocol: None,
     });
     if args.uncached {
@@ -288,7 +320,8 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
             name: "uncached".into(),
             host: host.clone(),
             server: quire_index,
-            cookie: Some(BYPASS_COOKIE),
+            cookie: Some(BYPASS_COOKIE.into()),
+            signed_in: false,
             protocol: None,
         });
     }
@@ -313,14 +346,30 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
         client: servers::client(pki.as_ref()),
         pki: pki.as_ref(),
         floor_bytes: None,
+        signed_in: None,
     }
     .measure()
 }
 
 /// The quire that `--serve` or `--proxy` asks for, started (over TLS with `pki`);
-/// `None` with `--target`.
-fn start_quire(args: &BenchHttpArgs, pki: Option<&TestPki>) -> anyhow::Result<Option<Server>> {
-    Ok(match (&args.serve, &args.proxy, &args.target) {
+/// `None` with `--target`. With `--signed-in`, on a copy of the vault given a reader
+/// of the benchmark's own, signed in: with that reader's session cookie
+/// (`NAME=VALUE`).
+fn start_quire(
+    args: &BenchHttpArgs,
+    pki: Option<&TestPki>,
+) -> anyhow::Result<(Option<Server>, Option<String>)> {
+    if let (true, Some(vault)) = (args.signed_in, &args.serve) {
+        let (server, password) =
+            servers::quire_signed_in(vault, args.quire_config.as_deref(), &args.server_cpus, pki)?;
+        let cookie = signin::sign_in(&servers::client(pki), &server.host, &password)?;
+        eprintln!(
+            "bench http: signed in as {} (a reader of the vault's copy): every request carries its session cookie",
+            signin::READER
+        );
+        return Ok((Some(server), Some(cookie)));
+    }
+    let server = match (&args.serve, &args.proxy, &args.target) {
         (Some(vault), _, _) => Some(servers::quire(
             Some(vault),
             None,
@@ -340,7 +389,8 @@ fn start_quire(args: &BenchHttpArgs, pki: Option<&TestPki>) -> anyhow::Result<Op
         }
         (None, None, Some(_)) => None,
         (None, None, None) => anyhow::bail!("give --target URL, --serve VAULT or --proxy ORIGIN"),
-    })
+    };
+    Ok((server, None))
 }
 
 /// Starts the `--peer` caches in front of the origin (with `--serve`, a second quire
@@ -376,6 +426,7 @@ fn start_peers(
             host: s.host.clone(),
             server: Some(started.len()),
             cookie: None,
+            signed_in: false,
             protocol: None,
         });
         started.push(s);
@@ -421,7 +472,7 @@ fn load_run(
         duration,
         rate: args.rate,
         accept_encoding: &args.accept_encoding,
-        cookie: s.cookie,
+        cookie: s.cookie.as_deref(),
         cpus: &args.loadgen_cpus,
         handshakes,
     };
@@ -435,23 +486,37 @@ fn load_run(
             streams: args.streams,
             duration,
             accept_encoding: &args.accept_encoding,
-            cookie: s.cookie,
+            cookie: s.cookie.as_deref(),
             cpus: &args.loadgen_cpus,
             log: &files.log,
         }),
         (None, Loadgen::Builtin) => load::run(&builtin(false)),
         (None, Loadgen::Wrk) => wrk::run(
             &format!("http://{}", s.host),
-            if s.cookie.is_some() {
-                &files.bypass
-            } else {
-                &files.cached
-            },
+            files.wrk_script(s.cookie.as_deref())?,
             args.connections,
             duration,
             &args.loadgen_cpus,
         ),
     }
+}
+
+/// The report's line for a `--signed-in` run.
+fn signed_in_line(sample: &SignedInSample) -> String {
+    let warm = match sample.warm_hits {
+        Some((hits, urls)) => {
+            format!(
+                "; after the warm-up {hits}/{urls} URLs were hits on a second signed-in request"
+            )
+        }
+        None => String::new(),
+    };
+    format!(
+        "signed in: every request carried the session cookie of {} (a reader added to a copy of the vault); \
+         Cache-Status of a signed-in request before the rounds: {}{warm}",
+        signin::READER,
+        sample.cache_status.as_deref().unwrap_or("(none)")
+    )
 }
 
 /// What the load generators were, for the report.
@@ -478,39 +543,59 @@ fn loadgen_line(args: &BenchHttpArgs) -> String {
 }
 
 /// The request order, written once for every run: the path list the built-in
-/// generator reads, and wrk's scripts (one per cookie).
+/// generator reads, and wrk's scripts (one per cookie the subjects send).
 struct RequestFiles {
     /// Holds the files; removed on drop.
     _dir: tempfile::TempDir,
     list: PathBuf,
-    cached: PathBuf,
-    bypass: PathBuf,
+    /// The first path of the order: the first request of every run.
+    first: String,
+    /// `--loadgen wrk`: a script per distinct `Cookie` (or none).
+    wrk: Vec<(Option<String>, PathBuf)>,
     /// Where h2load writes its per-request log.
     log: PathBuf,
 }
 
 impl RequestFiles {
-    fn write(args: &BenchHttpArgs, paths: &[String]) -> anyhow::Result<RequestFiles> {
+    fn write(
+        args: &BenchHttpArgs,
+        paths: &[String],
+        subjects: &[Subject],
+    ) -> anyhow::Result<RequestFiles> {
         let dir = tempfile::tempdir()?;
         let list = dir.path().join("paths.txt");
         let seq = urls::sequence(paths, args.order, (paths.len() * 20).max(20_000), args.seed);
         std::fs::write(&list, seq.join("\n") + "\n")?;
-        let cached = dir.path().join("cached.lua");
-        let bypass = dir.path().join("uncached.lua");
+        let mut wrk = Vec::new();
         if args.loadgen == Loadgen::Wrk {
-            std::fs::write(&cached, wrk::script(&list, None, &args.accept_encoding))?;
-            std::fs::write(
-                &bypass,
-                wrk::script(&list, Some(BYPASS_COOKIE), &args.accept_encoding),
-            )?;
+            for s in subjects {
+                if wrk.iter().any(|(c, _)| *c == s.cookie) {
+                    continue;
+                }
+                let script = dir.path().join(format!("requests-{}.lua", wrk.len()));
+                std::fs::write(
+                    &script,
+                    wrk::script(&list, s.cookie.as_deref(), &args.accept_encoding),
+                )?;
+                wrk.push((s.cookie.clone(), script));
+            }
         }
         Ok(RequestFiles {
             log: dir.path().join("h2load.log"),
+            first: seq.first().cloned().unwrap_or_else(|| "/".into()),
             _dir: dir,
             list,
-            cached,
-            bypass,
+            wrk,
         })
+    }
+
+    /// wrk's script for requests with `cookie`.
+    fn wrk_script(&self, cookie: Option<&str>) -> anyhow::Result<&PathBuf> {
+        self.wrk
+            .iter()
+            .find(|(c, _)| c.as_deref() == cookie)
+            .map(|(_, p)| p)
+            .context("no wrk script was written for this subject's cookie")
     }
 }
 
@@ -529,6 +614,21 @@ struct Bench<'a> {
     pki: Option<&'a TestPki>,
     /// `--peer floor`: the size of the floor's response.
     floor_bytes: Option<usize>,
+    /// `--signed-in`: what the harness saw of signed-in answers before the rounds.
+    signed_in: Option<SignedInSample>,
+}
+
+/// What a `--signed-in` run saw of signed-in answers before its rounds, for the
+/// report: which case the rounds measure (answers cached per reader, or rendered
+/// each time).
+#[derive(Debug, Default)]
+struct SignedInSample {
+    /// The `Cache-Status` of a signed-in request for the first URL of the load, asked
+    /// just before the rounds (after the warm-up); `None` when the answer had none.
+    cache_status: Option<String>,
+    /// The warm-up's second signed-in pass: URLs that were hits, of how many (`None`
+    /// with `--no-warmup`).
+    warm_hits: Option<(usize, usize)>,
 }
 
 impl Bench<'_> {
@@ -549,7 +649,8 @@ impl Bench<'_> {
             self.start_floor(&paths)?;
             warnings.push(Vec::new());
         }
-        let files = RequestFiles::write(args, &paths)?;
+        let files = RequestFiles::write(args, &paths, &self.subjects)?;
+        self.sample_signed_in(&files.first)?;
         let mut runs: Vec<Run> = Vec::new();
         for rep in 0..args.reps {
             for k in 0..self.subjects.len() {
@@ -587,6 +688,7 @@ impl Bench<'_> {
             host: floor.host.clone(),
             server: Some(self.started.len()),
             cookie: None,
+            signed_in: false,
             protocol: None,
         });
         self.started.push(floor);
@@ -595,8 +697,9 @@ impl Bench<'_> {
     }
 
     /// Each subject's warnings before any run: a debug build, and what its warm-up
-    /// found (servers are warmed and checked unless `--no-warmup`).
-    fn warm_up(&self, paths: &[String]) -> anyhow::Result<Vec<Vec<String>>> {
+    /// found (servers are warmed and checked unless `--no-warmup`; a signed-in
+    /// subject with its session, see `warm::warm_signed_in`).
+    fn warm_up(&mut self, paths: &[String]) -> anyhow::Result<Vec<Vec<String>>> {
         let subjects = &self.subjects;
         let mut warnings: Vec<Vec<String>> = vec![Vec::new(); subjects.len()];
         if cfg!(debug_assertions) && subjects.iter().any(|s| s.server.is_some()) {
@@ -614,7 +717,20 @@ impl Bench<'_> {
         }
         // Over TLS a server is several subjects: warmed once, its warnings shared.
         let mut warmed: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut signed_warm: Option<(usize, usize)> = None;
         for (i, s) in subjects.iter().enumerate() {
+            if let (true, Some(cookie)) = (s.signed_in, &s.cookie) {
+                if let Some((_, w)) = warmed.iter().find(|(h, _)| *h == s.host) {
+                    warnings[i].extend(w.iter().cloned());
+                    continue;
+                }
+                let w = self.warm_signed_in(s, cookie, paths)?;
+                signed_warm = Some((w.hits, w.urls));
+                let w: Vec<String> = w.failures(&s.name).into_iter().collect();
+                warnings[i].extend(w.iter().cloned());
+                warmed.push((&s.host, w));
+                continue;
+            }
             if s.cookie.is_some() {
                 continue;
             }
@@ -632,7 +748,60 @@ impl Bench<'_> {
         if !self.args.no_settle {
             self.settle(&mut warnings);
         }
+        if let Some(hits) = signed_warm {
+            self.signed_in.get_or_insert_default().warm_hits = Some(hits);
+        }
         Ok(warnings)
+    }
+
+    /// Warms subject `s`'s server with the session `cookie` and says how many
+    /// signed-in answers were hits on their second request.
+    fn warm_signed_in(
+        &self,
+        s: &Subject,
+        cookie: &str,
+        paths: &[String],
+    ) -> anyhow::Result<warm::Warmth> {
+        let w = warm::warm_signed_in(
+            &self.client,
+            &s.host,
+            paths,
+            &self.args.accept_encoding,
+            cookie,
+        )?;
+        eprintln!(
+            "bench http: warm-up: {}: {}/{} URLs were cache hits on their second signed-in request{}",
+            s.name,
+            w.hits,
+            w.urls,
+            if w.hits == 0 {
+                " (signed-in answers are not cached: the rounds measure renders)"
+            } else {
+                ""
+            }
+        );
+        Ok(w)
+    }
+
+    /// `--signed-in`: asks the first URL of the load once more with the session,
+    /// just before the rounds, and keeps its `Cache-Status` for the report.
+    fn sample_signed_in(&mut self, first: &str) -> anyhow::Result<()> {
+        let Some(s) = self.subjects.iter().find(|s| s.signed_in) else {
+            return Ok(());
+        };
+        let (status, head, _) = self.client.get_with_cookie(
+            &s.host,
+            first,
+            &self.args.accept_encoding,
+            s.cookie.as_deref(),
+        )?;
+        let cache_status = signin::cache_status(&head);
+        eprintln!(
+            "bench http: signed in, {first} answered {status}, Cache-Status: {}",
+            cache_status.as_deref().unwrap_or("(none)")
+        );
+        self.signed_in.get_or_insert_default().cache_status = cache_status;
+        Ok(())
     }
 
     /// Waits until every started server is quiet after its warm-up (see
@@ -773,6 +942,9 @@ impl Bench<'_> {
             paths.len(),
             args.accept_encoding
         );
+        if let Some(line) = self.signed_in_line() {
+            println!("{line}");
+        }
         let ratios = summary::ratios(runs, &names);
         summary::print_ratios(runs, &names, &ratios);
         summary::print_floor(runs, &names);
@@ -795,6 +967,7 @@ impl Bench<'_> {
                 "loadgen_cpus": args.loadgen_cpus,
                 "server_cpus": args.server_cpus,
                 "accept_encoding": args.accept_encoding,
+                "signed_in": args.signed_in,
                 "machine": crate::machine::Machine::probe(),
                 "runs": runs,
                 "ratios": ratios,
@@ -807,6 +980,14 @@ impl Bench<'_> {
             }
             if args.tls {
                 doc["tls"] = self.tls_json();
+            }
+            if let Some(sample) = &self.signed_in {
+                doc["signed_in_as"] = signin::READER.into();
+                doc["cache_status_sample"] = sample.cache_status.clone().into();
+                doc["signed_in_warm_hits"] = match sample.warm_hits {
+                    Some((hits, urls)) => serde_json::json!({"hits": hits, "urls": urls}),
+                    None => serde_json::Value::Null,
+                };
             }
             std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -825,6 +1006,12 @@ impl Bench<'_> {
         }
         Ok(())
     }
+    /// `--signed-in`: the report's line saying so, and which case was measured.
+    fn signed_in_line(&self) -> Option<String> {
+        let sample = self.signed_in.as_ref()?;
+        Some(signed_in_line(sample))
+    }
+
     /// `--tls`: what the clients offered and how each protocol was measured.
     fn tls_json(&self) -> serde_json::Value {
         let args = self.args;
@@ -838,5 +1025,96 @@ impl Bench<'_> {
                           Connection: close, closed by the server",
             "loadgen": loadgen_line(args),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject(name: &str, cookie: Option<&str>, signed_in: bool) -> Subject {
+        Subject {
+            name: name.into(),
+            host: "127.0.0.1:9".into(),
+            server: Some(0),
+            cookie: cookie.map(str::to_owned),
+            signed_in,
+            protocol: None,
+        }
+    }
+
+    #[test]
+    fn a_signed_in_subject_is_measured_on_new_connections_too_over_tls() {
+        let subjects = vec![
+            subject(SIGNED_IN, Some("quire_session=ab.cd"), true),
+            subject("uncached", Some(BYPASS_COOKIE), false),
+        ];
+        let names: Vec<String> = over_tls(subjects, true)
+            .into_iter()
+            .map(|s| {
+                assert!(s.cookie.is_some(), "{}: the cookie is kept", s.name);
+                s.name
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "signed-in/tls-h1",
+                "signed-in/tls-h2",
+                "signed-in/handshake",
+                "uncached/tls-h1",
+                "uncached/tls-h2"
+            ]
+        );
+    }
+
+    #[test]
+    fn wrk_gets_a_script_per_cookie_with_the_session_in_it() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BenchHttpArgs,
+        }
+        let args = Cli::try_parse_from(["x", "--serve", "v", "--signed-in", "--loadgen", "wrk"])
+            .unwrap()
+            .args;
+        assert!(args.signed_in);
+        let subjects = vec![subject(SIGNED_IN, Some("quire_session=ab.cd"), true)];
+        let files = RequestFiles::write(&args, &["/a".into(), "/b".into()], &subjects).unwrap();
+        let script =
+            std::fs::read_to_string(files.wrk_script(Some("quire_session=ab.cd")).unwrap())
+                .unwrap();
+        assert!(
+            script.contains(r#"["Cookie"] = "quire_session=ab.cd""#),
+            "{script}"
+        );
+        assert!(files.wrk_script(None).is_err(), "no cookie-less subject");
+        assert!(files.first.starts_with('/'));
+        let refused = |extra: &[&str]| {
+            let mut argv = vec!["x", "--signed-in"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).is_err()
+        };
+        assert!(refused(&[]), "--signed-in needs --serve");
+        assert!(refused(&["--proxy", "http://o:1"]));
+        assert!(refused(&["--target", "http://h:1"]));
+        assert!(refused(&["--serve", "v", "--uncached"]));
+        assert!(refused(&["--serve", "v", "--peer", "nginx"]));
+        assert!(!refused(&["--serve", "v", "--tls", "--http2"]));
+    }
+
+    #[test]
+    fn the_report_says_the_run_was_signed_in_and_what_the_cache_did() {
+        let line = signed_in_line(&SignedInSample {
+            cache_status: Some("quire; fwd=bypass; detail=cookie".into()),
+            warm_hits: Some((0, 288)),
+        });
+        assert!(line.starts_with("signed in: "), "{line}");
+        assert!(line.contains(signin::READER), "{line}");
+        assert!(line.contains("quire; fwd=bypass; detail=cookie"), "{line}");
+        assert!(line.contains("0/288 URLs were hits"), "{line}");
+        let line = signed_in_line(&SignedInSample::default());
+        assert!(line.ends_with("before the rounds: (none)"), "{line}");
     }
 }

@@ -19,6 +19,9 @@
 //!   `quire bench floor`, pinned the same way: a response of the corpus's mean size
 //!   written once per request, nothing parsed. It does not answer `Connection:
 //!   close`, so it is probed by connecting only, and never warmed.
+//! - **`--signed-in` serves a copy of the vault** ([`quire_signed_in`]), as the
+//!   peers' origin does: the benchmark's reader is added to the copy, never to the
+//!   user's vault.
 //! - **CPU is counted over the process tree** (nginx's master and worker, Varnish's
 //!   manager and child), from `/proc`.
 //! - **Over TLS (`--tls`), one listener each with the same certificate**: quire gets
@@ -267,6 +270,27 @@ pub(crate) fn quire_origin(vault: &Path, cpus: &str) -> anyhow::Result<Server> {
     let mut server = quire(Some(copy.path()), None, None, cpus, None)?;
     server.vault_copy = Some(copy);
     Ok(server)
+}
+
+/// Starts `quire serve` on a copy of `vault` (as [`quire_origin`] copies it) given
+/// a reader of the benchmark's own and a session secret of its own
+/// (`signin::prepare_copy`), for `--signed-in`; `vault` itself is not written.
+/// Returns the server and the reader's password.
+pub(crate) fn quire_signed_in(
+    vault: &Path,
+    config: Option<&Path>,
+    cpus: &str,
+    tls: Option<&TestPki>,
+) -> anyhow::Result<(Server, String)> {
+    let copy = tempfile::Builder::new()
+        .prefix("quire-bench-vault-")
+        .tempdir()?;
+    copy_vault(vault, copy.path())
+        .with_context(|| format!("copying {} for --signed-in", vault.display()))?;
+    let password = super::signin::prepare_copy(copy.path())?;
+    let mut server = quire(Some(copy.path()), None, config, cpus, tls)?;
+    server.vault_copy = Some(copy);
+    Ok((server, password))
 }
 
 /// Copies a vault's files, but not its databases (`*.db`, `*.db-wal`, `*.db-shm`).

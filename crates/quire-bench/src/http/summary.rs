@@ -14,7 +14,7 @@ use super::tls::{self, Negotiated, Protocol};
 /// One run of one server.
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Run {
-    /// `quire`, `uncached`, `nginx`, `varnish`, `target`.
+    /// `quire`, `uncached`, `signed-in`, `nginx`, `varnish`, `target`.
     pub server: String,
     /// Which round (1-based).
     pub round: usize,

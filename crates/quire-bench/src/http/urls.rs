@@ -58,21 +58,38 @@ impl Client {
         path: &str,
         accept_encoding: &str,
     ) -> anyhow::Result<(u16, String, Vec<u8>)> {
+        self.get_with_cookie(host, path, accept_encoding, None)
+    }
+
+    /// As [`Client::get`], with a `Cookie` field when `cookie` is given.
+    pub(crate) fn get_with_cookie(
+        &self,
+        host: &str,
+        path: &str,
+        accept_encoding: &str,
+        cookie: Option<&str>,
+    ) -> anyhow::Result<(u16, String, Vec<u8>)> {
+        let cookie = cookie.map_or(String::new(), |c| format!("Cookie: {c}\r\n"));
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {accept_encoding}\r\n{cookie}Connection: close\r\n\r\n"
+        );
+        response(path, &self.exchange(host, request.as_bytes())?)
+    }
+
+    /// Sends `request` (whole, with `Connection: close`) over a fresh connection and
+    /// returns the server's answer as it came, until the server closed.
+    pub(crate) fn exchange(&self, host: &str, request: &[u8]) -> anyhow::Result<Vec<u8>> {
         let mut s = TcpStream::connect(host)?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept-Encoding: {accept_encoding}\r\nConnection: close\r\n\r\n"
-        );
-        let raw = match self {
+        Ok(match self {
             Client::Plain => {
-                s.write_all(request.as_bytes())?;
+                s.write_all(request)?;
                 let mut raw = Vec::new();
                 s.read_to_end(&mut raw)?;
                 raw
             }
-            Client::Tls(cfg) => tls_exchange(cfg, host, s, request.as_bytes())?,
-        };
-        response(path, &raw)
+            Client::Tls(cfg) => tls_exchange(cfg, host, s, request)?,
+        })
     }
 }
 
@@ -99,7 +116,7 @@ fn tls_exchange(
 }
 
 /// Status, lower-cased head and de-chunked body of a whole response.
-fn response(path: &str, raw: &[u8]) -> anyhow::Result<(u16, String, Vec<u8>)> {
+pub(crate) fn response(path: &str, raw: &[u8]) -> anyhow::Result<(u16, String, Vec<u8>)> {
     let end = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

@@ -36,8 +36,14 @@ impl Warmth {
                 self.urls - self.hits - self.unknown
             ));
         }
-        if !self.failed.is_empty() {
-            w.push(format!(
+        w.extend(self.failures(server));
+        w
+    }
+
+    /// The warning for URLs that failed, if any did.
+    pub(crate) fn failures(&self, server: &str) -> Option<String> {
+        (!self.failed.is_empty()).then(|| {
+            format!(
                 "{server}: {} URLs failed: {}",
                 self.failed.len(),
                 self.failed
@@ -46,9 +52,8 @@ impl Warmth {
                     .cloned()
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
-        }
-        w
+            )
+        })
     }
 }
 
@@ -104,6 +109,40 @@ pub(crate) fn warm(
             }
             tries += 1;
             std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    Ok(w)
+}
+
+/// The warm-up of a `--signed-in` run: every path asked once with the session
+/// `cookie` (a server that caches signed-in answers stores them), then once more,
+/// counting the hits. No retries until a hit, as [`warm`] makes: a server that never
+/// caches a signed-in answer (quire today) would make them for nothing. URLs that
+/// were not hits are not a warning here; the report says how many were.
+pub(crate) fn warm_signed_in(
+    client: &urls::Client,
+    host: &str,
+    paths: &[String],
+    accept_encoding: &str,
+    cookie: &str,
+) -> anyhow::Result<Warmth> {
+    let mut w = Warmth {
+        urls: paths.len(),
+        ..Warmth::default()
+    };
+    for p in paths {
+        let _ = client.get_with_cookie(host, p, accept_encoding, Some(cookie))?;
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    for p in paths {
+        let (status, head, _) = client.get_with_cookie(host, p, accept_encoding, Some(cookie))?;
+        if !(200..400).contains(&status) {
+            w.failed.push(format!("{p} ({status})"));
+        }
+        match hit_in(&head) {
+            Some(true) => w.hits += 1,
+            Some(false) => {}
+            None => w.unknown += 1,
         }
     }
     Ok(w)
