@@ -95,16 +95,7 @@ fn every_public_page_and_every_edit_is_a_hit_before_anyone_asks() {
 /// site's own.
 #[test]
 fn a_strange_host_is_not_prefilled_when_base_url_is_set() {
-    let vault = tempfile::tempdir().unwrap();
-    common::copy_dir(&common::example_vault(), vault.path());
-    let settings = vault.path().join(".quire/site.toml");
-    let text = std::fs::read_to_string(&settings).unwrap();
-    std::fs::write(
-        &settings,
-        format!("base_url = \"https://garden.example\"\n{text}"),
-    )
-    .unwrap();
-    let r = common::start_on(vault, false);
+    let r = common::start_with_settings("base_url = \"https://garden.example\"");
     let prefill = {
         let _in = r._rt.enter();
         Prefill::start(r.ctx.clone())

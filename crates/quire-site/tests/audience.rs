@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::{copy_dir, example_vault, get, get_with, start_on, Resp, Running};
+use common::{copy_dir, example_vault, get, get_with, start_on, wait_for_audiences, Resp, Running};
 use quire_vault::readers::{hash_password, write_user, Role};
 use quire_vault::Visibility;
 
@@ -43,24 +41,6 @@ fn sign_in(r: &Running, name: &str, password: &str) -> String {
         .expect("a session cookie")
         .to_owned();
     format!("Cookie: {pair}\r\n")
-}
-
-/// Waits until the signed-in audiences' versions are made (the first signed-in
-/// request starts them, in the background).
-fn wait_for_audiences(r: &Running) {
-    let t0 = Instant::now();
-    while r
-        .site
-        .snapshot()
-        .signed_in_versions(Visibility::Draft)
-        .is_none()
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "versions never made"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn url_of(r: &Running, vis: Visibility) -> String {

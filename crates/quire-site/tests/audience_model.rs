@@ -15,9 +15,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::{get_with, start_on, Resp, Running};
+use common::{get_with, start_on, wait_for_audiences, Resp, Running};
 use quire_vault::readers::{hash_password, write_user, Role};
 use quire_vault::Visibility;
 
@@ -265,22 +263,6 @@ fn run(seed: u64) {
         audience_hits > 0,
         "seed {seed:#x}: the model never saw an audience hit: it checked nothing"
     );
-}
-
-fn wait_for_audiences(r: &Running) {
-    let t0 = Instant::now();
-    while r
-        .site
-        .snapshot()
-        .signed_in_versions(Visibility::Draft)
-        .is_none()
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "versions never made"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]

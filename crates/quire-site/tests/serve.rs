@@ -474,12 +474,7 @@ fn open_redirect_via_tab_is_refused() {
 #[test]
 fn bypassing_pages_are_compressed_per_request() {
     // Signed-in pages bypass the cache when `cache_signed_in` is off.
-    let vault = tempfile::tempdir().unwrap();
-    common::copy_dir(&common::example_vault(), vault.path());
-    let settings = vault.path().join(".quire/site.toml");
-    let text = std::fs::read_to_string(&settings).unwrap();
-    std::fs::write(&settings, format!("cache_signed_in = false\n{text}")).unwrap();
-    let r = common::start_on(vault, false);
+    let r = common::start_with_settings("cache_signed_in = false");
     let is_private = |n: &&quire_vault::Note| n.visibility() == quire_vault::Visibility::Private;
     let private = r
         .site

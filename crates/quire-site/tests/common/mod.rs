@@ -65,6 +65,35 @@ pub(crate) fn restart(r: Running) -> Running {
     start_on(vault, false)
 }
 
+/// The example vault with `settings` (top-level `site.toml` keys) put before its own,
+/// served.
+pub(crate) fn start_with_settings(settings: &str) -> Running {
+    let vault = tempfile::tempdir().unwrap();
+    copy_dir(&example_vault(), vault.path());
+    let file = vault.path().join(".quire/site.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{settings}\n{text}")).unwrap();
+    start_on(vault, false)
+}
+
+/// Waits until the signed-in audiences' versions are made (the first signed-in
+/// request starts them, in the background).
+pub(crate) fn wait_for_audiences(r: &Running) {
+    let t0 = std::time::Instant::now();
+    while r
+        .site
+        .snapshot()
+        .signed_in_versions(quire_vault::Visibility::Draft)
+        .is_none()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "versions never made"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub(crate) fn start_on(vault: tempfile::TempDir, watch: bool) -> Running {
     let site = Site::open(vault.path()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
