@@ -16,6 +16,7 @@ use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use quire_server::upstream::{BoxError, UpBody};
+use quire_vault::Visibility;
 
 /// How long quire keeps an anonymous page fresh. Versioned keys make a change visible
 /// at once whatever this is; it bounds how long a page could outlive a missed watch
@@ -30,7 +31,7 @@ pub enum Policy {
     /// A page at `version` rendered for a whole signed-in audience: quire keeps it
     /// under the audience's keys (its lifetime in `Surrogate-Control`, which quire
     /// never sends on), browsers keep it private and revalidate.
-    Audience(u64),
+    Audience(u64, Visibility),
     /// A versioned asset requested with its current version.
     Immutable,
     /// For one reader only, or an answer to a form: never stored.
@@ -148,7 +149,7 @@ impl Reply {
                     h.insert(header::ETAG, v);
                 }
             }
-            Policy::Audience(version) => {
+            Policy::Audience(version, _) => {
                 h.insert(
                     header::CACHE_CONTROL,
                     HeaderValue::from_static("private, no-cache"),
@@ -173,7 +174,13 @@ impl Reply {
                 );
             }
         }
-        if let Some(tag) = self.tag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+        // A page kept for an audience also carries its audience's tag, so a reload
+        // can purge what changed for that audience alone.
+        let tag = match (self.tag, self.policy) {
+            (Some(t), Policy::Audience(_, aud)) => Some(format!("{t} {}", audience_tag(&t, aud))),
+            (t, _) => t,
+        };
+        if let Some(tag) = tag.and_then(|t| HeaderValue::from_str(&t).ok()) {
             h.insert("surrogate-key", tag);
         }
         h.insert(
@@ -205,6 +212,16 @@ impl Reply {
 /// hold characters a `Surrogate-Key` list cannot).
 pub fn path_tag(path: &str) -> String {
     format!("page:{:016x}", xxhash_rust::xxh3::xxh3_64(path.as_bytes()))
+}
+
+/// The surrogate key of `aud`'s entry of the page whose tag is `page_tag`.
+pub fn audience_tag(page_tag: &str, aud: Visibility) -> String {
+    let who = match aud {
+        Visibility::Public => "public",
+        Visibility::Private => "reader",
+        Visibility::Draft => "admin",
+    };
+    format!("{page_tag}:{who}")
 }
 
 /// Bytes read from a file per chunk.

@@ -56,7 +56,7 @@ pub fn policy(s: &Snapshot, who: Who<'_>, at: At<'_>) -> Policy {
     };
     match (who, version) {
         (None, Some(v)) => Policy::Shared(v),
-        (Some(_), Some(v)) => Policy::Audience(v),
+        (Some(_), Some(v)) => Policy::Audience(v, aud),
         (_, None) => Policy::NoStore,
     }
 }

@@ -106,6 +106,16 @@ struct Inner {
     ahead: Ahead,
 }
 
+/// What a reload changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The paths whose anonymous page changed (to purge by their page tag, and to
+    /// render before anyone asks).
+    pub public: Vec<String>,
+    /// The surrogate keys of the signed-in audiences' pages that changed (to purge).
+    pub signed_in: Vec<String>,
+}
+
 /// Views queued before new ones are dropped (and counted as dropped).
 const VIEWS_QUEUE: usize = 64 * 1024;
 
@@ -219,6 +229,11 @@ impl Site {
     /// Reloads the vault and publishes the new snapshot; returns the paths whose
     /// pages changed (to purge). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
+        self.reload_changes().map(|c| c.public)
+    }
+
+    /// [`Site::reload`], with the signed-in audiences' changes too.
+    pub fn reload_changes(&self) -> Result<Changes, SiteError> {
         let t0 = Instant::now();
         let parts = load(&self.inner.root, Some(&self.inner.snap.load().vault))?;
         let t_load = t0.elapsed();
@@ -263,7 +278,10 @@ impl Site {
             search_ms = (t0.elapsed() - t_snapshot).as_millis() as u64,
             "reload phases"
         );
-        Ok(snapshot::changed_paths(&old, &new))
+        Ok(Changes {
+            public: snapshot::changed_paths(&old, &new),
+            signed_in: snapshot::changed_signed_in(&old, &new),
+        })
     }
 }
 

@@ -456,6 +456,27 @@ fn mix(epoch: u64, content: u64) -> u64 {
     xxh3_64(&b) | 1
 }
 
+/// The surrogate keys of the signed-in audiences' entries whose version differs
+/// between `old` and `new` (changed, added or removed), for each audience both made:
+/// exactly those audiences' pages to purge (their anonymous entries keep theirs).
+pub fn changed_signed_in(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for aud in [Visibility::Private, Visibility::Draft] {
+        let (Some(o), Some(n)) = (old.signed_in_versions(aud), new.signed_in_versions(aud)) else {
+            continue;
+        };
+        let changed = n
+            .pages
+            .iter()
+            .filter(|(p, v)| o.pages.get(*p) != Some(v))
+            .map(|(p, _)| p)
+            .chain(o.pages.keys().filter(|p| !n.pages.contains_key(*p)));
+        out.extend(changed.map(|p| crate::reply::audience_tag(&crate::reply::path_tag(p), aud)));
+    }
+    out.sort();
+    out
+}
+
 /// The paths whose version differs between `old` and `new` (changed, added or
 /// removed): exactly the pages to purge.
 pub fn changed_paths(old: &Snapshot, new: &Snapshot) -> Vec<String> {

@@ -92,9 +92,14 @@ pub fn republish(site: &Site, ctx: &Ctx) {
 
 fn publish_once(site: &Site, ctx: &Ctx) {
     let t0 = Instant::now();
-    match site.reload() {
-        Ok(paths) => {
-            let targets: Vec<Target> = paths.iter().map(|p| Target::Key(path_tag(p))).collect();
+    match site.reload_changes() {
+        Ok(changes) => {
+            let paths = changes.public;
+            let targets: Vec<Target> = paths
+                .iter()
+                .map(|p| Target::Key(path_tag(p)))
+                .chain(changes.signed_in.into_iter().map(Target::Key))
+                .collect();
             let purged = if targets.is_empty() {
                 0
             } else {

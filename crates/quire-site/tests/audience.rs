@@ -196,7 +196,11 @@ fn an_edit_changes_exactly_the_audience_pages_that_show_it() {
     let file = r.vault.path().join(&path);
     let text = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("{text}\n\nA line added: marmalade-17.\n")).unwrap();
-    r.site.reload().unwrap();
+    let changes = r.site.reload_changes().unwrap();
+    assert!(changes.public.is_empty(), "{:?}", changes.public);
+    let tag = |aud| quire_site::reply::audience_tag(&quire_site::reply::path_tag(&url), aud);
+    assert!(changes.signed_in.contains(&tag(Visibility::Private)));
+    assert!(changes.signed_in.contains(&tag(Visibility::Draft)));
     let after = r.site.snapshot();
     assert_eq!(before.versions, after.versions, "no anonymous page changed");
     let (rb, ra) = (
