@@ -54,7 +54,7 @@ use crate::shared::{Shared, SharedError, SharedErrorKind};
 use crate::snapshot::Snapshot;
 
 /// The session cookie's value in a request, if it has one.
-fn cookie(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()

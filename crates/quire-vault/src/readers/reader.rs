@@ -16,10 +16,7 @@ impl Reader {
     /// The most restricted notes they may read: readers see public and private notes,
     /// admins drafts too. A note is shown when `note.visibility() <= reader.audience()`.
     pub fn audience(&self) -> Visibility {
-        match self.role {
-            Role::Reader => Visibility::Private,
-            Role::Admin => Visibility::Draft,
-        }
+        self.role.audience()
     }
 }
 
@@ -34,6 +31,14 @@ pub enum Role {
 }
 
 impl Role {
+    /// The most restricted notes the role may read (see [`Reader::audience`]).
+    pub fn audience(self) -> Visibility {
+        match self {
+            Role::Reader => Visibility::Private,
+            Role::Admin => Visibility::Draft,
+        }
+    }
+
     /// The name in the users file and in cookies.
     pub fn as_str(self) -> &'static str {
         match self {

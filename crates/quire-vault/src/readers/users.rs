@@ -146,6 +146,11 @@ impl Users {
 
     /// The user called `name` (exact case), without checking a password: for sessions
     /// already verified.
+    /// The role of user `name`, if there is one (no copy of the name).
+    pub(crate) fn role_of(&self, name: &str) -> Option<Role> {
+        Some(self.users[*self.by_name.get(name)?].role)
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<Reader> {
         let u = &self.users[*self.by_name.get(name)?];
         Some(Reader {
