@@ -15,12 +15,14 @@
 //! - [`preview`]: what a link preview of a note shows.
 //! - [`readers`]: the users file, password hashes, signed session cookies.
 //! - [`views`]: view counts through a bounded queue into SQLite.
+//! - `fault`: when trying again can help, for the errors above (`quire_http::Fault`).
 //! - [`search`]: full-text search (SQLite FTS5), filtered by audience in SQL.
 //! - [`related`]: related notes per audience, computed when notes change.
 
 #![forbid(unsafe_code)]
 
 pub mod bases;
+mod fault;
 pub mod front;
 pub mod graph;
 mod highlight;

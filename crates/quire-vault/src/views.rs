@@ -92,6 +92,22 @@ pub enum ViewsError {
     },
 }
 
+impl quire_http::Fault for ViewsError {
+    /// The views database is this server's own.
+    fn side(&self) -> quire_http::Side {
+        quire_http::Side::Internal
+    }
+
+    /// A busy or locked database, or a thread that could not start for now.
+    fn retry(&self) -> bool {
+        match self {
+            ViewsError::Db { source, .. } => crate::fault::sqlite_busy(source),
+            ViewsError::Thread { source, .. } => crate::fault::transient(source),
+            ViewsError::Schema { .. } => false,
+        }
+    }
+}
+
 /// What goes through the queue. Views carry an `Arc<str>`: [`Views::record_shared`]
 /// sends a clone of the caller's (no allocation), [`Views::record`] allocates one
 /// path-sized string.

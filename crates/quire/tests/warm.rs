@@ -77,15 +77,17 @@ fn warming_a_sitemap_stores_every_page_and_a_second_run_finds_them_all_cached() 
     assert!(first.status.success(), "{first:?}");
     let [hit, stored, not_stored, failed] = counts(&first);
     assert_eq!((not_stored, failed), (0, 0), "{first:?}");
+    // quire serve renders its pages before anyone asks once a first request names
+    // its host (the sitemap's, here), so some may be cached by the time warm asks;
+    // every one is one or the other.
     assert!(
-        stored > 100,
+        hit + stored > 100 && stored > 0,
         "the example vault's public pages were stored: {first:?}"
     );
-    assert_eq!(hit, 0, "nothing was cached before: {first:?}");
 
     let second = warm(&args);
     assert!(second.status.success(), "{second:?}");
-    assert_eq!(counts(&second), [stored, 0, 0, 0], "{second:?}");
+    assert_eq!(counts(&second), [hit + stored, 0, 0, 0], "{second:?}");
 }
 
 #[test]

@@ -205,7 +205,7 @@ mod tests {
         let req = login_request("http", "127.0.0.1:9", "pw");
         assert!(req.starts_with("POST /login HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"));
         assert!(req.contains("\r\nOrigin: http://127.0.0.1:9\r\nSec-Fetch-Site: same-origin\r\n"));
-        let body = "name=bench-reader&password=pw&next=%2F";
+        let body = "name=bench-reader&password=pw&next=%2Faccount";
         assert!(req.ends_with(&format!(
             "Content-Length: {}\r\n\
              Accept-Encoding: identity\r\nConnection: close\r\n\r\n{body}",

@@ -124,6 +124,77 @@ fn le_u32(b: &[u8]) -> u32 {
     u32::from_le_bytes(a)
 }
 
+/// What is wrong with the bytes of a hit for one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Corrupt {
+    /// The body is shorter than the header every body starts with.
+    Short { id: u64, len: usize },
+    /// The body belongs to another object.
+    OtherObject { id: u64, got: u64 },
+    /// The body's length is not the one its header says.
+    Length {
+        id: u64,
+        version: u32,
+        len: usize,
+        header: usize,
+    },
+    /// The body's length is not the object's size.
+    Size {
+        id: u64,
+        version: u32,
+        len: usize,
+        want: usize,
+    },
+    /// The metadata belongs to another object or version.
+    Meta { id: u64, version: u32 },
+    /// The metadata's bytes differ from what was written.
+    MetaBytes { id: u64, version: u32 },
+    /// The body's bytes differ from what was written, near byte `at`.
+    Body { id: u64, version: u32, at: usize },
+}
+
+impl std::fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Corrupt::Short { id, len } => write!(
+                f,
+                "object {id}: body of {len} bytes is shorter than its header"
+            ),
+            Corrupt::OtherObject { id, got } => {
+                write!(f, "object {id}: body belongs to object {got}")
+            }
+            Corrupt::Length {
+                id,
+                version,
+                len,
+                header,
+            } => write!(
+                f,
+                "object {id} v{version}: body is {len} bytes, its header says {header}"
+            ),
+            Corrupt::Size {
+                id,
+                version,
+                len,
+                want,
+            } => write!(
+                f,
+                "object {id} v{version}: body is {len} bytes, expected {want}"
+            ),
+            Corrupt::Meta { id, version } => write!(
+                f,
+                "object {id} v{version}: metadata does not belong to this body"
+            ),
+            Corrupt::MetaBytes { id, version } => {
+                write!(f, "object {id} v{version}: metadata bytes differ")
+            }
+            Corrupt::Body { id, version, at } => {
+                write!(f, "object {id} v{version}: body differs near byte {at}")
+            }
+        }
+    }
+}
+
 /// Checks a hit for object `id`: the headers of meta and body always (cheap), and with
 /// `full` every byte against the regenerated pattern. `expected_len` pins the body
 /// length when the object's size is known. Returns the version the bytes carry, or what
@@ -134,30 +205,35 @@ pub(crate) fn verify(
     id: u64,
     expected_len: Option<usize>,
     full: bool,
-) -> Result<u32, String> {
+) -> Result<u32, Corrupt> {
     if body_bytes.len() < HEADER_LEN {
-        return Err(format!(
-            "object {id}: body of {} bytes is shorter than its header",
-            body_bytes.len()
-        ));
+        return Err(Corrupt::Short {
+            id,
+            len: body_bytes.len(),
+        });
     }
     let got_id = le_u64(&body_bytes[..8]);
     let version = le_u32(&body_bytes[8..12]);
     let len = le_u32(&body_bytes[12..16]) as usize;
     if got_id != id {
-        return Err(format!("object {id}: body belongs to object {got_id}"));
+        return Err(Corrupt::OtherObject { id, got: got_id });
     }
     if len != body_bytes.len() {
-        return Err(format!(
-            "object {id} v{version}: body is {} bytes, its header says {len}",
-            body_bytes.len()
-        ));
+        return Err(Corrupt::Length {
+            id,
+            version,
+            len: body_bytes.len(),
+            header: len,
+        });
     }
     if let Some(want) = expected_len {
         if want.max(MIN_BODY) != len {
-            return Err(format!(
-                "object {id} v{version}: body is {len} bytes, expected {want}"
-            ));
+            return Err(Corrupt::Size {
+                id,
+                version,
+                len,
+                want,
+            });
         }
     }
     if meta_bytes.len() != META_LEN
@@ -165,22 +241,21 @@ pub(crate) fn verify(
         || le_u64(&meta_bytes[4..12]) != id
         || le_u32(&meta_bytes[12..16]) != version
     {
-        return Err(format!(
-            "object {id} v{version}: metadata does not belong to this body"
-        ));
+        return Err(Corrupt::Meta { id, version });
     }
     if full {
         if meta_bytes != meta(id, version) {
-            return Err(format!("object {id} v{version}: metadata bytes differ"));
+            return Err(Corrupt::MetaBytes { id, version });
         }
         let mut rng = XorShift::new(pattern_seed(id, version));
         for (i, chunk) in body_bytes[HEADER_LEN..].chunks(8).enumerate() {
             let w = rng.next_u64().to_le_bytes();
             if chunk != &w[..chunk.len()] {
-                return Err(format!(
-                    "object {id} v{version}: body differs near byte {}",
-                    HEADER_LEN + i * 8
-                ));
+                return Err(Corrupt::Body {
+                    id,
+                    version,
+                    at: HEADER_LEN + i * 8,
+                });
             }
         }
     }
@@ -193,7 +268,7 @@ pub(crate) fn verify_entry<H: EntryRef>(
     id: u64,
     expected_len: Option<usize>,
     full: bool,
-) -> Result<u32, String> {
+) -> Result<u32, Corrupt> {
     verify(entry.meta(), entry.body(), id, expected_len, full)
 }
 

@@ -34,7 +34,7 @@ impl Tally {
     }
 
     /// A hit whose bytes are wrong.
-    pub(crate) fn mismatch(&self, engine: &str, scenario: &str, what: String) {
+    pub(crate) fn mismatch(&self, engine: &str, scenario: &str, what: impl std::fmt::Display) {
         if self.mismatches.fetch_add(1, Ordering::Relaxed) < KEEP as u64 {
             self.note(format!("mismatch [{engine} {scenario}] {what}"));
         }

@@ -407,7 +407,7 @@ async fn body_at_hand(body: &mut UpBody, headers: &HeaderMap) -> Result<AtHand, 
     match upstream::read_ahead(body, HOLD_WAIT, HOLD_BYTES_MAX).await {
         Ahead::Ended(f) => Ok(AtHand::Complete(data(f))),
         Ahead::More(f) => Ok(AtHand::Partial(data(f))),
-        Ahead::Failed(why) => Err(OriginError::failed(FailureKind::Protocol, why)),
+        Ahead::Failed(e) => Err(e),
     }
 }
 

@@ -75,9 +75,8 @@ impl Exchange<'_> {
         // connection.
         rbody = match upstream::read_ahead(&mut rbody, miss::HOLD_WAIT, miss::HOLD_BYTES_MAX).await
         {
-            Ahead::Failed(why) => {
-                tracing::debug!(error = %why, "passed response body failed at once");
-                let e = OriginError::failed(FailureKind::Protocol, why);
+            Ahead::Failed(e) => {
+                tracing::debug!(error = %e, "passed response body failed at once");
                 return (reply::origin_error(&e, status), Outcome::Error);
             }
             Ahead::Ended(frames) => upstream::prepend(frames, rbody, true),

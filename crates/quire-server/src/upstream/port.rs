@@ -197,7 +197,7 @@ pub enum Ahead {
     /// Its start; the rest is still to come (slower than the wait, or larger).
     More(Vec<Frame<Bytes>>),
     /// It failed before it was all read (what had arrived is dropped).
-    Failed(String),
+    Failed(OriginError),
 }
 
 /// Reads the frames of `body` that arrive within `wait`, up to about `max_bytes`.
@@ -224,7 +224,12 @@ pub async fn read_ahead(body: &mut UpBody, wait: Duration, max_bytes: u64) -> Ah
                     return Ahead::More(frames);
                 }
             }
-            Ok(Some(Err(e))) => return Ahead::Failed(format!("origin body failed: {e}")),
+            Ok(Some(Err(e))) => {
+                return Ahead::Failed(OriginError::failed(
+                    crate::upstream::error::FailureKind::Protocol,
+                    format!("origin body failed: {e}"),
+                ))
+            }
             Err(_) => return Ahead::More(frames),
         }
     }

@@ -39,3 +39,19 @@ pub enum ReadersError {
     #[error("sign-outs on a cluster node are recorded by the cluster")]
     SharedSignOut,
 }
+
+impl quire_http::Fault for ReadersError {
+    /// The users file, the secret and the sign-out table are this server's own.
+    fn side(&self) -> quire_http::Side {
+        quire_http::Side::Internal
+    }
+
+    /// Only an interrupted or timed-out read or write; a malformed file, a bad
+    /// secret or a cluster node's sign-out fail the same way again.
+    fn retry(&self) -> bool {
+        match self {
+            ReadersError::Io { source, .. } => crate::fault::transient(source),
+            _ => false,
+        }
+    }
+}

@@ -61,6 +61,23 @@ pub enum SearchError {
     },
 }
 
+impl quire_http::Fault for SearchError {
+    /// The index is this server's own.
+    fn side(&self) -> quire_http::Side {
+        quire_http::Side::Internal
+    }
+
+    /// A busy or locked database, or an interrupted file operation; a damaged,
+    /// foreign or non-WAL file fails the same way again.
+    fn retry(&self) -> bool {
+        match self {
+            SearchError::Sqlite { source, .. } => crate::fault::sqlite_busy(source),
+            SearchError::Io { source, .. } => crate::fault::transient(source),
+            _ => false,
+        }
+    }
+}
+
 impl SearchError {
     /// Whether the file is damaged (and deleting and rebuilding it is the fix).
     pub fn is_corrupt(&self) -> bool {
