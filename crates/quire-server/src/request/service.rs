@@ -2,8 +2,9 @@
 //!
 //! The order is the design's (framing was checked by [`crate::edge::guard`]): heads the
 //! RFCs forbid ([`crate::request::refuse`]), who the client is ([`crate::edge::client`]), the admin
-//! API (on the path as sent, then as normalised), URL normalisation, bypass rules,
-//! then the lookup — primary record, variant record
+//! API (on the path as sent, then as normalised), URL normalisation, bypass rules (a
+//! request whose only bypass is a session cookie the upstream names an audience for
+//! is looked up under that audience's keys: `crate::state::Scope`), then the lookup — primary record, variant record
 //! when the URL varies, body of the chosen coding — and the RFC 9111 reuse decision
 //! (`quire_http::freshness::reuse`): fresh → [`crate::request::hit`]; stale within
 //! `stale-while-revalidate` → served, revalidated in the background; otherwise a
