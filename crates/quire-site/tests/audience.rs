@@ -86,8 +86,10 @@ fn signed_in_pages_are_cached_per_audience_never_per_person() {
     assert!(!a.body.contains(ZELDA.0), "no name on a shared page");
     assert!(a.body.contains(">Account</a>"), "the account link instead");
 
-    // Another reader: the same stored bytes.
+    // Another reader: the same stored bytes (a hit off the fast path, counted).
+    let counted = r.ctx.metrics.audience_requests();
     let b = get_with(r.addr, "GET", &private, &reader, "");
+    assert_eq!(r.ctx.metrics.audience_requests(), counted + 1);
     assert!(b.hit(), "{}", status(&b));
     assert!(status(&b).contains("audience-reader"));
     assert_eq!(a.bytes, b.bytes, "every reader of an audience, one page");

@@ -200,7 +200,7 @@ fn class_index(status: u16) -> usize {
     }
 }
 
-/// One thread's per-request counters: 15 words, padded to their own 128 bytes (two
+/// One thread's per-request counters: 16 words, padded to their own 128 bytes (two
 /// lines on x86, where the adjacent-line prefetcher pairs them).
 #[repr(align(128))]
 #[derive(Debug, Default)]
@@ -208,7 +208,14 @@ struct Stripe {
     outcomes: [AtomicU64; Outcome::ALL.len()],
     classes: [AtomicU64; CLASSES],
     body_bytes: AtomicU64,
+    /// Signed-in requests under their audience's keys (counted on the hit path).
+    audience_requests: AtomicU64,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<Stripe>() == 128,
+    "a stripe is two lines"
+);
 
 fn stripe_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -307,7 +314,6 @@ pub struct Metrics {
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
-    audience_requests: AtomicU64,
     prefills: [AtomicU64; Prefilled::ALL.len()],
     fills_busy: AtomicU64,
     handovers: AtomicU64,
@@ -335,7 +341,6 @@ impl Metrics {
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
-            audience_requests: AtomicU64::new(0),
             prefills: Default::default(),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
@@ -396,9 +401,16 @@ impl Metrics {
         self.prefills[result as usize].load(Ordering::Relaxed)
     }
 
+    /// Signed-in requests looked up under their audience's keys so far.
+    pub fn audience_requests(&self) -> u64 {
+        self.sum_stripes(|s| &s.audience_requests)
+    }
+
     /// A signed-in reader's request was looked up under its audience's keys.
     pub fn record_audience_request(&self) {
-        self.audience_requests.fetch_add(1, Ordering::Relaxed);
+        self.stripe()
+            .audience_requests
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// A miss found no fill slot (in all, or for its client) and was passed through.

@@ -92,7 +92,7 @@ impl Metrics {
             out,
             "quire_audience_requests_total",
             "Signed-in readers' requests served from (or filling) their audience's cache entries instead of bypassing the cache.",
-            self.audience_requests.load(Ordering::Relaxed),
+            self.sum_stripes(|s| &s.audience_requests),
         )
     }
 
