@@ -106,3 +106,43 @@ fn a_strange_host_is_not_prefilled_when_base_url_is_set() {
     assert_eq!(taken(&r), 0, "site.test is not the site's host");
     assert_eq!(r.site.prefill_changed(&["/".to_owned()]), 0);
 }
+
+/// One GET of `/` naming `host`, over a fresh connection; the status.
+fn get_as_host(r: &Running, host: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(r.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    String::from_utf8_lossy(&raw)
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Without `base_url`, made-up `Host` fields take at most `ORIGINS_MAX` origins:
+/// the site is rendered for no more of them, whatever a client sends.
+#[test]
+fn made_up_hosts_take_at_most_the_origin_limit() {
+    let r = start(false);
+    let prefill = {
+        let _in = r._rt.enter();
+        Prefill::start(r.ctx.clone())
+    };
+    r.site.prefill_with(prefill);
+    let max = quire_site::ahead::ORIGINS_MAX;
+    for i in 0..max + 3 {
+        assert_eq!(get_as_host(&r, &format!("h{i}.example")), 200);
+    }
+    assert_eq!(
+        r.site.prefill_changed(&["/".to_owned()]),
+        max,
+        "one queued page per origin kept"
+    );
+}
