@@ -146,3 +146,22 @@ fn made_up_hosts_take_at_most_the_origin_limit() {
         "one queued page per origin kept"
     );
 }
+
+/// The queue is bounded: past it, URLs are refused and counted as dropped, and what
+/// was queued is still filled.
+#[test]
+fn a_full_prefill_queue_drops_and_counts() {
+    let r = start(false);
+    let prefill = {
+        let _in = r._rt.enter();
+        Prefill::with_capacity(r.ctx.clone(), 2)
+    };
+    let paths: Vec<String> = (0..50).map(|i| format!("/no-such-page-{i}")).collect();
+    let queued = paths
+        .iter()
+        .filter(|p| prefill.queue(format!("http://site.test{p}")))
+        .count() as u64;
+    assert!(queued <= 3, "a queue of 2, and one being filled: {queued}");
+    assert_eq!(r.ctx.metrics.prefills(Prefilled::Dropped), 50 - queued);
+    wait_taken(&r, queued);
+}

@@ -62,7 +62,15 @@ impl Prefill {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn start(ctx: Arc<Ctx>) -> Prefill {
-        let (tx, rx) = mpsc::channel(QUEUE_MAX);
+        Prefill::with_capacity(ctx, QUEUE_MAX)
+    }
+
+    /// [`Prefill::start`] with a queue of `capacity` URLs (at least 1).
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn with_capacity(ctx: Arc<Ctx>, capacity: usize) -> Prefill {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
         tokio::spawn(run(ctx.clone(), rx));
         Prefill { tx, ctx }
     }
@@ -80,7 +88,7 @@ impl Prefill {
 
     /// The URLs waiting.
     pub fn waiting(&self) -> usize {
-        QUEUE_MAX - self.tx.capacity()
+        self.tx.max_capacity() - self.tx.capacity()
     }
 }
 
