@@ -221,6 +221,15 @@ impl Upstream for PeerFill {
         self.inner.audience_version(url, audience)
     }
 
+    fn previous_version(
+        &self,
+        url: &quire_http::key::NormalizedUrl,
+        audience: Option<Audience>,
+        nth: usize,
+    ) -> Option<u64> {
+        self.inner.previous_version(url, audience, nth)
+    }
+
     fn served(&self, target: &str) {
         self.inner.served(target);
     }

@@ -310,6 +310,22 @@ impl Ctx {
         })
     }
 
+    /// The scope of `url`'s `nth` previous version for `audience`
+    /// ([`Upstream::previous_version`]), under the current key epoch (so a purge
+    /// of everything reaches previous versions too), or `None`.
+    pub fn previous_scope(
+        &self,
+        url: &NormalizedUrl,
+        audience: Option<Audience>,
+        nth: usize,
+    ) -> Option<Scope> {
+        let v = self.origin.previous_version(url, audience, nth)?;
+        Some(Scope {
+            version: crate::cache::key_epoch::mix(v, self.key_epochs.current()),
+            audience,
+        })
+    }
+
     /// The key of `url`'s primary record in `scope`.
     pub fn primary_key(&self, class: MethodClass, url: &NormalizedUrl, scope: Scope) -> Vec<u8> {
         scope.apply(key::primary_key(class, url))

@@ -40,6 +40,12 @@ pub struct SiteConfig {
     /// `crate::audience`). Off, every signed-in request is rendered for its reader
     /// and never stored: for templates that show something personal on every page.
     pub cache_signed_in: bool,
+    /// After a change to the templates or the stylesheet alone, how long (seconds)
+    /// a page's previous rendering may still answer a request while the new one is
+    /// rendered in the background (see `crate::snapshot`). 0: every page misses
+    /// at once and its first reader waits for its render. A change to `site.toml`
+    /// itself never lets previous pages answer.
+    pub template_grace_secs: u64,
     /// `[render]`: what one page's render may spend (`quire_vault::render::budget`).
     pub render: RenderLimits,
     /// How many password checks run at once, and how sign-ins wait for one
@@ -135,6 +141,7 @@ impl Default for SiteConfig {
             secure_cookies: false,
             hover_previews: false,
             cache_signed_in: true,
+            template_grace_secs: 120,
             render: RenderLimits::default(),
             sign_in: SignInConfig::default(),
         }

@@ -29,7 +29,7 @@ use quire_server::upstream::{Audience, FillMark, UpFuture, Upstream};
 use quire_vault::readers::{LoginLimiter, LoginLimits, Sessions, Users};
 use quire_vault::search::SearchIndex;
 use quire_vault::views::Views;
-use quire_vault::Vault;
+use quire_vault::{Vault, Visibility};
 
 use crate::ahead::Ahead;
 use crate::auth;
@@ -112,6 +112,10 @@ pub struct Changes {
     /// The paths whose anonymous page changed (to purge by their page tag, and to
     /// render before anyone asks).
     pub public: Vec<String>,
+    /// The paths whose anonymous page only changed how it is presented (templates,
+    /// stylesheet): not purged, since their previous entries answer until they are
+    /// rendered again (`Snapshot::previous_version`); rendered before anyone asks.
+    pub restyled: Vec<String>,
     /// The surrogate keys of the signed-in audiences' pages that changed (to purge).
     pub signed_in: Vec<String>,
 }
@@ -227,7 +231,8 @@ impl Site {
     }
 
     /// Reloads the vault and publishes the new snapshot; returns the paths whose
-    /// pages changed (to purge). On an error the current snapshot stays.
+    /// pages changed (to purge; not those only restyled, see
+    /// [`Changes::restyled`]). On an error the current snapshot stays.
     pub fn reload(&self) -> Result<Vec<String>, SiteError> {
         self.reload_changes().map(|c| c.public)
     }
@@ -278,8 +283,10 @@ impl Site {
             search_ms = (t0.elapsed() - t_snapshot).as_millis() as u64,
             "reload phases"
         );
+        let paths = snapshot::changed_paths(&old, &new);
         Ok(Changes {
-            public: snapshot::changed_paths(&old, &new),
+            public: paths.changed,
+            restyled: paths.restyled,
             signed_in: snapshot::changed_signed_in(&old, &new),
         })
     }
@@ -536,6 +543,25 @@ impl Upstream for Site {
             }
         }
         found
+    }
+
+    fn previous_version(
+        &self,
+        url: &NormalizedUrl,
+        audience: Option<Audience>,
+        nth: usize,
+    ) -> Option<u64> {
+        let aud = match audience {
+            Some(a) => crate::audience::visibility(a)?,
+            None => Visibility::Public,
+        };
+        let snap = self.inner.snap.load();
+        let path = url.path();
+        if path.contains('%') {
+            snap.previous_version(&percent_decode(path), is_search(path), aud, nth)
+        } else {
+            snap.previous_version(path, is_search(path), aud, nth)
+        }
     }
 
     fn key_version(&self, url: &NormalizedUrl) -> u64 {

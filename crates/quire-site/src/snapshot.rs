@@ -30,6 +30,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use quire_vault::graph::{self, Graphs};
 use quire_vault::pages;
@@ -64,6 +65,18 @@ pub struct Snapshot {
     pub css_version: u64,
     /// Path → version of every page an anonymous reader can see.
     pub versions: HashMap<String, u64, Xxh3Builder>,
+    /// Path → content hash of every page whose version is the epoch and its
+    /// content mixed (not stylesheet, script, attachments): what a previous
+    /// epoch's version of the page is made from (see [`Snapshot::previous_version`]).
+    pub contents: HashMap<String, u64, Xxh3Builder>,
+    /// The content hash of search answers.
+    pub search_content: u64,
+    /// The hash of `site.toml`'s text: a change to it is not presentation only.
+    config_hash: u64,
+    /// The epochs of earlier snapshots whose pages may answer while this one's are
+    /// rendered, newest first (a change to templates or stylesheet only), and until
+    /// when.
+    previous: Previous,
     /// The version of search answers (any public note changed: all of them change).
     pub search_version: u64,
     /// The version of every other path (404s, private notes, sign-in).
@@ -94,6 +107,10 @@ pub struct Snapshot {
 pub struct Versions {
     /// Path → version of every page the audience can see.
     pub pages: HashMap<String, u64, Xxh3Builder>,
+    /// Path → content hash, as [`Snapshot::contents`].
+    pub contents: HashMap<String, u64, Xxh3Builder>,
+    /// The content hash of its search answers.
+    pub search_content: u64,
     /// The version of its search answers (any note it can see changed: all change).
     pub search: u64,
     /// The version of every other path.
@@ -110,6 +127,57 @@ fn slot(aud: Visibility) -> Option<usize> {
         Visibility::Public => None,
         Visibility::Private => Some(0),
         Visibility::Draft => Some(1),
+    }
+}
+
+/// How many earlier epochs a snapshot keeps answering from (a designer saving a
+/// template three times in a row keeps the pages of the one before the first).
+pub const PREVIOUS_MAX: usize = 3;
+
+/// Earlier epochs whose pages may answer a miss until `until`.
+#[derive(Debug, Clone, Default)]
+struct Previous {
+    epochs: Vec<u64>,
+    until: Option<Instant>,
+}
+
+impl Previous {
+    /// What a snapshot at `epoch` (settings hashed to `config_hash`) keeps of
+    /// `old`'s: the same epochs when nothing of the presentation changed; `old`'s
+    /// epoch in front of them, for `grace` from now, when only templates or the
+    /// stylesheet did; none after a change to the settings (which may change what
+    /// a page says: no previous page may answer for it).
+    fn after(old: Option<&Snapshot>, epoch: u64, config_hash: u64, grace: Duration) -> Previous {
+        let Some(old) = old else {
+            return Previous::default();
+        };
+        let now = Instant::now();
+        let live = old.previous.until.is_some_and(|u| now < u);
+        if old.epoch == epoch {
+            return if live {
+                old.previous.clone()
+            } else {
+                Previous::default()
+            };
+        }
+        if old.config_hash != config_hash || grace.is_zero() {
+            return Previous::default();
+        }
+        let mut epochs = vec![old.epoch];
+        if live {
+            epochs.extend(old.previous.epochs.iter().copied().filter(|e| *e != epoch));
+        }
+        epochs.truncate(PREVIOUS_MAX);
+        Previous {
+            epochs,
+            until: Some(now + grace),
+        }
+    }
+
+    /// The `nth` epoch, while they may answer.
+    fn epoch(&self, nth: usize) -> Option<u64> {
+        let live = self.until.is_some_and(|u| Instant::now() < u);
+        live.then(|| self.epochs.get(nth).copied()).flatten()
     }
 }
 
@@ -131,6 +199,9 @@ impl Snapshot {
         h.update(&[0]);
         h.update(&templates.fingerprint.to_le_bytes());
         let epoch = h.digest();
+        let config_hash = xxh3_64(config_text.as_bytes());
+        let grace = Duration::from_secs(config.template_grace_secs);
+        let previous_epochs = Previous::after(previous, epoch, config_hash, grace);
         let css_version = xxh3_64(templates.css.as_bytes()) | 1;
         let t0 = std::time::Instant::now();
         let graphs = Arc::new(Graphs::build(&vault, previous.map(|p| &*p.graphs)));
@@ -149,6 +220,10 @@ impl Snapshot {
             epoch,
             css_version,
             versions: HashMap::with_hasher(Xxh3Builder::new()),
+            contents: HashMap::with_hasher(Xxh3Builder::new()),
+            search_content: 0,
+            config_hash,
+            previous: previous_epochs,
             search_version: 0,
             other_version: mix(epoch, 0),
             attachment_audience: HashMap::new(),
@@ -167,8 +242,9 @@ impl Snapshot {
         s.attachment_audience = attachment_audience(&s.vault);
         let pub_ = Visibility::Public;
         (s.records, s.rendered) = body_records(&s.vault, previous.map(|p| &p.records), pub_);
-        s.versions = s.page_versions(pub_, epoch, &s.records);
-        s.search_version = search_version(&s.vault, epoch, pub_);
+        (s.versions, s.contents) = s.page_versions(pub_, epoch, &s.records);
+        s.search_content = search_content(&s.vault, pub_);
+        s.search_version = mix(epoch, s.search_content);
         s
     }
 
@@ -191,6 +267,45 @@ impl Snapshot {
             Some(v) => Some(v.other),
             None => (aud == Visibility::Public).then_some(self.other_version),
         }
+    }
+
+    /// The version `path` had for `aud` under the `nth` previous epoch (newest
+    /// first) if its content is what it is now; `None` when there is no such epoch
+    /// or it no longer answers, for a path versioned by its own bytes (stylesheet,
+    /// script, attachments: their versions did not change), and while `aud`'s
+    /// versions are not made. A page whose content changed gets a version no entry
+    /// was ever stored under: a previous epoch's page answers only for the same
+    /// content.
+    pub fn previous_version(
+        &self,
+        path: &str,
+        search: bool,
+        aud: Visibility,
+        nth: usize,
+    ) -> Option<u64> {
+        let epoch = self.previous.epoch(nth)?;
+        let (contents, versions, search_content, epoch) = match slot(aud) {
+            None => (&self.contents, &self.versions, self.search_content, epoch),
+            Some(_) => {
+                let v = self.signed_in_versions(aud)?;
+                let e = audience_epoch(epoch, aud);
+                (&v.contents, &v.pages, v.search_content, e)
+            }
+        };
+        let content = match (search, contents.get(path)) {
+            (true, _) => search_content,
+            (false, Some(c)) => *c,
+            (false, None) if versions.contains_key(path) => return None,
+            // Paths with no page (404s, forms) answer the same whatever the notes say.
+            (false, None) => 0,
+        };
+        Some(mix(epoch, content))
+    }
+
+    /// Whether a change from `old` to this snapshot lets `old`'s pages answer while
+    /// this one's are rendered (only templates or the stylesheet changed).
+    pub fn follows_presentation_of(&self, old: &Snapshot) -> bool {
+        self.epoch != old.epoch && self.previous.epochs.first() == Some(&old.epoch)
     }
 
     /// The versions of signed-in audience `aud`'s pages, once made.
@@ -219,16 +334,18 @@ impl Snapshot {
             if self.signed_in[i].get().is_some() {
                 continue;
             }
-            // The audience's own epoch: no version of its pages equals an
-            // anonymous one, so an `ETag` never matches across audiences.
-            let epoch = mix(self.epoch, 0xa0 + aud as u64);
+            let epoch = audience_epoch(self.epoch, aud);
             let prev = previous
                 .and_then(|p| p.signed_in_versions(aud))
                 .map(|v| &v.records);
             let (records, rendered) = body_records(&self.vault, prev, aud);
+            let (pages, contents) = self.page_versions(aud, epoch, &records);
+            let search_content = search_content(&self.vault, aud);
             let versions = Versions {
-                pages: self.page_versions(aud, epoch, &records),
-                search: search_version(&self.vault, epoch, aud),
+                pages,
+                contents,
+                search_content,
+                search: mix(epoch, search_content),
                 other: mix(epoch, 0),
                 records,
                 rendered,
@@ -238,19 +355,23 @@ impl Snapshot {
     }
 
     /// The version of every page `aud` can see, under `epoch`, its notes' bodies
-    /// versioned by `records`.
+    /// versioned by `records`; and the content hash of each whose version mixes
+    /// the epoch in.
     fn page_versions(
         &self,
         aud: Visibility,
         epoch: u64,
         records: &HashMap<String, Arc<Record>>,
-    ) -> HashMap<String, u64, Xxh3Builder> {
+    ) -> (
+        HashMap<String, u64, Xxh3Builder>,
+        HashMap<String, u64, Xxh3Builder>,
+    ) {
         let v = &self.vault;
         let pub_ = aud;
         let mut out: HashMap<String, u64, Xxh3Builder> = HashMap::with_hasher(Xxh3Builder::new());
         let mut put = |path: String, value: &serde_json::Value| {
             let bytes = serde_json::to_vec(value).unwrap_or_default();
-            out.insert(path, mix(epoch, xxh3_64(&bytes)));
+            out.insert(path, xxh3_64(&bytes));
         };
         put("/".into(), &model::index(v, pub_));
         put("/tags/".into(), &model::tags(v, pub_));
@@ -293,15 +414,22 @@ impl Snapshot {
             sitemap.update(k.as_bytes());
         }
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
-        out.insert("/feed.xml".into(), mix(epoch, feed));
-        out.insert("/sitemap.xml".into(), mix(epoch, sitemap));
+        out.insert("/feed.xml".into(), feed);
+        out.insert("/sitemap.xml".into(), sitemap);
         // Not in the sitemap (added after it): a drawing of pages it lists.
         let site_graph = self.graphs.site(v, aud).fingerprint();
-        out.insert(GRAPH_PATH.into(), mix(epoch, site_graph));
+        out.insert(GRAPH_PATH.into(), site_graph);
+        self.alias_contents(&mut out, aud);
+        // Everything so far is content, versioned with the epoch; what follows is
+        // versioned by its own bytes.
+        let contents = out;
+        let mut out: HashMap<String, u64, Xxh3Builder> = contents
+            .iter()
+            .map(|(p, c)| (p.clone(), mix(epoch, *c)))
+            .collect();
         if self.config.hover_previews {
             out.insert(crate::script::SCRIPT_PATH.into(), crate::script::version());
         }
-        self.alias_versions(&mut out, aud, epoch);
         out.insert(CSS_PATH.into(), self.css_version);
         for (name, _, version) in v.attachments() {
             if self
@@ -312,25 +440,24 @@ impl Snapshot {
                 out.insert(attachment_url(name), version);
             }
         }
-        out
+        // A path that answers something versioned by its own bytes has no content
+        // version (an alias spelled like an attachment is the attachment).
+        let mut contents = contents;
+        contents.retain(|p, c| out.get(p) == Some(&mix(epoch, *c)));
+        (out, contents)
     }
 
     /// An alias of a public note answers a redirect to it, versioned by where it
     /// leads; not when its path is a page of its own (a listing, or a fixed path
     /// the router answers first). Added after the sitemap's version: aliases are
     /// not in the sitemap.
-    fn alias_versions(
-        &self,
-        out: &mut HashMap<String, u64, Xxh3Builder>,
-        aud: Visibility,
-        epoch: u64,
-    ) {
+    fn alias_contents(&self, out: &mut HashMap<String, u64, Xxh3Builder>, aud: Visibility) {
         let v = &self.vault;
         for (url, i) in v.alias_urls() {
             let n = &v.notes()[i];
             if n.visibility() <= aud && matches!(route(url), Page::Note(_)) {
-                let version = mix(epoch, xxh3_64(n.url.as_bytes()));
-                out.entry(url.to_owned()).or_insert(version);
+                out.entry(url.to_owned())
+                    .or_insert(xxh3_64(n.url.as_bytes()));
             }
         }
     }
@@ -402,8 +529,9 @@ fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     out
 }
 
-/// The version of search answers for `aud`: any note it can see changed, all change.
-fn search_version(v: &Vault, epoch: u64, aud: Visibility) -> u64 {
+/// The content hash of search answers for `aud`: any note it can see changed, all
+/// change.
+fn search_content(v: &Vault, aud: Visibility) -> u64 {
     let mut search = Xxh3::new();
     for n in v.notes() {
         if n.visibility() <= aud {
@@ -411,7 +539,13 @@ fn search_version(v: &Vault, epoch: u64, aud: Visibility) -> u64 {
             search.update(n.path.as_bytes());
         }
     }
-    mix(epoch, search.digest())
+    search.digest()
+}
+
+/// A signed-in audience's own epoch: no version of its pages equals an anonymous
+/// one, so an `ETag` never matches across audiences.
+fn audience_epoch(epoch: u64, aud: Visibility) -> u64 {
+    mix(epoch, 0xa0 + aud as u64)
 }
 
 /// The record of the render for `aud` of every note `aud` can see: `previous`'s
@@ -456,40 +590,87 @@ fn mix(epoch: u64, content: u64) -> u64 {
     xxh3_64(&b) | 1
 }
 
-/// The surrogate keys of the signed-in audiences' entries whose version differs
-/// between `old` and `new` (changed, added or removed), for each audience both made:
-/// exactly those audiences' pages to purge (their anonymous entries keep theirs).
+/// The surrogate keys of the signed-in audiences' entries to purge between `old` and
+/// `new`, for each audience both made: those whose version differs (changed, added
+/// or removed), or, when `old`'s pages answer for `new`'s while they are rendered
+/// ([`Snapshot::follows_presentation_of`]), those whose content differs.
 pub fn changed_signed_in(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let by_content = new.follows_presentation_of(old);
     let mut out = Vec::new();
     for aud in [Visibility::Private, Visibility::Draft] {
         let (Some(o), Some(n)) = (old.signed_in_versions(aud), new.signed_in_versions(aud)) else {
             continue;
         };
-        let changed = n
-            .pages
-            .iter()
-            .filter(|(p, v)| o.pages.get(*p) != Some(v))
-            .map(|(p, _)| p)
-            .chain(o.pages.keys().filter(|p| !n.pages.contains_key(*p)));
-        out.extend(changed.map(|p| crate::reply::audience_tag(&crate::reply::path_tag(p), aud)));
+        let changed = match by_content {
+            true => differing(&o.pages, &o.contents, &n.pages, &n.contents),
+            false => differing(&o.pages, &o.pages, &n.pages, &n.pages),
+        };
+        out.extend(
+            changed
+                .iter()
+                .map(|p| crate::reply::audience_tag(&crate::reply::path_tag(p), aud)),
+        );
     }
     out.sort();
     out
 }
 
+/// What changed between `old` and `new` for the anonymous audience.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct PathChanges {
+    /// Paths whose page changed, appeared or went away: purged, then rendered.
+    pub changed: Vec<String>,
+    /// Paths whose content is the same but whose presentation changed: their
+    /// previous entries answer until they are rendered again, so they are not purged.
+    pub restyled: Vec<String>,
+}
+
 /// The paths whose version differs between `old` and `new` (changed, added or
-/// removed): exactly the pages to purge.
-pub fn changed_paths(old: &Snapshot, new: &Snapshot) -> Vec<String> {
-    let mut out: Vec<String> = new
-        .versions
-        .iter()
-        .filter(|(p, v)| old.versions.get(*p) != Some(v))
-        .map(|(p, _)| p.clone())
+/// removed): exactly the pages to purge, less those `old`'s entries answer for
+/// while they are rendered ([`Snapshot::follows_presentation_of`]).
+pub fn changed_paths(old: &Snapshot, new: &Snapshot) -> PathChanges {
+    let all = differing(&old.versions, &old.versions, &new.versions, &new.versions);
+    if !new.follows_presentation_of(old) {
+        return PathChanges {
+            changed: all,
+            restyled: Vec::new(),
+        };
+    }
+    let changed = differing(&old.versions, &old.contents, &new.versions, &new.contents);
+    let restyled = all
+        .into_iter()
+        .filter(|p| changed.binary_search(p).is_err())
+        .collect();
+    PathChanges { changed, restyled }
+}
+
+/// The paths of `new_paths` whose value differs from `old_paths`', or that are in
+/// only one of them (sorted). A path's value is its entry in `old`/`new` (its
+/// content, when those are contents), or else its version (for a path versioned by
+/// its own bytes).
+fn differing(
+    old_paths: &HashMap<String, u64, Xxh3Builder>,
+    old: &HashMap<String, u64, Xxh3Builder>,
+    new_paths: &HashMap<String, u64, Xxh3Builder>,
+    new: &HashMap<String, u64, Xxh3Builder>,
+) -> Vec<String> {
+    let value = |paths: &HashMap<String, u64, Xxh3Builder>,
+                 values: &HashMap<String, u64, Xxh3Builder>,
+                 p: &str| {
+        match values.get(p) {
+            Some(c) => Some((true, *c)),
+            None => paths.get(p).map(|v| (false, *v)),
+        }
+    };
+    let mut out: Vec<String> = new_paths
+        .keys()
+        .filter(|p| value(old_paths, old, p) != value(new_paths, new, p))
+        .cloned()
         .collect();
     out.extend(
-        old.versions
+        old_paths
             .keys()
-            .filter(|p| !new.versions.contains_key(*p))
+            .filter(|p| !new_paths.contains_key(*p))
             .cloned(),
     );
     out.sort();

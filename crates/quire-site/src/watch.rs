@@ -105,9 +105,14 @@ fn publish_once(site: &Site, ctx: &Ctx) {
             } else {
                 purge::run(ctx, &targets, false)
             };
-            let prefilling = site.prefill_changed(&paths);
+            // Changed pages first: their previous entries were purged, while
+            // restyled ones still answer from theirs.
+            let mut render = paths.clone();
+            render.extend(changes.restyled.iter().cloned());
+            let prefilling = site.prefill_changed(&render);
             tracing::info!(
                 pages = paths.len(),
+                restyled = changes.restyled.len(),
                 purged,
                 prefilling,
                 ms = t0.elapsed().as_millis() as u64,

@@ -8,7 +8,10 @@
 //!   never with the text of a note that audience may not see;
 //! - `Cache-Status` names the requester's own audience, or none (a stranger, a
 //!   signed-out or forged cookie is never answered from an audience's entry);
-//! - no cached page carries a reader's name.
+//! - no cached page carries a reader's name;
+//! - after a change to the templates alone (a restyle, also in random order), a page
+//!   answered from its previous version (`detail=previous-version`) still holds the
+//!   note's latest text, in an earlier style; any other answer is in the newest.
 //!
 //! Seeds are fixed (`SEEDS`), so a failure reproduces; the failing seed and step are
 //! in the message.
@@ -59,6 +62,17 @@ struct Model {
     version: Vec<u32>,
     links: Vec<Vec<usize>>,
     users: Vec<User>,
+    /// The layout's version: each restyle writes a new marker into it.
+    style: u32,
+}
+
+/// The layout template with `style`'s marker.
+fn layout(style: u32) -> String {
+    let default = quire_site::templates::DEFAULTS[0];
+    assert_eq!(default.0, "layout.html");
+    default
+        .1
+        .replacen("</body>", &format!("<i>style-{style}-end</i></body>"), 1)
 }
 
 fn vis_of(r: &mut Rng) -> Visibility {
@@ -146,7 +160,20 @@ fn check(m: &Model, who: Who, i: usize, resp: &Resp, at: &str) {
     );
     if sees {
         let want = format!("body-{i}-v{}", m.version[i]);
-        assert!(resp.body.contains(&want), "{at}: latest text of n{i}");
+        assert!(
+            resp.body.contains(&want),
+            "{at}: latest text of n{i}: {status}"
+        );
+        let newest = format!("style-{}-end", m.style);
+        if status.contains("previous-version") {
+            let earlier = (0..m.style).any(|s| resp.body.contains(&format!("style-{s}-end")));
+            assert!(earlier, "{at}: a previous version in no earlier style");
+        } else {
+            assert!(
+                resp.body.contains(&newest),
+                "{at}: not in the newest style: {status}"
+            );
+        }
     }
     for j in (0..NOTES).filter(|&j| m.vis[j] > aud.unwrap_or(Visibility::Public)) {
         assert!(
@@ -194,6 +221,7 @@ fn new_model(rng: &mut Rng) -> Model {
             user("wombatreader", "wombat-password-2", Role::Reader),
             user("numbatadmin", "numbat-password-3", Role::Admin),
         ],
+        style: 0,
     }
 }
 
@@ -204,9 +232,17 @@ fn rewrite(r: &Running, m: &Model, i: usize) {
     quire_site::watch::republish(&r.site, &r.ctx);
 }
 
+/// Writes the layout in the model's style and republishes.
+fn restyle(r: &Running, m: &Model) {
+    let dir = r.vault.path().join(".quire/templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("layout.html"), layout(m.style)).unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+}
+
 /// One request by a random requester for a random note, checked; whether it was an
 /// audience's hit.
-fn request(r: &Running, m: &Model, rng: &mut Rng, at: &str) -> bool {
+fn request(r: &Running, m: &Model, rng: &mut Rng, at: &str) -> (bool, bool) {
     let who = match rng.below(6) {
         0 => Who::Stranger,
         1 => Who::Forged(rng.below(m.users.len())),
@@ -216,13 +252,20 @@ fn request(r: &Running, m: &Model, rng: &mut Rng, at: &str) -> bool {
     let resp = get_with(r.addr, "GET", &format!("/n{i}"), &cookie_line(m, who), "");
     check(m, who, i, &resp, at);
     let status = resp.header("cache-status").unwrap_or("");
-    status.contains("hit") && status.contains("audience-")
+    (
+        status.contains("hit") && status.contains("audience-"),
+        status.contains("previous-version"),
+    )
 }
 
 fn run(seed: u64) {
     let mut rng = Rng(seed);
     let mut m = new_model(&mut rng);
-    let r = start_on(vault(&m), false);
+    let v = vault(&m);
+    let dir = v.path().join(".quire/templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("layout.html"), layout(m.style)).unwrap();
+    let r = start_on(v, false);
     for u in 0..m.users.len() {
         let c = sign_in(&r, &m.users[u]);
         m.users[u].cookie = Some((c, false));
@@ -232,6 +275,7 @@ fn run(seed: u64) {
     wait_for_audiences(&r);
     let mut sign_outs = 0;
     let mut audience_hits = 0;
+    let mut previous_hits = 0;
     for step in 0..STEPS {
         let at = format!("seed {seed:#x} step {step}");
         match rng.below(20) {
@@ -246,6 +290,10 @@ fn run(seed: u64) {
                 m.version[i] += 1;
                 rewrite(&r, &m, i);
             }
+            3 => {
+                m.style += 1;
+                restyle(&r, &m);
+            }
             2 if sign_outs < 2 => {
                 let u = rng.below(m.users.len());
                 let line = cookie_line(&m, Who::User(u));
@@ -256,9 +304,17 @@ fn run(seed: u64) {
                     sign_outs += 1;
                 }
             }
-            _ => audience_hits += usize::from(request(&r, &m, &mut rng, &at)),
+            _ => {
+                let (audience, previous) = request(&r, &m, &mut rng, &at);
+                audience_hits += usize::from(audience);
+                previous_hits += usize::from(previous);
+            }
         }
     }
+    assert!(
+        previous_hits > 0,
+        "seed {seed:#x}: no answer came from a previous version: restyles checked nothing"
+    );
     assert!(
         audience_hits > 0,
         "seed {seed:#x}: the model never saw an audience hit: it checked nothing"

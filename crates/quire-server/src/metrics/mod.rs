@@ -315,6 +315,7 @@ pub struct Metrics {
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
     prefills: [AtomicU64; Prefilled::ALL.len()],
+    previous_hits: AtomicU64,
     fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
@@ -342,6 +343,7 @@ impl Metrics {
             fills: Default::default(),
             coalesced: AtomicU64::new(0),
             prefills: Default::default(),
+            previous_hits: AtomicU64::new(0),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
@@ -399,6 +401,17 @@ impl Metrics {
     /// URLs the prefill task took with `result` so far.
     pub fn prefills(&self, result: Prefilled) -> u64 {
         self.prefills[result as usize].load(Ordering::Relaxed)
+    }
+
+    /// A miss was answered from a previous version of its page while the current
+    /// one is made (`Upstream::previous_version`).
+    pub fn record_previous_hit(&self) {
+        self.previous_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Misses answered from a previous version so far.
+    pub fn previous_hits(&self) -> u64 {
+        self.previous_hits.load(Ordering::Relaxed)
     }
 
     /// Signed-in requests looked up under their audience's keys so far.

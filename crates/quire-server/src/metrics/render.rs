@@ -76,7 +76,8 @@ impl Metrics {
         Ok(())
     }
 
-    /// What `quire serve` adds: prefills by result, audience requests.
+    /// What `quire serve` adds: prefills by result, audience requests, answers from
+    /// a previous version.
     fn write_publishing(&self, out: &mut String) -> fmt::Result {
         family(
             out,
@@ -93,6 +94,12 @@ impl Metrics {
             "quire_audience_requests_total",
             "Signed-in readers' requests served from (or filling) their audience's cache entries instead of bypassing the cache.",
             self.sum_stripes(|s| &s.audience_requests),
+        )?;
+        counter(
+            out,
+            "quire_previous_version_hits_total",
+            "Misses answered from the page's previous version (the site's templates changed, the page did not) while the current one was made in the background.",
+            self.previous_hits.load(Ordering::Relaxed),
         )
     }
 

@@ -394,6 +394,7 @@ fn render_is_well_formed() {
         "quire_fills_total",
         "quire_fills_coalesced_total",
         "quire_audience_requests_total",
+        "quire_previous_version_hits_total",
         "quire_prefills_total",
         "quire_fills_busy_total",
         "quire_fastpath_handovers_total",
@@ -422,7 +423,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 34);
+    assert_eq!(types.len(), 35);
 
     for line in [
         "quire_store_hits_total 1",

@@ -119,10 +119,23 @@ impl Exchange<'_> {
     /// Starts a background revalidation of `rec` (found by `look`) unless one is
     /// already running for its key; the request itself is served the stale copy.
     pub(crate) fn revalidate_in_background(&self, look: &Lookup, rec: &ObjectRecord) {
+        self.detached(look, Some(Arc::new(rec.clone())));
+    }
+
+    /// Starts a fill of `look`'s record key in the background unless one is already
+    /// running for it: the request itself was answered from a previous version
+    /// (`crate::request::previous`).
+    pub(crate) fn fill_in_background(&self, look: &Lookup) {
+        self.detached(look, None);
+    }
+
+    /// Starts a fill of `look`'s record key (revalidating `revalidate`) that no
+    /// request waits for, unless one is already running for the key.
+    fn detached(&self, look: &Lookup, revalidate: Option<Arc<ObjectRecord>>) {
         let key = look.record_key().to_vec();
         let ctx = self.ctx;
         if let Some(f) = ctx.fills.start_detached(&key, self.new_fill()) {
-            let spec = self.spec(look, key, Some(Arc::new(rec.clone())));
+            let spec = self.spec(look, key, revalidate);
             tokio::spawn(miss::run(ctx.clone(), f, spec));
         }
     }

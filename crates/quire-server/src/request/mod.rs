@@ -5,7 +5,8 @@
 //! (the fast path calls the same lookup); [`hit`] serves a usable entry; an
 //! [`exchange`] takes it to the upstream ([`pass`], or a fill); [`tunnel`] passes
 //! `Upgrade` connections through; [`peer`] answers a cluster peer's requests;
-//! [`prefill`] fills what an upstream says changed before anyone asks; [`body`] is every response body quire sends.
+//! [`prefill`] fills what an upstream says changed before anyone asks; [`previous`]
+//! answers a miss from its page's previous presentation while the current one fills; [`body`] is every response body quire sends.
 
 pub(crate) mod body;
 pub(crate) mod exchange;
@@ -14,6 +15,7 @@ pub(crate) mod lookup;
 pub(crate) mod pass;
 pub(crate) mod peer;
 pub mod prefill;
+pub(crate) mod previous;
 pub(crate) mod refuse;
 pub(crate) mod reply;
 pub(crate) mod service;

@@ -9,7 +9,9 @@
 //! (`quire_http::freshness::reuse`): fresh → [`crate::request::hit`]; stale within
 //! `stale-while-revalidate` → served, revalidated in the background; otherwise a
 //! coalesced fill ([`crate::request::exchange`]) that revalidates when it can and falls back
-//! on the stale copy where `stale-if-error` allows.
+//! on the stale copy where `stale-if-error` allows. A miss the upstream offers a
+//! previous version for is answered from it while the current one fills
+//! ([`crate::request::previous`]).
 //!
 //! The ways to the origin (a fill, a pass, the admin API) are boxed where they are
 //! awaited: an async function's future holds the state of every future it awaits,
@@ -194,6 +196,9 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     let Some(rec) = look.record.clone() else {
         if req_cc.only_if_cached {
             return (reply::only_if_cached(), Outcome::Error);
+        }
+        if let Some(answered) = crate::request::previous::answer(&x, class, &look, &req_cc) {
+            return answered;
         }
         if let Some(limited) = x.over_rate(Class::Miss) {
             return limited;

@@ -155,6 +155,27 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// The `nth` previous version of `url` (0 the newest) whose stored answer may
+    /// serve a request that misses under the current one, while the current one is
+    /// made in the background; for `audience`'s keys, or the anonymous cache's.
+    ///
+    /// For an upstream whose versions change for two reasons: what a page says, and
+    /// how every page is presented (a renderer's templates). When only the second
+    /// changed, the page stored under the previous presentation says what the
+    /// current one will, and answering it keeps a site-wide re-render off every
+    /// reader's path. An upstream offers a version here only then, and only for a
+    /// bounded time; `None` (the default) when the page itself changed or there is
+    /// no such version. Lock-free, like `key_version`: called on misses.
+    fn previous_version(
+        &self,
+        url: &NormalizedUrl,
+        audience: Option<Audience>,
+        nth: usize,
+    ) -> Option<u64> {
+        let _ = (url, audience, nth);
+        None
+    }
+
     /// A GET for `target` (the request's path and query, as sent) was answered
     /// 200 or 304, from the cache or not. Called on the hit path: it must not block
     /// or wait (a view counter enqueues and returns).
