@@ -11,28 +11,47 @@
 //!   site for it, so a site is warm moments after its first reader. With `base_url`
 //!   set, only its host is taken: a client sending made-up `Host` fields cannot make
 //!   the site render itself for them, or take the slots.
-//! - **Public pages first, and only them**: an audience's pages need the audience, which
-//!   only a signed-in request names; they are rendered on their first request after a
-//!   change, then cached ([`crate::audience`]).
+//! - **Public pages first, then the audiences' pages their readers asked for
+//!   lately.** Every public page is rendered ahead: anyone may ask for any of them.
+//!   An audience's page is worth a render only if a member is likely to ask, and the
+//!   best sign of that here is that one did: the site remembers the pages each
+//!   audience's fills were for ([`RECENT_MAX`] in all, the oldest forgotten first)
+//!   and, after a change, queues those changed for their audience, behind the
+//!   public ones, if asked for within [`RECENT_WINDOW`]. So a members-only site keeps
+//!   its members' working set warm across edits, a site with no signed-in readers
+//!   renders nothing for audiences, and no change costs more than `RECENT_MAX`
+//!   audience renders. A page no member asked for yet renders on its first request,
+//!   then is cached ([`crate::audience`]).
 //! - A page changed again before its prefill ran is filled once, under its newest key:
 //!   a prefill keys by the version it reads when it runs (and skips a page stored
 //!   under its current key already).
 
+use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use http::HeaderMap;
 use quire_server::prefill::Prefill;
+use quire_vault::Visibility;
 
 use crate::snapshot::Snapshot;
 
 /// Scheme and host pairs the site prefills for, at most.
 pub const ORIGINS_MAX: usize = 4;
 
-/// The prefill queue, once attached, and the origins pages are prefilled for.
+/// Audiences' pages remembered as asked for, at most (all audiences together).
+pub const RECENT_MAX: usize = 4096;
+
+/// How lately an audience's page must have been asked for to be rendered ahead.
+pub const RECENT_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// The prefill queue, once attached, the origins pages are prefilled for, and the
+/// audiences' pages asked for lately.
 #[derive(Debug, Default)]
 pub struct Ahead {
     prefill: OnceLock<Prefill>,
     origins: Mutex<Vec<String>>,
+    recent: Mutex<HashMap<(Visibility, String), Instant>>,
 }
 
 impl Ahead {
@@ -57,7 +76,7 @@ impl Ahead {
             }
             known.push(origin.clone());
         }
-        let n = queue(prefill, &origin, snap.versions.keys());
+        let n = queue(prefill, &origin, None, snap.versions.keys());
         tracing::info!(origin, pages = n, "prefilling the site for a new origin");
     }
 
@@ -66,19 +85,83 @@ impl Ahead {
         let Some(prefill) = self.prefill.get() else {
             return 0;
         };
-        let known = self
-            .origins
+        let known = self.origins();
+        known
+            .iter()
+            .map(|o| queue(prefill, o, None, paths.iter()))
+            .sum()
+    }
+
+    /// A fill for audience `aud` was for `path`: remembered (the oldest forgotten
+    /// past [`RECENT_MAX`]). Nothing is kept until a prefill queue is attached.
+    pub fn asked(&self, aud: Visibility, path: &str) {
+        if self.prefill.get().is_none() {
+            return;
+        }
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let key = (aud, path.to_owned());
+        if !recent.contains_key(&key) && recent.len() >= RECENT_MAX {
+            let oldest = recent
+                .iter()
+                .min_by_key(|(_, t)| **t)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                recent.remove(&k);
+            }
+        }
+        recent.insert(key, now);
+    }
+
+    /// Audiences' `pages` changed in a reload: those asked for within
+    /// [`RECENT_WINDOW`] are queued for their audience, for every origin seen.
+    pub fn changed_signed_in(&self, pages: &[(Visibility, String)]) -> usize {
+        let Some(prefill) = self.prefill.get() else {
+            return 0;
+        };
+        let wanted: Vec<(Visibility, String)> = {
+            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            pages
+                .iter()
+                .filter(|(aud, path)| {
+                    recent
+                        .get(&(*aud, path.clone()))
+                        .is_some_and(|t| t.elapsed() < RECENT_WINDOW)
+                })
+                .cloned()
+                .collect()
+        };
+        let known = self.origins();
+        let mut n = 0;
+        for (aud, path) in &wanted {
+            let audience = crate::audience::of_visibility(*aud);
+            n += known
+                .iter()
+                .map(|o| queue(prefill, o, audience, std::iter::once(path)))
+                .sum::<usize>();
+        }
+        n
+    }
+
+    /// The origins seen so far.
+    fn origins(&self) -> Vec<String> {
+        self.origins
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        known.iter().map(|o| queue(prefill, o, paths.iter())).sum()
+            .clone()
     }
 }
 
-/// Queues each of `paths` at `origin`; how many were queued.
-fn queue<'a>(prefill: &Prefill, origin: &str, paths: impl Iterator<Item = &'a String>) -> usize {
+/// Queues each of `paths` at `origin` for `audience` (`None`: anonymous); how many
+/// were queued.
+fn queue<'a>(
+    prefill: &Prefill,
+    origin: &str,
+    audience: Option<quire_server::upstream::Audience>,
+    paths: impl Iterator<Item = &'a String>,
+) -> usize {
     paths
-        .filter(|p| prefill.queue(format!("{origin}{}", encode(p))))
+        .filter(|p| prefill.queue_for(format!("{origin}{}", encode(p)), audience))
         .count()
 }
 

@@ -118,6 +118,9 @@ pub struct Changes {
     pub restyled: Vec<String>,
     /// The surrogate keys of the signed-in audiences' pages that changed (to purge).
     pub signed_in: Vec<String>,
+    /// The signed-in audiences' pages to render again: changed or restyled, by
+    /// audience (only those its readers asked for lately are, see `crate::ahead`).
+    pub signed_in_render: Vec<(Visibility, String)>,
 }
 
 /// Views queued before new ones are dropped (and counted as dropped).
@@ -204,6 +207,13 @@ impl Site {
         self.inner.ahead.changed(paths)
     }
 
+    /// Queues the signed-in audiences' `pages` (changed by a reload) that their
+    /// readers asked for lately to be rendered before anyone asks; how many were
+    /// queued.
+    pub fn prefill_signed_in(&self, pages: &[(Visibility, String)]) -> usize {
+        self.inner.ahead.changed_signed_in(pages)
+    }
+
     /// Writes every queued view count (on shutdown: a graceful stop loses none).
     pub fn flush(&self) {
         self.inner.views.flush();
@@ -284,10 +294,19 @@ impl Site {
             "reload phases"
         );
         let paths = snapshot::changed_paths(&old, &new);
+        let mut signed_in = Vec::new();
+        let mut signed_in_render = Vec::new();
+        for (aud, c) in snapshot::changed_signed_in(&old, &new) {
+            let tag = |p: &String| crate::reply::audience_tag(&crate::reply::path_tag(p), aud);
+            signed_in.extend(c.changed.iter().map(tag));
+            signed_in_render.extend(c.changed.into_iter().chain(c.restyled).map(|p| (aud, p)));
+        }
+        signed_in.sort();
         Ok(Changes {
             public: paths.changed,
             restyled: paths.restyled,
-            signed_in: snapshot::changed_signed_in(&old, &new),
+            signed_in,
+            signed_in_render,
         })
     }
 }
@@ -393,7 +412,12 @@ impl Upstream for Site {
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             if parts.extensions.get::<FillMark>().is_some() {
+                let aud = parts.extensions.get::<Audience>();
+                let aud = aud.and_then(|a| crate::audience::visibility(*a));
                 inner.ahead.seen(&parts.headers, &inner.snap.load());
+                if let Some(aud) = aud {
+                    inner.ahead.asked(aud, &percent_decode(parts.uri.path()));
+                }
             }
             let form = if parts.method == Method::POST {
                 let read = Limited::new(body, FORM_BYTES_MAX).collect();

@@ -590,28 +590,18 @@ fn mix(epoch: u64, content: u64) -> u64 {
     xxh3_64(&b) | 1
 }
 
-/// The surrogate keys of the signed-in audiences' entries to purge between `old` and
-/// `new`, for each audience both made: those whose version differs (changed, added
-/// or removed), or, when `old`'s pages answer for `new`'s while they are rendered
-/// ([`Snapshot::follows_presentation_of`]), those whose content differs.
-pub fn changed_signed_in(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+/// What changed between `old` and `new` for each signed-in audience both made: as
+/// [`changed_paths`], per audience.
+pub fn changed_signed_in(old: &Snapshot, new: &Snapshot) -> Vec<(Visibility, PathChanges)> {
     let by_content = new.follows_presentation_of(old);
     let mut out = Vec::new();
     for aud in [Visibility::Private, Visibility::Draft] {
         let (Some(o), Some(n)) = (old.signed_in_versions(aud), new.signed_in_versions(aud)) else {
             continue;
         };
-        let changed = match by_content {
-            true => differing(&o.pages, &o.contents, &n.pages, &n.contents),
-            false => differing(&o.pages, &o.pages, &n.pages, &n.pages),
-        };
-        out.extend(
-            changed
-                .iter()
-                .map(|p| crate::reply::audience_tag(&crate::reply::path_tag(p), aud)),
-        );
+        let changes = split(by_content, (&o.pages, &o.contents), (&n.pages, &n.contents));
+        out.push((aud, changes));
     }
-    out.sort();
     out
 }
 
@@ -629,14 +619,31 @@ pub struct PathChanges {
 /// removed): exactly the pages to purge, less those `old`'s entries answer for
 /// while they are rendered ([`Snapshot::follows_presentation_of`]).
 pub fn changed_paths(old: &Snapshot, new: &Snapshot) -> PathChanges {
-    let all = differing(&old.versions, &old.versions, &new.versions, &new.versions);
-    if !new.follows_presentation_of(old) {
+    split(
+        new.follows_presentation_of(old),
+        (&old.versions, &old.contents),
+        (&new.versions, &new.contents),
+    )
+}
+
+/// Versions and contents by path.
+type Maps<'a> = (
+    &'a HashMap<String, u64, Xxh3Builder>,
+    &'a HashMap<String, u64, Xxh3Builder>,
+);
+
+/// The paths whose version differs between `old` and `new`; when `by_content`
+/// (the old pages answer while the new ones render), those whose content is the
+/// same apart as restyled.
+fn split(by_content: bool, old: Maps<'_>, new: Maps<'_>) -> PathChanges {
+    let all = differing(old.0, old.0, new.0, new.0);
+    if !by_content {
         return PathChanges {
             changed: all,
             restyled: Vec::new(),
         };
     }
-    let changed = differing(&old.versions, &old.contents, &new.versions, &new.contents);
+    let changed = differing(old.0, old.1, new.0, new.1);
     let restyled = all
         .into_iter()
         .filter(|p| changed.binary_search(p).is_err())

@@ -109,7 +109,8 @@ fn publish_once(site: &Site, ctx: &Ctx) {
             // restyled ones still answer from theirs.
             let mut render = paths.clone();
             render.extend(changes.restyled.iter().cloned());
-            let prefilling = site.prefill_changed(&render);
+            let prefilling =
+                site.prefill_changed(&render) + site.prefill_signed_in(&changes.signed_in_render);
             tracing::info!(
                 pages = paths.len(),
                 restyled = changes.restyled.len(),

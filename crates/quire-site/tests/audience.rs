@@ -231,3 +231,69 @@ fn an_edit_changes_exactly_the_audience_pages_that_show_it() {
     assert!(new.body.contains("marmalade-17"));
     assert!(!old.body.contains("marmalade-17"));
 }
+
+/// After an edit, a page a reader asked for is rendered again for the readers'
+/// audience before anyone asks; the first signed-in request after the edit is a hit
+/// with the new text.
+#[test]
+fn an_edit_renders_again_the_audience_pages_readers_asked_for() {
+    use quire_server::metrics::Prefilled;
+    let r = start();
+    let prefill = {
+        let _in = r._rt.enter();
+        quire_server::prefill::Prefill::start(r.ctx.clone())
+    };
+    assert!(r.site.prefill_with(prefill.clone()));
+    let reader = sign_in(&r, "reader", "reader-demo-password");
+    let _ = get_with(r.addr, "GET", "/", &reader, "");
+    wait_for_audiences(&r);
+    let (path, url) = {
+        let snap = r.site.snapshot();
+        let n = snap
+            .vault
+            .notes()
+            .iter()
+            .find(|n| n.visibility() == Visibility::Private)
+            .unwrap();
+        (n.path.clone(), n.url.clone())
+    };
+    // A reader asks: the fill for the readers' audience is remembered.
+    let _ = get_with(r.addr, "GET", &url, &reader, "");
+    assert!(get_with(r.addr, "GET", &url, &reader, "").hit());
+    let settled = |r: &Running| {
+        let t0 = std::time::Instant::now();
+        let taken = |r: &Running| -> u64 {
+            Prefilled::ALL
+                .iter()
+                .map(|p| r.ctx.metrics.prefills(*p))
+                .sum()
+        };
+        let mut last = (taken(r), std::time::Instant::now());
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let now = taken(r);
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            } else if prefill.waiting() == 0 && last.1.elapsed().as_millis() > 500 {
+                return;
+            }
+            assert!(t0.elapsed().as_secs() < 60, "prefill never settled");
+        }
+    };
+    settled(&r);
+    let stored = r.ctx.metrics.prefills(Prefilled::Stored);
+    let file = r.vault.path().join(&path);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n\nRendered ahead: quince-88.\n")).unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+    settled(&r);
+    assert!(r.ctx.metrics.prefills(Prefilled::Stored) > stored);
+    let resp = get_with(r.addr, "GET", &url, &reader, "");
+    assert!(
+        resp.hit() && status(&resp).contains("audience-reader"),
+        "the first reader after the edit: {}",
+        status(&resp)
+    );
+    assert!(resp.body.contains("quince-88"), "with the new text");
+    assert!(!resp.body.contains("Reader Demo"), "nothing personal");
+}

@@ -63,6 +63,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 pub use error::SearchError;
+pub use query::canonical as canonical_query;
 pub(crate) use query::{sanitize, Sanitized};
 pub use read::Hit;
 pub use text::{plain_body, snippet_html};

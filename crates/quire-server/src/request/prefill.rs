@@ -21,8 +21,12 @@
 //!   reads, and commits through the invalidation gate, so an edit or purge that lands
 //!   while it runs wins as it does over a reader's fill (see `crate::cache::invalidate`
 //!   and `crate::upstream::port`).
-//! - Anonymous pages only: an audience's fill needs that audience, which only a
-//!   signed-in request names.
+//! - **Audiences' pages too, when asked.** [`Prefill::queue_for`] names the audience
+//!   a URL is filled for (an upstream that saw its members ask for it): the fill
+//!   carries the audience as a real audience fill does, and is keyed, looked up and
+//!   skipped when fresh in that audience's scope. An audience whose versions the
+//!   upstream cannot give yet fails the URL (counted); nothing is filled under
+//!   another scope.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
@@ -39,8 +43,8 @@ use crate::edge::client::Client;
 use crate::metrics::Prefilled;
 use crate::request::exchange::Exchange;
 use crate::request::lookup;
-use crate::state::Ctx;
-use crate::upstream::origin;
+use crate::state::{Ctx, Scope};
+use crate::upstream::{origin, Audience};
 
 /// URLs waiting to be filled, at most.
 pub const QUEUE_MAX: usize = 1 << 16;
@@ -52,7 +56,7 @@ pub const YIELD_MAX: Duration = Duration::from_millis(500);
 /// A handle on the prefill queue of one server.
 #[derive(Debug, Clone)]
 pub struct Prefill {
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<(String, Option<Audience>)>,
     ctx: Arc<Ctx>,
 }
 
@@ -79,7 +83,13 @@ impl Prefill {
     /// the configuration in force when its turn comes says. False (and counted)
     /// when the queue is full.
     pub fn queue(&self, url: String) -> bool {
-        let queued = self.tx.try_send(url).is_ok();
+        self.queue_for(url, None)
+    }
+
+    /// Queues `url` to be filled for `audience` (`None`: the anonymous cache), as
+    /// [`Prefill::queue`].
+    pub fn queue_for(&self, url: String, audience: Option<Audience>) -> bool {
+        let queued = self.tx.try_send((url, audience)).is_ok();
         if !queued {
             self.ctx.metrics.record_prefill(Prefilled::Dropped);
         }
@@ -92,8 +102,8 @@ impl Prefill {
     }
 }
 
-async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<String>) {
-    while let Some(raw) = rx.recv().await {
+async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<(String, Option<Audience>)>) {
+    while let Some((raw, audience)) = rx.recv().await {
         let Ok(url) = key::normalize_absolute(&raw, &ctx.peek().keys) else {
             ctx.metrics.record_prefill(Prefilled::Failed);
             continue;
@@ -104,7 +114,7 @@ async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<String>) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let t1 = Instant::now();
-        let result = fill_one(&ctx, url).await;
+        let result = fill_one(&ctx, url, audience).await;
         ctx.metrics.record_prefill(result);
         if result == Prefilled::Stored {
             tokio::time::sleep(t1.elapsed()).await;
@@ -112,9 +122,19 @@ async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<String>) {
     }
 }
 
-/// Fills `url` unless it is stored under its current key already.
-async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl) -> Prefilled {
-    let scope = ctx.key_version(&url);
+/// `url`'s scope for `audience` now (`None` when the upstream cannot version it).
+fn scope_of(ctx: &Ctx, url: &NormalizedUrl, audience: Option<Audience>) -> Option<Scope> {
+    match audience {
+        Some(a) => ctx.audience_scope(url, a),
+        None => Some(ctx.key_version(url)),
+    }
+}
+
+/// Fills `url` for `audience` unless it is stored under its current key already.
+async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>) -> Prefilled {
+    let Some(scope) = scope_of(ctx, &url, audience) else {
+        return Prefilled::Failed;
+    };
     let no_fields = http::HeaderMap::new();
     let look = lookup::lookup(ctx, MethodClass::Get, &url, &no_fields, scope);
     if look.record.is_some() {
@@ -141,7 +161,7 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl) -> Prefilled {
         url,
         now: ctx.clock.now(),
         policy: ctx.policy(),
-        audience: None,
+        audience,
     };
     let status = CacheStatus::forward(Fwd::UriMiss);
     let (resp, _) = Box::pin(x.fill(look, status, None, None)).await;
@@ -153,7 +173,9 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl) -> Prefilled {
         return Prefilled::Failed;
     }
     let no_fields = http::HeaderMap::new();
-    let scope = ctx.key_version(&url_again);
+    let Some(scope) = scope_of(ctx, &url_again, audience) else {
+        return Prefilled::NotStored;
+    };
     match lookup::lookup(ctx, MethodClass::Get, &url_again, &no_fields, scope).record {
         Some(_) => Prefilled::Stored,
         None => Prefilled::NotStored,

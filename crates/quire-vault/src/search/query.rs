@@ -80,9 +80,7 @@ pub(crate) fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
             last.prefix = true;
         }
     }
-    // The same word twice adds nothing to an AND but work.
-    let mut seen = std::collections::HashSet::new();
-    items.retain(|i| seen.insert((i.words.join(" ").to_lowercase(), i.prefix)));
+    dedup(&mut items);
     let mut words = 0;
     let mut out = String::new();
     let mut split = String::new();
@@ -118,6 +116,46 @@ pub(crate) fn sanitize(input: &str, last_prefix: bool) -> Sanitized {
         words: split,
         notice: (!notices.is_empty()).then(|| notices.join("; ")),
     }
+}
+
+/// The same word twice adds nothing to an AND but work: keeps the first.
+fn dedup(items: &mut Vec<Item>) {
+    let mut seen = std::collections::HashSet::new();
+    items.retain(|i| seen.insert((i.words.join(" ").to_lowercase(), i.prefix)));
+}
+
+/// The one spelling of every query that searches the same as `input` (not as you
+/// type): its words lower-cased (the index folds case), a phrase in quotes, a
+/// prefix with its `*`, repeats dropped, one space between. `None` when sanitising
+/// `input` has something to tell the reader (too long, too many words, nothing to
+/// search): such a query is answered as typed. A canonical query is its own
+/// canonical form, and searches exactly what `input` does.
+pub fn canonical(input: &str) -> Option<String> {
+    if sanitize(input, false).notice.is_some() {
+        return None;
+    }
+    let chars: Vec<char> = input.chars().collect();
+    let mut items = parse(&chars);
+    dedup(&mut items);
+    let mut out = String::new();
+    for item in &items {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let text = item.words.join(" ").to_lowercase();
+        if item.words.len() > 1 {
+            out.push('"');
+            out.push_str(&text);
+            out.push('"');
+        } else {
+            out.push_str(&text);
+        }
+        let last_len = item.words.last().map_or(0, |w| w.chars().count());
+        if item.prefix && last_len >= PREFIX_CHARS_MIN {
+            out.push('*');
+        }
+    }
+    Some(out)
 }
 
 fn write_item(out: &mut String, item: &Item) {
@@ -198,6 +236,41 @@ fn loose(chars: &[char], items: &mut Vec<Item>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_canonical_query_is_its_own_and_searches_the_same() {
+        let inputs = [
+            "Write-Ahead  LOG",
+            "  cache   stale ",
+            "\"Page Cache\" eviction*",
+            "foo foo FOO",
+            "a AND b OR NOT c",
+            "don't stop",
+            "x* ab*",
+            "\"single\"",
+            "node.js / rust",
+            "übergrößen Straße",
+        ];
+        for q in inputs {
+            let c = canonical(q).unwrap_or_else(|| panic!("{q:?} has a canonical form"));
+            assert_eq!(canonical(&c).as_deref(), Some(c.as_str()), "{q:?} → {c:?}");
+            assert_eq!(
+                sanitize(q, false).fts.to_lowercase(),
+                sanitize(&c, false).fts.to_lowercase(),
+                "{q:?} → {c:?} searches the same"
+            );
+        }
+        assert_eq!(
+            canonical("Write-Ahead  LOG").unwrap(),
+            "\"write ahead\" log"
+        );
+        assert_eq!(canonical("  Cache   STALE ").unwrap(), "cache stale");
+        // Told to the reader: answered as typed.
+        assert_eq!(canonical(""), None);
+        assert_eq!(canonical("( ) *"), None);
+        let many: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        assert_eq!(canonical(&many.join(" ")), None);
+    }
+
     use super::*;
 
     fn fts(q: &str) -> String {
