@@ -28,6 +28,21 @@ const RESULTS: usize = 20;
 /// published). A malformed query is sanitised by the index, never an error.
 pub fn search(s: &Arc<Snapshot>, req: &Req<'_>, index: &SearchIndex, json_api: bool) -> Reply {
     let q = query_param(req.query, "q").unwrap_or_default();
+    let to = (!json_api).then(|| canonical_target(req.path, req.query, &q));
+    if let Some(to) = to.flatten() {
+        // Every spelling of a query that searches the same redirects to one URL,
+        // so its answer is searched, rendered and stored once per version, not once
+        // per spelling. The redirect is stored too (it depends on the query alone).
+        // Not the JSON API: its clients need not follow redirects.
+        let policy = crate::request::policy(s, req.viewer, crate::request::At::Search);
+        return Reply::new(
+            StatusCode::MOVED_PERMANENTLY,
+            "text/plain; charset=utf-8",
+            Vec::new(),
+            policy,
+        )
+        .with(http::header::LOCATION, to);
+    }
     let results = if q.trim().is_empty() {
         None
     } else {
@@ -65,6 +80,33 @@ pub fn search(s: &Arc<Snapshot>, req: &Req<'_>, index: &SearchIndex, json_api: b
         }),
     );
     render(s, "search.html", &ctx, policy)
+}
+
+/// Where a search for `q` (from `query`, at `path`) should be asked instead: the
+/// query's canonical spelling (`quire_vault::search::canonical_query`) as the one
+/// parameter `q`; `None` when the request is that already, or the query has no
+/// canonical spelling (it is answered as typed, with its notice).
+fn canonical_target(path: &str, query: Option<&str>, q: &str) -> Option<String> {
+    let canonical = quire_vault::search::canonical_query(q)?;
+    let params = query.unwrap_or("").split('&').filter(|p| !p.is_empty());
+    if params.count() == 1 && q == canonical {
+        return None;
+    }
+    Some(format!("{path}?q={}", form_encode(&canonical)))
+}
+
+/// `s` as a form-encoded query value: unreserved ASCII kept, spaces as `+`, every
+/// other byte percent-encoded.
+fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b' ' => out.push('+'),
+            b if b.is_ascii_alphanumeric() || b"-._~*".contains(&b) => out.push(b as char),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 fn render(s: &Snapshot, template: &str, ctx: &serde_json::Value, policy: Policy) -> Reply {
@@ -150,4 +192,35 @@ pub fn views(
         }),
     );
     render(s, "views.html", &ctx, Policy::NoStore)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_search_is_asked_by_its_canonical_spelling() {
+        let to = |q: &str, raw: &str| super::canonical_target("/search", Some(raw), q);
+        assert_eq!(
+            to("Write-Ahead  LOG", "q=Write-Ahead%20%20LOG").as_deref(),
+            Some("/search?q=%22write+ahead%22+log")
+        );
+        assert_eq!(to("cache stale", "q=cache+stale"), None);
+        assert_eq!(
+            to("cache stale", "q=cache%20stale"),
+            None,
+            "spelt another way"
+        );
+        assert_eq!(
+            to("cache stale", "q=cache+stale&utm_source=x").as_deref(),
+            Some("/search?q=cache+stale"),
+            "one parameter"
+        );
+        assert_eq!(to("", ""), None);
+        assert_eq!(
+            to("Größe", "q=Gr%C3%B6%C3%9Fe").as_deref(),
+            Some("/search?q=gr%C3%B6%C3%9Fe")
+        );
+        // What the canonical target decodes to is canonical: no redirect loop.
+        let q = crate::routes::query_param(Some("q=%22write+ahead%22+log"), "q").unwrap();
+        assert_eq!(to(&q, "q=%22write+ahead%22+log"), None);
+    }
 }

@@ -16,13 +16,15 @@
 //! - [`script`]: the opt-in page script (hover previews) and its hash.
 //! - `csp`: the pages' `Content-Security-Policy`, with and without that script.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
-//! - [`ahead`]: changed pages rendered before anyone asks.
+//! - [`ahead`]: changed pages rendered before anyone asks; `behind`: renders nobody
+//!   waits for, at low priority.
 
 #![forbid(unsafe_code)]
 
 pub mod ahead;
 pub mod audience;
 pub mod auth;
+mod behind;
 pub mod config;
 mod csp;
 pub mod extras;

@@ -452,11 +452,24 @@ impl Upstream for Site {
             // timed out) so a render nobody waits for stops early.
             let cancel = Arc::new(AtomicBool::new(false));
             let _on_drop = CancelOnDrop(cancel.clone());
-            let reply = tokio::task::spawn_blocking(move || answer(&inner, &parts, &cancel))
+            let background = parts
+                .extensions
+                .get::<FillMark>()
+                .is_some_and(|m| m.background);
+            let render = move || answer(&inner, &parts, &cancel);
+            // Nobody waits for a background fill: its render takes what the
+            // request workers leave (`crate::behind`).
+            let render = match background {
+                true => match crate::behind::render(render).await {
+                    Ok(Some(reply)) => return Ok(reply.into_response()),
+                    Ok(None) => return Err(render_failed("the background render ended")),
+                    Err(render) => render,
+                },
+                false => render,
+            };
+            let reply = tokio::task::spawn_blocking(render)
                 .await
-                .map_err(|e| {
-                    OriginError::failed(FailureKind::Render, format!("render failed: {e}"))
-                })?;
+                .map_err(render_failed)?;
             Ok(reply.into_response())
         })
     }
@@ -597,6 +610,11 @@ impl Upstream for Site {
             snap.version_of(path, is_search(path))
         }
     }
+}
+
+/// A render that did not end with an answer.
+fn render_failed(e: impl std::fmt::Display) -> OriginError {
+    OriginError::failed(FailureKind::Render, format!("render failed: {e}"))
 }
 
 /// Raises its flag when dropped: the answer's future was dropped, so nobody waits.

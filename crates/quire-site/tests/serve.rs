@@ -603,10 +603,53 @@ fn search_finds_public_notes_only_and_survives_hostile_queries() {
         "-",
         "%3Cscript%3E",
     ] {
-        let page = get(r.addr, &format!("/search?q={hostile}"));
+        let mut page = get(r.addr, &format!("/search?q={hostile}"));
+        if page.status == 301 {
+            // Asked again by its canonical spelling.
+            let to = page.header("location").unwrap().to_owned();
+            assert!(to.starts_with("/search?q="), "{hostile}: {to}");
+            page = get(r.addr, &to);
+        }
         assert_eq!(page.status, 200, "{hostile}");
         assert!(!page.body.contains("<script>"), "{hostile}");
     }
+}
+
+/// Spellings of one query share one stored answer: each redirects to the canonical
+/// spelling, whose answer is searched once and then a hit.
+#[test]
+fn spellings_of_a_search_share_one_stored_answer() {
+    let r = start(false);
+    let first = get(r.addr, "/search?q=Write-Ahead%20%20LOG");
+    assert_eq!(first.status, 301);
+    let to = first.header("location").unwrap().to_owned();
+    assert_eq!(to, "/search?q=%22write+ahead%22+log");
+    let answer = get(r.addr, &to);
+    assert_eq!(answer.status, 200);
+    let renders = r.site.renders();
+    for spelling in [
+        "WRITE-AHEAD+log",
+        "write-ahead+LOG+log",
+        "%22Write+Ahead%22++Log",
+    ] {
+        let again = get(r.addr, &format!("/search?q={spelling}"));
+        assert_eq!(again.status, 301, "{spelling}");
+        assert_eq!(again.header("location"), Some(to.as_str()), "{spelling}");
+        let answered = get(r.addr, &to);
+        assert!(
+            answered.hit(),
+            "{spelling}: {:?}",
+            answered.header("cache-status")
+        );
+        assert_eq!(answered.body, answer.body);
+    }
+    assert_eq!(
+        r.site.renders(),
+        renders + 3,
+        "one redirect each, no search"
+    );
+    // The JSON API answers as asked.
+    assert_eq!(get(r.addr, "/api/search?q=Write-Ahead").status, 200);
 }
 
 #[test]

@@ -332,11 +332,11 @@ impl Drop for CompressPool {
 /// Lowers the calling thread's scheduling priority to at least [`BACKGROUND_NICE`]
 /// (Linux applies a TID's niceness to that thread alone; a process already nicer
 /// keeps its own). A failure costs only priority.
-fn lower_priority() {
+pub(crate) fn lower_priority() {
     let me = rustix::thread::gettid();
     let now = rustix::process::getpriority_process(Some(me)).unwrap_or(0);
     if let Err(e) = rustix::process::setpriority_process(Some(me), now.max(BACKGROUND_NICE)) {
-        tracing::debug!(error = %e, "could not lower a compression thread's priority");
+        tracing::debug!(error = %e, "could not lower a background thread's priority");
     }
 }
 

@@ -80,6 +80,8 @@ pub(crate) struct FillSpec {
     /// The policy of the request that started the fill: its storage rules, limits
     /// and codings decide what is stored.
     pub policy: Arc<Policy>,
+    /// No request waited for the fill when it started (see `FillMark::background`).
+    pub background: bool,
 }
 
 /// Runs a fill to the end and unregisters it.
@@ -154,6 +156,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
             from_peer: spec
                 .client_headers
                 .contains_key(crate::upstream::PEER_HEADER),
+            background: spec.background,
         });
         if let Some(a) = spec.scope.audience {
             // The upstream renders for the audience, never for a person: no

@@ -56,6 +56,9 @@ pub(crate) struct Exchange<'a> {
     /// The audience a signed-in reader's request is answered as (its keys are that
     /// audience's); `None` for the anonymous cache.
     pub(crate) audience: Option<Audience>,
+    /// Nobody waits for this exchange's answer (a prefill): its fills are marked
+    /// background (`FillMark::background`).
+    pub(crate) background: bool,
 }
 
 impl Exchange<'_> {
@@ -135,7 +138,8 @@ impl Exchange<'_> {
         let key = look.record_key().to_vec();
         let ctx = self.ctx;
         if let Some(f) = ctx.fills.start_detached(&key, self.new_fill()) {
-            let spec = self.spec(look, key, revalidate);
+            let mut spec = self.spec(look, key, revalidate);
+            spec.background = true;
             tokio::spawn(miss::run(ctx.clone(), f, spec));
         }
     }
@@ -209,6 +213,7 @@ impl Exchange<'_> {
             revalidate,
             fill_key,
             policy: self.policy.clone(),
+            background: self.background,
         }
     }
 }

@@ -9,9 +9,12 @@
 //! Key decisions:
 //! - **Requests always win.** One prefill runs at a time; before each, the task waits
 //!   (up to [`YIELD_MAX`]) while any fill is in flight, since those are readers
-//!   waiting; after each, it rests as long as the prefill took, so prefills use at
-//!   most about half of one core whatever the queue holds. A prefill is never
-//!   answered to anyone: its response body is read and dropped.
+//!   waiting; after each, it rests: as long as the prefill took while no request was
+//!   answered meanwhile (at most half of one core), [`BUSY_REST`] times as long when
+//!   requests were (at most a fifth), whatever the queue holds. So a site
+//!   re-rendering every page after a template change takes a small share of the CPU
+//!   its readers' hits need. A prefill is never answered to anyone: its response
+//!   body is read and dropped.
 //! - **Bounded.** The queue holds [`QUEUE_MAX`] URLs; past that, URLs are dropped and
 //!   counted (`quire_prefills_total{result="dropped"}`): a later request fills them
 //!   as a miss would. A URL already stored under its current key is skipped
@@ -52,6 +55,17 @@ pub const QUEUE_MAX: usize = 1 << 16;
 /// How long a prefill waits for fills in flight (readers) to end before it starts
 /// anyway.
 pub const YIELD_MAX: Duration = Duration::from_millis(500);
+
+/// Lowers the calling thread's scheduling priority (nice 10), for an upstream's
+/// threads doing work nobody waits for, such as rendering a background fill
+/// (`FillMark::background`): they then take what the request workers leave.
+pub fn lower_thread_priority() {
+    crate::fill::compress_pool::lower_priority();
+}
+
+/// How many times as long as a prefill took the task rests after it when requests
+/// were answered meanwhile (once as long when none were).
+pub const BUSY_REST: u32 = 4;
 
 /// A handle on the prefill queue of one server.
 #[derive(Debug, Clone)]
@@ -114,12 +128,23 @@ async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<(String, Option<Audience>)>) 
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let t1 = Instant::now();
+        let answered = answered(&ctx);
         let result = fill_one(&ctx, url, audience).await;
         ctx.metrics.record_prefill(result);
         if result == Prefilled::Stored {
-            tokio::time::sleep(t1.elapsed()).await;
+            let busy = self::answered(&ctx) != answered;
+            let took = t1.elapsed();
+            tokio::time::sleep(if busy { took * BUSY_REST } else { took }).await;
         }
     }
+}
+
+/// Requests answered so far (every outcome).
+fn answered(ctx: &Ctx) -> u64 {
+    crate::metrics::Outcome::ALL
+        .iter()
+        .map(|o| ctx.metrics.requests(*o))
+        .sum()
 }
 
 /// `url`'s scope for `audience` now (`None` when the upstream cannot version it).
@@ -162,6 +187,7 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
         now: ctx.clock.now(),
         policy: ctx.policy(),
         audience,
+        background: true,
     };
     let status = CacheStatus::forward(Fwd::UriMiss);
     let (resp, _) = Box::pin(x.fill(look, status, None, None)).await;

@@ -148,6 +148,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         now,
         policy,
         audience: None,
+        background: false,
     };
     if crate::request::tunnel::is_upgrade(&x.req) {
         if let Some(limited) = x.over_rate(Class::Miss) {

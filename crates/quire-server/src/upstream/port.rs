@@ -43,6 +43,10 @@ pub struct FillMark {
     pub key_hash: u64,
     /// The client request carried [`PEER_HEADER`].
     pub from_peer: bool,
+    /// No request waited for this fill when it started: a prefill, or the fill
+    /// behind an answer from a previous version. An upstream may do its work at a
+    /// lower priority (a request that joins it meanwhile waits for it).
+    pub background: bool,
 }
 
 /// A class of signed-in readers who are all answered the same bytes, named by the
