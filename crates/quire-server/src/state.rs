@@ -65,6 +65,7 @@ fn open_store(cfg: &Config) -> Result<Store, StartError> {
     let options = Options {
         admission: cfg.cache.admission,
         ram_tier_bytes: cfg.cache.ram_tier.0,
+        residency: cfg.cache.residency.into(),
         ..Options::default()
     };
     Store::open(&cfg.cache.path, cfg.cache.size.0, options).map_err(|source| StartError::Store {
@@ -123,7 +124,14 @@ pub struct Ctx {
     pub limiter: crate::edge::rate_limit::Limiter,
     /// Upgraded connections (WebSocket) passed through.
     pub tunnels: crate::edge::upgrades::Tunnels,
+    /// Cold entries being read into memory on the blocking pool, at most
+    /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
+    pub cold_reads: tokio::sync::Semaphore,
 }
+
+/// Cold entries read into memory at once, at most: each holds a blocking thread
+/// while the disk answers.
+pub(crate) const COLD_READS_MAX: usize = 32;
 
 impl Ctx {
     /// Validates `cfg`, opens the volume and builds the shared state of a proxy in
@@ -185,6 +193,7 @@ impl Ctx {
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::edge::rate_limit::Limiter::default(),
             tunnels,
+            cold_reads: tokio::sync::Semaphore::new(COLD_READS_MAX),
         }))
     }
 

@@ -28,6 +28,9 @@ pub struct Options {
     /// Check each entry's checksum on every `get`, not only when it enters the index
     /// (at write and at recovery). Costs a hash of the body per hit.
     pub verify_reads: bool,
+    /// When [`crate::Store::get_resident`] checks that an entry is in memory before
+    /// reading it (see `crate::residency`).
+    pub residency: crate::residency::Residency,
 }
 
 impl Default for Options {
@@ -39,6 +42,7 @@ impl Default for Options {
             ram_tier_bytes: 0,
             carry_share: 0.5,
             verify_reads: false,
+            residency: crate::residency::Residency::Auto,
         }
     }
 }

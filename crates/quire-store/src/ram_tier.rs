@@ -69,6 +69,14 @@ impl RamTier {
             .filter(|e| e.from.same_place(at) && &e.bytes[..e.key_len] == key)
     }
 
+    /// Whether a copy taken from `at` is held for `hash` (no key check, no hit
+    /// recorded: a residency probe before the real lookup).
+    pub(crate) fn holds(&self, hash: u64, at: Loc) -> bool {
+        self.cache
+            .peek(&hash)
+            .is_some_and(|e| e.from.same_place(at))
+    }
+
     pub(crate) fn promote(&self, hash: u64, from: Loc, key: &[u8], meta: &[u8], body: &[u8]) {
         let mut v = Vec::with_capacity(key.len() + meta.len() + body.len());
         v.extend_from_slice(key);

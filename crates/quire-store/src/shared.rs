@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) entries: AtomicU64,
     /// Set by [`Store::abandon`]: dropping closes nothing.
     pub(crate) abandoned: AtomicBool,
+    /// Whether lookups check residency now (`crate::residency`).
+    pub(crate) pressure: std::sync::Arc<crate::residency::Pressure>,
 }
 
 impl Shared {
@@ -68,6 +70,7 @@ impl Shared {
             sketch: Sketch::for_cap(header.cap_bytes),
             boundary: Boundary::default(),
             ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
+            pressure: crate::residency::Pressure::start(options.residency),
             options,
             object_bytes_max,
             space: Space::new(recovered.space),
@@ -93,7 +96,7 @@ impl Shared {
         self.volume.flush_range(0, VOLUME_HEADER_BYTES)
     }
 
-    fn entry_off(&self, loc: Loc) -> u64 {
+    pub(crate) fn entry_off(&self, loc: Loc) -> u64 {
         self.header.region_start(loc.region) + u64::from(loc.offset16) * layout::ENTRY_ALIGN
     }
 

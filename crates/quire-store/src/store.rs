@@ -227,7 +227,96 @@ impl Store {
     }
 }
 
+/// What [`Store::get_resident`] found.
+#[derive(Debug)]
+pub enum Fetched {
+    /// The entry, in memory (or the checks are off).
+    Hit(Handle),
+    /// No entry for the key.
+    Miss,
+    /// An entry whose pages are not all in memory: reading it now would wait on the
+    /// disk. [`Store::warm`] it off the request path, then look it up again.
+    Cold(Cold),
+}
+
+/// An entry not in memory, found by [`Store::get_resident`].
+#[derive(Debug, Clone, Copy)]
+pub struct Cold {
+    loc: Loc,
+}
+
 impl Store {
+    /// [`Engine::get`], unless reading the entry would wait on the disk: under
+    /// memory pressure (see `crate::residency`) the entry's pages are checked
+    /// (`mincore`) before they are touched, and an entry not in memory is answered
+    /// [`Fetched::Cold`] without reading it. A RAM-tier copy is always a hit. Hits and
+    /// misses are counted as `get` counts them; a cold entry is counted by the
+    /// lookup that follows its warming.
+    pub fn get_resident(&self, key: &[u8]) -> Fetched {
+        let s = &*self.shared;
+        if !s.pressure.on() {
+            return self.get(key).map_or(Fetched::Miss, Fetched::Hit);
+        }
+        let hash = layout::hash_key(key);
+        let Some(loc) = s.index.peek(hash) else {
+            return self.get(key).map_or(Fetched::Miss, Fetched::Hit);
+        };
+        let in_ram = s.ram.as_ref().is_some_and(|r| r.holds(hash, loc));
+        if !in_ram && !self.entry_resident(loc) {
+            return Fetched::Cold(Cold { loc });
+        }
+        self.get(key).map_or(Fetched::Miss, Fetched::Hit)
+    }
+
+    /// Whether the entry at `loc` is in memory (its header page, then all of it).
+    fn entry_resident(&self, loc: Loc) -> bool {
+        let s = &*self.shared;
+        if !s.regions.pin(loc.region, loc.gen18) {
+            return true; // being reclaimed: the lookup will miss without reading it
+        }
+        let off = s.entry_off(loc);
+        let resident = s.volume.resident(off, layout::ENTRY_HEADER_BYTES)
+            && s.entry_header(loc)
+                .is_none_or(|(h, off)| s.volume.resident(off, h.stride()));
+        s.regions.unpin(loc.region);
+        resident
+    }
+
+    /// Drops `key`'s entry from memory as pressure would (tests of cold reads).
+    #[cfg(test)]
+    pub(crate) fn evict_entry(&self, key: &[u8]) {
+        let s = &*self.shared;
+        let loc = s.index.peek(layout::hash_key(key)).expect("stored");
+        let (h, off) = s.entry_header(loc).expect("an entry");
+        s.volume.page_out(off, h.stride()).expect("paged out");
+    }
+
+    /// Drops the whole volume from memory (written back first), as memory pressure
+    /// would: for tests and benchmarks of a cache bigger than memory. The next read
+    /// of each entry waits on the disk (or, with residency checks on, is answered
+    /// [`Fetched::Cold`]).
+    pub fn page_out(&self) -> Result<()> {
+        let s = &*self.shared;
+        s.volume.page_out(0, s.volume.len())
+    }
+
+    /// Brings a cold entry into memory (reads it ahead and touches every page):
+    /// blocks on the disk, so call it where a thread may wait (`spawn_blocking`).
+    /// An entry reclaimed meanwhile is skipped.
+    pub fn warm(&self, cold: &Cold) {
+        let s = &*self.shared;
+        let loc = cold.loc;
+        if !s.regions.pin(loc.region, loc.gen18) {
+            return;
+        }
+        let off = s.entry_off(loc);
+        s.volume.warm(off, layout::ENTRY_HEADER_BYTES);
+        if let Some((h, off)) = s.entry_header(loc) {
+            s.volume.warm(off, h.stride());
+        }
+        s.regions.unpin(loc.region);
+    }
+
     /// Whether a `put` of `key` now would pass admission (it may still be declined for
     /// lack of reclaimable space). Records nothing. Without the object's size only the
     /// doorkeeper applies (the key was counted twice), so this may say no where `put`

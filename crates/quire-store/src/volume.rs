@@ -124,6 +124,11 @@ impl Volume {
         ))
     }
 
+    /// The mapping's length.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
@@ -234,6 +239,78 @@ impl Volume {
         unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(at).cast()) }
     }
 
+    /// The page-aligned span of the mapping that holds `[off, off+len)`: its start
+    /// and length.
+    fn pages_of(&self, off: u64, len: u64) -> (*mut u8, usize) {
+        self.check(off, len);
+        let page = page_bytes();
+        let start = off - off % page;
+        let end = (off + len).div_ceil(page) * page;
+        let end = end.min(self.len.div_ceil(page) * page);
+        // SAFETY: `start` is inside the mapping (checked above, rounded down).
+        let at = unsafe { self.map.as_mut_ptr().add(start as usize) };
+        (at, (end - start) as usize)
+    }
+
+    /// Whether every page of `[off, off+len)` is in memory now (`mincore`): reading
+    /// it will not wait on the disk. An error answers yes (the read then faults as
+    /// it would have anyway).
+    pub(crate) fn resident(&self, off: u64, len: u64) -> bool {
+        if len == 0 {
+            return true;
+        }
+        let (at, span) = self.pages_of(off, len);
+        let pages = span.div_ceil(page_bytes() as usize);
+        let mut small = [0u8; 64];
+        let mut large = Vec::new();
+        let vec: &mut [u8] = if pages <= small.len() {
+            &mut small[..pages]
+        } else {
+            large.resize(pages, 0);
+            &mut large
+        };
+        // SAFETY: `at` is page-aligned, `[at, at+span)` lies in our mapping, and
+        // `vec` has one byte per page of it, as mincore(2) requires; the kernel only
+        // writes `vec`.
+        let r = unsafe { libc::mincore(at.cast(), span, vec.as_mut_ptr()) };
+        r != 0 || vec.iter().all(|b| b & 1 == 1)
+    }
+
+    /// Brings `[off, off+len)` into memory: asks the kernel to read it ahead, then
+    /// reads a byte of every page. Blocks on the disk: call it off the request path.
+    pub(crate) fn warm(&self, off: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let (at, span) = self.pages_of(off, len);
+        // SAFETY: a page-aligned range of our own mapping; WILLNEED only starts reads.
+        let _ = unsafe { rustix::mm::madvise(at.cast(), span, rustix::mm::Advice::WillNeed) };
+        let page = page_bytes() as usize;
+        for i in (0..span).step_by(page) {
+            // SAFETY: inside the mapping; a volatile read of one byte changes nothing
+            // and is not optimised away, so the page is faulted in here.
+            unsafe { std::ptr::read_volatile(at.add(i)) };
+        }
+    }
+
+    /// Drops `[off, off+len)` from memory (written back first), as memory pressure
+    /// would: for tests and benchmarks of cold reads. The caller holds no borrow of
+    /// those bytes across this call.
+    pub(crate) fn page_out(&self, off: u64, len: u64) -> Result<()> {
+        self.flush_range(off, len)?;
+        let (at, span) = self.pages_of(off, len);
+        let io = |e| StoreError::io(format!("paging out {}", self.path.display()), e);
+        // SAFETY: our own mapping; DONTNEED on a shared file mapping drops the
+        // page-table entries only (the file keeps the bytes, just flushed), and a
+        // reader that touches them later faults them in again.
+        unsafe { rustix::mm::madvise(at.cast(), span, rustix::mm::Advice::LinuxDontNeed) }
+            .map_err(|e| io(e.into()))?;
+        let start = at as u64 - self.map.as_ptr() as u64;
+        let len = std::num::NonZeroU64::new(span as u64);
+        rustix::fs::fadvise(&self.file, start, len, rustix::fs::Advice::DontNeed)
+            .map_err(|e| io(e.into()))
+    }
+
     /// Writes dirty pages of `[off, off+len)` back to the file and waits.
     pub(crate) fn flush_range(&self, off: u64, len: u64) -> Result<()> {
         self.check(off, len);
@@ -255,4 +332,9 @@ fn punch_tail(file: &File, used: u64, len: u64) {
         let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
         let _ = rustix::fs::fallocate(file, flags, used, len - used);
     }
+}
+
+/// The system's page size.
+fn page_bytes() -> u64 {
+    rustix::param::page_size() as u64
 }

@@ -308,6 +308,34 @@ pub struct CacheConfig {
     pub ram_tier: ByteSize,
     /// Admission on: once full, a URL is stored on its second miss.
     pub admission: bool,
+    /// When a hit checks that its entry is in memory before reading it, so a read
+    /// that would wait on the disk happens off the request workers: `auto` (while
+    /// the process has had major page faults lately: a volume bigger than the
+    /// memory it may use), `always` or `never`.
+    pub residency: Residency,
+}
+
+/// `cache.residency`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Residency {
+    /// While major faults happen.
+    #[default]
+    Auto,
+    /// On every hit read from the volume.
+    Always,
+    /// Never: a cold read faults on the worker.
+    Never,
+}
+
+impl From<Residency> for quire_store::Residency {
+    fn from(r: Residency) -> Self {
+        match r {
+            Residency::Auto => quire_store::Residency::Auto,
+            Residency::Always => quire_store::Residency::Always,
+            Residency::Never => quire_store::Residency::Never,
+        }
+    }
 }
 
 impl Default for CacheConfig {
@@ -317,6 +345,7 @@ impl Default for CacheConfig {
             size: ByteSize(1 << 30),
             ram_tier: ByteSize(0),
             admission: true,
+            residency: Residency::Auto,
         }
     }
 }

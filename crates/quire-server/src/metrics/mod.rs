@@ -316,6 +316,7 @@ pub struct Metrics {
     coalesced: AtomicU64,
     prefills: [AtomicU64; Prefilled::ALL.len()],
     previous_hits: AtomicU64,
+    cold_reads: AtomicU64,
     fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
@@ -344,6 +345,7 @@ impl Metrics {
             coalesced: AtomicU64::new(0),
             prefills: Default::default(),
             previous_hits: AtomicU64::new(0),
+            cold_reads: AtomicU64::new(0),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
@@ -407,6 +409,16 @@ impl Metrics {
     /// one is made (`Upstream::previous_version`).
     pub fn record_previous_hit(&self) {
         self.previous_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A hit's entry was not in memory and was read in off the worker.
+    pub fn record_cold_read(&self) {
+        self.cold_reads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Entries read in off the worker so far.
+    pub fn cold_reads(&self) -> u64 {
+        self.cold_reads.load(Ordering::Relaxed)
     }
 
     /// Misses answered from a previous version so far.

@@ -25,6 +25,7 @@ impl Metrics {
         self.write_requests(out)?;
         self.write_origin(out)?;
         self.write_fills(out)?;
+        self.write_cold(out)?;
         self.write_gauges(out, uptime)?;
         write_store(out, store)
     }
@@ -100,6 +101,16 @@ impl Metrics {
             "quire_previous_version_hits_total",
             "Misses answered from the page's previous version (the site's templates changed, the page did not) while the current one was made in the background.",
             self.previous_hits.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Entries read into memory off the workers (a volume bigger than memory).
+    fn write_cold(&self, out: &mut String) -> fmt::Result {
+        counter(
+            out,
+            "quire_cold_reads_total",
+            "Hits whose entry was not in memory, read in on the blocking pool instead of faulting on a request worker.",
+            self.cold_reads.load(Ordering::Relaxed),
         )
     }
 

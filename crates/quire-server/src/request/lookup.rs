@@ -11,7 +11,7 @@ use std::sync::Arc;
 use http::header::HeaderMap;
 use quire_http::key::{MethodClass, NormalizedUrl, VaryFields};
 use quire_http::status::CacheStatus;
-use quire_store::{Engine, EntryRef, Handle};
+use quire_store::{Cold, Engine, EntryRef, Fetched, Handle};
 
 use crate::request::hit::{Cached, Prepared};
 use crate::state::{Ctx, Scope};
@@ -32,6 +32,9 @@ pub(crate) struct Lookup {
     /// The store entry it was read from (record and bodies). It pins its region:
     /// take it out before awaiting anything slow.
     pub(crate) entry: Option<Arc<Handle>>,
+    /// The entry found is not in memory (`crate::request::cold`): nothing was read;
+    /// warm it and look up again.
+    pub(crate) cold: Option<Cold>,
 }
 
 impl Lookup {
@@ -43,13 +46,35 @@ impl Lookup {
 
 /// Looks up the stored response for a request in `scope` (the anonymous cache's,
 /// `ctx.key_version(url)`, or an audience's): primary record, then the variant
-/// record when the URL varies.
+/// record when the URL varies. An entry not in memory is not read (`cold`).
 pub(crate) fn lookup(
     ctx: &Ctx,
     class: MethodClass,
     url: &NormalizedUrl,
     headers: &HeaderMap,
     scope: Scope,
+) -> Lookup {
+    find(ctx, class, url, headers, scope, true)
+}
+
+/// [`lookup`] of an entry just warmed: read whatever its residency (it may fault).
+pub(crate) fn lookup_warmed(
+    ctx: &Ctx,
+    class: MethodClass,
+    url: &NormalizedUrl,
+    headers: &HeaderMap,
+    scope: Scope,
+) -> Lookup {
+    find(ctx, class, url, headers, scope, false)
+}
+
+fn find(
+    ctx: &Ctx,
+    class: MethodClass,
+    url: &NormalizedUrl,
+    headers: &HeaderMap,
+    scope: Scope,
+    resident_only: bool,
 ) -> Lookup {
     let primary_key = ctx.primary_key(class, url, scope);
     let mut look = Lookup {
@@ -59,9 +84,15 @@ pub(crate) fn lookup(
         vary: None,
         record: None,
         entry: None,
+        cold: None,
     };
-    let Some(h) = ctx.store.get(&look.primary_key) else {
-        return look;
+    let h = match fetch(ctx, &look.primary_key, resident_only) {
+        Fetched::Hit(h) => h,
+        Fetched::Miss => return look,
+        Fetched::Cold(c) => {
+            look.cold = Some(c);
+            return look;
+        }
     };
     match ctx.records.get(h.meta()) {
         Some(Cached::Object(o)) => {
@@ -71,9 +102,15 @@ pub(crate) fn lookup(
         Some(Cached::Vary(v)) => {
             drop(h);
             let vk = ctx.variant_key(class, url, &v, headers, scope);
-            if let Some((o, h)) = entry_at(ctx, &vk) {
-                look.record = Some(o);
-                look.entry = Some(h);
+            match fetch(ctx, &vk, resident_only) {
+                Fetched::Hit(h) => {
+                    if let Some(Cached::Object(o)) = ctx.records.get(h.meta()) {
+                        look.record = Some(o);
+                        look.entry = Some(Arc::new(h));
+                    }
+                }
+                Fetched::Miss => {}
+                Fetched::Cold(c) => look.cold = Some(c),
             }
             look.variant_key = Some(vk);
             look.vary = Some(v);
@@ -81,6 +118,14 @@ pub(crate) fn lookup(
         None => {}
     }
     look
+}
+
+/// The entry under `key`: only if in memory when `resident_only`.
+fn fetch(ctx: &Ctx, key: &[u8], resident_only: bool) -> Fetched {
+    match resident_only {
+        true => ctx.store.get_resident(key),
+        false => ctx.store.get(key).map_or(Fetched::Miss, Fetched::Hit),
+    }
 }
 
 /// The response stored under `key`, prepared, with its entry.

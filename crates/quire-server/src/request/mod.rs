@@ -2,13 +2,15 @@
 //!
 //! [`service`] routes it (refusals from [`refuse`], quire's own answers from
 //! [`reply`], admin paths, the client); [`lookup`] finds what the store holds for it
-//! (the fast path calls the same lookup); [`hit`] serves a usable entry; an
+//! (the fast path calls the same lookup; an entry not in memory is read in by [`cold`]
+//! off the worker); [`hit`] serves a usable entry; an
 //! [`exchange`] takes it to the upstream ([`pass`], or a fill); [`tunnel`] passes
 //! `Upgrade` connections through; [`peer`] answers a cluster peer's requests;
 //! [`prefill`] fills what an upstream says changed before anyone asks; [`previous`]
 //! answers a miss from its page's previous presentation while the current one fills; [`body`] is every response body quire sends.
 
 pub(crate) mod body;
+pub(crate) mod cold;
 pub(crate) mod exchange;
 pub(crate) mod hit;
 pub(crate) mod lookup;

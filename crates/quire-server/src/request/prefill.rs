@@ -162,7 +162,7 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
     };
     let no_fields = http::HeaderMap::new();
     let look = lookup::lookup(ctx, MethodClass::Get, &url, &no_fields, scope);
-    if look.record.is_some() {
+    if look.record.is_some() || look.cold.is_some() {
         return Prefilled::Fresh;
     }
     let Ok(uri) = url.path_and_query().parse() else {
@@ -202,8 +202,9 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
     let Some(scope) = scope_of(ctx, &url_again, audience) else {
         return Prefilled::NotStored;
     };
-    match lookup::lookup(ctx, MethodClass::Get, &url_again, &no_fields, scope).record {
-        Some(_) => Prefilled::Stored,
-        None => Prefilled::NotStored,
+    let look = lookup::lookup(ctx, MethodClass::Get, &url_again, &no_fields, scope);
+    match look.record.is_some() || look.cold.is_some() {
+        true => Prefilled::Stored,
+        false => Prefilled::NotStored,
     }
 }
