@@ -12,12 +12,18 @@ Two wrk processes then run at once on CPU 1 while quire runs on CPU 0:
   - zipf: every object, drawn from a Zipf distribution: most reads hit the head,
           the tail's reads find their pages gone from memory and fault them in.
 
-Both are run with quire unconstrained (the volume resident in the page cache after
-the fill) and inside a cgroup-v1 memory limit (the volume's pages charged to quire,
-so only about LIMIT of them stay resident). Prints one JSON object at the end.
+Modes (`--modes`, run in order, each on a fresh volume):
+  free   quire unconstrained (the volume resident in the page cache after the fill);
+  never  inside a cgroup-v1 memory limit of LIMIT (the volume's pages charged to
+         quire, so only about LIMIT of them stay resident), `[cache] residency =
+         "never"`: a cold read faults on the worker that asked;
+  auto   the same limit, `residency = "auto"` (the default): under pressure a cold
+         entry is read in on the blocking pool.
+Prints one JSON object at the end.
 
   scripts/cold-cache.py QUIRE_BINARY [--objects 49152] [--size 65536]
                         [--volume 4GiB] [--limit 1GiB] [--seconds 20]
+                        [--modes free,never,auto]
 
 Needs root (the memory cgroup), wrk and taskset. The scratch folder (the volume
 file) is removed at the end.
@@ -38,6 +44,7 @@ import threading
 import time
 
 CGROUP = "/sys/fs/cgroup/memory/quire-cold"
+TOKEN = "cold-cache-admin-token-0123456789abcdef"
 
 LUA = r"""
 local urls = {}
@@ -149,6 +156,21 @@ def result(p):
     return json.loads(line[5:])
 
 
+def metric(base, name):
+    """A counter from quire's metrics (0 when absent)."""
+    import re
+    import urllib.request
+    try:
+        req = urllib.request.Request(base + "/_quire/metrics",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    m = re.search(rf"^{name} (\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
 def cgroup(limit):
     os.makedirs(CGROUP, exist_ok=True)
     with open(os.path.join(CGROUP, "memory.limit_in_bytes"), "w") as f:
@@ -165,7 +187,8 @@ def resident(path):
         return None
 
 
-def run_one(a, limited, scratch, lua, hot_file, zipf_file):
+def run_one(a, mode, scratch, lua, hot_file, zipf_file):
+    limited = mode != "free"
     port, origin_port = free_port(), free_port()
     srv = origin(origin_port, a.size)
     vol = os.path.join(scratch, "cold.vol")
@@ -174,11 +197,16 @@ def run_one(a, limited, scratch, lua, hot_file, zipf_file):
     cmd = ["taskset", "-c", "0", a.quire, "proxy", "--origin", f"http://127.0.0.1:{origin_port}",
            "--listen", f"127.0.0.1:{port}", "--cache", vol, "--cache-size", a.volume,
            "--workers", "1"]
+    config = os.path.join(scratch, f"{mode}.toml")
+    with open(config, "w") as f:
+        f.write(f'[cache]\nresidency = "{"never" if mode == "never" else "auto"}"\n')
+    cmd += ["--config", config]
     if limited:
         cgroup(size_of(a.limit))
         cmd = ["sh", "-c", f'echo $$ > {CGROUP}/cgroup.procs && exec "$@"', "sh"] + cmd
-    log = open(os.path.join(scratch, f"log-{int(limited)}"), "w")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    log = open(os.path.join(scratch, f"log-{mode}"), "w")
+    env = dict(os.environ, QUIRE_ADMIN_TOKEN=TOKEN)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
     try:
         t0 = time.time()
         while True:
@@ -196,7 +224,8 @@ def run_one(a, limited, scratch, lua, hot_file, zipf_file):
         base = f"http://127.0.0.1:{port}"
         hot = wrk(base, hot_file, lua, a.seconds, 4)
         zipf = wrk(base, zipf_file, lua, a.seconds, 16)
-        out = {"limited": limited, "fill_s": round(fill_s, 1), "stored_of": [stored, a.objects],
+        cold = metric(base, "quire_cold_reads_total")
+        out = {"mode": mode, "cold_reads": cold, "fill_s": round(fill_s, 1), "stored_of": [stored, a.objects],
                "hot": result(hot), "zipf": result(zipf), "resident_bytes": resident(vol)}
         print(json.dumps(out), file=sys.stderr)
         return out
@@ -215,6 +244,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--zipf", type=float, default=0.9)
     ap.add_argument("--hot", type=int, default=64)
+    ap.add_argument("--modes", default="free,never,auto")
     ap.add_argument("--dir", default=None, help="scratch folder (default: a temporary one)")
     a = ap.parse_args()
     scratch = tempfile.mkdtemp(prefix="cold-cache-", dir=a.dir)
@@ -226,17 +256,19 @@ def main():
     open(hot_file, "w").write("\n".join(hot) + "\n")
     open(zipf_file, "w").write("\n".join(zipf) + "\n")
     try:
-        runs = [run_one(a, False, scratch, lua, hot_file, zipf_file),
-                run_one(a, True, scratch, lua, hot_file, zipf_file)]
-        free, lim = runs
+        runs = {m: run_one(a, m, scratch, lua, hot_file, zipf_file) for m in a.modes.split(",")}
         out = {
             "objects": a.objects, "size": a.size, "volume": a.volume, "limit": a.limit,
             "zipf_s": a.zipf, "seconds": a.seconds, "runs": runs,
-            "hot_p99_limited_over_free": round(lim["hot"]["p99_us"] / free["hot"]["p99_us"], 2),
-            "zipf_rate_limited_over_free": round(
-                (lim["zipf"]["requests"] / lim["zipf"]["seconds"])
-                / (free["zipf"]["requests"] / free["zipf"]["seconds"]), 2),
         }
+        if "free" in runs:
+            free = runs["free"]
+            for m, r in runs.items():
+                if m != "free":
+                    out[f"{m}_hot_p99_over_free"] = round(r["hot"]["p99_us"] / free["hot"]["p99_us"], 2)
+                    out[f"{m}_zipf_rate_over_free"] = round(
+                        (r["zipf"]["requests"] / r["zipf"]["seconds"])
+                        / (free["zipf"]["requests"] / free["zipf"]["seconds"]), 2)
         print(json.dumps(out, indent=1))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

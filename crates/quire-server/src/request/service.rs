@@ -192,8 +192,9 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     let req_cc = CacheControl::from_headers(x.req.headers());
     let mut look = lookup::lookup(x.ctx, class, &x.url, x.req.headers(), scope);
     if let Some(cold) = look.cold.take() {
-        // Not in memory: read in off the worker, then looked up again.
-        crate::request::cold::warm(x.ctx, cold).await;
+        // Not in memory: read in off the worker, then looked up again (boxed, as
+        // the ways to the origin are: the future of a hit stays small).
+        Box::pin(crate::request::cold::warm(x.ctx, cold)).await;
         look = lookup::lookup_warmed(x.ctx, class, &x.url, x.req.headers(), scope);
     }
     // The entry pins its region: it is dropped before any wait on the origin, so a
