@@ -18,7 +18,8 @@ Modes (`--modes`, run in order, each on a fresh volume):
          quire, so only about LIMIT of them stay resident), `[cache] residency =
          "never"`: a cold read faults on the worker that asked;
   auto   the same limit, `residency = "auto"` (the default): under pressure a cold
-         entry is read in on the blocking pool.
+         entry is read in on the blocking pool;
+  always the same limit, `residency = "always"`: every hit checks.
 Prints one JSON object at the end.
 
   scripts/cold-cache.py QUIRE_BINARY [--objects 49152] [--size 65536]
@@ -199,7 +200,7 @@ def run_one(a, mode, scratch, lua, hot_file, zipf_file):
            "--workers", "1"]
     config = os.path.join(scratch, f"{mode}.toml")
     with open(config, "w") as f:
-        f.write(f'[cache]\nresidency = "{"never" if mode == "never" else "auto"}"\n')
+        f.write(f'[cache]\nresidency = "{"auto" if mode == "free" else mode}"\n')
     cmd += ["--config", config]
     if limited:
         cgroup(size_of(a.limit))
@@ -224,9 +225,10 @@ def run_one(a, mode, scratch, lua, hot_file, zipf_file):
         base = f"http://127.0.0.1:{port}"
         hot = wrk(base, hot_file, lua, a.seconds, 4)
         zipf = wrk(base, zipf_file, lua, a.seconds, 16)
-        cold = metric(base, "quire_cold_reads_total")
-        out = {"mode": mode, "cold_reads": cold, "fill_s": round(fill_s, 1), "stored_of": [stored, a.objects],
-               "hot": result(hot), "zipf": result(zipf), "resident_bytes": resident(vol)}
+        hot, zipf = result(hot), result(zipf)
+        out = {"mode": mode, "cold_reads": metric(base, "quire_cold_reads_total"),
+               "fill_s": round(fill_s, 1), "stored_of": [stored, a.objects],
+               "hot": hot, "zipf": zipf, "resident_bytes": resident(vol)}
         print(json.dumps(out), file=sys.stderr)
         return out
     finally:
@@ -246,6 +248,7 @@ def main():
     ap.add_argument("--hot", type=int, default=64)
     ap.add_argument("--modes", default="free,never,auto")
     ap.add_argument("--dir", default=None, help="scratch folder (default: a temporary one)")
+    ap.add_argument("--keep-logs", default=None, help="copy quire's logs here")
     a = ap.parse_args()
     scratch = tempfile.mkdtemp(prefix="cold-cache-", dir=a.dir)
     lua = os.path.join(scratch, "cold.lua")
@@ -271,6 +274,11 @@ def main():
                         / (free["zipf"]["requests"] / free["zipf"]["seconds"]), 2)
         print(json.dumps(out, indent=1))
     finally:
+        if a.keep_logs:
+            os.makedirs(a.keep_logs, exist_ok=True)
+            for f in os.listdir(scratch):
+                if f.startswith("log-"):
+                    shutil.copy(os.path.join(scratch, f), a.keep_logs)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
