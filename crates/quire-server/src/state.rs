@@ -126,7 +126,7 @@ pub struct Ctx {
     pub tunnels: crate::edge::upgrades::Tunnels,
     /// Cold entries being read into memory on the blocking pool, at most
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
-    pub cold_reads: tokio::sync::Semaphore,
+    pub cold_reads: Arc<tokio::sync::Semaphore>,
 }
 
 /// Cold entries read into memory at once, at most: each holds a blocking thread
@@ -193,7 +193,7 @@ impl Ctx {
             reloads: crate::policy::ReloadStats::default(),
             limiter: crate::edge::rate_limit::Limiter::default(),
             tunnels,
-            cold_reads: tokio::sync::Semaphore::new(COLD_READS_MAX),
+            cold_reads: Arc::new(tokio::sync::Semaphore::new(COLD_READS_MAX)),
         }))
     }
 

@@ -20,12 +20,17 @@ use quire_store::Cold;
 
 use crate::state::Ctx;
 
-/// Reads a cold entry into memory off the worker.
+/// Reads a cold entry into memory off the worker. The slot goes with the read, not
+/// the request: a client that leaves while it runs does not free a slot early.
 pub(crate) async fn warm(ctx: &Arc<Ctx>, cold: Cold) {
-    let Ok(_slot) = ctx.cold_reads.acquire().await else {
+    let Ok(slot) = ctx.cold_reads.clone().acquire_owned().await else {
         return;
     };
     ctx.metrics.record_cold_read();
     let c = ctx.clone();
-    let _ = tokio::task::spawn_blocking(move || c.store.warm(&cold)).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        c.store.warm(&cold);
+        drop(slot);
+    })
+    .await;
 }
