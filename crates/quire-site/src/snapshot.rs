@@ -16,6 +16,15 @@
 //! cache keys with them (`Upstream::key_version`): nothing else is invalidated, and
 //! nothing stale can be served once the new snapshot is published.
 //!
+//! A version is the epoch mixed with the page's content hash, and the content hash is
+//! kept ([`Snapshot::contents`]). After a change to the templates or the stylesheet
+//! alone, a snapshot remembers the previous epochs for `template_grace_secs`, and the
+//! version a page had under one of them is that epoch mixed with the page's *current*
+//! content hash ([`Snapshot::previous_version`]): a page whose content is unchanged
+//! finds its previous entry and answers from it while it renders again (quire-server's
+//! `request::previous`); a page whose content changed gets a key nothing was stored
+//! under, so no edit is ever answered from before it.
+//!
 //! Pages that anonymous readers cannot see (private and draft notes, unknown paths)
 //! share one version, the epoch's: their anonymous answer is the same 404 whatever
 //! the note holds, so their keys reveal nothing either.
