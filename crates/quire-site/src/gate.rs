@@ -15,7 +15,7 @@
 //!   at once, and its booking in the throttle is released (it was never checked, so
 //!   it is no failure). Waiting happens on the runtime, not on a blocking thread.
 //! - **A known pair has a lane of its own**: an (account, address) pair that signed in
-//!   before ([`Attempt::known`], which only the right password makes true) may also
+//!   before (`quire_vault::readers::Attempt::known`, which only the right password makes true) may also
 //!   take one extra slot that no other sign-in can, and is not refused for a full
 //!   queue. During a distributed guessing burst that fills the queue, the owner
 //!   signing in from their usual address still gets a check within one check's time.
