@@ -401,6 +401,15 @@ fn load(root: &Path, previous: Option<&Vault>) -> Result<Parts, SiteError> {
     })
 }
 
+/// A normalised URL path as the snapshot's page paths are spelt: percent-decoded,
+/// borrowed (no allocation on a lookup) when there is nothing to decode.
+fn page_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.contains('%') {
+        true => std::borrow::Cow::Owned(percent_decode(path)),
+        false => std::borrow::Cow::Borrowed(path),
+    }
+}
+
 /// Whether `path?query` is a search answer (versioned by the whole public corpus).
 fn is_search(path: &str) -> bool {
     matches!(path, "/search" | "/api/search")
@@ -487,12 +496,7 @@ impl Upstream for Site {
     fn served(&self, target: &str) {
         let path = target.split_once('?').map_or(target, |(p, _)| p);
         let snap = self.inner.snap.load();
-        let found = if path.contains('%') {
-            snap.note_paths.get(&percent_decode(path))
-        } else {
-            snap.note_paths.get(path)
-        };
-        if let Some(p) = found {
+        if let Some(p) = snap.note_paths.get(&*page_path(path)) {
             self.inner.views.record_shared(p);
         }
     }
@@ -563,11 +567,7 @@ impl Upstream for Site {
         let aud = crate::audience::visibility(audience)?;
         let snap = self.inner.snap.load();
         let path = url.path();
-        let found = if path.contains('%') {
-            snap.version_for(&percent_decode(path), is_search(path), aud)
-        } else {
-            snap.version_for(path, is_search(path), aud)
-        };
+        let found = snap.version_for(&page_path(path), is_search(path), aud);
         if found.is_none() && snap.start_signed_in() {
             // The first signed-in request: make the audiences' versions off the
             // request path; until then signed-in requests bypass the cache.
@@ -592,23 +592,17 @@ impl Upstream for Site {
             Some(a) => crate::audience::visibility(a)?,
             None => Visibility::Public,
         };
-        let snap = self.inner.snap.load();
         let path = url.path();
-        if path.contains('%') {
-            snap.previous_version(&percent_decode(path), is_search(path), aud, nth)
-        } else {
-            snap.previous_version(path, is_search(path), aud, nth)
-        }
+        let snap = self.inner.snap.load();
+        snap.previous_version(&page_path(path), is_search(path), aud, nth)
     }
 
     fn key_version(&self, url: &NormalizedUrl) -> u64 {
-        let snap = self.inner.snap.load();
         let path = url.path();
-        if path.contains('%') {
-            snap.version_of(&percent_decode(path), is_search(path))
-        } else {
-            snap.version_of(path, is_search(path))
-        }
+        self.inner
+            .snap
+            .load()
+            .version_of(&page_path(path), is_search(path))
     }
 }
 
