@@ -114,7 +114,6 @@ mod tests {
     fn majflt_is_read_after_the_command() {
         let line = "1234 (a (weird) name) S 1 2 3 4 5 6 7 8 42 9 10 11";
         assert_eq!(parse_majflt(line), Some(42));
-        assert!(major_faults() < u64::MAX);
         assert_eq!(parse_majflt("garbage"), None);
     }
 
