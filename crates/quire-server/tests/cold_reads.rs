@@ -56,3 +56,42 @@ async fn with_checks_off_a_paged_out_entry_is_read_where_it_is_asked_for() {
     assert_eq!(r.body, page(50_000));
     assert_eq!(q.ctx.metrics.cold_reads(), 0);
 }
+
+/// Cold reads hold one of a fixed number of slots each: with every slot taken, a
+/// cold hit waits, reading nothing, and is answered once one frees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cold_reads_past_their_limit_wait_for_a_slot() {
+    let o = Origin::start().await;
+    o.route(
+        "/slot",
+        Route::ok(
+            page(100_000),
+            &[
+                ("cache-control", "max-age=600"),
+                ("content-type", "application/octet-stream"),
+            ],
+        ),
+    );
+    let q = Quire::start(&o, |c| c.cache.residency = Residency::Always).await;
+    get(&q, "/slot", &[]).await;
+    settle(&q).await;
+    q.ctx.store.page_out().unwrap();
+    let slots = q.ctx.cold_reads.available_permits();
+    assert!(slots > 0);
+    let held = q
+        .ctx
+        .cold_reads
+        .clone()
+        .acquire_many_owned(slots as u32)
+        .await
+        .unwrap();
+    let waiting =
+        tokio::time::timeout(std::time::Duration::from_millis(500), get(&q, "/slot", &[]));
+    assert!(waiting.await.is_err(), "no slot: the cold hit waits");
+    assert_eq!(q.ctx.metrics.cold_reads(), 0, "nothing read without a slot");
+    drop(held);
+    let r = get(&q, "/slot", &[]).await;
+    assert_eq!(r.body, page(100_000));
+    // The request the client gave up on was still waiting server side: it reads too.
+    assert!((1..=2).contains(&q.ctx.metrics.cold_reads()));
+}
