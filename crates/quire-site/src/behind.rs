@@ -83,8 +83,43 @@ where
 
 #[cfg(test)]
 mod tests {
+    /// The render thread is one per process: its tests take turns.
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    /// Past [`super::QUEUE`] waiting renders, a render is handed back to run
+    /// elsewhere: a burst never queues without end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_queue_hands_the_render_back() {
+        let _turn = SERIAL.lock().await;
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = std::sync::Mutex::new(gate);
+        // Holds the thread until released.
+        let busy = tokio::spawn(super::render(move || {
+            let _ = gate.lock().unwrap().recv();
+        }));
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let mut queued = Vec::new();
+        let mut handed_back = 0;
+        for i in 0..super::QUEUE + 8 {
+            match tokio::time::timeout(
+                std::time::Duration::from_millis(20),
+                super::render(move || i),
+            )
+            .await
+            {
+                Ok(Err(_)) => handed_back += 1,
+                Ok(Ok(_)) => panic!("answered while the thread is held"),
+                Err(_) => queued.push(i),
+            }
+        }
+        assert!(handed_back >= 8, "{handed_back} handed back");
+        assert!(queued.len() <= super::QUEUE);
+        release.send(()).unwrap();
+        assert!(matches!(busy.await.unwrap(), Ok(Some(()))));
+    }
+
     #[tokio::test]
     async fn a_background_render_runs_and_answers() {
+        let _turn = SERIAL.lock().await;
         let out = super::render(|| 6 * 7).await;
         assert!(matches!(out, Ok(Some(42))));
         // On the thread of its own, at a lower priority.
