@@ -15,6 +15,11 @@
 //!   next. What a client owes grows only a counter, never a buffer.
 //! - **Not a server**: no request is checked, every path gets the same bytes. It is a
 //!   yardstick for `bench http` on loopback and nothing else.
+//! - **A second floor on tokio** (`--tokio`, `--peer floor-tokio`): the same answers
+//!   from one current-thread tokio runtime, a task per connection (`read`, then one
+//!   `write_all` per request), as quire's single-worker runtime runs them. The gap
+//!   between the two floors is what the runtime costs per request before any of
+//!   quire's own work; the gap between it and quire is quire's.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,13 +40,58 @@ pub struct BenchFloorArgs {
     /// Bytes of each response, head and body (at least the head's own length).
     #[arg(long, value_name = "N")]
     pub bytes: usize,
+    /// Serve from a current-thread tokio runtime, a task per connection, instead of
+    /// one epoll loop.
+    #[arg(long)]
+    pub tokio: bool,
 }
 
 /// Runs the floor until the process is killed.
 pub fn main(args: &BenchFloorArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args.listen)?;
-    serve(listener, &response(args.bytes), &AtomicBool::new(false))?;
+    let response = response(args.bytes);
+    if args.tokio {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?
+            .block_on(serve_tokio(listener, response.into()))?;
+    } else {
+        serve(listener, &response, &AtomicBool::new(false))?;
+    }
     Ok(())
+}
+
+/// The floor on tokio: a task per connection, reading and answering as [`serve`]
+/// does (pipelined requests in order, one `write_all` each), until the listener fails.
+pub(crate) async fn serve_tokio(
+    listener: TcpListener,
+    response: std::sync::Arc<[u8]>,
+) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    loop {
+        let (sock, _) = listener.accept().await?;
+        let _ = sock.set_nodelay(true);
+        tokio::spawn(answer_tokio(sock, response.clone()));
+    }
+}
+
+/// One connection of the tokio floor, until the client closes or an error.
+async fn answer_tokio(mut sock: tokio::net::TcpStream, response: std::sync::Arc<[u8]>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut ends = HeadEnds::default();
+    loop {
+        let n = match sock.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        for _ in 0..ends.count(&buf[..n]) {
+            if sock.write_all(&response).await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// A `200` of `total` bytes in all (or its head alone, when that is longer): a
@@ -305,6 +355,29 @@ mod tests {
         let mut t = TcpStream::connect(floor.addr).unwrap();
         t.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!(read_exactly(&mut t, resp.len()), resp);
+    }
+
+    #[test]
+    fn the_tokio_floor_answers_keep_alive_and_pipelined_requests() {
+        let resp = response(200_000);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let body: Arc<[u8]> = resp.clone().into();
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()
+                .unwrap()
+                .block_on(serve_tokio(listener, body))
+        });
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r")
+            .unwrap();
+        assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        s.write_all(b"\n").unwrap();
+        assert_eq!(read_exactly(&mut s, resp.len()), resp);
+        s.write_all(b"GET /3 HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(read_exactly(&mut s, resp.len()), resp);
     }
 
     #[test]

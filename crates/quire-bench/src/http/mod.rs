@@ -23,7 +23,8 @@
 //! - `--peer floor`: the machine's floor ([`floor`]): one thread, epoll, one write of
 //!   a prebuilt response of the mean size of the first server's answers per request,
 //!   nothing parsed, pinned like the peers. Every server's CPU per request is then
-//!   also reported as a multiple of the floor's (`x floor`).
+//!   also reported as a multiple of the floor's (`x floor`). `--peer floor-tokio`
+//!   adds the same floor on a current-thread tokio runtime: the runtime's own share.
 //!
 //! How (`measure`): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
 //! order (`urls`); every server warmed and checked to answer every URL as a hit
@@ -183,6 +184,16 @@ pub enum Peer {
     /// The machine's floor: a minimal epoll server writing one prebuilt response of
     /// the corpus's mean size per request (cleartext only).
     Floor,
+    /// The floor served from a current-thread tokio runtime, a task per connection:
+    /// what the runtime adds before any of quire's own work (cleartext only).
+    FloorTokio,
+}
+
+impl Peer {
+    /// Whether this peer is one of the floors (started after the warm-up).
+    fn is_floor(self) -> bool {
+        matches!(self, Peer::Floor | Peer::FloorTokio)
+    }
 }
 
 /// The load generator of `quire bench http`.
@@ -256,8 +267,8 @@ fn tls_setup(args: &BenchHttpArgs) -> anyhow::Result<Option<TestPki>> {
         "--tls: Varnish has no TLS (it needs a separate TLS proxy in front): drop --peer varnish"
     );
     anyhow::ensure!(
-        !args.peer.contains(&Peer::Floor),
-        "--tls: the floor speaks cleartext HTTP/1.1 only: drop --peer floor"
+        !args.peer.iter().any(|p| p.is_floor()),
+        "--tls: the floors speak cleartext HTTP/1.1 only: drop --peer floor and floor-tokio"
     );
     anyhow::ensure!(
         args.loadgen == Loadgen::Builtin,
@@ -325,7 +336,7 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
             protocol: None,
         });
     }
-    if args.peer.iter().any(|p| *p != Peer::Floor) {
+    if args.peer.iter().any(|p| !p.is_floor()) {
         start_peers(args, &mut started, &mut subjects, pki.as_ref())?;
     }
     if args.tls {
@@ -419,7 +430,7 @@ fn start_peers(
             Peer::Nginx => servers::nginx(&origin, &args.server_cpus, pki)?,
             Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
             // Started after the warm-up, at the size of the answers it saw.
-            Peer::Floor => continue,
+            Peer::Floor | Peer::FloorTokio => continue,
         };
         subjects.push(Subject {
             name: s.kind.name().into(),
@@ -645,9 +656,9 @@ impl Bench<'_> {
                 .map_or("the sitemap".into(), |p| p.display().to_string())
         );
         let mut warnings = self.warm_up(&paths)?;
-        if args.peer.contains(&Peer::Floor) {
-            self.start_floor(&paths)?;
-            warnings.push(Vec::new());
+        if args.peer.iter().any(|p| p.is_floor()) {
+            self.start_floors(&paths)?;
+            warnings.resize(self.subjects.len(), Vec::new());
         }
         let files = RequestFiles::write(args, &paths, &self.subjects)?;
         self.sample_signed_in(&files.first)?;
@@ -667,10 +678,11 @@ impl Bench<'_> {
         self.report(&paths, &runs)
     }
 
-    /// Starts the floor with responses of the mean size of the first subject's
-    /// answers (the hits it serves after the warm-up, head and body, with the run's
-    /// `Accept-Encoding`) and adds it as the last subject.
-    fn start_floor(&mut self, paths: &[String]) -> anyhow::Result<()> {
+    /// Starts the floors asked for with responses of the mean size of the first
+    /// subject's answers (the hits it serves after the warm-up, head and body, with
+    /// the run's `Accept-Encoding`), adding each as a subject after the others (with
+    /// no warnings: floors are not warmed).
+    fn start_floors(&mut self, paths: &[String]) -> anyhow::Result<()> {
         let first = &self.subjects[0];
         let bytes = warm::mean_response_bytes(
             &self.client,
@@ -678,20 +690,29 @@ impl Bench<'_> {
             paths,
             &self.args.accept_encoding,
         )?;
-        let floor = servers::floor(bytes, &self.args.server_cpus)?;
-        eprintln!(
-            "bench http: floor: {bytes}-byte responses (the mean of {}'s answers), on CPU {}",
-            first.name, self.args.server_cpus
-        );
-        self.subjects.push(Subject {
-            name: floor.kind.name().into(),
-            host: floor.host.clone(),
-            server: Some(self.started.len()),
-            cookie: None,
-            signed_in: false,
-            protocol: None,
-        });
-        self.started.push(floor);
+        let first = first.name.clone();
+        let peers = self.args.peer.clone();
+        for tokio in [false, true] {
+            let peer = if tokio { Peer::FloorTokio } else { Peer::Floor };
+            if !peers.contains(&peer) {
+                continue;
+            }
+            let floor = servers::floor(bytes, &self.args.server_cpus, tokio)?;
+            eprintln!(
+                "bench http: {}: {bytes}-byte responses (the mean of {first}'s answers), on CPU {}",
+                floor.kind.name(),
+                self.args.server_cpus
+            );
+            self.subjects.push(Subject {
+                name: floor.kind.name().into(),
+                host: floor.host.clone(),
+                server: Some(self.started.len()),
+                cookie: None,
+                signed_in: false,
+                protocol: None,
+            });
+            self.started.push(floor);
+        }
         self.floor_bytes = Some(bytes);
         Ok(())
     }

@@ -54,6 +54,8 @@ pub(crate) enum Kind {
     Varnish,
     /// The machine's floor (`quire bench floor`).
     Floor,
+    /// The floor on tokio (`quire bench floor --tokio`).
+    FloorTokio,
 }
 
 impl Kind {
@@ -64,6 +66,7 @@ impl Kind {
             Kind::Nginx => "nginx",
             Kind::Varnish => "varnish",
             Kind::Floor => "floor",
+            Kind::FloorTokio => "floor-tokio",
         }
     }
 }
@@ -534,14 +537,14 @@ pub(crate) fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
     .context("varnish (apt-get install varnish)")
 }
 
-/// Starts the machine's floor (`quire bench floor`, this binary) answering every
-/// request with `bytes` bytes, pinned to `cpus`.
-pub(crate) fn floor(bytes: usize, cpus: &str) -> anyhow::Result<Server> {
+/// Starts the machine's floor (`quire bench floor`, this binary; with `tokio`, its
+/// tokio variant) answering every request with `bytes` bytes, pinned to `cpus`.
+pub(crate) fn floor(bytes: usize, cpus: &str, tokio: bool) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let listen = format!("127.0.0.1:{}", free_port()?);
     let exe = std::env::current_exe().context("finding the quire binary")?;
     let bytes = bytes.to_string();
-    let argv = [
+    let mut argv = vec![
         exe.as_os_str(),
         "bench".as_ref(),
         "floor".as_ref(),
@@ -550,8 +553,11 @@ pub(crate) fn floor(bytes: usize, cpus: &str) -> anyhow::Result<Server> {
         "--bytes".as_ref(),
         bytes.as_ref(),
     ];
+    if tokio {
+        argv.push("--tokio".as_ref());
+    }
     spawn(
-        Kind::Floor,
+        if tokio { Kind::FloorTokio } else { Kind::Floor },
         &argv,
         cpus,
         dir,
