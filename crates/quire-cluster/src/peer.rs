@@ -238,6 +238,10 @@ impl Upstream for PeerFill {
         self.inner.compress_passes()
     }
 
+    fn works_here(&self) -> bool {
+        self.inner.works_here()
+    }
+
     fn query_paths(&self) -> Option<Vec<String>> {
         self.inner.query_paths()
     }

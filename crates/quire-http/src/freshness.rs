@@ -576,6 +576,26 @@ pub enum Decision {
     },
 }
 
+/// Refresh-ahead: whether a fresh stored response is within the last `share` of its
+/// freshness lifetime (so a background revalidation now keeps it from expiring
+/// while it is in demand). Never for `share` ≤ 0, a response stale already, one
+/// that must be validated on every reuse anyway, or one that arrived already that
+/// old (an `Age` or `Date` that put it in the window when it was stored): a
+/// refresh of it would arrive just as old, and each hit would ask again. So each
+/// stored response is refreshed ahead at most once.
+pub fn refresh_due(stored: &StoredTiming, share: f64, now: SystemTime) -> bool {
+    if share <= 0.0 || stored.flags.no_cache {
+        return false;
+    }
+    let Some(life) = stored.freshness_lifetime else {
+        return false;
+    };
+    let window = life.as_secs_f64() * share.min(1.0);
+    let life_left = |age: Duration| life.saturating_sub(age).as_secs_f64();
+    let age = stored.age(now);
+    age < life && life_left(age) < window && life_left(stored.age_at_store) >= window
+}
+
 /// Decides how a stored response may be used for a request with directives `req_cc`
 /// at `now` (RFC 9111 §4, §4.2.4, §5.2.1; RFC 5861).
 pub fn reuse(

@@ -124,9 +124,20 @@ pub struct Ctx {
     pub limiter: crate::edge::rate_limit::Limiter,
     /// Upgraded connections (WebSocket) passed through.
     pub tunnels: crate::edge::upgrades::Tunnels,
+    /// The budget of uncached work every client shares (`[budget]`, see
+    /// `crate::edge::budget`).
+    pub budget: crate::edge::budget::Budget,
     /// Cold entries being read into memory on the blocking pool, at most
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
     pub cold_reads: Arc<tokio::sync::Semaphore>,
+}
+
+/// The slots `cfg`'s `[budget]` gives uncached work with `origin` as the upstream.
+pub(crate) fn budget_slots(cfg: &Config, origin: &dyn Upstream) -> usize {
+    match cfg.budget.slots {
+        0 => crate::edge::budget::auto_slots(origin.works_here()),
+        n => n,
+    }
 }
 
 /// Cold entries read into memory at once, at most: each holds a blocking thread
@@ -171,6 +182,7 @@ impl Ctx {
             share: e.background_cpu_share,
         };
         let compress = CompressPool::with_limits(e.threads, e.budget.0, cpu);
+        let budget = crate::edge::budget::Budget::new(budget_slots(&cfg, origin.as_ref()));
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         let key_epochs = KeyEpochs::open(&policy.cfg.cache.path, fresh, &policy.keys);
         Ok(Arc::new(Ctx {
@@ -194,6 +206,7 @@ impl Ctx {
             limiter: crate::edge::rate_limit::Limiter::default(),
             tunnels,
             cold_reads: Arc::new(tokio::sync::Semaphore::new(COLD_READS_MAX)),
+            budget,
         }))
     }
 
@@ -290,6 +303,8 @@ impl Ctx {
         // request between these two lines keys a URL normalised the old way under
         // the new epoch: it fetched what it keyed, so the entry is right for its key.
         self.key_epochs.adopt(&new.keys);
+        self.budget
+            .resize(budget_slots(&new.cfg, self.origin.as_ref()));
         self.policy.store(Arc::new(new));
         self.reloads.applied();
         Ok(Reloaded { needs_restart })

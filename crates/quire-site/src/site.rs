@@ -487,6 +487,11 @@ impl Upstream for Site {
         Duration::from_secs(30)
     }
 
+    fn works_here(&self) -> bool {
+        // Pages, searches and 404s are rendered on this machine's cores.
+        true
+    }
+
     fn compress_passes(&self) -> bool {
         // Signed-in readers' pages (and any request that bypasses the cache) are
         // compressed per request, as the cached ones were once.

@@ -128,6 +128,32 @@ pub struct OriginState {
     server_names: Mutex<Vec<Option<String>>>,
     /// Turns true when the origin is stopped (see [`Origin::stop`]).
     stopped: tokio::sync::watch::Sender<bool>,
+    /// Requests being answered now (until their head is sent), and the most ever.
+    in_flight: std::sync::atomic::AtomicUsize,
+    in_flight_max: std::sync::atomic::AtomicUsize,
+}
+
+/// The key of the route for any path without its own (see [`Origin::fallback`]).
+const FALLBACK: &str = "*";
+
+/// Counts a request in flight at the origin until dropped.
+struct Answering<'a>(&'a OriginState);
+
+impl<'a> Answering<'a> {
+    fn new(st: &'a OriginState) -> Answering<'a> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = st.in_flight.fetch_add(1, SeqCst) + 1;
+        st.in_flight_max.fetch_max(now, SeqCst);
+        Answering(st)
+    }
+}
+
+impl Drop for Answering<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A scripted origin on 127.0.0.1.
@@ -177,6 +203,18 @@ impl Origin {
             .lock()
             .unwrap()
             .insert(path.to_string(), r);
+    }
+
+    /// Scripts every path that has no route of its own (instead of a 404).
+    pub fn fallback(&self, r: Route) {
+        self.route(FALLBACK, r);
+    }
+
+    /// The most requests the origin was answering at once (from arrival to head).
+    pub fn in_flight_max(&self) -> usize {
+        self.state
+            .in_flight_max
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Requests the origin received for `path` (path and query).
@@ -234,10 +272,17 @@ async fn until_stopped(st: &OriginState, conn: impl std::future::Future) {
     }
 }
 
+/// The route scripted for `uri`, or the fallback.
+fn route_for(st: &OriginState, uri: &str) -> Option<Route> {
+    let routes = st.routes.lock().unwrap();
+    routes.get(uri).or_else(|| routes.get(FALLBACK)).cloned()
+}
+
 async fn answer(
     st: Arc<OriginState>,
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<OriginBody>, Infallible> {
+    let _answering = Answering::new(&st);
     let (parts, body) = req.into_parts();
     let body = body
         .collect()
@@ -254,8 +299,7 @@ async fn answer(
         headers: parts.headers.clone(),
         body,
     });
-    let route = st.routes.lock().unwrap().get(&uri).cloned();
-    let Some(r) = route else {
+    let Some(r) = route_for(&st, &uri) else {
         let mut resp = Response::new(full(b"no such route".to_vec()));
         *resp.status_mut() = StatusCode::NOT_FOUND;
         return Ok(resp);

@@ -887,3 +887,48 @@ proptest::proptest! {
         proptest::prop_assert!(age >= Duration::from_secs(at.saturating_sub(1)));
     }
 }
+
+// ---- refresh-ahead ----
+
+#[test]
+fn refresh_is_due_only_in_the_last_share_of_a_fresh_life() {
+    let s = timing(&[("date", date(0)), ("cache-control", "max-age=100")]);
+    assert!(!refresh_due(&s, 0.1, t(50)));
+    assert!(
+        !refresh_due(&s, 0.1, t(90)),
+        "exactly a tenth left is not less"
+    );
+    assert!(refresh_due(&s, 0.1, t(91)));
+    assert!(refresh_due(&s, 0.1, t(99)));
+    assert!(!refresh_due(&s, 0.1, t(100)), "stale: not refresh-ahead's");
+    assert!(!refresh_due(&s, 0.0, t(95)), "0 is off");
+    let no_cache = timing(&[
+        ("date", date(0)),
+        ("cache-control", "max-age=100, no-cache"),
+    ]);
+    assert!(!refresh_due(&no_cache, 0.1, t(95)));
+    let none = timing(&[("date", date(0)), ("cache-control", "no-store")]);
+    assert!(!refresh_due(&none, 0.1, t(95)));
+}
+
+#[test]
+fn a_response_that_arrived_inside_its_window_is_never_refreshed_ahead() {
+    // Received with 95 of its 100 seconds gone (an upstream cache's `Age`): a
+    // refresh would arrive as old, so none is due, ever.
+    let old = timing(&[
+        ("date", date(0)),
+        ("age", "95"),
+        ("cache-control", "max-age=100"),
+    ]);
+    for at in [0, 1, 3, 4] {
+        assert!(!refresh_due(&old, 0.1, t(at)), "at {at}");
+    }
+    // One with a little more than a tenth left on arrival is refreshed once due.
+    let young = timing(&[
+        ("date", date(0)),
+        ("age", "80"),
+        ("cache-control", "max-age=100"),
+    ]);
+    assert!(!refresh_due(&young, 0.1, t(5)));
+    assert!(refresh_due(&young, 0.1, t(15)));
+}

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod budget;
 mod cluster;
 mod error;
 mod log;
@@ -27,6 +28,7 @@ mod origins;
 mod rate_limit;
 mod units;
 
+pub use budget::BudgetSection;
 pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 pub use error::ConfigError;
 pub use log::{Format, LogSection};
@@ -100,6 +102,8 @@ pub struct Config {
     pub log: LogSection,
     /// Per-client request rates.
     pub rate_limit: RateLimitSection,
+    /// The budget of uncached work all clients share (see `budget`).
+    pub budget: BudgetSection,
     /// Several nodes sharing invalidations and filling from each other (off when
     /// absent).
     pub cluster: Option<ClusterSection>,
@@ -129,6 +133,7 @@ impl Default for Config {
             listen_http: None,
             log: LogSection::default(),
             rate_limit: RateLimitSection::default(),
+            budget: BudgetSection::default(),
             cluster: None,
         }
     }
@@ -551,6 +556,10 @@ pub struct StorageSection {
     pub stale_while_revalidate_grace: Secs,
     /// Serve stale when the origin fails for at least this long past expiry.
     pub stale_if_error_grace: Secs,
+    /// Refresh-ahead: a hit within this last share of its freshness lifetime starts
+    /// one background revalidation, so a popular response is refreshed before it
+    /// expires (only when a slot of `[budget]` is free at once). 0 turns it off.
+    pub refresh_ahead: f64,
 }
 
 impl Default for StorageSection {
@@ -564,6 +573,7 @@ impl Default for StorageSection {
             heuristic_by_type: None,
             stale_while_revalidate_grace: Secs(Duration::ZERO),
             stale_if_error_grace: Secs(Duration::ZERO),
+            refresh_ahead: 0.1,
         }
     }
 }
@@ -733,8 +743,14 @@ impl Config {
         if !(0.0..=1.0).contains(&self.storage.heuristic_fraction) {
             return bad("storage.heuristic_fraction must be within 0..=1".into());
         }
+        if !(0.0..=0.5).contains(&self.storage.refresh_ahead) {
+            return bad(
+                "storage.refresh_ahead must be within 0..=0.5 (a share of the lifetime)".into(),
+            );
+        }
         self.keys.query.rules()?;
         self.rate_limit.validate()?;
+        self.budget.validate()?;
         if let Some(origin) = &self.origin {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }

@@ -7,13 +7,15 @@
 //! HTTP/1.1 paths ([`wire`], cleartext or TLS) and the socket calls under it
 //! ([`sys`]); the framing guard in front of hyper ([`guard`]); the stall sweep that
 //! drops a response nobody reads ([`stall`]); the slots of upgraded connections
-//! ([`upgrades`]); `sendfile(2)` of large hits
+//! ([`upgrades`]); the budget of uncached work all clients share, handed out
+//! fairly ([`budget`]); `sendfile(2)` of large hits
 //! ([`sendfile`]); what quire adds around HTTP/2 ([`h2conn`]).
 //!
 //! All of the crate's `unsafe` is on this floor, in two files: [`sys`] (two socket
 //! calls with no safe form) and [`inherit`] (owning a descriptor handed over by
 //! number). The crate root denies `unsafe_code`; only those two modules are let off.
 
+pub(crate) mod budget;
 pub mod client;
 pub(crate) mod conns;
 pub mod guard;

@@ -82,6 +82,9 @@ pub(crate) struct FillSpec {
     pub policy: Arc<Policy>,
     /// No request waited for the fill when it started (see `FillMark::background`).
     pub background: bool,
+    /// The client whose miss started the fill: the budget of uncached work counts
+    /// the fill against it (see `crate::edge::budget`).
+    pub client: std::net::IpAddr,
 }
 
 /// Runs a fill to the end and unregisters it.
@@ -89,12 +92,44 @@ pub(crate) async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
     ctx.metrics
         .fills_in_flight()
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let result = fetch_and_store(&ctx, &fill, &spec).await;
+    let result = match take_slot(&ctx, &fill, &spec).await {
+        // The slot is held until the fill ends (bounded by `limits.fill_deadline`).
+        Ok(_slot) => fetch_and_store(&ctx, &fill, &spec).await,
+        Err(result) => result,
+    };
     ctx.metrics.record_fill(result);
     ctx.fills.done(&spec.fill_key, &fill);
     ctx.metrics
         .fills_in_flight()
         .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A slot of the budget of uncached work for a fill a request waits for (`None`
+/// for a background fill, which is paced on its own); waiting for it ends when every
+/// waiter leaves. Without one in time, every waiter is answered `503`.
+async fn take_slot(
+    ctx: &Ctx,
+    fill: &Arc<Fill>,
+    spec: &FillSpec,
+) -> Result<Option<crate::edge::budget::Slot>, FillResult> {
+    if spec.background {
+        return Ok(None);
+    }
+    let acquire = ctx.budget.acquire(spec.client, &spec.policy.cfg.budget);
+    match unless_abandoned(ctx, spec, fill, acquire).await {
+        Some(Ok(slot)) => Ok(Some(slot)),
+        Some(Err(why)) => {
+            fill.publish_failed(OriginError::overloaded(why));
+            Err(FillResult::Failed)
+        }
+        None => {
+            fill.publish_failed(OriginError::failed(
+                FailureKind::Abandoned,
+                "every client left",
+            ));
+            Err(FillResult::Abandoned)
+        }
+    }
 }
 
 /// `fut`, unless every waiter of `fill` leaves first (then the fill is unregistered

@@ -596,7 +596,12 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     let look = crate::request::lookup::lookup(ctx, class, &url, headers, scope);
     let (prepared, entry) = (look.record?, look.entry?);
     let req_cc = CacheControl::from_headers(headers);
-    if freshness::reuse(&ctx.timing_of(&prepared), &req_cc, &policy.reuse, now) != Decision::Fresh {
+    let timing = ctx.timing_of(&prepared);
+    if freshness::reuse(&timing, &req_cc, &policy.reuse, now) != Decision::Fresh {
+        return None;
+    }
+    // A hit due for refresh-ahead is the service's (it starts the revalidation).
+    if freshness::refresh_due(&timing, policy.cfg.storage.refresh_ahead, now) {
         return None;
     }
     let mut status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());

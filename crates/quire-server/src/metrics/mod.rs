@@ -317,6 +317,8 @@ pub struct Metrics {
     prefills: [AtomicU64; Prefilled::ALL.len()],
     previous_hits: AtomicU64,
     cold_reads: AtomicU64,
+    /// Refresh-ahead revalidations: started, skipped (no free budget slot).
+    refresh_ahead: [AtomicU64; 2],
     fills_busy: AtomicU64,
     handovers: AtomicU64,
     purged: AtomicU64,
@@ -346,6 +348,7 @@ impl Metrics {
             prefills: Default::default(),
             previous_hits: AtomicU64::new(0),
             cold_reads: AtomicU64::new(0),
+            refresh_ahead: Default::default(),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
             purged: AtomicU64::new(0),
@@ -409,6 +412,17 @@ impl Metrics {
     /// one is made (`Upstream::previous_version`).
     pub fn record_previous_hit(&self) {
         self.previous_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A hit near the end of its lifetime started a background revalidation
+    /// (`started`), or found no free budget slot for one.
+    pub fn record_refresh_ahead(&self, started: bool) {
+        self.refresh_ahead[usize::from(!started)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Refresh-ahead revalidations started so far.
+    pub fn refresh_ahead_started(&self) -> u64 {
+        self.refresh_ahead[0].load(Ordering::Relaxed)
     }
 
     /// A hit's entry was not in memory and was read in off the worker.

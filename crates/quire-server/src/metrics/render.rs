@@ -101,6 +101,15 @@ impl Metrics {
             "quire_previous_version_hits_total",
             "Misses answered from the page's previous version (the site's templates changed, the page did not) while the current one was made in the background.",
             self.previous_hits.load(Ordering::Relaxed),
+        )?;
+        writeln!(
+            out,
+            "# HELP quire_refresh_ahead_total Hits in the last share of their lifetime (storage.refresh_ahead): a background revalidation started, or skipped for want of a free budget slot.\n\
+             # TYPE quire_refresh_ahead_total counter\n\
+             quire_refresh_ahead_total{{result=\"started\"}} {}\n\
+             quire_refresh_ahead_total{{result=\"skipped_busy\"}} {}",
+            self.refresh_ahead[0].load(Ordering::Relaxed),
+            self.refresh_ahead[1].load(Ordering::Relaxed),
         )
     }
 

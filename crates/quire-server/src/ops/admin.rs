@@ -96,6 +96,7 @@ fn metrics_text(ctx: &Ctx) -> String {
     ctx.reloads.write_metrics(&mut text);
     ctx.limiter.write_metrics(&mut text);
     ctx.tunnels.write_metrics(&mut text);
+    ctx.budget.write_metrics(&mut text);
     text
 }
 

@@ -125,6 +125,19 @@ impl Exchange<'_> {
         self.detached(look, Some(Arc::new(rec.clone())));
     }
 
+    /// Refresh-ahead: starts a background revalidation of `rec`, a fresh hit near the
+    /// end of its lifetime, when a budget slot is free at once (it never waits for
+    /// one) and no fill for its key is running. The slot is held until it ends.
+    pub(crate) fn refresh_ahead(&self, look: &Lookup, rec: &ObjectRecord) {
+        let Some(slot) = self.ctx.budget.try_acquire() else {
+            self.ctx.metrics.record_refresh_ahead(false);
+            return;
+        };
+        if self.detached_holding(look, Some(Arc::new(rec.clone())), Some(slot)) {
+            self.ctx.metrics.record_refresh_ahead(true);
+        }
+    }
+
     /// Starts a fill of `look`'s record key in the background unless one is already
     /// running for it: the request itself was answered from a previous version
     /// (`crate::request::previous`).
@@ -135,13 +148,30 @@ impl Exchange<'_> {
     /// Starts a fill of `look`'s record key (revalidating `revalidate`) that no
     /// request waits for, unless one is already running for the key.
     fn detached(&self, look: &Lookup, revalidate: Option<Arc<ObjectRecord>>) {
+        self.detached_holding(look, revalidate, None);
+    }
+
+    /// [`Exchange::detached`], holding `slot` (of the budget) until the fill ends;
+    /// whether a fill was started.
+    fn detached_holding(
+        &self,
+        look: &Lookup,
+        revalidate: Option<Arc<ObjectRecord>>,
+        slot: Option<crate::edge::budget::Slot>,
+    ) -> bool {
         let key = look.record_key().to_vec();
         let ctx = self.ctx;
-        if let Some(f) = ctx.fills.start_detached(&key, self.new_fill()) {
-            let mut spec = self.spec(look, key, revalidate);
-            spec.background = true;
-            tokio::spawn(miss::run(ctx.clone(), f, spec));
-        }
+        let Some(f) = ctx.fills.start_detached(&key, self.new_fill()) else {
+            return false;
+        };
+        let mut spec = self.spec(look, key, revalidate);
+        spec.background = true;
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            miss::run(ctx, f, spec).await;
+        });
+        true
     }
 
     /// A miss or a revalidation: joins or starts the fill for the record key `look`
@@ -214,6 +244,7 @@ impl Exchange<'_> {
             fill_key,
             policy: self.policy.clone(),
             background: self.background,
+            client: self.client.ip,
         }
     }
 }

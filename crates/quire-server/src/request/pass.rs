@@ -49,8 +49,26 @@ impl Exchange<'_> {
             req,
             client,
             url,
+            policy,
             ..
         } = self;
+        // A safe method's pass takes a slot of the budget of uncached work, held
+        // until the upstream's head is back (the body streams without it). Writes
+        // are the origin's to take: a sign-in has its own queue, a form its own
+        // rate limit (`crate::edge::budget`).
+        let _slot = if req.method().is_safe() {
+            match ctx.budget.acquire(client.ip, &policy.cfg.budget).await {
+                Ok(slot) => Some(slot),
+                Err(why) => {
+                    return (
+                        reply::budget_refused(why.retry_after(), status),
+                        Outcome::Error,
+                    )
+                }
+            }
+        } else {
+            None
+        };
         let method = req.method().clone();
         let accept = encoding::parse_accept_encoding(req.headers());
         let (out, body_failed) = outbound(req, &client, &url);

@@ -56,6 +56,19 @@ pub(crate) fn too_many_requests(wait: std::time::Duration) -> Response<Body> {
     r
 }
 
+/// 503 when the budget of uncached work had no slot for the request in time
+/// (`[budget]`, `crate::edge::budget`): try again in `retry_after` seconds.
+pub(crate) fn budget_refused(retry_after: u64, status: CacheStatus) -> Response<Body> {
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the server is busy with other requests; try again shortly\n",
+        status.with_detail("budget"),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
+    r
+}
+
 /// 503 when every upgraded-connection slot is taken (`limits.upgrades`).
 pub(crate) fn no_tunnel_slot() -> Response<Body> {
     let status = CacheStatus::default().with_detail("upgrades-full");
@@ -100,6 +113,9 @@ pub(crate) fn client_body_error(status: CacheStatus) -> Response<Body> {
 
 /// The answer when the origin failed (502) or timed out (504).
 pub(crate) fn origin_error(e: &OriginError, status: CacheStatus) -> Response<Body> {
+    if e.kind() == Some(crate::upstream::error::FailureKind::Overloaded) {
+        return budget_refused(crate::edge::budget::Refused::Deadline.retry_after(), status);
+    }
     let code = e.status();
     let status = status.with_detail(match e {
         OriginError::Timeout => "origin-timeout",

@@ -236,6 +236,12 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     }
 }
 
+/// Whether `rec`, fresh, is in the last `storage.refresh_ahead` of its lifetime.
+fn refresh_due(x: &Exchange<'_>, rec: &Prepared) -> bool {
+    let share = x.policy.cfg.storage.refresh_ahead;
+    share > 0.0 && freshness::refresh_due(&x.ctx.timing_of(rec), share, x.now)
+}
+
 /// A stored response usable without asking the origin first.
 struct Stored {
     look: Lookup,
@@ -264,6 +270,8 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
     if decision == Decision::StaleWhileRevalidate {
         status = status.with_detail("stale-while-revalidate");
         x.revalidate_in_background(&s.look, &s.rec.rec);
+    } else if decision == Decision::Fresh && refresh_due(&x, &s.rec) {
+        x.refresh_ahead(&s.look, &s.rec.rec);
     }
     let served = match &s.entry {
         Some(entry) => hit::serve(&x.hit_request(), &s.rec, entry, status, x.now),

@@ -61,6 +61,9 @@ pub enum FailureKind {
     Abandoned,
     /// The request cannot be sent as it is (a target that does not parse).
     Request,
+    /// The budget of uncached work had no slot for it in time (see
+    /// `crate::edge::budget`): nothing was sent; answered `503` with `Retry-After`.
+    Overloaded,
 }
 
 impl OriginError {
@@ -70,6 +73,14 @@ impl OriginError {
             kind,
             context: context.into(),
         })
+    }
+
+    /// The budget of uncached work refused the request (`why`).
+    pub fn overloaded(why: crate::edge::budget::Refused) -> OriginError {
+        OriginError::failed(
+            FailureKind::Overloaded,
+            format!("no slot for uncached work ({})", why.label()),
+        )
     }
 
     /// The kind of a failure; `None` for a timeout.
@@ -84,6 +95,9 @@ impl OriginError {
     pub fn status(&self) -> http::StatusCode {
         match self {
             OriginError::Timeout => http::StatusCode::GATEWAY_TIMEOUT,
+            OriginError::Failed(f) if f.kind == FailureKind::Overloaded => {
+                http::StatusCode::SERVICE_UNAVAILABLE
+            }
             OriginError::Failed(_) => http::StatusCode::BAD_GATEWAY,
         }
     }
@@ -92,7 +106,9 @@ impl OriginError {
 impl Fault for OriginError {
     fn side(&self) -> Side {
         match self.kind() {
-            Some(FailureKind::Abandoned | FailureKind::Request) => Side::Downstream,
+            Some(FailureKind::Abandoned | FailureKind::Request | FailureKind::Overloaded) => {
+                Side::Downstream
+            }
             Some(FailureKind::Unrouted) => Side::Internal,
             _ => Side::Upstream,
         }

@@ -195,6 +195,13 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         false
     }
 
+    /// Whether the upstream's work runs on this machine's cores (a renderer in the
+    /// process) rather than an origin's: `budget.slots = 0` then means twice the
+    /// cores, not a remote origin's sixteen per core (see `crate::edge::budget`).
+    fn works_here(&self) -> bool {
+        false
+    }
+
     /// The paths whose responses depend on their query string; `None` (the default)
     /// for all of them, as an HTTP origin's may. Every other path is keyed and
     /// fetched without its query (see `quire_http::key::KeyConfig::query_paths`).

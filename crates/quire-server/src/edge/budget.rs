@@ -1,0 +1,448 @@
+//! The budget for uncached work (`[budget]`): one count of slots, shared by every
+//! render, origin fetch, search and 404 that a request makes quire do, handed out
+//! fairly between clients, so that a crowd of addresses gets at most its share and
+//! the site's readers keep theirs.
+//!
+//! Per-client limits (`[rate_limit]`, `limits.fills_per_client`) bound what one
+//! address asks for; they do nothing against two thousand addresses that each stay
+//! inside their own. This budget bounds the total, and decides who goes next.
+//!
+//! Key decisions:
+//! - **Only work that is not a hit waits.** A fill's leader takes a slot before it
+//!   asks the upstream and gives it back when its fill ends (the requests that join
+//!   its fill take none); a pass of a safe method (`GET`, `HEAD`: a bypass, an
+//!   uncacheable answer) takes one until the upstream's head is back. Hits, cold
+//!   reads, the admin API, background fills (prefills, revalidations nobody waits
+//!   for: already paced, one per key) and writes never touch it: a `POST` is the
+//!   origin's to take or refuse (a sign-in has its own queue and throttles, a form
+//!   its rate limit), and a 503 from a queue would lose a reader's comment.
+//! - **Fair by network, then by client, then in order.** Waiting requests are kept
+//!   per client (an IPv4 address, an IPv6 /64, as the rate limits count them) and
+//!   clients per network (an IPv4 /24, an IPv6 /48). A free slot goes to the next
+//!   network in turn, to its next client in turn, to that client's oldest request.
+//!   So a reader's miss waits behind at most one request of each other network that
+//!   has work waiting, however many addresses each uses, and two clients of one
+//!   network take turns. A crowd spread over many networks still gets one turn per
+//!   network: this shares the slots fairly, it does not tell readers from bots.
+//! - **A queue, never an unbounded one.** A request waits at most
+//!   `budget.queue_timeout`; at most `budget.queue_per_client` of one client's wait
+//!   (loopback excepted: it carries others' requests, as a TLS terminator would) and
+//!   `budget.queue_max` in all. Past any of these it is answered `503` with
+//!   `Retry-After`, at once, and counted by reason.
+//! - **Cancel-safe.** A request whose client leaves while it waits leaves the queue
+//!   (its waiter is removed under the lock); a slot granted to a request that left at
+//!   that moment is given on, never lost. Every slot is a [`Slot`] that gives itself
+//!   back when dropped, whatever path the work took.
+//! - **Sized to the machine.** `budget.slots = 0` (the default) means twice the
+//!   cores when the upstream works on this machine (`quire serve` renders: more
+//!   would only queue for the cores), and sixteen per core, at least 32, for a
+//!   proxy's origin, which mostly waits on the network.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+pub(crate) use crate::config::BudgetSection;
+use crate::edge::conns::ClientKey;
+
+/// Why a request got no slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// It waited `budget.queue_timeout` and no slot came.
+    Deadline,
+    /// Its client already had `budget.queue_per_client` requests waiting.
+    ClientQueueFull,
+    /// `budget.queue_max` requests were waiting.
+    QueueFull,
+}
+
+impl Refused {
+    /// The reason as metrics and logs name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refused::Deadline => "deadline",
+            Refused::ClientQueueFull => "client_queue_full",
+            Refused::QueueFull => "queue_full",
+        }
+    }
+
+    /// The seconds a refused client is told to wait (`Retry-After`).
+    pub fn retry_after(self) -> u64 {
+        match self {
+            Refused::Deadline | Refused::QueueFull => 2,
+            Refused::ClientQueueFull => 1,
+        }
+    }
+}
+
+/// The network a client is counted in: its IPv4 /24 or IPv6 /48.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Network {
+    V4([u8; 3]),
+    V6([u8; 6]),
+}
+
+impl Network {
+    fn of(client: ClientKey) -> Network {
+        match client {
+            ClientKey::V4(o) => Network::V4([o[0], o[1], o[2]]),
+            ClientKey::V6(o) => Network::V6([o[0], o[1], o[2], o[3], o[4], o[5]]),
+        }
+    }
+}
+
+/// One waiting request: the channel its slot arrives on.
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    grant: oneshot::Sender<()>,
+}
+
+/// The clients of one network with requests waiting, in turn order.
+#[derive(Debug, Default)]
+struct Net {
+    turn: VecDeque<ClientKey>,
+    queues: HashMap<ClientKey, VecDeque<Waiter>>,
+}
+
+/// What the lock covers: the slots in use and who waits for one.
+#[derive(Debug, Default)]
+struct State {
+    in_use: usize,
+    limit: usize,
+    waiting: usize,
+    next_id: u64,
+    /// Networks with requests waiting, in turn order.
+    turn: VecDeque<Network>,
+    nets: HashMap<Network, Net>,
+}
+
+impl State {
+    /// Queues a waiter for `client`; its id.
+    fn push(&mut self, client: ClientKey, grant: oneshot::Sender<()>) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        let net_key = Network::of(client);
+        let net = self.nets.entry(net_key).or_insert_with(|| {
+            self.turn.push_back(net_key);
+            Net::default()
+        });
+        let queue = net.queues.entry(client).or_insert_with(|| {
+            net.turn.push_back(client);
+            VecDeque::new()
+        });
+        queue.push_back(Waiter { id, grant });
+        self.waiting += 1;
+        id
+    }
+
+    /// Requests `client` has waiting.
+    fn waiting_of(&self, client: ClientKey) -> usize {
+        self.nets
+            .get(&Network::of(client))
+            .and_then(|n| n.queues.get(&client))
+            .map_or(0, VecDeque::len)
+    }
+
+    /// Takes waiter `id` of `client` out of the queue; `false` when it is not there
+    /// (it was granted a slot).
+    fn remove(&mut self, client: ClientKey, id: u64) -> bool {
+        let net_key = Network::of(client);
+        let Some(net) = self.nets.get_mut(&net_key) else {
+            return false;
+        };
+        let Some(queue) = net.queues.get_mut(&client) else {
+            return false;
+        };
+        let Some(at) = queue.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        queue.remove(at);
+        self.waiting -= 1;
+        if queue.is_empty() {
+            net.queues.remove(&client);
+            net.turn.retain(|c| *c != client);
+            if net.queues.is_empty() {
+                self.nets.remove(&net_key);
+                self.turn.retain(|n| *n != net_key);
+            }
+        }
+        true
+    }
+
+    /// The next waiter in turn (network, then client, then age), out of the queue.
+    fn next(&mut self) -> Option<Waiter> {
+        let net_key = self.turn.pop_front()?;
+        let net = self.nets.get_mut(&net_key)?;
+        let client = net.turn.pop_front()?;
+        let queue = net.queues.get_mut(&client)?;
+        let w = queue.pop_front()?;
+        self.waiting -= 1;
+        if queue.is_empty() {
+            net.queues.remove(&client);
+        } else {
+            net.turn.push_back(client);
+        }
+        if net.queues.is_empty() {
+            self.nets.remove(&net_key);
+        } else {
+            self.turn.push_back(net_key);
+        }
+        Some(w)
+    }
+
+    /// Hands free slots to waiters in turn while both last.
+    fn grant(&mut self) {
+        while self.in_use < self.limit {
+            let Some(w) = self.next() else { return };
+            // A waiter whose request left has removed itself under this lock, so
+            // the send fails only if the receiver is dropping right now; its drop
+            // then finds the slot granted and gives it back.
+            self.in_use += 1;
+            let _ = w.grant.send(());
+        }
+    }
+}
+
+/// Counters of the budget, for `/_quire/metrics`.
+#[derive(Debug, Default)]
+struct Counters {
+    at_once: AtomicU64,
+    after_wait: AtomicU64,
+    wait_micros: AtomicU64,
+    refused: [AtomicU64; 3],
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    counters: Counters,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn release(&self) {
+        let mut s = self.lock();
+        debug_assert!(s.in_use > 0, "a slot given back that was never taken");
+        s.in_use = s.in_use.saturating_sub(1);
+        s.grant();
+    }
+}
+
+/// The budget for uncached work: see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    inner: Arc<Inner>,
+}
+
+/// One slot of the budget; given back when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.inner.release();
+    }
+}
+
+/// A request's place in the queue: removed if it leaves before its slot comes, and
+/// a slot that came as it left is given back.
+struct Place<'a> {
+    inner: &'a Inner,
+    client: ClientKey,
+    id: u64,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else {
+            return; // the slot was taken as a `Slot`
+        };
+        let mut s = self.inner.lock();
+        if !s.remove(self.client, self.id) && rx.try_recv().is_ok() {
+            // Granted as it left: the slot goes on to the next in turn.
+            s.in_use = s.in_use.saturating_sub(1);
+            s.grant();
+        }
+    }
+}
+
+impl Budget {
+    /// A budget of `slots` (at least one).
+    pub fn new(slots: usize) -> Budget {
+        let state = State {
+            limit: slots.max(1),
+            ..State::default()
+        };
+        Budget {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state),
+                counters: Counters::default(),
+            }),
+        }
+    }
+
+    /// Sets the number of slots (a reload); waiters get the new ones at once.
+    pub fn resize(&self, slots: usize) {
+        let mut s = self.inner.lock();
+        s.limit = slots.max(1);
+        s.grant();
+    }
+
+    /// The slots there are.
+    pub fn slots(&self) -> usize {
+        self.inner.lock().limit
+    }
+
+    /// A slot for `client`'s uncached work: at once when one is free and nobody
+    /// waits, else in turn; refused past the limits of `cfg`.
+    pub async fn acquire(&self, client: IpAddr, cfg: &BudgetSection) -> Result<Slot, Refused> {
+        let key = ClientKey::of(client);
+        let start = Instant::now();
+        let mut place = {
+            let mut s = self.inner.lock();
+            if s.waiting == 0 && s.in_use < s.limit {
+                s.in_use += 1;
+                self.inner.counters.at_once.fetch_add(1, Ordering::Relaxed);
+                return Ok(self.slot());
+            }
+            if s.waiting >= cfg.queue_max {
+                return Err(self.refuse(Refused::QueueFull));
+            }
+            if !client.is_loopback() && s.waiting_of(key) >= cfg.queue_per_client {
+                return Err(self.refuse(Refused::ClientQueueFull));
+            }
+            let (tx, rx) = oneshot::channel();
+            let id = s.push(key, tx);
+            // A slot freed between the check above and now is granted here.
+            s.grant();
+            Place {
+                inner: &self.inner,
+                client: key,
+                id,
+                rx: Some(rx),
+            }
+        };
+        let rx = place.rx.as_mut().expect("the receiver is taken only below");
+        match tokio::time::timeout(cfg.queue_timeout.0, rx).await {
+            Ok(Ok(())) => {
+                place.rx = None;
+                let c = &self.inner.counters;
+                c.after_wait.fetch_add(1, Ordering::Relaxed);
+                c.wait_micros
+                    .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+                Ok(self.slot())
+            }
+            // The sender is dropped only with the budget itself.
+            Ok(Err(_)) | Err(_) => Err(self.refuse(Refused::Deadline)),
+        }
+    }
+
+    /// A slot only if one is free and nobody waits for one (work nobody waits for,
+    /// such as a refresh-ahead, never queues ahead of a request).
+    pub fn try_acquire(&self) -> Option<Slot> {
+        let mut s = self.inner.lock();
+        if s.waiting > 0 || s.in_use >= s.limit {
+            return None;
+        }
+        s.in_use += 1;
+        Some(self.slot())
+    }
+
+    fn slot(&self) -> Slot {
+        Slot {
+            inner: self.inner.clone(),
+        }
+    }
+
+    fn refuse(&self, why: Refused) -> Refused {
+        let i = match why {
+            Refused::Deadline => 0,
+            Refused::ClientQueueFull => 1,
+            Refused::QueueFull => 2,
+        };
+        self.inner.counters.refused[i].fetch_add(1, Ordering::Relaxed);
+        why
+    }
+
+    /// The slots in use and the requests waiting now.
+    pub fn load(&self) -> (usize, usize) {
+        let s = self.inner.lock();
+        (s.in_use, s.waiting)
+    }
+
+    /// The budget's gauges and counters in Prometheus text format.
+    pub fn write_metrics(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let (limit, in_use, waiting) = {
+            let s = self.inner.lock();
+            (s.limit, s.in_use, s.waiting)
+        };
+        let c = &self.inner.counters;
+        let refused: Vec<String> = [
+            Refused::Deadline,
+            Refused::ClientQueueFull,
+            Refused::QueueFull,
+        ]
+        .iter()
+        .zip(&c.refused)
+        .map(|(r, n)| {
+            format!(
+                "quire_budget_refused_total{{reason=\"{}\"}} {}",
+                r.label(),
+                n.load(Ordering::Relaxed)
+            )
+        })
+        .collect();
+        let _ = writeln!(
+            out,
+            "# HELP quire_budget_slots Slots of the budget for uncached work (budget.slots).\n\
+             # TYPE quire_budget_slots gauge\n\
+             quire_budget_slots {limit}\n\
+             # HELP quire_budget_in_use Slots of the budget held now (renders, fills, passes).\n\
+             # TYPE quire_budget_in_use gauge\n\
+             quire_budget_in_use {in_use}\n\
+             # HELP quire_budget_waiting Requests waiting for a slot of the budget now.\n\
+             # TYPE quire_budget_waiting gauge\n\
+             quire_budget_waiting {waiting}\n\
+             # HELP quire_budget_admitted_total Uncached requests given a slot: at once, or after waiting their turn.\n\
+             # TYPE quire_budget_admitted_total counter\n\
+             quire_budget_admitted_total{{waited=\"no\"}} {}\n\
+             quire_budget_admitted_total{{waited=\"yes\"}} {}\n\
+             # HELP quire_budget_wait_seconds_total Time requests given a slot after waiting spent waiting.\n\
+             # TYPE quire_budget_wait_seconds_total counter\n\
+             quire_budget_wait_seconds_total {:.6}\n\
+             # HELP quire_budget_refused_total Uncached requests answered 503 for want of a slot: past budget.queue_timeout (deadline), their client's queue full (budget.queue_per_client), or every queue (budget.queue_max).\n\
+             # TYPE quire_budget_refused_total counter\n\
+             {}",
+            c.at_once.load(Ordering::Relaxed),
+            c.after_wait.load(Ordering::Relaxed),
+            c.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            refused.join("\n"),
+        );
+    }
+}
+
+/// The slots `budget.slots = 0` means: twice the cores for work done on this
+/// machine (`local`), sixteen per core (at least 32) for a remote origin's.
+pub(crate) fn auto_slots(local: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    if local {
+        (2 * cores).max(2)
+    } else {
+        (16 * cores).max(32)
+    }
+}
+
+#[cfg(test)]
+mod tests;

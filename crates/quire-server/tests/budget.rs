@@ -1,0 +1,307 @@
+//! The budget for uncached work (`[budget]`): a crowd of addresses, each inside any
+//! per-client limit, shares one count of slots with the site's readers, and a
+//! reader's miss waits its network's turn, not behind the whole crowd. Driven over
+//! real sockets from many source addresses (127.0.0.0/8 is all loopback), directly
+//! and through a trusted proxy's `X-Forwarded-For`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quire_server::config::Secs;
+use quire_testkit::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// An answer as a raw client read it: status and head.
+struct Answer {
+    status: u16,
+    head: String,
+}
+
+impl Answer {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// One `GET path` to `to`, sent from source address `from`, with `fields`.
+async fn get_from(from: IpAddr, to: SocketAddr, path: &str, fields: &[(&str, &str)]) -> Answer {
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    sock.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut s = sock.connect(to).await.unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n");
+    for (k, v) in fields {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let head = text.split("\r\n\r\n").next().unwrap_or("").to_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Answer { status, head }
+}
+
+/// An origin where every path takes `delay` and is cacheable.
+async fn slow_origin(delay: Duration) -> Origin {
+    let origin = Origin::start().await;
+    origin.fallback(Route::ok("a page", &[("cache-control", "max-age=600")]).delay(delay));
+    origin
+}
+
+/// Where the crowd's requests come from: `nets` networks (/24) of `per_net`
+/// addresses each, as (source address, what the request says the client is).
+type Crowd = Vec<(IpAddr, Option<String>)>;
+
+fn direct_crowd(nets: u8, per_net: u8) -> Crowd {
+    let mut v = Vec::new();
+    for n in 0..nets {
+        for a in 1..=per_net {
+            v.push((IpAddr::from([127, 1, n, a]), None));
+        }
+    }
+    v
+}
+
+fn forwarded_crowd(nets: u8, per_net: u8) -> Crowd {
+    let mut v = Vec::new();
+    for n in 0..nets {
+        for a in 1..=per_net {
+            v.push((IpAddr::from([127, 0, 0, 1]), Some(format!("203.0.{n}.{a}"))));
+        }
+    }
+    v
+}
+
+/// Runs the crowd until `stop`: each member asks for new URLs, one at a time, on
+/// two connections; what it was answered is counted by status.
+fn run_crowd(
+    q: SocketAddr,
+    crowd: Crowd,
+    stop: Arc<AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<Vec<u16>>> {
+    let mut tasks = Vec::new();
+    for (i, (from, forwarded)) in crowd.into_iter().enumerate() {
+        for lane in 0..2 {
+            let stop = stop.clone();
+            let forwarded = forwarded.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let path = format!("/crowd/{i}/{lane}/{n}");
+                    let fields: Vec<(&str, &str)> = forwarded
+                        .as_deref()
+                        .map(|f| vec![("x-forwarded-for", f)])
+                        .unwrap_or_default();
+                    statuses.push(get_from(from, q, &path, &fields).await.status);
+                }
+                statuses
+            }));
+        }
+    }
+    tasks
+}
+
+/// The crowd fills the queue, then a reader from another network misses once: it
+/// is answered (not refused), and at most one request of each crowd network (and
+/// the slots' holders) reached the origin between its arrival and its own fill.
+async fn a_reader_waits_one_turn_per_network(
+    crowd: Crowd,
+    nets: usize,
+    reader: (IpAddr, Option<&str>),
+    trusted: bool,
+) {
+    let origin = slow_origin(Duration::from_millis(30)).await;
+    let slots = 2;
+    let mut q = Quire::start(&origin, |c| {
+        c.budget.slots = slots;
+        // Generous: only the turn order decides when the reader is served.
+        c.budget.queue_timeout = Secs(Duration::from_secs(60));
+        c.budget.queue_per_client = 2;
+        if trusted {
+            c.trusted_proxies = vec!["127.0.0.1".into()];
+        }
+        c.rate_limit.misses_per_sec = 0.0;
+    })
+    .await;
+    let crowd_size = crowd.len();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = run_crowd(q.addr, crowd, stop.clone());
+    // Wait until most of the crowd is queued behind the slots.
+    assert!(
+        wait_for(|| q.ctx.budget.load().1 >= crowd_size).await,
+        "the crowd never filled the queue: {:?}",
+        q.ctx.budget.load()
+    );
+    let before = origin.seen_all().len();
+    let fields: Vec<(&str, &str)> = reader
+        .1
+        .map(|f| vec![("x-forwarded-for", f)])
+        .unwrap_or_default();
+    let got = get_from(reader.0, q.addr, "/reader/page", &fields).await;
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(got.status, 200, "{}", got.head);
+    let seen = origin.seen_all();
+    let ahead = seen[before..]
+        .iter()
+        .position(|s| s.uri == "/reader/page")
+        .expect("the reader's fill reached the origin");
+    // One turn of each crowd network after the reader queued, plus what was
+    // granted before it did (the slots' holders, and what the crowd was given
+    // between the count above and the reader's arrival). First come, first served,
+    // it would be behind the whole queue (over a hundred).
+    let bound = nets + 2 * slots + 2;
+    assert!(
+        ahead <= bound,
+        "{ahead} crowd requests reached the origin before the reader's (at most {bound}: {nets} networks, {slots} slots)"
+    );
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.extend(t.await.unwrap());
+    }
+    // The budget bounds the origin's load whatever the crowd does.
+    assert!(
+        origin.in_flight_max() <= slots,
+        "{} at once",
+        origin.in_flight_max()
+    );
+    assert!(
+        statuses.iter().all(|s| matches!(s, 200 | 503)),
+        "{statuses:?}"
+    );
+    q.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_a_crowd_of_addresses_gets_a_turn_per_network_and_a_reader_is_served() {
+    // Six networks of ten addresses, two requests at once each: 120 waiting for
+    // 2 slots.
+    let reader = (IpAddr::from([127, 2, 0, 1]), None);
+    a_reader_waits_one_turn_per_network(direct_crowd(6, 10), 6, reader, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_behind_a_trusted_proxy_the_forwarded_clients_take_turns() {
+    let reader = (IpAddr::from([127, 0, 0, 1]), Some("198.51.100.7"));
+    a_reader_waits_one_turn_per_network(forwarded_crowd(6, 10), 6, reader, true).await;
+}
+
+/// quire in front of an origin with a stored `/stored` and a slow everything else,
+/// one budget slot, clients named by `X-Forwarded-For` from 127.0.0.1.
+async fn one_slot() -> (Origin, Quire) {
+    let origin = Origin::start().await;
+    origin.route(
+        "/stored",
+        Route::ok("stored page", &[("cache-control", "max-age=600")]),
+    );
+    origin.fallback(
+        Route::ok("slow", &[("cache-control", "max-age=600")]).delay(Duration::from_secs(4)),
+    );
+    let q = Quire::start(&origin, |c| {
+        c.budget.slots = 1;
+        c.budget.queue_timeout = Secs(Duration::from_millis(1500));
+        c.budget.queue_per_client = 1;
+        c.limits.origin_read_timeout = Secs(Duration::from_secs(10));
+        c.trusted_proxies = vec!["127.0.0.1".into()];
+        c.rate_limit.misses_per_sec = 0.0;
+    })
+    .await;
+    (origin, q)
+}
+
+/// A `GET path` from the trusted proxy on behalf of `client`, in a task.
+fn behind_proxy(
+    q: &Quire,
+    path: &'static str,
+    client: &'static str,
+) -> tokio::task::JoinHandle<Answer> {
+    let addr = q.addr;
+    tokio::spawn(async move {
+        get_from(
+            IpAddr::from([127, 0, 0, 1]),
+            addr,
+            path,
+            &[("x-forwarded-for", client)],
+        )
+        .await
+    })
+}
+
+/// `quire_budget_refused_total{reason}` from the metrics.
+async fn refused(q: &Quire, reason: &str) -> u64 {
+    let metrics = get(
+        q,
+        "/_quire/metrics",
+        &[("authorization", &format!("Bearer {TOKEN}"))],
+    )
+    .await;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    let line = format!("quire_budget_refused_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line} missing"))
+}
+
+/// A request that waits past the deadline is answered 503 with `Retry-After`; a
+/// hit is answered meanwhile, never queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_past_the_deadline_is_503_with_retry_after_and_hits_never_wait() {
+    let (_origin, mut q) = one_slot().await;
+    let local = IpAddr::from([127, 0, 0, 1]);
+    assert_eq!(get_from(local, q.addr, "/stored", &[]).await.status, 200);
+    settle(&q).await;
+    // One slow miss holds the only slot; a second client waits.
+    let holder = behind_proxy(&q, "/slow/1", "198.51.100.1");
+    assert!(wait_for(|| q.ctx.budget.load().0 == 1).await);
+    let waiting = behind_proxy(&q, "/slow/2", "198.51.100.2");
+    assert!(wait_for(|| q.ctx.budget.load().1 == 1).await);
+    let hit = get_from(local, q.addr, "/stored", &[]).await;
+    assert_eq!(hit.status, 200);
+    assert!(
+        hit.field("cache-status").unwrap().contains("hit"),
+        "{}",
+        hit.head
+    );
+    let late = waiting.await.unwrap();
+    assert_eq!(late.status, 503, "{}", late.head);
+    assert!(late.field("retry-after").is_some(), "{}", late.head);
+    assert!(
+        late.field("cache-status")
+            .unwrap()
+            .contains("detail=budget"),
+        "{}",
+        late.head
+    );
+    assert_eq!(holder.await.unwrap().status, 200);
+    assert_eq!(refused(&q, "deadline").await, 1);
+    q.shutdown().await;
+}
+
+/// A client with a request waiting already is refused a second one at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_a_client_past_its_queue_is_refused_at_once() {
+    let (_origin, mut q) = one_slot().await;
+    let holder = behind_proxy(&q, "/slow/3", "198.51.100.3");
+    assert!(wait_for(|| q.ctx.budget.load().0 == 1).await);
+    let first = behind_proxy(&q, "/slow/4", "198.51.100.4");
+    assert!(wait_for(|| q.ctx.budget.load().1 == 1).await);
+    let second = behind_proxy(&q, "/slow/5", "198.51.100.4").await.unwrap();
+    assert_eq!(second.status, 503, "{}", second.head);
+    assert!(second.field("retry-after").is_some());
+    assert_eq!(refused(&q, "client_queue_full").await, 1);
+    let _ = first.await;
+    let _ = holder.await;
+    q.shutdown().await;
+}
