@@ -15,7 +15,9 @@
 //!   reads, the admin API, background fills (prefills, revalidations nobody waits
 //!   for: already paced, one per key) and writes never touch it: a `POST` is the
 //!   origin's to take or refuse (a sign-in has its own queue and throttles, a form
-//!   its rate limit), and a 503 from a queue would lose a reader's comment.
+//!   its rate limit), and a 503 from a queue would lose a reader's comment. A
+//!   refresh-ahead ([`Budget::try_acquire`]) takes a slot only when one is free and
+//!   nobody waits: it never queues ahead of a request.
 //! - **Fair by network, then by client, then in order.** Waiting requests are kept
 //!   per client (an IPv4 address, an IPv6 /64, as the rate limits count them) and
 //!   clients per network (an IPv4 /24, an IPv6 /48). A free slot goes to the next
