@@ -19,8 +19,8 @@ pub struct BudgetSection {
     pub slots: usize,
     /// Longest a request waits for a slot before it is answered `503`.
     pub queue_timeout: Secs,
-    /// Requests one client may have waiting (a loopback client is exempt: it
-    /// carries others' requests); more are answered `503` at once.
+    /// Requests one client may have waiting (a loopback client and a cluster peer
+    /// are exempt: they carry others' requests); more are answered `503` at once.
     pub queue_per_client: usize,
     /// Requests waiting in all; more are answered `503` at once.
     pub queue_max: usize,

@@ -28,7 +28,7 @@
 //!   network: this shares the slots fairly, it does not tell readers from bots.
 //! - **A queue, never an unbounded one.** A request waits at most
 //!   `budget.queue_timeout`; at most `budget.queue_per_client` of one client's wait
-//!   (loopback excepted: it carries others' requests, as a TLS terminator would) and
+//!   (loopback and cluster peers excepted: they carry others' requests) and
 //!   `budget.queue_max` in all. Past any of these it is answered `503` with
 //!   `Retry-After`, at once, and counted by reason.
 //! - **Cancel-safe.** A request whose client leaves while it waits leaves the queue
@@ -307,8 +307,15 @@ impl Budget {
     }
 
     /// A slot for `client`'s uncached work: at once when one is free and nobody
-    /// waits, else in turn; refused past the limits of `cfg`.
-    pub async fn acquire(&self, client: IpAddr, cfg: &BudgetSection) -> Result<Slot, Refused> {
+    /// waits, else in turn; refused past the limits of `cfg`. A client that
+    /// `carries_others` (a cluster peer asking for its readers) or is on loopback (a
+    /// local TLS terminator) is not held to `queue_per_client`.
+    pub async fn acquire(
+        &self,
+        client: IpAddr,
+        carries_others: bool,
+        cfg: &BudgetSection,
+    ) -> Result<Slot, Refused> {
         let key = ClientKey::of(client);
         let start = Instant::now();
         let mut place = {
@@ -321,7 +328,8 @@ impl Budget {
             if s.waiting >= cfg.queue_max {
                 return Err(self.refuse(Refused::QueueFull));
             }
-            if !client.is_loopback() && s.waiting_of(key) >= cfg.queue_per_client {
+            let capped = !(carries_others || client.is_loopback());
+            if capped && s.waiting_of(key) >= cfg.queue_per_client {
                 return Err(self.refuse(Refused::ClientQueueFull));
             }
             let (tx, rx) = oneshot::channel();

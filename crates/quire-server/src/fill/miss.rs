@@ -115,7 +115,13 @@ async fn take_slot(
     if spec.background {
         return Ok(None);
     }
-    let acquire = ctx.budget.acquire(spec.client, &spec.policy.cfg.budget);
+    // A cluster peer's fill carries its readers' misses, as a proxy would.
+    let from_peer = spec
+        .client_headers
+        .contains_key(crate::upstream::PEER_HEADER);
+    let acquire = ctx
+        .budget
+        .acquire(spec.client, from_peer, &spec.policy.cfg.budget);
     match unless_abandoned(ctx, spec, fill, acquire).await {
         Some(Ok(slot)) => Ok(Some(slot)),
         Some(Err(why)) => {

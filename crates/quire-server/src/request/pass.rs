@@ -57,7 +57,11 @@ impl Exchange<'_> {
         // are the origin's to take: a sign-in has its own queue, a form its own
         // rate limit (`crate::edge::budget`).
         let _slot = if req.method().is_safe() {
-            match ctx.budget.acquire(client.ip, &policy.cfg.budget).await {
+            match ctx
+                .budget
+                .acquire(client.ip, false, &policy.cfg.budget)
+                .await
+            {
                 Ok(slot) => Some(slot),
                 Err(why) => {
                     return (

@@ -35,7 +35,7 @@ fn poll_once<T>(f: &mut Pin<Box<dyn Future<Output = T> + '_>>) -> Option<T> {
 /// which would otherwise make a ready receiver answer `Pending` after a few hundred
 /// polls within one test.
 fn acquire<'a>(b: &'a Budget, c: &'a BudgetSection, client: &str) -> Acquire<'a> {
-    Box::pin(tokio::task::unconstrained(b.acquire(ip(client), c)))
+    Box::pin(tokio::task::unconstrained(b.acquire(ip(client), false, c)))
 }
 
 /// Starts an acquire for `client` and polls it once, so it holds its place.
@@ -49,8 +49,8 @@ fn queued<'a>(b: &'a Budget, c: &'a BudgetSection, client: &str) -> Acquire<'a> 
 async fn a_free_slot_is_taken_at_once_and_given_back_on_drop() {
     let b = Budget::new(2);
     let c = cfg();
-    let s1 = b.acquire(ip("10.0.0.1"), &c).await.unwrap();
-    let s2 = b.acquire(ip("10.0.0.2"), &c).await.unwrap();
+    let s1 = b.acquire(ip("10.0.0.1"), false, &c).await.unwrap();
+    let s2 = b.acquire(ip("10.0.0.2"), false, &c).await.unwrap();
     assert_eq!(b.load(), (2, 0));
     drop(s1);
     assert_eq!(b.load(), (1, 0));
@@ -62,7 +62,7 @@ async fn a_free_slot_is_taken_at_once_and_given_back_on_drop() {
 async fn slots_go_by_network_then_client_then_age() {
     let b = Budget::new(1);
     let c = cfg();
-    let held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     // Network 10.0.0.0/24: client .1 asks twice, then client .2; network
     // 10.0.1.0/24: client .1 once.
     let mut a1 = queued(&b, &c, "10.0.0.1");
@@ -104,21 +104,32 @@ async fn slots_go_by_network_then_client_then_age() {
 }
 
 #[tokio::test]
-async fn a_client_past_its_queue_is_refused_at_once_but_loopback_is_not() {
+async fn a_client_past_its_queue_is_refused_at_once_but_loopback_and_peers_are_not() {
     let b = Budget::new(1);
     let c = BudgetSection {
         queue_per_client: 2,
         ..cfg()
     };
-    let _held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let _held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     let _w1 = queued(&b, &c, "10.0.0.1");
     let _w2 = queued(&b, &c, "10.0.0.1");
-    let third = b.acquire(ip("10.0.0.1"), &c).await;
+    let third = b.acquire(ip("10.0.0.1"), false, &c).await;
     assert_eq!(third.err(), Some(Refused::ClientQueueFull));
-    // Another client still queues; so does loopback past the per-client count.
+    // Another client still queues; so does loopback past the per-client count, and
+    // a cluster peer that carries others' requests.
     let _other = queued(&b, &c, "10.0.0.2");
     let _l: Vec<_> = (0..4).map(|_| queued(&b, &c, "127.0.0.1")).collect();
-    assert_eq!(b.load(), (1, 7));
+    let mut peer: Vec<Acquire<'_>> = Vec::new();
+    for _ in 0..3 {
+        let mut f: Acquire<'_> = Box::pin(tokio::task::unconstrained(b.acquire(
+            ip("10.0.0.1"),
+            true,
+            &c,
+        )));
+        assert!(poll_once(&mut f).is_none(), "a peer queues past the cap");
+        peer.push(f);
+    }
+    assert_eq!(b.load(), (1, 10));
 }
 
 #[tokio::test]
@@ -128,12 +139,12 @@ async fn the_whole_queue_is_bounded() {
         queue_max: 3,
         ..cfg()
     };
-    let _held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let _held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     let _w: Vec<_> = ["10.0.0.1", "10.0.1.1", "10.0.2.1"]
         .iter()
         .map(|a| queued(&b, &c, a))
         .collect();
-    let r = b.acquire(ip("10.0.3.1"), &c).await;
+    let r = b.acquire(ip("10.0.3.1"), false, &c).await;
     assert_eq!(r.err(), Some(Refused::QueueFull));
     let mut text = String::new();
     b.write_metrics(&mut text);
@@ -151,8 +162,8 @@ async fn a_request_that_waits_past_the_deadline_is_refused_and_leaves_the_queue(
         queue_timeout: Secs(Duration::from_millis(50)),
         ..cfg()
     };
-    let held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
-    let r = b.acquire(ip("10.0.0.1"), &c).await;
+    let held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
+    let r = b.acquire(ip("10.0.0.1"), false, &c).await;
     assert_eq!(r.err(), Some(Refused::Deadline));
     assert_eq!(b.load(), (1, 0));
     drop(held);
@@ -163,7 +174,7 @@ async fn a_request_that_waits_past_the_deadline_is_refused_and_leaves_the_queue(
 async fn a_request_that_leaves_while_waiting_takes_no_slot() {
     let b = Budget::new(1);
     let c = cfg();
-    let held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     let gone = queued(&b, &c, "10.0.0.1");
     let mut next = queued(&b, &c, "10.0.0.2");
     drop(gone);
@@ -179,7 +190,7 @@ async fn a_request_that_leaves_while_waiting_takes_no_slot() {
 async fn a_slot_granted_to_a_request_as_it_leaves_goes_on_to_the_next() {
     let b = Budget::new(1);
     let c = cfg();
-    let held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     let granted_then_gone = queued(&b, &c, "10.0.0.1");
     let mut next = queued(&b, &c, "10.0.1.1");
     // The release grants the first waiter; it leaves before it ever sees it.
@@ -195,7 +206,7 @@ async fn a_slot_granted_to_a_request_as_it_leaves_goes_on_to_the_next() {
 async fn a_resize_grants_the_new_slots_to_waiters() {
     let b = Budget::new(1);
     let c = cfg();
-    let _held = b.acquire(ip("10.0.0.9"), &c).await.unwrap();
+    let _held = b.acquire(ip("10.0.0.9"), false, &c).await.unwrap();
     let mut w = queued(&b, &c, "10.0.0.1");
     b.resize(2);
     assert!(matches!(poll_once(&mut w), Some(Ok(_))));
