@@ -48,6 +48,8 @@ import tempfile
 import threading
 import time
 
+import nginx_peer
+
 CGROUP = "/sys/fs/cgroup/memory/quire-cold"
 TOKEN = "cold-cache-admin-token-0123456789abcdef"
 
@@ -206,56 +208,15 @@ def resident(path):
         return None
 
 
-# `tcp_nopush off`: with it on (as in the bench's nginx config), every 64 KiB hit here
-# waited about 44 ms (a corked last segment meeting the client's delayed ACK): 23
-# hits a second per connection, a figure of the setting, not of nginx.
-NGINX = """
-user root;
-worker_processes 1;
-worker_cpu_affinity 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush off;
-    tcp_nodelay on;
-    keepalive_requests 1000000;
-    client_body_temp_path {d}/client_body;
-    proxy_temp_path {d}/proxy_temp;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    proxy_cache_path {d}/ncache levels=1:2 keys_zone=cold:64m max_size={volume} inactive=1d use_temp_path=off;
-    upstream origin {{ server 127.0.0.1:{origin}; keepalive 16; }}
-    server {{
-        listen 127.0.0.1:{port} reuseport backlog=4096;
-        location / {{
-            proxy_pass http://origin;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_cache cold;
-            proxy_cache_valid 200 1d;
-            proxy_cache_lock on;
-            add_header X-Cache $upstream_cache_status;
-        }}
-    }}
-}}
-"""
 
 
 def server_cmd(a, mode, scratch, port, origin_port):
     """The command that starts the server under test, on CPU 0."""
     if mode.startswith("nginx"):
-        conf = os.path.join(scratch, "nginx.conf")
         shutil.rmtree(os.path.join(scratch, "ncache"), ignore_errors=True)
-        with open(conf, "w") as f:
-            f.write(NGINX.format(d=scratch, port=port, origin=origin_port,
-                                 volume=f"{size_of(a.volume) // (1 << 20)}m"))
-        return ["taskset", "-c", "0", "nginx", "-c", conf, "-e", os.path.join(scratch, "nginx-error.log")]
+        return nginx_peer.command(scratch, port, origin_port,
+                                  f"{size_of(a.volume) // (1 << 20)}m",
+                                  ["proxy_cache_valid 200 1d;"])
     vol = os.path.join(scratch, "cold.vol")
     if os.path.exists(vol):
         os.remove(vol)

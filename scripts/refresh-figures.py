@@ -39,6 +39,8 @@ import tempfile
 import threading
 import time
 
+import nginx_peer
+
 OBJECTS = 1000
 HOT = 100
 ORIGIN_MS = 5
@@ -78,40 +80,6 @@ function done(summary, latency, requests)
 end
 """
 
-NGINX = """
-user root;
-worker_processes 1;
-worker_cpu_affinity 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/nginx-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    tcp_nodelay on;
-    keepalive_requests 1000000;
-    client_body_temp_path {d}/client_body;
-    proxy_temp_path {d}/proxy_temp;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    proxy_cache_path {d}/ncache levels=1:2 keys_zone=r:16m max_size=1g inactive=1h use_temp_path=off;
-    upstream origin {{ server 127.0.0.1:{origin}; keepalive 16; }}
-    server {{
-        listen 127.0.0.1:{port} reuseport backlog=4096;
-        location / {{
-            proxy_pass http://origin;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_cache r;
-            proxy_cache_lock on;
-            proxy_cache_use_stale updating error timeout;
-            proxy_cache_background_update on;
-            add_header X-Cache $upstream_cache_status;
-        }}
-    }}
-}}
-"""
 
 
 def free_port():
@@ -162,11 +130,10 @@ def zipf_urls(count):
 def start(kind, a, scratch, origin_port):
     port = free_port()
     if kind == "nginx":
-        conf = os.path.join(scratch, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX.format(d=scratch, port=port, origin=origin_port))
-        cmd = ["taskset", "-c", "0", "nginx", "-c", conf, "-e",
-               os.path.join(scratch, "nginx-error.log")]
+        cmd = nginx_peer.command(scratch, port, origin_port, "1g", [
+            "proxy_cache_use_stale updating error timeout;",
+            "proxy_cache_background_update on;",
+        ])
     else:
         cfg = os.path.join(scratch, "quire.toml")
         with open(cfg, "w") as f:
