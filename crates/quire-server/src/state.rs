@@ -124,6 +124,8 @@ pub struct Ctx {
     pub limiter: crate::edge::rate_limit::Limiter,
     /// Upgraded connections (WebSocket) passed through.
     pub tunnels: crate::edge::upgrades::Tunnels,
+    /// Records a refresh-ahead was started for (`crate::cache::refreshed`).
+    pub(crate) refreshed: crate::cache::refreshed::Refreshed,
     /// The budget of uncached work every client shares (`[budget]`, see
     /// `crate::edge::budget`).
     pub budget: crate::edge::budget::Budget,
@@ -207,6 +209,7 @@ impl Ctx {
             tunnels,
             cold_reads: Arc::new(tokio::sync::Semaphore::new(COLD_READS_MAX)),
             budget,
+            refreshed: Default::default(),
         }))
     }
 

@@ -123,3 +123,27 @@ async fn refresh_ahead_never_waits_for_a_budget_slot_and_can_be_turned_off() {
     assert_eq!(origin.hits("/hot"), 1, "refresh_ahead = 0 is off");
     q.shutdown().await;
 }
+
+/// An origin that is down when the refresh is due is asked once for the record, not
+/// on every hit in the window; the hits stay fresh hits.
+#[tokio::test]
+async fn refresh_ahead_is_tried_once_per_record_even_when_it_fails() {
+    let origin = Origin::start().await;
+    stored(&origin, "/hot");
+    let mut q = Quire::start(&origin, |_| {}).await;
+    assert_eq!(get(&q, "/hot", &[]).await.status, 200);
+    settle(&q).await;
+    origin.stop();
+    q.ctx.clock.advance(Duration::from_secs(95));
+    for _ in 0..20 {
+        let got = get(&q, "/hot", &[]).await;
+        assert!(got.cache_status().contains("hit"), "{}", got.cache_status());
+        settle(&q).await;
+    }
+    assert_eq!(
+        q.ctx.metrics.refresh_ahead_started(),
+        1,
+        "one try for the record"
+    );
+    q.shutdown().await;
+}

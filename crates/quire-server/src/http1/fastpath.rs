@@ -600,8 +600,11 @@ fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answe
     if freshness::reuse(&timing, &req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;
     }
-    // A hit due for refresh-ahead is the service's (it starts the revalidation).
-    if freshness::refresh_due(&timing, policy.cfg.storage.refresh_ahead, now) {
+    // A hit due for refresh-ahead is the service's (it starts the revalidation),
+    // once per record: later hits in the window stay here.
+    if freshness::refresh_due(&timing, policy.cfg.storage.refresh_ahead, now)
+        && !ctx.refreshed.tried(prepared.rec.id)
+    {
         return None;
     }
     let mut status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());

@@ -129,11 +129,18 @@ impl Exchange<'_> {
     /// end of its lifetime, when a budget slot is free at once (it never waits for
     /// one) and no fill for its key is running. The slot is held until it ends.
     pub(crate) fn refresh_ahead(&self, look: &Lookup, rec: &ObjectRecord) {
+        if self.ctx.refreshed.tried(rec.id) {
+            return;
+        }
         let Some(slot) = self.ctx.budget.try_acquire() else {
             self.ctx.metrics.record_refresh_ahead(false);
             return;
         };
-        if self.detached_holding(look, Some(Arc::new(rec.clone())), Some(slot)) {
+        // Marked once started: a refresh that fails is not tried again for this
+        // record on the next hit.
+        if self.ctx.refreshed.mark(rec.id)
+            && self.detached_holding(look, Some(Arc::new(rec.clone())), Some(slot))
+        {
             self.ctx.metrics.record_refresh_ahead(true);
         }
     }
