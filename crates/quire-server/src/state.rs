@@ -132,6 +132,9 @@ pub struct Ctx {
     /// Cold entries being read into memory on the blocking pool, at most
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
     pub cold_reads: Arc<tokio::sync::Semaphore>,
+    /// The queue of URLs a purge asked to be fetched again (`refill`), started by
+    /// the first such purge (see [`Ctx::refills`]).
+    refills: std::sync::OnceLock<crate::request::prefill::Prefill>,
 }
 
 /// The slots `cfg`'s `[budget]` gives uncached work with `origin` as the upstream.
@@ -145,6 +148,13 @@ pub(crate) fn budget_slots(cfg: &Config, origin: &dyn Upstream) -> usize {
 /// Cold entries read into memory at once, at most: each holds a blocking thread
 /// while the disk answers.
 pub(crate) const COLD_READS_MAX: usize = 32;
+
+/// URLs waiting to be fetched again after purges, at most (more are dropped and
+/// counted as prefills are: a reader's request fills them).
+pub const REFILL_QUEUE_MAX: usize = 4096;
+
+/// Purged URLs one purge queues for refilling, at most (the hottest first).
+pub const REFILL_PER_PURGE_MAX: usize = 1000;
 
 impl Ctx {
     /// Validates `cfg`, opens the volume and builds the shared state of a proxy in
@@ -210,6 +220,7 @@ impl Ctx {
             cold_reads: Arc::new(tokio::sync::Semaphore::new(COLD_READS_MAX)),
             budget,
             refreshed: Default::default(),
+            refills: std::sync::OnceLock::new(),
         }))
     }
 
@@ -221,6 +232,16 @@ impl Ctx {
     /// The cluster's invalidation bus, if one is attached.
     pub fn bus(&self) -> Option<&Arc<dyn crate::ops::bus::Bus>> {
         self.bus.get()
+    }
+
+    /// The queue purged URLs are fetched again from (a purge's `refill`): a
+    /// [`crate::request::prefill::Prefill`] of its own, so refills take their turn
+    /// behind readers as prefills do and are counted with them. Started on first
+    /// use, from within the runtime.
+    pub fn refills(self: &Arc<Self>) -> &crate::request::prefill::Prefill {
+        self.refills.get_or_init(|| {
+            crate::request::prefill::Prefill::with_capacity(self.clone(), REFILL_QUEUE_MAX)
+        })
     }
 
     /// Entries the store holds now (responses, their variants and bodies).

@@ -253,19 +253,36 @@ impl Store {
     /// misses are counted as `get` counts them; a cold entry is counted by the
     /// lookup that follows its warming.
     pub fn get_resident(&self, key: &[u8]) -> Fetched {
+        self.resident(key, false)
+    }
+
+    /// [`Store::get_resident`] for the cache's own reads, as [`Store::get_quiet`]:
+    /// not a hit.
+    pub fn get_resident_quiet(&self, key: &[u8]) -> Fetched {
+        self.resident(key, true)
+    }
+
+    fn resident(&self, key: &[u8], quiet: bool) -> Fetched {
         let s = &*self.shared;
+        let read = |key: &[u8]| {
+            match quiet {
+                true => self.get_quiet(key),
+                false => self.get(key),
+            }
+            .map_or(Fetched::Miss, Fetched::Hit)
+        };
         if !s.pressure.on() {
-            return self.get(key).map_or(Fetched::Miss, Fetched::Hit);
+            return read(key);
         }
         let hash = layout::hash_key(key);
         let Some(loc) = s.index.peek(hash) else {
-            return self.get(key).map_or(Fetched::Miss, Fetched::Hit);
+            return read(key);
         };
         let in_ram = s.ram.as_ref().is_some_and(|r| r.holds(hash, loc));
         if !in_ram && !self.entry_resident(loc) {
             return Fetched::Cold(Cold { loc });
         }
-        self.get(key).map_or(Fetched::Miss, Fetched::Hit)
+        read(key)
     }
 
     /// Whether the entry at `loc` is in memory (its header page, then all of it).
@@ -315,6 +332,29 @@ impl Store {
             s.volume.warm(off, h.stride());
         }
         s.regions.unpin(loc.region);
+    }
+
+    /// [`Engine::get`] for the cache's own reads (a rewrite, a purge looking at what
+    /// it removes): not a hit. It leaves the entry's hit counter, the hit and miss
+    /// counts, the admission sketch and the RAM tier as they were, so background work
+    /// never makes an entry look read.
+    pub fn get_quiet(&self, key: &[u8]) -> Option<Handle> {
+        let s = &*self.shared;
+        let hash = layout::hash_key(key);
+        let loc = s.index.peek(hash)?;
+        // A counter of 0 promotes nothing into the RAM tier.
+        self.fetch(hash, Loc { freq: 0, ..loc }, key)
+    }
+
+    /// How often `key`'s entry was hit lately (the reclaim policy's counter, 0..=3:
+    /// bumped by each lookup until it saturates, lowered as the reclaimer passes), or
+    /// `None` when nothing is stored under it. Marks nothing. Keys that share an index
+    /// slot (see `crate::index`) share the answer: a hint, never a lookup.
+    pub fn hits_lately(&self, key: &[u8]) -> Option<u8> {
+        self.shared
+            .index
+            .peek(layout::hash_key(key))
+            .map(|loc| loc.freq)
     }
 
     /// Whether a `put` of `key` now would pass admission (it may still be declined for

@@ -297,6 +297,27 @@ fn tagged_keys_lists_exactly_the_live_carriers() {
 }
 
 #[test]
+fn hits_lately_counts_lookups_without_making_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    assert_eq!(s.hits_lately(b"a"), None, "nothing stored");
+    s.put(b"a", b"", b"1", &[]).unwrap();
+    assert_eq!(s.hits_lately(b"a"), Some(0), "stored, never read");
+    assert_eq!(s.hits_lately(b"a"), Some(0), "asking is not a hit");
+    assert_eq!(&s.get_quiet(b"a").unwrap().body()[..], b"1");
+    assert_eq!(s.hits_lately(b"a"), Some(0), "the cache's own read is not a hit");
+    assert_eq!(s.stats().hits, 0, "nor counted as one");
+    assert!(s.get(b"a").is_some());
+    assert_eq!(s.hits_lately(b"a"), Some(1));
+    for _ in 0..5 {
+        assert!(s.get(b"a").is_some());
+    }
+    assert_eq!(s.hits_lately(b"a"), Some(3), "saturates");
+    s.put(b"a", b"", b"2", &[]).unwrap();
+    assert_eq!(s.hits_lately(b"a"), Some(0), "a new entry starts cold");
+}
+
+#[test]
 fn admission_can_be_decided_once_for_a_multi_entry_object() {
     let dir = tempfile::tempdir().unwrap();
     // Small regions so the volume fills quickly and admission starts to apply.

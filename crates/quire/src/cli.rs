@@ -179,6 +179,10 @@ pub(crate) struct PurgeArgs {
     /// most 5 s; the answer lists each node).
     #[arg(long)]
     pub wait_all: bool,
+    /// Fetch the purged URLs that readers hit lately again at once, in the background
+    /// (hard purges only; the server's default is storage.refill_after_purge).
+    #[arg(long, conflicts_with = "soft")]
+    pub refill: bool,
     /// A URL to purge (all its variants), e.g. http://example.com/a. Repeatable.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,

@@ -23,14 +23,18 @@ pub(crate) fn run(args: &PurgeArgs) -> anyhow::Result<()> {
         .strip_prefix("http://")
         .context("--server must be http://host:port")?
         .trim_end_matches('/');
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "urls": args.urls,
         "prefixes": args.prefixes,
         "tags": args.tags,
         "soft": args.soft,
         "wait": if args.wait_all { "all" } else { "log" },
-    })
-    .to_string();
+    });
+    // Absent unless asked, so the server's storage.refill_after_purge decides.
+    if args.refill {
+        body["refill"] = serde_json::Value::Bool(true);
+    }
+    let body = body.to_string();
     let mut s =
         TcpStream::connect(authority).with_context(|| format!("connecting to {authority}"))?;
     s.set_read_timeout(Some(Duration::from_secs(60)))?;

@@ -560,6 +560,9 @@ pub struct StorageSection {
     /// one background revalidation, so a popular response is refreshed before it
     /// expires (only when a slot of `[budget]` is free at once). 0 turns it off.
     pub refresh_ahead: f64,
+    /// A hard purge fetches again, in the background, the URLs it removed that
+    /// readers hit lately (a purge's own `refill` overrides this).
+    pub refill_after_purge: bool,
 }
 
 impl Default for StorageSection {
@@ -574,6 +577,7 @@ impl Default for StorageSection {
             stale_while_revalidate_grace: Secs(Duration::ZERO),
             stale_if_error_grace: Secs(Duration::ZERO),
             refresh_ahead: 0.1,
+            refill_after_purge: false,
         }
     }
 }

@@ -584,7 +584,7 @@ async fn store_refreshed(
                 Verdict::Soft => put::make_stale(&mut rec, ctx.clock.now()),
                 Verdict::Clean => {}
             }
-            let Some(h) = ctx.store.get(&key) else {
+            let Some(h) = ctx.store.get_quiet(&key) else {
                 return FillResult::Rejected;
             };
             match object::decode(h.meta()) {

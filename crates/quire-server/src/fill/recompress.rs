@@ -132,7 +132,7 @@ fn rewrite(
     if v == Verdict::Hard {
         return Some(FillResult::Invalidated);
     }
-    let h = ctx.store.get(&later.key)?;
+    let h = ctx.store.get_quiet(&later.key)?;
     let Some(Record::Object(original)) = object::decode(h.meta()) else {
         return None;
     };

@@ -97,7 +97,7 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
         .collect::<Vec<_>>();
     for key in keys {
         let Some(Record::Object(first)) =
-            ctx.store.get(&key).and_then(|h| object::decode(h.meta()))
+            ctx.store.get_quiet(&key).and_then(|h| object::decode(h.meta()))
         else {
             continue;
         };
@@ -110,7 +110,7 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
             if v == Verdict::Hard {
                 return FillResult::Invalidated;
             }
-            let Some(h) = ctx.store.get(&key) else {
+            let Some(h) = ctx.store.get_quiet(&key) else {
                 return FillResult::Rejected;
             };
             let rec = match object::decode(h.meta()) {
@@ -148,6 +148,35 @@ fn remove_entry(ctx: &Ctx, key: &[u8]) -> FillResult {
             FillResult::NotStorable
         }
     }
+}
+
+/// The URLs of `targets`' entries that were hit lately (the store's per-entry
+/// counter above 0), hottest first, at most `max`, each once: what a purge with
+/// `refill` queues to be fetched again. Read before the purge removes them; an entry
+/// whose record does not decode is skipped.
+pub fn hot_urls(ctx: &Ctx, targets: &[Target], max: usize) -> Vec<String> {
+    let mut hot: Vec<(u8, String)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for tag in targets.iter().flat_map(Target::tags) {
+        for key in ctx.store.tagged_keys(tag.as_bytes()) {
+            let hits = ctx.store.hits_lately(&key).unwrap_or(0);
+            if hits == 0 {
+                continue;
+            }
+            let Some(Record::Object(rec)) =
+                ctx.store.get_quiet(&key).and_then(|h| object::decode(h.meta()))
+            else {
+                continue;
+            };
+            if seen.insert(rec.url.clone()) {
+                hot.push((hits, rec.url));
+            }
+        }
+    }
+    // Stable: among equally hot URLs, the order the tags listed them.
+    hot.sort_by(|a, b| b.0.cmp(&a.0));
+    hot.truncate(max);
+    hot.into_iter().map(|(_, u)| u).collect()
 }
 
 /// Hard-purges `targets` quietly (no log line, not counted as an operator's purge):

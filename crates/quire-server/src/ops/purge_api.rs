@@ -11,6 +11,15 @@
 //!   whose query belongs to the URL it names, `Quire-Wait: all`) holds the
 //!   answer until every live node applied the entry, for at most
 //!   [`WAIT_ALL_TIMEOUT`], and lists each node's status.
+//! - **Refill**: a hard purge may ask (`"refill": true`, `Quire-Refill: 1`, or
+//!   `storage.refill_after_purge` by default) that the URLs it removes which readers
+//!   hit lately be fetched again at once, in the background
+//!   ([`crate::ops::purge::hot_urls`], at most [`REFILL_PER_PURGE_MAX`], hottest
+//!   first), through the prefill queue: one at a time, behind readers' fills, each
+//!   a fill that starts after the purge was logged, so it stores the new version.
+//!   Only on the node that took the purge; in a cluster the others fill on demand.
+//!   A soft purge keeps its entries (they revalidate on next use): `refill` with
+//!   `soft` is a 400.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +35,7 @@ use crate::ops::answer::{authorise, error, json};
 use crate::ops::bus::{BusError, Invalidation, NodeAck};
 use crate::ops::purge::Target;
 use crate::request::body::Body;
-use crate::state::Ctx;
+use crate::state::{Ctx, REFILL_PER_PURGE_MAX};
 use crate::upstream::origin::OutBody;
 
 /// Largest `POST /_quire/purge` body.
@@ -43,6 +52,8 @@ struct PurgeRequest {
     prefixes: Vec<String>,
     tags: Vec<String>,
     soft: bool,
+    /// Fetch the purged URLs that were hot again (default `storage.refill_after_purge`).
+    refill: Option<bool>,
     /// `"all"`: answer once every node applied it.
     wait: Option<String>,
 }
@@ -50,6 +61,8 @@ struct PurgeRequest {
 /// What a purge did: entries touched here, and the cluster's part.
 struct Applied {
     purged: u64,
+    /// URLs queued to be fetched again.
+    refilled: usize,
     cluster: Option<serde_json::Value>,
 }
 
@@ -85,16 +98,33 @@ pub async fn method(ctx: &Arc<Ctx>, req: Request<OutBody>) -> (Response<Body>, O
         .headers
         .get("quire-wait")
         .is_some_and(|v| v.as_bytes() == b"all");
+    let refill = match req.headers.get("quire-refill").map(|v| v.as_bytes()) {
+        None => ctx.policy().cfg.storage.refill_after_purge && !soft,
+        Some(b"1") if soft => return (refill_with_soft(), Outcome::Admin),
+        Some(b"1") => true,
+        Some(b"0") => false,
+        Some(_) => {
+            return (
+                error(StatusCode::BAD_REQUEST, "Quire-Refill must be 1 or 0"),
+                Outcome::Admin,
+            )
+        }
+    };
     let inv = Invalidation {
         targets: vec![Target::Url(url.as_str().to_owned())],
         soft,
         implicit: false,
     };
-    let resp = match apply(ctx, inv, wait_all).await {
+    let resp = match apply(ctx, inv, wait_all, refill).await {
         Ok(a) => json(
             StatusCode::OK,
             &with_cluster(
-                serde_json::json!({ "purged": a.purged, "soft": soft, "url": url.as_str() }),
+                serde_json::json!({
+                    "purged": a.purged,
+                    "soft": soft,
+                    "url": url.as_str(),
+                    "refill": a.refilled,
+                }),
                 a.cluster,
             ),
         ),
@@ -133,12 +163,17 @@ pub async fn post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
         Err(why) => return error(StatusCode::BAD_REQUEST, &why.to_string()),
     };
     let wait_all = wait_all_asked(query.as_deref(), pr.wait.as_deref());
+    let refill = match pr.refill {
+        Some(true) if pr.soft => return refill_with_soft(),
+        Some(r) => r,
+        None => ctx.policy().cfg.storage.refill_after_purge && !pr.soft,
+    };
     let inv = Invalidation {
         targets,
         soft: pr.soft,
         implicit: false,
     };
-    match apply(ctx, inv, wait_all).await {
+    match apply(ctx, inv, wait_all, refill).await {
         Ok(a) => json(
             StatusCode::OK,
             &with_cluster(
@@ -148,6 +183,7 @@ pub async fn post(ctx: &Arc<Ctx>, req: Request<OutBody>) -> Response<Body> {
                     "urls": pr.urls.len(),
                     "directories": dirs,
                     "tags": pr.tags.len(),
+                    "refill": a.refilled,
                 }),
                 a.cluster,
             ),
@@ -223,10 +259,24 @@ fn bus_refused(why: &BusError) -> Response<Body> {
     error(StatusCode::SERVICE_UNAVAILABLE, &msg)
 }
 
+/// The 400 of a purge that asks to refill what it only marks stale.
+fn refill_with_soft() -> Response<Body> {
+    error(
+        StatusCode::BAD_REQUEST,
+        "refill applies to hard purges: a soft purge keeps its entries, which revalidate on next use",
+    )
+}
+
 /// Appends `inv` to the cluster's log (when there is one), applies it here, and
-/// with `wait_all` waits for the other nodes. `Err` says why the bus refused the
-/// entry: nothing was purged (a 503).
-async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Applied, BusError> {
+/// with `wait_all` waits for the other nodes; with `refill`, queues the purged URLs
+/// that were hot to be fetched again. `Err` says why the bus refused the entry:
+/// nothing was purged (a 503).
+async fn apply(
+    ctx: &Arc<Ctx>,
+    inv: Invalidation,
+    wait_all: bool,
+    refill: bool,
+) -> Result<Applied, BusError> {
     let receipt = match ctx.bus() {
         None => None,
         Some(b) => match b.publish(&inv).await {
@@ -235,9 +285,18 @@ async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Appl
         },
     };
     let ctx2 = ctx.clone();
-    let purged = tokio::task::spawn_blocking(move || crate::ops::purge::apply(&ctx2, &inv))
-        .await
-        .unwrap_or(0);
+    let (purged, hot) = tokio::task::spawn_blocking(move || {
+        // Read before the purge removes them; the refill's fills start after it.
+        let hot = match refill {
+            true => crate::ops::purge::hot_urls(&ctx2, &inv.targets, REFILL_PER_PURGE_MAX),
+            false => Vec::new(),
+        };
+        (crate::ops::purge::apply(&ctx2, &inv), hot)
+    })
+    .await
+    .unwrap_or_default();
+    let queue = ctx.refills();
+    let refilled = hot.into_iter().filter(|u| queue.queue(u.clone())).count();
     let cluster = match receipt {
         None => None,
         Some((b, r)) => {
@@ -249,7 +308,11 @@ async fn apply(ctx: &Arc<Ctx>, inv: Invalidation, wait_all: bool) -> Result<Appl
             Some(cluster_json(&r.id, acks.as_deref()))
         }
     };
-    Ok(Applied { purged, cluster })
+    Ok(Applied {
+        purged,
+        refilled,
+        cluster,
+    })
 }
 
 fn cluster_json(id: &str, acks: Option<&[NodeAck]>) -> serde_json::Value {

@@ -398,7 +398,8 @@ impl Miss<'_> {
         let Some(scope) = x.scope_now() else {
             return self.pass(CacheStatus::forward(Fwd::UriMiss)).await;
         };
-        let look = lookup::lookup(x.ctx, class, &x.url, x.req.headers(), scope);
+        // The request that missed, answered from its fill: not a hit of the entry.
+        let look = lookup::lookup_quiet(x.ctx, class, &x.url, x.req.headers(), scope);
         let mut st = self.status.clone();
         if head.status.as_u16() != 200 {
             st = st.with_fwd_status(head.status.as_u16());

@@ -54,7 +54,31 @@ pub(crate) fn lookup(
     headers: &HeaderMap,
     scope: Scope,
 ) -> Lookup {
-    find(ctx, class, url, headers, scope, true)
+    find(ctx, class, url, headers, scope, Reading::Resident)
+}
+
+/// [`lookup`] for the cache's own checks (is it stored already? did the prefill
+/// store it?): not a hit (see `Store::get_quiet`), so a page nobody read never
+/// looks read. An entry not in memory is not read (`cold`), as for [`lookup`].
+pub(crate) fn lookup_quiet(
+    ctx: &Ctx,
+    class: MethodClass,
+    url: &NormalizedUrl,
+    headers: &HeaderMap,
+    scope: Scope,
+) -> Lookup {
+    find(ctx, class, url, headers, scope, Reading::Quiet)
+}
+
+/// How [`find`] reads the store.
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    /// A reader's lookup; an entry not in memory is answered cold.
+    Resident,
+    /// A reader's lookup, whatever the residency.
+    Any,
+    /// The cache's own, not a hit; an entry not in memory is answered cold.
+    Quiet,
 }
 
 /// [`lookup`] of an entry just warmed: read whatever its residency (it may fault).
@@ -65,7 +89,7 @@ pub(crate) fn lookup_warmed(
     headers: &HeaderMap,
     scope: Scope,
 ) -> Lookup {
-    find(ctx, class, url, headers, scope, false)
+    find(ctx, class, url, headers, scope, Reading::Any)
 }
 
 fn find(
@@ -74,7 +98,7 @@ fn find(
     url: &NormalizedUrl,
     headers: &HeaderMap,
     scope: Scope,
-    resident_only: bool,
+    reading: Reading,
 ) -> Lookup {
     let primary_key = ctx.primary_key(class, url, scope);
     let mut look = Lookup {
@@ -86,7 +110,7 @@ fn find(
         entry: None,
         cold: None,
     };
-    let h = match fetch(ctx, &look.primary_key, resident_only) {
+    let h = match fetch(ctx, &look.primary_key, reading) {
         Fetched::Hit(h) => h,
         Fetched::Miss => return look,
         Fetched::Cold(c) => {
@@ -102,7 +126,7 @@ fn find(
         Some(Cached::Vary(v)) => {
             drop(h);
             let vk = ctx.variant_key(class, url, &v, headers, scope);
-            match fetch(ctx, &vk, resident_only) {
+            match fetch(ctx, &vk, reading) {
                 Fetched::Hit(h) => {
                     if let Some(Cached::Object(o)) = ctx.records.get(h.meta()) {
                         look.record = Some(o);
@@ -120,12 +144,14 @@ fn find(
     look
 }
 
-/// The entry under `key`: only if in memory when `resident_only`.
-fn fetch(ctx: &Ctx, key: &[u8], resident_only: bool) -> Fetched {
-    match resident_only {
-        true => ctx.store.get_resident(key),
-        false => ctx.store.get(key).map_or(Fetched::Miss, Fetched::Hit),
-    }
+/// The entry under `key`, read as `reading` says.
+fn fetch(ctx: &Ctx, key: &[u8], reading: Reading) -> Fetched {
+    let found = match reading {
+        Reading::Resident => return ctx.store.get_resident(key),
+        Reading::Any => ctx.store.get(key),
+        Reading::Quiet => return ctx.store.get_resident_quiet(key),
+    };
+    found.map_or(Fetched::Miss, Fetched::Hit)
 }
 
 /// The response stored under `key`, prepared, with its entry.

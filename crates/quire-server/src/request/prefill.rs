@@ -161,7 +161,7 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
         return Prefilled::Failed;
     };
     let no_fields = http::HeaderMap::new();
-    let look = lookup::lookup(ctx, MethodClass::Get, &url, &no_fields, scope);
+    let look = lookup::lookup_quiet(ctx, MethodClass::Get, &url, &no_fields, scope);
     if look.record.is_some() || look.cold.is_some() {
         return Prefilled::Fresh;
     }
@@ -202,7 +202,7 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
     let Some(scope) = scope_of(ctx, &url_again, audience) else {
         return Prefilled::NotStored;
     };
-    let look = lookup::lookup(ctx, MethodClass::Get, &url_again, &no_fields, scope);
+    let look = lookup::lookup_quiet(ctx, MethodClass::Get, &url_again, &no_fields, scope);
     match look.record.is_some() || look.cold.is_some() {
         true => Prefilled::Stored,
         false => Prefilled::NotStored,
