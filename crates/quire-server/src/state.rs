@@ -151,10 +151,10 @@ pub(crate) const COLD_READS_MAX: usize = 32;
 
 /// URLs waiting to be fetched again after purges, at most (more are dropped and
 /// counted as prefills are: a reader's request fills them).
-pub const REFILL_QUEUE_MAX: usize = 4096;
+pub(crate) const REFILL_QUEUE_MAX: usize = 4096;
 
 /// Purged URLs one purge queues for refilling, at most (the hottest first).
-pub const REFILL_PER_PURGE_MAX: usize = 1000;
+pub(crate) const REFILL_PER_PURGE_MAX: usize = 1000;
 
 impl Ctx {
     /// Validates `cfg`, opens the volume and builds the shared state of a proxy in

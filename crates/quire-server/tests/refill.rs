@@ -6,10 +6,7 @@
 use quire_testkit::*;
 
 fn page(origin: &Origin, path: &str, body: &str) {
-    origin.route(
-        path,
-        Route::ok(body, &[("cache-control", "max-age=600")]),
-    );
+    origin.route(path, Route::ok(body, &[("cache-control", "max-age=600")]));
 }
 
 async fn purge_json(q: &Quire, json: &str) -> Got {
@@ -57,11 +54,19 @@ async fn a_refill_purge_fetches_the_hot_urls_again_and_leaves_the_cold_ones() {
     settle(&q).await;
     let got = get(&q, "/blog/hot", &[]).await;
     assert!(got.cache_status().contains("hit"), "{}", got.cache_status());
-    assert_eq!(&got.body[..], b"hot v2", "the refill stored the new version");
+    assert_eq!(
+        &got.body[..],
+        b"hot v2",
+        "the refill stored the new version"
+    );
     assert_eq!(origin.hits("/blog/hot"), 2);
     assert_eq!(origin.hits("/blog/cold"), 1, "nobody read it: not refilled");
     let got = get(&q, "/blog/cold", &[]).await;
-    assert!(!got.cache_status().contains("hit"), "{}", got.cache_status());
+    assert!(
+        !got.cache_status().contains("hit"),
+        "{}",
+        got.cache_status()
+    );
 }
 
 #[tokio::test]

@@ -305,7 +305,11 @@ fn hits_lately_counts_lookups_without_making_one() {
     assert_eq!(s.hits_lately(b"a"), Some(0), "stored, never read");
     assert_eq!(s.hits_lately(b"a"), Some(0), "asking is not a hit");
     assert_eq!(&s.get_quiet(b"a").unwrap().body()[..], b"1");
-    assert_eq!(s.hits_lately(b"a"), Some(0), "the cache's own read is not a hit");
+    assert_eq!(
+        s.hits_lately(b"a"),
+        Some(0),
+        "the cache's own read is not a hit"
+    );
     assert_eq!(s.stats().hits, 0, "nor counted as one");
     assert!(s.get(b"a").is_some());
     assert_eq!(s.hits_lately(b"a"), Some(1));

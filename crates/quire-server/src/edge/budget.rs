@@ -22,10 +22,17 @@
 //!   per client (an IPv4 address, an IPv6 /64, as the rate limits count them) and
 //!   clients per network (an IPv4 /24, an IPv6 /48). A free slot goes to the next
 //!   network in turn, to its next client in turn, to that client's oldest request.
-//!   So a reader's miss waits behind at most one request of each other network that
-//!   has work waiting, however many addresses each uses, and two clients of one
-//!   network take turns. A crowd spread over many networks still gets one turn per
-//!   network: this shares the slots fairly, it does not tell readers from bots.
+//!   So two clients of one network take turns, and a network's many addresses get
+//!   one network's share.
+//! - **A network that asks now and then goes first** (the sparse flows of FQ-CoDel,
+//!   RFC 8290 §4.1). A network with nothing waiting that asks joins the *new*
+//!   networks, served before the *old* ones; once served it joins the old, and
+//!   leaves them only when its turn comes with nothing waiting. A crowd whose
+//!   addresses keep asking (each asks again before its turn comes round) stays old,
+//!   however many networks it spans; a reader whose misses are seconds apart finds
+//!   its network gone and is new again, so it waits behind other new networks' first
+//!   requests, not behind a round of the crowd. The first version took networks in
+//!   one round: with a crowd of 2,000 networks a reader's miss waited 1.8 s.
 //! - **A queue, never an unbounded one.** A request waits at most
 //!   `budget.queue_timeout`; at most `budget.queue_per_client` of one client's wait
 //!   (loopback and cluster peers excepted: they carry others' requests) and
@@ -44,7 +51,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -104,40 +111,116 @@ struct Waiter {
     grant: oneshot::Sender<()>,
 }
 
-/// The clients of one network with requests waiting, in turn order.
-#[derive(Debug, Default)]
+/// A network known to the budget: one with requests waiting, in a turn list, or
+/// holding slots.
+#[derive(Debug)]
 struct Net {
+    /// Its clients with requests waiting, in turn order.
     turn: VecDeque<ClientKey>,
     queues: HashMap<ClientKey, VecDeque<Waiter>>,
+    /// Slots its requests hold now.
+    held: usize,
+    /// Since when it has had nothing waiting and no slot held.
+    idle_since: Instant,
+    /// Its entry in a turn list is the one with this number (older ones are
+    /// skipped: it moved); meaningful while `listed`.
+    gen: u64,
+    /// It has a live entry in `new` or `old`.
+    listed: bool,
 }
 
+impl Net {
+    fn new(now: Instant, sparse_idle: Duration) -> Net {
+        Net {
+            turn: VecDeque::new(),
+            queues: HashMap::new(),
+            held: 0,
+            // Never seen: as idle as can be.
+            idle_since: now.checked_sub(sparse_idle).unwrap_or(now),
+            gen: 0,
+            listed: false,
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.queues.is_empty() && self.held == 0
+    }
+}
+
+/// Networks kept with nothing waiting, at least half of the bound past which they
+/// are swept out at once (see [`State::push`]).
+const NETS_KEPT_MIN: usize = 16_384;
+
+/// How long a network must have had nothing waiting and no slot held for its next
+/// request to count as new (see the module documentation): above a round trip over
+/// the internet, so a crowd that asks again as soon as it is answered stays old,
+/// well below the seconds between a reader's page views.
+pub(crate) const SPARSE_IDLE: Duration = Duration::from_millis(250);
+
 /// What the lock covers: the slots in use and who waits for one.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     in_use: usize,
     limit: usize,
     waiting: usize,
     next_id: u64,
-    /// Networks with requests waiting, in turn order.
-    turn: VecDeque<Network>,
+    /// Networks new to the queue, served first, in order (with their `gen`).
+    new: VecDeque<(Network, u64)>,
+    /// Networks served lately, in turn order; some may have nothing waiting now:
+    /// they leave when their turn finds them so.
+    old: VecDeque<(Network, u64)>,
     nets: HashMap<Network, Net>,
+    sparse_idle: Duration,
 }
 
 impl State {
-    /// Queues a waiter for `client`; its id.
-    fn push(&mut self, client: ClientKey, grant: oneshot::Sender<()>) -> u64 {
+    fn new(limit: usize, sparse_idle: Duration) -> State {
+        State {
+            in_use: 0,
+            limit: limit.max(1),
+            waiting: 0,
+            next_id: 0,
+            new: VecDeque::new(),
+            old: VecDeque::new(),
+            nets: HashMap::new(),
+            sparse_idle,
+        }
+    }
+
+    /// `net`'s entry, made if it has none.
+    fn net(&mut self, key: Network, now: Instant) -> &mut Net {
+        let idle = self.sparse_idle;
+        self.nets.entry(key).or_insert_with(|| Net::new(now, idle))
+    }
+
+    /// Queues a waiter for `client`; its id. `kept_max` bounds the networks kept
+    /// with nothing waiting.
+    fn push(&mut self, client: ClientKey, grant: oneshot::Sender<()>, kept_max: usize) -> u64 {
+        let now = Instant::now();
         self.next_id += 1;
         let id = self.next_id;
         let net_key = Network::of(client);
-        let net = self.nets.entry(net_key).or_insert_with(|| {
-            self.turn.push_back(net_key);
-            Net::default()
-        });
+        if !self.nets.contains_key(&net_key) && self.nets.len() >= kept_max {
+            self.sweep();
+        }
+        let sparse_idle = self.sparse_idle;
+        let net = self.net(net_key, now);
+        // Unlisted, or idle long enough: new. (A stale entry left in `old` is
+        // skipped by its number.)
+        let is_new = !net.listed || (net.idle() && now - net.idle_since >= sparse_idle);
+        if is_new {
+            net.gen += 1;
+            net.listed = true;
+        }
+        let gen = net.gen;
         let queue = net.queues.entry(client).or_insert_with(|| {
             net.turn.push_back(client);
             VecDeque::new()
         });
         queue.push_back(Waiter { id, grant });
+        if is_new {
+            self.new.push_back((net_key, gen));
+        }
         self.waiting += 1;
         id
     }
@@ -150,8 +233,25 @@ impl State {
             .map_or(0, VecDeque::len)
     }
 
+    /// Drops every network with nothing waiting from the turn lists (and from the
+    /// map unless it holds slots): a pass over them all, done when the networks
+    /// kept reach their bound.
+    fn sweep(&mut self) {
+        self.nets.retain(|_, net| {
+            if net.queues.is_empty() {
+                net.listed = false;
+            }
+            !net.idle() || net.listed
+        });
+        let nets = &self.nets;
+        let live =
+            |(n, gen): &(Network, u64)| nets.get(n).is_some_and(|x| x.listed && x.gen == *gen);
+        self.new.retain(live);
+        self.old.retain(live);
+    }
+
     /// Takes waiter `id` of `client` out of the queue; `false` when it is not there
-    /// (it was granted a slot).
+    /// (it was granted a slot). Its network stays in its list until its turn.
     fn remove(&mut self, client: ClientKey, id: u64) -> bool {
         let net_key = Network::of(client);
         let Some(net) = self.nets.get_mut(&net_key) else {
@@ -168,33 +268,75 @@ impl State {
         if queue.is_empty() {
             net.queues.remove(&client);
             net.turn.retain(|c| *c != client);
-            if net.queues.is_empty() {
-                self.nets.remove(&net_key);
-                self.turn.retain(|n| *n != net_key);
+            if net.idle() {
+                net.idle_since = Instant::now();
             }
         }
         true
     }
 
-    /// The next waiter in turn (network, then client, then age), out of the queue.
+    /// The next waiter in turn (new networks, then old ones; in a network, its next
+    /// client; of a client, the oldest), out of the queue, with its network, which
+    /// now holds the slot.
     fn next(&mut self) -> Option<Waiter> {
-        let net_key = self.turn.pop_front()?;
-        let net = self.nets.get_mut(&net_key)?;
-        let client = net.turn.pop_front()?;
-        let queue = net.queues.get_mut(&client)?;
-        let w = queue.pop_front()?;
-        self.waiting -= 1;
-        if queue.is_empty() {
-            net.queues.remove(&client);
-        } else {
-            net.turn.push_back(client);
+        loop {
+            let ((net_key, gen), was_new) = match self.new.pop_front() {
+                Some(n) => (n, true),
+                None => (self.old.pop_front()?, false),
+            };
+            let Some(net) = self
+                .nets
+                .get_mut(&net_key)
+                .filter(|n| n.listed && n.gen == gen)
+            else {
+                continue; // a stale entry: the network moved, or left
+            };
+            let Some(client) = net.turn.pop_front() else {
+                // Nothing waiting: a new network joins the old (so one that asks
+                // again at once is not new again); an old one leaves.
+                if was_new {
+                    self.old.push_back((net_key, gen));
+                } else {
+                    net.listed = false;
+                    if net.idle() {
+                        self.nets.remove(&net_key);
+                    }
+                }
+                continue;
+            };
+            let Some(w) = net.queues.get_mut(&client).and_then(VecDeque::pop_front) else {
+                debug_assert!(false, "a client in turn has a request waiting");
+                self.old.push_back((net_key, gen));
+                continue;
+            };
+            self.waiting -= 1;
+            if net.queues[&client].is_empty() {
+                net.queues.remove(&client);
+            } else {
+                net.turn.push_back(client);
+            }
+            net.held += 1;
+            self.old.push_back((net_key, gen));
+            return Some(w);
         }
-        if net.queues.is_empty() {
-            self.nets.remove(&net_key);
-        } else {
-            self.turn.push_back(net_key);
+    }
+
+    /// A slot `net` held is given back.
+    fn release(&mut self, net: Option<Network>) {
+        debug_assert!(self.in_use > 0, "a slot given back that was never taken");
+        self.in_use = self.in_use.saturating_sub(1);
+        let Some(key) = net else { return };
+        let Some(n) = self.nets.get_mut(&key) else {
+            debug_assert!(false, "a network holding a slot is known");
+            return;
+        };
+        n.held = n.held.saturating_sub(1);
+        if n.idle() {
+            n.idle_since = Instant::now();
+            if !n.listed {
+                self.nets.remove(&key);
+            }
         }
-        Some(w)
     }
 
     /// Hands free slots to waiters in turn while both last.
@@ -203,7 +345,7 @@ impl State {
             let Some(w) = self.next() else { return };
             // A waiter whose request left has removed itself under this lock, so
             // the send fails only if the receiver is dropping right now; its drop
-            // then finds the slot granted and gives it back.
+            // then finds the slot granted and gives it back (for its network).
             self.in_use += 1;
             let _ = w.grant.send(());
         }
@@ -230,10 +372,9 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn release(&self) {
+    fn release(&self, net: Option<Network>) {
         let mut s = self.lock();
-        debug_assert!(s.in_use > 0, "a slot given back that was never taken");
-        s.in_use = s.in_use.saturating_sub(1);
+        s.release(net);
         s.grant();
     }
 }
@@ -248,11 +389,14 @@ pub struct Budget {
 #[derive(Debug)]
 pub struct Slot {
     inner: Arc<Inner>,
+    /// The network it is held for (`None`: work of nobody's, see
+    /// [`Budget::try_acquire`]).
+    net: Option<Network>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.inner.release();
+        self.inner.release(self.net);
     }
 }
 
@@ -273,7 +417,7 @@ impl Drop for Place<'_> {
         let mut s = self.inner.lock();
         if !s.remove(self.client, self.id) && rx.try_recv().is_ok() {
             // Granted as it left: the slot goes on to the next in turn.
-            s.in_use = s.in_use.saturating_sub(1);
+            s.release(Some(Network::of(self.client)));
             s.grant();
         }
     }
@@ -282,10 +426,12 @@ impl Drop for Place<'_> {
 impl Budget {
     /// A budget of `slots` (at least one).
     pub fn new(slots: usize) -> Budget {
-        let state = State {
-            limit: slots.max(1),
-            ..State::default()
-        };
+        Budget::with_sparse_idle(slots, SPARSE_IDLE)
+    }
+
+    /// [`Budget::new`] with networks idle for `sparse_idle` counted new (tests).
+    pub(crate) fn with_sparse_idle(slots: usize, sparse_idle: Duration) -> Budget {
+        let state = State::new(slots, sparse_idle);
         Budget {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
@@ -322,8 +468,9 @@ impl Budget {
             let mut s = self.inner.lock();
             if s.waiting == 0 && s.in_use < s.limit {
                 s.in_use += 1;
+                s.net(Network::of(key), start).held += 1;
                 self.inner.counters.at_once.fetch_add(1, Ordering::Relaxed);
-                return Ok(self.slot());
+                return Ok(self.slot(Some(Network::of(key))));
             }
             if s.waiting >= cfg.queue_max {
                 return Err(self.refuse(Refused::QueueFull));
@@ -333,7 +480,8 @@ impl Budget {
                 return Err(self.refuse(Refused::ClientQueueFull));
             }
             let (tx, rx) = oneshot::channel();
-            let id = s.push(key, tx);
+            // Twice what can wait: a sweep leaves room for as many again.
+            let id = s.push(key, tx, 2 * NETS_KEPT_MIN.max(cfg.queue_max));
             // A slot freed between the check above and now is granted here.
             s.grant();
             Place {
@@ -351,7 +499,7 @@ impl Budget {
                 c.after_wait.fetch_add(1, Ordering::Relaxed);
                 c.wait_micros
                     .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-                Ok(self.slot())
+                Ok(self.slot(Some(Network::of(key))))
             }
             // The sender is dropped only with the budget itself.
             Ok(Err(_)) | Err(_) => Err(self.refuse(Refused::Deadline)),
@@ -366,12 +514,13 @@ impl Budget {
             return None;
         }
         s.in_use += 1;
-        Some(self.slot())
+        Some(self.slot(None))
     }
 
-    fn slot(&self) -> Slot {
+    fn slot(&self, net: Option<Network>) -> Slot {
         Slot {
             inner: self.inner.clone(),
+            net,
         }
     }
 
@@ -383,6 +532,14 @@ impl Budget {
         };
         self.inner.counters.refused[i].fetch_add(1, Ordering::Relaxed);
         why
+    }
+
+    /// The slots the networks hold, summed, and the networks known (tests of the
+    /// bookkeeping).
+    #[cfg(test)]
+    fn nets_held_and_known(&self) -> (usize, usize) {
+        let s = self.inner.lock();
+        (s.nets.values().map(|n| n.held).sum(), s.nets.len())
     }
 
     /// The slots in use and the requests waiting now.

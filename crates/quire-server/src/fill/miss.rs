@@ -29,7 +29,7 @@ use quire_http::freshness::{self, StoredTiming};
 use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::meta::StoredMeta;
 use quire_http::status::CacheStatus;
-use quire_store::{Engine, EntryRef};
+use quire_store::EntryRef;
 
 use crate::cache::invalidate::Verdict;
 use crate::cache::object::{self, ObjectRecord};

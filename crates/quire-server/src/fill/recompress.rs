@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use quire_http::encoding::Coding;
-use quire_store::{Engine, EntryRef};
+use quire_store::EntryRef;
 
 use crate::cache::invalidate::{Tags, Verdict};
 use crate::cache::object::{self, Record};

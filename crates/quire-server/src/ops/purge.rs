@@ -96,8 +96,10 @@ fn soft(ctx: &Ctx, target: &Target, since: u64, now: SystemTime) -> u64 {
         .flat_map(|tag| ctx.store.tagged_keys(tag.as_bytes()))
         .collect::<Vec<_>>();
     for key in keys {
-        let Some(Record::Object(first)) =
-            ctx.store.get_quiet(&key).and_then(|h| object::decode(h.meta()))
+        let Some(Record::Object(first)) = ctx
+            .store
+            .get_quiet(&key)
+            .and_then(|h| object::decode(h.meta()))
         else {
             continue;
         };
@@ -163,8 +165,10 @@ pub fn hot_urls(ctx: &Ctx, targets: &[Target], max: usize) -> Vec<String> {
             if hits == 0 {
                 continue;
             }
-            let Some(Record::Object(rec)) =
-                ctx.store.get_quiet(&key).and_then(|h| object::decode(h.meta()))
+            let Some(Record::Object(rec)) = ctx
+                .store
+                .get_quiet(&key)
+                .and_then(|h| object::decode(h.meta()))
             else {
                 continue;
             };

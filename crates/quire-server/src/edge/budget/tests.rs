@@ -212,6 +212,108 @@ async fn a_resize_grants_the_new_slots_to_waiters() {
     assert!(matches!(poll_once(&mut w), Some(Ok(_))));
 }
 
+/// Takes the one slot whoever of `futs` was granted it, by name.
+fn granted<'a>(futs: &mut [(&'static str, Acquire<'a>)]) -> (&'static str, Slot) {
+    let mut got = None;
+    for (name, f) in futs.iter_mut() {
+        if let Some(Ok(slot)) = poll_once(f) {
+            assert!(got.is_none(), "two slots at once with one slot");
+            got = Some((*name, slot));
+            *f = Box::pin(std::future::pending());
+        }
+    }
+    got.expect("the released slot was granted")
+}
+
+#[tokio::test]
+async fn a_network_that_asks_now_and_then_goes_before_a_crowd_that_keeps_asking() {
+    let idle = Duration::from_millis(200);
+    let b = Budget::with_sparse_idle(1, idle);
+    let c = cfg();
+    let held = b.acquire(ip("10.8.8.1"), false, &c).await.unwrap();
+    // Three crowd networks with two requests each, and the reader's one.
+    let mut futs: Vec<(&'static str, Acquire<'_>)> = Vec::new();
+    for (name, addr) in [
+        ("a1", "10.0.1.1"),
+        ("b1", "10.0.2.1"),
+        ("c1", "10.0.3.1"),
+        ("r1", "10.9.9.1"),
+        ("a2", "10.0.1.1"),
+        ("b2", "10.0.2.1"),
+        ("c2", "10.0.3.1"),
+    ] {
+        futs.push((name, queued(&b, &c, addr)));
+    }
+    drop(held);
+    // All new: each network's first in order; then the old round begins.
+    let mut order = Vec::new();
+    let mut slot = None;
+    for _ in 0..6 {
+        drop(slot.take());
+        let (name, s) = granted(&mut futs);
+        order.push(name);
+        slot = Some(s);
+    }
+    assert_eq!(order, ["a1", "b1", "c1", "r1", "a2", "b2"]);
+    // The reader's network is still in the old round (behind c2) when, quiet for
+    // longer than `idle`, it asks again: it is new, and goes before c2.
+    std::thread::sleep(idle + Duration::from_millis(50));
+    futs.push(("r2", queued(&b, &c, "10.9.9.1")));
+    drop(slot.take());
+    let (name, s) = granted(&mut futs);
+    assert_eq!(name, "r2", "after {order:?}");
+    drop(s);
+    let (name, s) = granted(&mut futs);
+    assert_eq!(name, "c2");
+    drop(s);
+    drop(futs);
+    assert_eq!(b.load(), (0, 0));
+    assert_eq!(b.nets_held_and_known().0, 0);
+}
+
+#[tokio::test]
+async fn a_network_that_asks_again_at_once_is_not_new_again() {
+    let b = Budget::with_sparse_idle(1, Duration::from_secs(60));
+    let c = cfg();
+    let held = b.acquire(ip("10.9.9.1"), false, &c).await.unwrap();
+    let mut futs: Vec<(&'static str, Acquire<'_>)> = vec![
+        ("a1", queued(&b, &c, "10.0.1.1")),
+        ("b1", queued(&b, &c, "10.0.2.1")),
+    ];
+    drop(held);
+    // a1 is served; while it holds the slot its network asks again, and a new
+    // network asks for the first time.
+    let (name, slot) = granted(&mut futs);
+    assert_eq!(name, "a1");
+    futs.push(("a2", queued(&b, &c, "10.0.1.1")));
+    futs.push(("n1", queued(&b, &c, "10.0.4.1")));
+    drop(slot);
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let (name, slot) = granted(&mut futs);
+        order.push(name);
+        drop(slot);
+    }
+    // The new networks in order (b1's had not had its turn yet), then the old:
+    // a2, asked while its network held a slot, waits behind the new.
+    assert_eq!(order, ["b1", "n1", "a2"]);
+}
+
+#[tokio::test]
+async fn networks_that_leave_are_not_kept_without_bound() {
+    let b = Budget::new(1);
+    let c = cfg();
+    let _held = b.acquire(ip("10.9.9.1"), false, &c).await.unwrap();
+    // Requests from 40,000 networks (IPv6 /48s) that each wait, then leave.
+    for i in 0..40_000u32 {
+        let addr = format!("2001:db8:{:x}:{:x}::1", i >> 16, i & 0xffff);
+        drop(queued(&b, &c, &addr));
+    }
+    let (_, known) = b.nets_held_and_known();
+    assert!(known <= 2 * NETS_KEPT_MIN + 1, "{known} networks kept");
+    assert_eq!(b.load(), (1, 0));
+}
+
 /// Random acquires, releases and departures against the budget, checked after
 /// every step: never more slots held than there are, every held slot counted,
 /// nothing waits while a slot is free, and all is given back at the end.
@@ -226,7 +328,8 @@ async fn random_interleavings_never_lose_or_invent_a_slot() {
             (rng % n as u64) as usize
         };
         let limit = 1 + next(3);
-        let b = Budget::new(limit);
+        // Networks idle for no time at all are new again: both lists are used.
+        let b = Budget::with_sparse_idle(limit, Duration::from_millis(next(2) as u64));
         let c = BudgetSection {
             queue_per_client: 3,
             queue_max: 12,
@@ -269,6 +372,11 @@ async fn random_interleavings_never_lose_or_invent_a_slot() {
             }
             let (in_use, queued) = b.load();
             assert_eq!(in_use, held.len(), "seed {seed} step {step}");
+            assert_eq!(
+                b.nets_held_and_known().0,
+                in_use,
+                "seed {seed} step {step}: every slot charged to its network"
+            );
             assert!(in_use <= limit, "seed {seed} step {step}");
             assert_eq!(queued, waiting.len(), "seed {seed} step {step}");
             assert!(
@@ -279,5 +387,6 @@ async fn random_interleavings_never_lose_or_invent_a_slot() {
         waiting.clear();
         held.clear();
         assert_eq!(b.load(), (0, 0), "seed {seed}");
+        assert_eq!(b.nets_held_and_known().0, 0, "seed {seed}");
     }
 }
