@@ -129,6 +129,9 @@ pub struct Ctx {
     /// The budget of uncached work every client shares (`[budget]`, see
     /// `crate::edge::budget`).
     pub budget: crate::edge::budget::Budget,
+    /// Crawlers with slots of their own (`[[budget.crawlers]]`, see
+    /// `crate::edge::crawlers`).
+    pub(crate) crawlers: crate::edge::crawlers::Crawlers,
     /// Cold entries being read into memory on the blocking pool, at most
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
     pub cold_reads: Arc<tokio::sync::Semaphore>,
@@ -195,6 +198,7 @@ impl Ctx {
         };
         let compress = CompressPool::with_limits(e.threads, e.budget.0, cpu);
         let budget = crate::edge::budget::Budget::new(budget_slots(&cfg, origin.as_ref()));
+        let crawlers = crate::edge::crawlers::Crawlers::new(&cfg.budget.crawlers);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         let key_epochs = KeyEpochs::open(&policy.cfg.cache.path, fresh, &policy.keys);
         Ok(Arc::new(Ctx {
@@ -219,6 +223,7 @@ impl Ctx {
             tunnels,
             cold_reads: Arc::new(tokio::sync::Semaphore::new(COLD_READS_MAX)),
             budget,
+            crawlers,
             refreshed: Default::default(),
             refills: std::sync::OnceLock::new(),
         }))
@@ -329,6 +334,7 @@ impl Ctx {
         self.key_epochs.adopt(&new.keys);
         self.budget
             .resize(budget_slots(&new.cfg, self.origin.as_ref()));
+        self.crawlers.configure(&new.cfg.budget.crawlers);
         self.policy.store(Arc::new(new));
         self.reloads.applied();
         Ok(Reloaded { needs_restart })

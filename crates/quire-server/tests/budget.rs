@@ -238,8 +238,17 @@ fn behind_proxy(
     })
 }
 
-/// `quire_budget_refused_total{reason}` from the metrics.
+/// `quire_budget_refused_total{reason}` of everyone's class from the metrics.
 async fn refused(q: &Quire, reason: &str) -> u64 {
+    metric(
+        q,
+        &format!("quire_budget_refused_total{{reason=\"{reason}\",class=\"everyone\"}}"),
+    )
+    .await
+}
+
+/// The value of the metrics line that starts with `name` followed by a space.
+async fn metric(q: &Quire, name: &str) -> u64 {
     let metrics = get(
         q,
         "/_quire/metrics",
@@ -247,7 +256,7 @@ async fn refused(q: &Quire, reason: &str) -> u64 {
     )
     .await;
     let text = String::from_utf8_lossy(&metrics.body).into_owned();
-    let line = format!("quire_budget_refused_total{{reason=\"{reason}\"}} ");
+    let line = format!("{name} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&line))
         .and_then(|n| n.parse().ok())
@@ -304,4 +313,86 @@ async fn budget_a_client_past_its_queue_is_refused_at_once() {
     let _ = first.await;
     let _ = holder.await;
     q.shutdown().await;
+}
+
+/// A crawler class (`[[budget.crawlers]]`) whose address is checked by reverse DNS:
+/// 127.0.0.1 is `localhost` forward and back, so a `TestBot` from there takes the
+/// class's own slot while everyone's is held; the same name from an address with no
+/// such name is anyone's, and waits its turn in everyone's queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_a_verified_crawler_takes_its_own_slots_and_a_claimed_one_waits_with_everyone() {
+    let origin = slow_origin(Duration::from_secs(4)).await;
+    let q = Quire::start(&origin, |c| {
+        c.limits.origin_read_timeout = Secs(Duration::from_secs(10));
+        c.budget.slots = 1;
+        c.budget.queue_timeout = Secs(Duration::from_secs(10));
+        c.budget.crawlers = vec![quire_server::config::CrawlerClass {
+            name: "local".into(),
+            user_agent: "TestBot".into(),
+            domains: vec!["localhost".into()],
+            slots: 1,
+        }];
+        c.rate_limit.misses_per_sec = 0.0;
+    })
+    .await;
+    let addr = q.addr;
+    let reader =
+        tokio::spawn(
+            async move { get_from(IpAddr::from([127, 1, 0, 1]), addr, "/reader", &[]).await },
+        );
+    assert!(
+        wait_for(|| q.ctx.budget.load().0 == 1).await,
+        "everyone's slot held"
+    );
+    let bot = [("user-agent", "Mozilla/5.0 (compatible; TestBot/1.0)")];
+    // The verified crawler is answered while everyone's slot is still held.
+    let crawler = tokio::spawn(async move {
+        get_from(IpAddr::from([127, 0, 0, 1]), addr, "/crawled", &bot).await
+    });
+    // It reaches the origin while the reader still holds everyone's slot, and
+    // never waits for it.
+    assert!(
+        wait_for(|| origin.hits("/crawled") == 1).await,
+        "the crawler waited"
+    );
+    assert_eq!(q.ctx.budget.load(), (1, 0), "it never used everyone's slot");
+    assert_eq!(origin.hits("/reader"), 1);
+    let local = "class=\"local\"";
+    assert_eq!(
+        metric(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
+        1
+    );
+    assert_eq!(
+        metric(
+            &q,
+            &format!("quire_budget_admitted_total{{waited=\"no\",{local}}}")
+        )
+        .await,
+        1
+    );
+    // The same name from an unnamed address waits in everyone's queue.
+    let claimed = tokio::spawn(async move {
+        get_from(IpAddr::from([127, 9, 8, 7]), addr, "/claimed", &bot).await
+    });
+    assert!(
+        wait_for(|| q.ctx.budget.load().1 == 1).await,
+        "the claimed crawler did not queue with everyone: {:?}",
+        q.ctx.budget.load()
+    );
+    // Refused (or, with a resolver that cannot answer in time, busy): anyone's.
+    let refused = metric(&q, "quire_crawler_checks_total{result=\"refused\"}").await;
+    let busy = metric(&q, "quire_crawler_checks_total{result=\"busy\"}").await;
+    assert_eq!(refused + busy, 1);
+    assert_eq!(
+        metric(&q, "quire_crawler_checks_total{result=\"verified\"}").await,
+        1
+    );
+    let got = crawler.await.unwrap();
+    assert_eq!(got.status, 200, "{}", got.head);
+    assert_eq!(reader.await.unwrap().status, 200);
+    assert_eq!(claimed.await.unwrap().status, 200);
+    assert_eq!(
+        metric(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
+        1
+    );
 }

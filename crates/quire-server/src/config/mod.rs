@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-mod budget;
+pub(crate) mod budget;
 mod cluster;
 mod error;
 mod log;
@@ -28,7 +28,7 @@ mod origins;
 mod rate_limit;
 mod units;
 
-pub use budget::BudgetSection;
+pub use budget::{BudgetSection, CrawlerClass};
 pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 pub use error::ConfigError;
 pub use log::{Format, LogSection};

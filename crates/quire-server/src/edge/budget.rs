@@ -548,56 +548,99 @@ impl Budget {
         (s.in_use, s.waiting)
     }
 
-    /// The budget's gauges and counters in Prometheus text format.
-    pub fn write_metrics(&self, out: &mut String) {
-        use std::fmt::Write as _;
+    /// The budget's gauges and counters now.
+    pub fn snapshot(&self) -> Snapshot {
         let (limit, in_use, waiting) = {
             let s = self.inner.lock();
             (s.limit, s.in_use, s.waiting)
         };
         let c = &self.inner.counters;
-        let refused: Vec<String> = [
-            Refused::Deadline,
-            Refused::ClientQueueFull,
-            Refused::QueueFull,
-        ]
-        .iter()
-        .zip(&c.refused)
-        .map(|(r, n)| {
-            format!(
-                "quire_budget_refused_total{{reason=\"{}\"}} {}",
-                r.label(),
-                n.load(Ordering::Relaxed)
-            )
-        })
-        .collect();
-        let _ = writeln!(
-            out,
-            "# HELP quire_budget_slots Slots of the budget for uncached work (budget.slots).\n\
-             # TYPE quire_budget_slots gauge\n\
-             quire_budget_slots {limit}\n\
-             # HELP quire_budget_in_use Slots of the budget held now (renders, fills, passes).\n\
-             # TYPE quire_budget_in_use gauge\n\
-             quire_budget_in_use {in_use}\n\
-             # HELP quire_budget_waiting Requests waiting for a slot of the budget now.\n\
-             # TYPE quire_budget_waiting gauge\n\
-             quire_budget_waiting {waiting}\n\
-             # HELP quire_budget_admitted_total Uncached requests given a slot: at once, or after waiting their turn.\n\
-             # TYPE quire_budget_admitted_total counter\n\
-             quire_budget_admitted_total{{waited=\"no\"}} {}\n\
-             quire_budget_admitted_total{{waited=\"yes\"}} {}\n\
-             # HELP quire_budget_wait_seconds_total Time requests given a slot after waiting spent waiting.\n\
-             # TYPE quire_budget_wait_seconds_total counter\n\
-             quire_budget_wait_seconds_total {:.6}\n\
-             # HELP quire_budget_refused_total Uncached requests answered 503 for want of a slot: past budget.queue_timeout (deadline), their client's queue full (budget.queue_per_client), or every queue (budget.queue_max).\n\
-             # TYPE quire_budget_refused_total counter\n\
-             {}",
-            c.at_once.load(Ordering::Relaxed),
-            c.after_wait.load(Ordering::Relaxed),
-            c.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
-            refused.join("\n"),
-        );
+        Snapshot {
+            limit,
+            in_use,
+            waiting,
+            at_once: c.at_once.load(Ordering::Relaxed),
+            after_wait: c.after_wait.load(Ordering::Relaxed),
+            wait_seconds: c.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            refused: std::array::from_fn(|i| c.refused[i].load(Ordering::Relaxed)),
+        }
     }
+}
+
+/// A budget's gauges and counters at one moment ([`Budget::snapshot`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot {
+    limit: usize,
+    in_use: usize,
+    waiting: usize,
+    at_once: u64,
+    after_wait: u64,
+    wait_seconds: f64,
+    refused: [u64; 3],
+}
+
+/// Budgets' metrics in Prometheus text format, each family's lines together, one
+/// per budget labelled with its `class` (`everyone` for the budget every client
+/// shares, a crawler class's name for its own).
+pub(crate) fn write_metrics(out: &mut String, budgets: &[(&str, Snapshot)]) {
+    use std::fmt::Write as _;
+    let mut family =
+        |name: &str, kind: &str, text: &str, lines: &dyn Fn(&Snapshot) -> Vec<(String, String)>| {
+            let _ = writeln!(out, "# HELP {name} {text}\n# TYPE {name} {kind}");
+            for (class, snap) in budgets {
+                for (labels, value) in lines(snap) {
+                    let _ = writeln!(out, "{name}{{{labels}class=\"{class}\"}} {value}");
+                }
+            }
+        };
+    let one = |v: String| vec![(String::new(), v)];
+    family(
+        "quire_budget_slots",
+        "gauge",
+        "Slots of the budget for uncached work (budget.slots; a crawler class's own).",
+        &|s| one(s.limit.to_string()),
+    );
+    family(
+        "quire_budget_in_use",
+        "gauge",
+        "Slots of the budget held now (renders, fills, passes).",
+        &|s| one(s.in_use.to_string()),
+    );
+    family(
+        "quire_budget_waiting",
+        "gauge",
+        "Requests waiting for a slot of the budget now.",
+        &|s| one(s.waiting.to_string()),
+    );
+    family(
+        "quire_budget_admitted_total",
+        "counter",
+        "Uncached requests given a slot: at once, or after waiting their turn.",
+        &|s| {
+            vec![
+                ("waited=\"no\",".into(), s.at_once.to_string()),
+                ("waited=\"yes\",".into(), s.after_wait.to_string()),
+            ]
+        },
+    );
+    family(
+        "quire_budget_wait_seconds_total",
+        "counter",
+        "Time requests given a slot after waiting spent waiting.",
+        &|s| one(format!("{:.6}", s.wait_seconds)),
+    );
+    family(
+        "quire_budget_refused_total",
+        "counter",
+        "Uncached requests answered 503 for want of a slot: past budget.queue_timeout (deadline), their client's queue full (budget.queue_per_client), or every queue (budget.queue_max).",
+        &|s| {
+            [Refused::Deadline, Refused::ClientQueueFull, Refused::QueueFull]
+                .iter()
+                .zip(s.refused)
+                .map(|(r, n)| (format!("reason=\"{}\",", r.label()), n.to_string()))
+                .collect()
+        },
+    );
 }
 
 /// The slots `budget.slots = 0` means: twice the cores for work done on this

@@ -18,6 +18,7 @@
 pub(crate) mod budget;
 pub mod client;
 pub(crate) mod conns;
+pub(crate) mod crawlers;
 pub mod guard;
 pub(crate) mod h2conn;
 #[expect(

@@ -1,4 +1,4 @@
-//! Two socket calls with no safe form in rustix: one of the server's two files with
+//! Three socket calls with no safe form in rustix: one of the server's two files with
 //! `unsafe` code, both on the edge floor (the other, `crate::edge::inherit`, owns the
 //! descriptors handed over at exec). Everything else in the crate is checked by
 //! `#![deny(unsafe_code)]`; these two modules are the named exceptions
@@ -8,8 +8,11 @@
 //!   it first (the fast path's reads: a memset of 8 KiB per read for nothing).
 //! - [`unacked`]: `SIOCOUTQ`, the bytes a socket's peer has not acknowledged (what
 //!   decides when a body sent by sendfile may be unpinned, see [`crate::edge::sendfile`]).
+//! - [`reverse_name`]: `getnameinfo` with `NI_NAMEREQD`, an address's reverse DNS
+//!   name (crawler classes' checks, see [`crate::edge::crawlers`]).
 
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 
 use bytes::BytesMut;
@@ -60,4 +63,35 @@ pub(crate) fn unacked(sock: impl AsFd) -> Option<usize> {
         )
     };
     n.ok().and_then(|n| usize::try_from(n).ok())
+}
+
+/// `ip`'s reverse DNS name (PTR, or the hosts file), without falling back to the
+/// address's text (blocking).
+pub(crate) fn reverse_name(ip: IpAddr) -> Option<String> {
+    let sa = socket2::SockAddr::from(SocketAddr::new(ip, 0));
+    let mut host = [0 as libc::c_char; 1025];
+    // SAFETY: `sa` is a valid socket address of `sa.len()` bytes that outlives the
+    // call; `host` is a writable buffer of the length passed; no service buffer is
+    // asked for (null, 0). With NI_NAMEREQD the call fails rather than write the
+    // numeric form, and on success it writes a NUL-terminated name into `host`.
+    let rc = unsafe {
+        libc::getnameinfo(
+            sa.as_ptr().cast(),
+            sa.len(),
+            host.as_mut_ptr(),
+            host.len() as libc::socklen_t,
+            std::ptr::null_mut(),
+            0,
+            libc::NI_NAMEREQD,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: getnameinfo succeeded, so `host` holds a NUL-terminated string
+    // within its length.
+    let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) };
+    let name = name.to_str().ok()?.to_owned();
+    // A name made of the address's digits is no name.
+    (name.parse::<IpAddr>().is_err() && !name.is_empty()).then_some(name)
 }

@@ -119,9 +119,17 @@ async fn take_slot(
     let from_peer = spec
         .client_headers
         .contains_key(crate::upstream::PEER_HEADER);
-    let acquire = ctx
-        .budget
-        .acquire(spec.client, from_peer, &spec.policy.cfg.budget);
+    let acquire = async {
+        // A named crawler's fill takes its class's slots (`crate::edge::crawlers`).
+        let class = ctx
+            .crawlers
+            .class_of(spec.client, &spec.client_headers)
+            .await;
+        let budget = class.as_ref().map_or(&ctx.budget, |c| &c.budget);
+        budget
+            .acquire(spec.client, from_peer, &spec.policy.cfg.budget)
+            .await
+    };
     match unless_abandoned(ctx, spec, fill, acquire).await {
         Some(Ok(slot)) => Ok(Some(slot)),
         Some(Err(why)) => {

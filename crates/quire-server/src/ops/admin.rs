@@ -96,7 +96,13 @@ fn metrics_text(ctx: &Ctx) -> String {
     ctx.reloads.write_metrics(&mut text);
     ctx.limiter.write_metrics(&mut text);
     ctx.tunnels.write_metrics(&mut text);
-    ctx.budget.write_metrics(&mut text);
+    {
+        let classes = ctx.crawlers.budgets();
+        let mut budgets = vec![("everyone", ctx.budget.snapshot())];
+        budgets.extend(classes.iter().map(|(n, s)| (n.as_str(), *s)));
+        crate::edge::budget::write_metrics(&mut text, &budgets);
+        ctx.crawlers.write_metrics(&mut text);
+    }
     text
 }
 

@@ -13,6 +13,7 @@ fn cfg() -> BudgetSection {
         queue_timeout: Secs(Duration::from_secs(60)),
         queue_per_client: 8,
         queue_max: 100,
+        crawlers: Vec::new(),
     }
 }
 
@@ -147,12 +148,15 @@ async fn the_whole_queue_is_bounded() {
     let r = b.acquire(ip("10.0.3.1"), false, &c).await;
     assert_eq!(r.err(), Some(Refused::QueueFull));
     let mut text = String::new();
-    b.write_metrics(&mut text);
+    write_metrics(&mut text, &[("everyone", b.snapshot())]);
     assert!(
-        text.contains("quire_budget_refused_total{reason=\"queue_full\"} 1"),
+        text.contains("quire_budget_refused_total{reason=\"queue_full\",class=\"everyone\"} 1"),
         "{text}"
     );
-    assert!(text.contains("quire_budget_waiting 3"), "{text}");
+    assert!(
+        text.contains("quire_budget_waiting{class=\"everyone\"} 3"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
