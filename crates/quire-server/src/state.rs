@@ -136,8 +136,8 @@ pub struct Ctx {
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
     pub cold_reads: Arc<tokio::sync::Semaphore>,
     /// The queue of URLs a purge asked to be fetched again (`refill`), started by
-    /// the first such purge (see [`Ctx::refills`]).
-    refills: std::sync::OnceLock<crate::request::prefill::Prefill>,
+    /// the first such purge (see `crate::ops::purge_api`).
+    refills: std::sync::OnceLock<Box<dyn crate::ops::refill::Refill>>,
 }
 
 /// The slots `cfg`'s `[budget]` gives uncached work with `origin` as the upstream.
@@ -151,13 +151,6 @@ pub(crate) fn budget_slots(cfg: &Config, origin: &dyn Upstream) -> usize {
 /// Cold entries read into memory at once, at most: each holds a blocking thread
 /// while the disk answers.
 pub(crate) const COLD_READS_MAX: usize = 32;
-
-/// URLs waiting to be fetched again after purges, at most (more are dropped and
-/// counted as prefills are: a reader's request fills them).
-pub(crate) const REFILL_QUEUE_MAX: usize = 4096;
-
-/// Purged URLs one purge queues for refilling, at most (the hottest first).
-pub(crate) const REFILL_PER_PURGE_MAX: usize = 1000;
 
 impl Ctx {
     /// Validates `cfg`, opens the volume and builds the shared state of a proxy in
@@ -239,14 +232,13 @@ impl Ctx {
         self.bus.get()
     }
 
-    /// The queue purged URLs are fetched again from (a purge's `refill`): a
-    /// [`crate::request::prefill::Prefill`] of its own, so refills take their turn
-    /// behind readers as prefills do and are counted with them. Started on first
-    /// use, from within the runtime.
-    pub fn refills(self: &Arc<Self>) -> &crate::request::prefill::Prefill {
-        self.refills.get_or_init(|| {
-            crate::request::prefill::Prefill::with_capacity(self.clone(), REFILL_QUEUE_MAX)
-        })
+    /// The queue purged URLs are fetched again from (a purge's `refill`), made by
+    /// `start` on first use.
+    pub(crate) fn refills(
+        &self,
+        start: impl FnOnce() -> Box<dyn crate::ops::refill::Refill>,
+    ) -> &dyn crate::ops::refill::Refill {
+        self.refills.get_or_init(start).as_ref()
     }
 
     /// Entries the store holds now (responses, their variants and bodies).

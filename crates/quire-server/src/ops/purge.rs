@@ -178,7 +178,7 @@ pub fn hot_urls(ctx: &Ctx, targets: &[Target], max: usize) -> Vec<String> {
         }
     }
     // Stable: among equally hot URLs, the order the tags listed them.
-    hot.sort_by(|a, b| b.0.cmp(&a.0));
+    hot.sort_by_key(|h| std::cmp::Reverse(h.0));
     hot.truncate(max);
     hot.into_iter().map(|(_, u)| u).collect()
 }

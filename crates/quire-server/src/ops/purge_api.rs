@@ -35,7 +35,14 @@ use crate::ops::answer::{authorise, error, json};
 use crate::ops::bus::{BusError, Invalidation, NodeAck};
 use crate::ops::purge::Target;
 use crate::request::body::Body;
-use crate::state::{Ctx, REFILL_PER_PURGE_MAX};
+use crate::state::Ctx;
+
+/// URLs waiting to be fetched again after purges, at most (more are dropped and
+/// counted as prefills are: a reader's request fills them).
+pub const REFILL_QUEUE_MAX: usize = 4096;
+
+/// Purged URLs one purge queues for refilling, at most (the hottest first).
+pub const REFILL_PER_PURGE_MAX: usize = 1000;
 use crate::upstream::origin::OutBody;
 
 /// Largest `POST /_quire/purge` body.
@@ -295,8 +302,21 @@ async fn apply(
     })
     .await
     .unwrap_or_default();
-    let queue = ctx.refills();
-    let refilled = hot.into_iter().filter(|u| queue.queue(u.clone())).count();
+    // The queue is started by the first purge that has something to refill.
+    let refilled = match hot.is_empty() {
+        true => 0,
+        false => {
+            // A prefill queue of its own: refills take their turn behind readers
+            // as prefills do, and are counted with them.
+            let queue = ctx.refills(|| {
+                Box::new(crate::request::prefill::Prefill::with_capacity(
+                    ctx.clone(),
+                    REFILL_QUEUE_MAX,
+                ))
+            });
+            hot.into_iter().filter(|u| queue.queue(u.clone())).count()
+        }
+    };
     let cluster = match receipt {
         None => None,
         Some((b, r)) => {

@@ -33,7 +33,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use http::{header, HeaderValue, Method, Request};
@@ -71,7 +71,9 @@ pub const BUSY_REST: u32 = 4;
 #[derive(Debug, Clone)]
 pub struct Prefill {
     tx: mpsc::Sender<(String, Option<Audience>)>,
-    ctx: Arc<Ctx>,
+    /// Weak, as the task's: a queue kept in the `Ctx` itself (purges' refills)
+    /// must not keep it alive (the volume's lock goes with it).
+    ctx: Weak<Ctx>,
 }
 
 impl Prefill {
@@ -89,8 +91,11 @@ impl Prefill {
     /// Outside a tokio runtime.
     pub fn with_capacity(ctx: Arc<Ctx>, capacity: usize) -> Prefill {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        tokio::spawn(run(ctx.clone(), rx));
-        Prefill { tx, ctx }
+        tokio::spawn(run(Arc::downgrade(&ctx), rx));
+        Prefill {
+            tx,
+            ctx: Arc::downgrade(&ctx),
+        }
     }
 
     /// Queues `url` (absolute: `https://host/path`) to be filled; it is keyed as
@@ -105,7 +110,9 @@ impl Prefill {
     pub fn queue_for(&self, url: String, audience: Option<Audience>) -> bool {
         let queued = self.tx.try_send((url, audience)).is_ok();
         if !queued {
-            self.ctx.metrics.record_prefill(Prefilled::Dropped);
+            if let Some(ctx) = self.ctx.upgrade() {
+                ctx.metrics.record_prefill(Prefilled::Dropped);
+            }
         }
         queued
     }
@@ -116,8 +123,16 @@ impl Prefill {
     }
 }
 
-async fn run(ctx: Arc<Ctx>, mut rx: mpsc::Receiver<(String, Option<Audience>)>) {
+impl crate::ops::refill::Refill for Prefill {
+    fn queue(&self, url: String) -> bool {
+        Prefill::queue(self, url)
+    }
+}
+
+async fn run(ctx: Weak<Ctx>, mut rx: mpsc::Receiver<(String, Option<Audience>)>) {
     while let Some((raw, audience)) = rx.recv().await {
+        // Held for one URL at a time: a server shutting down is not kept up.
+        let Some(ctx) = ctx.upgrade() else { return };
         let Ok(url) = key::normalize_absolute(&raw, &ctx.peek().keys) else {
             ctx.metrics.record_prefill(Prefilled::Failed);
             continue;
