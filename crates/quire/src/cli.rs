@@ -197,10 +197,14 @@ pub(crate) struct PurgeArgs {
 /// Arguments of `quire warm`.
 #[derive(Debug, Args)]
 pub(crate) struct WarmArgs {
-    /// The quire to warm, http://host:port: every request goes there, with the URL's
-    /// host in `Host`.
+    /// The quire to warm, http://host:port or https://host:port: every request goes
+    /// there, with the URL's host in `Host` (and, over TLS, as the server name whose
+    /// certificate is checked).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
     pub server: String,
+    /// PEM certificates trusted besides the system's, for an https:// --server.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     /// A sitemap (or sitemap index) URL, e.g. http://example.com/sitemap.xml, fetched
     /// through the server.
     #[arg(long, value_name = "URL")]

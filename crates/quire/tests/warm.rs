@@ -127,3 +127,69 @@ fn a_list_with_a_relative_url_is_refused_naming_it_and_a_missing_page_fails_the_
     let out = String::from_utf8_lossy(&missing.stdout);
     assert!(out.contains("no-such-note-anywhere: HTTP 404"), "{out}");
 }
+
+/// `quire serve` on a copy of the example vault behind its HTTPS listener, with a
+/// self-signed certificate for `site.test`; the certificate's PEM path.
+fn serve_https(dir: &Path) -> (Process, std::path::PathBuf) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["site.test".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_file, key_file) = (dir.join("site.crt"), dir.join("site.key"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let vault = example_vault(dir);
+    let config = dir.join("quire.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[rate_limit]\nmisses_per_sec = 0\n[tls]\ncert = {:?}\nkey = {:?}\n",
+            cert_file, key_file
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(QUIRE);
+    cmd.arg("serve")
+        .arg(&vault)
+        .args(["--listen", "127.0.0.1:0", "--no-watch", "--config"])
+        .arg(&config)
+        .arg("--cache")
+        .arg(dir.join("serve.vol"))
+        .stdin(Stdio::null());
+    (Process::start(&mut cmd), cert_file)
+}
+
+#[test]
+fn warming_an_https_listener_names_the_site_and_checks_its_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (quire, cert) = serve_https(dir.path());
+    let server = format!("https://{}", quire.addr);
+    let list = dir.path().join("urls.txt");
+    std::fs::write(&list, "https://site.test/\n").unwrap();
+    let list = list.to_str().unwrap();
+    let ca = cert.to_str().unwrap();
+
+    // The site's certificate, trusted: stored by the first run, a hit for the next.
+    let args = ["--server", &server, "--ca-file", ca, "--urls", list];
+    let first = warm(&args);
+    assert!(first.status.success(), "{first:?}");
+    let [hit, stored, _, _] = counts(&first);
+    assert_eq!(hit + stored, 1, "{first:?}");
+    let second = warm(&args);
+    assert_eq!(counts(&second), [1, 0, 0, 0], "{second:?}");
+
+    // Not trusted (the system's roots only): the handshake fails, and says why.
+    let untrusted = warm(&["--server", &server, "--urls", list]);
+    assert!(!untrusted.status.success());
+    assert_eq!(counts(&untrusted)[3], 1, "{untrusted:?}");
+    let out = String::from_utf8_lossy(&untrusted.stdout).to_lowercase();
+    assert!(out.contains("certificate"), "{out}");
+
+    // A CA file for a plain server is a mistake, named.
+    let plain = format!("http://{}", quire.addr);
+    let bad = warm(&["--server", &plain, "--ca-file", ca, "--urls", list]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--ca-file is for an https:// server"), "{err}");
+}

@@ -158,6 +158,20 @@ impl OriginOptions {
     }
 }
 
+/// The TLS client configuration quire's own clients use for an `https://` server
+/// (the origin pool's, and `quire warm`'s): the system's roots plus `ca_file`,
+/// certificates checked, ALPN `http/1.1`.
+pub fn https_client_config(
+    ca_file: Option<PathBuf>,
+) -> Result<Arc<rustls::ClientConfig>, OriginSetupError> {
+    let opts = OriginOptions {
+        ca_file,
+        insecure_skip_verify: false,
+        ..OriginOptions::default()
+    };
+    tls::client_config(true, &opts).map(Arc::new)
+}
+
 impl Default for OriginOptions {
     fn default() -> Self {
         OriginOptions::from_config(&crate::config::Config::default())

@@ -1,6 +1,15 @@
 //! One GET of `quire warm`: a blocking HTTP/1.1 exchange over `std::net` with
 //! `Connection: close`, sent to the server being warmed whatever host the URL names
-//! (the URL's host goes in `Host`, its scheme in `X-Forwarded-Proto`).
+//! (the URL's host goes in `Host`).
+//!
+//! - **Plain HTTP** (`--server http://...`): the URL's scheme goes in
+//!   `X-Forwarded-Proto`, which counts when quire trusts the address warm connects
+//!   from (see docs/admin.md).
+//! - **HTTPS** (`--server https://...`): TLS to the server, with the URL's host as
+//!   the server name (SNI), so quire presents that site's certificate, and the
+//!   certificate checked against it (the system's roots plus `--ca-file`): warming
+//!   goes through the front door readers use, and its requests are keyed `https`
+//!   as theirs are.
 //!
 //! A body is read to its end and dropped unless the caller keeps it (a sitemap), and
 //! then only up to a cap: a warm run holds no more memory for a large page than for a
@@ -8,6 +17,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -33,20 +43,114 @@ pub(crate) struct Answer {
     pub cut: bool,
 }
 
-/// GETs `url` from `server` (`host:port`); keeps up to `keep` body bytes.
-pub(crate) fn get(server: &str, url: &Uri, keep: usize) -> anyhow::Result<Answer> {
-    let (Some(scheme), Some(host)) = (url.scheme_str(), url.authority()) else {
+/// The server being warmed: where to connect, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    /// `host:port`.
+    pub addr: String,
+    /// TLS, for an `https://` server.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Server {
+    /// `--server` (`http://host:port` or `https://host:port`), with `ca_file` trusted
+    /// for an HTTPS one besides the system's roots.
+    pub(crate) fn parse(server: &str, ca_file: Option<&std::path::Path>) -> anyhow::Result<Server> {
+        let (addr, https) = match (
+            server.strip_prefix("http://"),
+            server.strip_prefix("https://"),
+        ) {
+            (Some(a), _) => (a, false),
+            (_, Some(a)) => (a, true),
+            _ => bail!("--server must be http://host:port or https://host:port"),
+        };
+        let addr = addr.trim_end_matches('/').to_owned();
+        if !https {
+            if ca_file.is_some() {
+                bail!("--ca-file is for an https:// server");
+            }
+            return Ok(Server { addr, tls: None });
+        }
+        let config = quire_server::upstream::origin::https_client_config(ca_file.map(Into::into))
+            .context("the TLS client for --server")?;
+        Ok(Server {
+            addr,
+            tls: Some(config),
+        })
+    }
+}
+
+/// A connection to the server, plain or TLS.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            // A server that closes without `close_notify` has still sent a whole
+            // `Connection: close` answer; the framing is checked by the caller.
+            Conn::Tls(s) => match s.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+                r => r,
+            },
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// Connects to `server`, with TLS for `host` (the URL's host, without its port)
+/// when the server is HTTPS.
+fn connect(server: &Server, host: &str) -> anyhow::Result<Conn> {
+    let tcp = TcpStream::connect(&server.addr)
+        .with_context(|| format!("connecting to {}", server.addr))?;
+    tcp.set_read_timeout(Some(TIMEOUT))?;
+    tcp.set_write_timeout(Some(TIMEOUT))?;
+    let Some(config) = &server.tls else {
+        return Ok(Conn::Plain(tcp));
+    };
+    let name = rustls_pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+        .with_context(|| format!("{host:?} is not a TLS server name"))?;
+    let conn =
+        rustls::ClientConnection::new(config.clone(), name).context("starting the TLS session")?;
+    Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))))
+}
+
+/// GETs `url` from `server`; keeps up to `keep` body bytes.
+pub(crate) fn get(server: &Server, url: &Uri, keep: usize) -> anyhow::Result<Answer> {
+    let (Some(scheme), Some(authority)) = (url.scheme_str(), url.authority()) else {
         bail!("{url}: not an absolute http(s) URL");
     };
     let target = url.path_and_query().map_or("/", |p| p.as_str());
-    let mut s = TcpStream::connect(server).with_context(|| format!("connecting to {server}"))?;
-    s.set_read_timeout(Some(TIMEOUT))?;
-    s.set_write_timeout(Some(TIMEOUT))?;
+    let mut s = connect(server, authority.host())?;
+    // Over TLS the scheme is the connection's own.
+    let proto = match server.tls {
+        None => format!("X-Forwarded-Proto: {scheme}\r\n"),
+        Some(_) => String::new(),
+    };
     write!(
         s,
-        "GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-Proto: {scheme}\r\nAccept-Encoding: {}\r\nUser-Agent: quire-warm\r\nConnection: close\r\n\r\n",
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\n{proto}Accept-Encoding: {}\r\nUser-Agent: quire-warm\r\nConnection: close\r\n\r\n",
         if keep > 0 { "identity" } else { "br, gzip" },
-    )?;
+    )
+    .with_context(|| format!("{url}: sending the request"))?;
     let (head, rest) = read_head(&mut s).with_context(|| format!("{url}: reading the answer"))?;
     let mut answer = parse_head(&head).with_context(|| format!("{url}: a malformed answer"))?;
     answer.body = rest;
@@ -56,7 +160,7 @@ pub(crate) fn get(server: &str, url: &Uri, keep: usize) -> anyhow::Result<Answer
 }
 
 /// Reads up to the end of the head; returns the head and the body bytes read with it.
-fn read_head(s: &mut TcpStream) -> anyhow::Result<(String, Vec<u8>)> {
+fn read_head(s: &mut impl Read) -> anyhow::Result<(String, Vec<u8>)> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     loop {

@@ -3,11 +3,12 @@
 //! (after a deploy, a purge of everything, a new cache volume).
 //!
 //! Key decisions:
-//! - **Through the front door, as a client.** Each URL is a plain GET to the server
-//!   being warmed, with the URL's host in `Host` and its scheme in
-//!   `X-Forwarded-Proto`, so it is keyed as a reader's request for that URL would be
-//!   (the scheme counts only from a trusted proxy: see docs/operations.md). A miss is
-//!   an ordinary fill, so everything that bounds fills bounds warming too.
+//! - **Through the front door, as a client.** Each URL is a GET to the server being
+//!   warmed, with the URL's host in `Host`, so it is keyed as a reader's request for
+//!   that URL would be: to an HTTPS listener over TLS, naming the URL's host (its
+//!   certificate is checked); to a plain one with the scheme in `X-Forwarded-Proto`
+//!   (which counts only from a trusted proxy: see docs/admin.md). A miss is an
+//!   ordinary fill, so everything that bounds fills bounds warming too.
 //! - **Bounded by the operator, polite to the server.** Requests start on a fixed
 //!   schedule (`--rate` a second) with at most `--concurrency` at once; a `429` or
 //!   `503` is waited out (its `Retry-After`, at most a minute) and asked again, up to
@@ -41,11 +42,7 @@ const FAILURES_SHOWN: usize = 10;
 
 /// Runs `quire warm`; returns whether every URL was fetched.
 pub(crate) fn run(args: &WarmArgs) -> anyhow::Result<bool> {
-    let server = args
-        .server
-        .strip_prefix("http://")
-        .context("--server must be http://host:port")?
-        .trim_end_matches('/');
+    let server = &fetch::Server::parse(&args.server, args.ca_file.as_deref())?;
     if !(args.rate > 0.0 && args.rate.is_finite()) {
         bail!("--rate must be a positive number of requests a second");
     }
@@ -55,8 +52,9 @@ pub(crate) fn run(args: &WarmArgs) -> anyhow::Result<bool> {
         _ => bail!("give one of --sitemap URL or --urls FILE"),
     };
     eprintln!(
-        "quire warm: {} URLs through {server}, {} a second, {} at once",
+        "quire warm: {} URLs through {}, {} a second, {} at once",
         urls.len(),
+        args.server,
         args.rate,
         args.concurrency.max(1)
     );
@@ -67,7 +65,7 @@ pub(crate) fn run(args: &WarmArgs) -> anyhow::Result<bool> {
 }
 
 /// The URLs a sitemap (or a sitemap index) names.
-fn from_sitemap(server: &str, map: &str, max: usize) -> anyhow::Result<Vec<Uri>> {
+fn from_sitemap(server: &fetch::Server, map: &str, max: usize) -> anyhow::Result<Vec<Uri>> {
     let xml = fetch_text(server, map)?;
     let mut urls = Vec::new();
     if sitemap::is_index(&xml) {
@@ -85,7 +83,7 @@ fn from_sitemap(server: &str, map: &str, max: usize) -> anyhow::Result<Vec<Uri>>
 }
 
 /// A sitemap's text, fetched through the server.
-fn fetch_text(server: &str, url: &str) -> anyhow::Result<String> {
+fn fetch_text(server: &fetch::Server, url: &str) -> anyhow::Result<String> {
     let uri: Uri = url
         .parse()
         .with_context(|| format!("sitemap URL {url:?}"))?;
@@ -134,7 +132,7 @@ fn parse_all<'a>(urls: impl Iterator<Item = &'a str>, from: &str) -> anyhow::Res
 }
 
 /// Fetches every URL on the schedule; returns how long it took.
-fn warm(server: &str, urls: &[Uri], args: &WarmArgs, tally: &Tally) -> Duration {
+fn warm(server: &fetch::Server, urls: &[Uri], args: &WarmArgs, tally: &Tally) -> Duration {
     let next = AtomicUsize::new(0);
     let start = Instant::now();
     let gap = Duration::from_secs_f64(1.0 / args.rate);
@@ -158,7 +156,7 @@ fn warm(server: &str, urls: &[Uri], args: &WarmArgs, tally: &Tally) -> Duration 
 }
 
 /// A GET, asked again after the server's `Retry-After` when it answers 429 or 503.
-fn fetch_politely(server: &str, url: &Uri) -> anyhow::Result<fetch::Answer> {
+fn fetch_politely(server: &fetch::Server, url: &Uri) -> anyhow::Result<fetch::Answer> {
     let mut tries = 0;
     loop {
         let answer = fetch::get(server, url, 0)?;

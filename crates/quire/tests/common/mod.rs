@@ -45,7 +45,8 @@ impl Process {
             addr: "127.0.0.1:1".parse().unwrap(),
         };
         let line = p.wait_line("serving");
-        let addr = line.rsplit("http://").next().unwrap();
+        // `on http://ADDR` or `on https://ADDR`
+        let addr = line.rsplit("://").next().unwrap();
         let addr = addr.split(' ').next().unwrap();
         p.addr = addr
             .parse()

@@ -64,7 +64,10 @@ pub(super) fn connector(
 }
 
 /// The rustls client configuration of the origin pool.
-fn client_config(https: bool, opts: &OriginOptions) -> Result<ClientConfig, OriginSetupError> {
+pub(super) fn client_config(
+    https: bool,
+    opts: &OriginOptions,
+) -> Result<ClientConfig, OriginSetupError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     if let Some(path) = &opts.ca_file {
