@@ -9,7 +9,9 @@ with callouts, formulas, diagrams and transclusions (light and dark), the site g
 and a note's local graph (light and dark, readable labels, no hidden note), the
 search page, signs in with hostile and good `next` targets (it must never leave the
 site), and the sign-in flow to a private note and back, checks what a reader would
-see, and leaves screenshots and report.json in the out folder. Then it serves the
+see, checks that hovering a link prefetches it by the pages' speculation rules and
+that following it is served from the prefetch, and leaves screenshots and
+report.json in the out folder. Then it serves the
 vault over HTTPS (a certificate made with openssl for the run, which chromium is told
 to accept by its key's hash) with a plain-HTTP redirect listener, and checks the
 browser loads pages over HTTP/2 and follows the redirect to them. Last, it serves the
@@ -742,6 +744,40 @@ def check_https(cdp, quire, vault, tmp, out, tls, check):
         stop(server)
 
 
+def check_prefetch(cdp, base, check):
+    """Pages name their speculation rules under `script-src 'none'`; hovering a link
+    to a stored note prefetches it (quire answers prefetches only from the cache),
+    and following the link is served from the prefetch."""
+    status, headers, _ = cdp.navigate(base + "/")
+    rules = headers.get("speculation-rules", "")
+    csp = headers.get("content-security-policy", "")
+    check("pages name their speculation rules, under script-src 'none'",
+          status == 200 and rules.startswith('"/_static/speculation-rules.json?v=')
+          and "script-src 'none'" in csp, f"Speculation-Rules {rules!r}, CSP {csp[:80]!r}")
+    link = cdp.eval("""(() => { const skip = /^\/(tags|login|logout|search|graph|account|feed|sitemap|_|attachments|api)/;
+        const a = [...document.querySelectorAll('a[href^="/"]')].find(a => a.getAttribute('href') !== '/' &&
+            !skip.test(a.getAttribute('href')));
+        if (!a) return null; a.scrollIntoView({block: 'center'}); a.id = 'prefetch-me';
+        const r = a.getClientRects()[0];
+        return {x: r.left + r.width / 2, y: r.top + r.height / 2, href: a.getAttribute('href')}; })()""")
+    if not link:
+        check("a hovered link is prefetched and its navigation served from the prefetch", False,
+              "no link to a note on /")
+        return
+    # Stored before the hover, so the prefetch is a hit: quire never renders for one.
+    for _ in range(2):
+        urllib.request.urlopen(base + link["href"], timeout=10).read()
+    # Earlier checks may have visited it: out of the browser's HTTP cache, the
+    # navigation comes from the prefetch or from quire.
+    cdp.call("Network.clearBrowserCache")
+    cdp.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": link["x"], "y": link["y"]})
+    cdp.pump(1.5)
+    cdp.navigate(js="document.getElementById('prefetch-me').click()")
+    delivery = cdp.eval("performance.getEntriesByType('navigation')[0].deliveryType")
+    check("a hovered link is prefetched and its navigation served from the prefetch",
+          delivery == "navigational-prefetch", f"{link['href']}: deliveryType {delivery!r}")
+
+
 def check_page_script(cdp, quire, vault, tmp, out, check, shot):
     """Serves a copy of `vault` with `hover_previews = true`: the page script must run
     under the page's hashed CSP (its violations are collected with the rest of the
@@ -850,6 +886,7 @@ def main():
         version = cdp.call("Browser.getVersion", session=False).get("product")
         cdp.open_page()
         expected_404 = run_checks(cdp, base, vault, out, check, shots)
+        check_prefetch(cdp, base, check)
         check_page_script(cdp, args.quire, vault, tmp, out, check,
                           lambda name: (cdp.screenshot(os.path.join(out, name)),
                                         shots.append(os.path.join(out, name))))

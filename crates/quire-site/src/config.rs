@@ -36,6 +36,10 @@ pub struct SiteConfig {
     /// popover on hover or focus, and pan and zoom on `/graph`. Served from the
     /// binary and allowed by its hash in the page's CSP (`crate::script`).
     pub hover_previews: bool,
+    /// Which links browsers may prefetch before a reader clicks
+    /// (`crate::speculation`): `"moderate"` (the default), `"conservative"`,
+    /// `"eager"` or `"off"`. A prefetch is only ever answered from the cache.
+    pub prefetch: crate::speculation::Prefetch,
     /// Cache signed-in readers' pages per audience (on by default; see
     /// `crate::audience`). Off, every signed-in request is rendered for its reader
     /// and never stored: for templates that show something personal on every page.
@@ -140,6 +144,7 @@ impl Default for SiteConfig {
             session_hours: 24 * 14,
             secure_cookies: false,
             hover_previews: false,
+            prefetch: crate::speculation::Prefetch::default(),
             cache_signed_in: true,
             template_grace_secs: 120,
             render: RenderLimits::default(),

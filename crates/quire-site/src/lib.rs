@@ -14,6 +14,7 @@
 //! - [`auth`]: sign-in, sign-out, sessions. [`audience`]: signed-in readers'
 //!   pages, cached per audience.
 //! - [`script`]: the opt-in page script (hover previews) and its hash.
+//!   [`speculation`]: the links browsers may prefetch.
 //! - `csp`: the pages' `Content-Security-Policy`, with and without that script.
 //! - [`related`]: precomputed related notes. [`watch`]: reloads on vault changes.
 //! - [`ahead`]: changed pages rendered before anyone asks; `behind`: renders nobody
@@ -40,6 +41,7 @@ pub mod script;
 pub mod shared;
 pub mod site;
 pub mod snapshot;
+pub mod speculation;
 pub mod templates;
 pub mod watch;
 

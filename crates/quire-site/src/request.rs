@@ -70,7 +70,16 @@ pub fn html(
     policy: Policy,
 ) -> Reply {
     match s.templates.render(template, ctx) {
-        Ok(body) => Reply::new(status, HTML, body, policy).scripted(s.config.hover_previews),
+        Ok(body) => {
+            let r = Reply::new(status, HTML, body, policy).scripted(s.config.hover_previews);
+            match crate::speculation::header_value(s.config.prefetch) {
+                Some(v) => r.with(
+                    http::header::HeaderName::from_static("speculation-rules"),
+                    v,
+                ),
+                None => r,
+            }
+        }
         Err(e) => {
             tracing::error!(error = %e, "template failed");
             Reply::new(

@@ -54,6 +54,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Css => css(s, req),
         Page::Graph => site_graph(s, req, shared),
         Page::Script => script(s, req),
+        Page::SpeculationRules => speculation_rules(s, req),
         Page::Attachment(name) => attachment(s, req, &name),
         Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
@@ -234,6 +235,28 @@ fn script(s: &Snapshot, req: &Req<'_>) -> Reply {
         "text/javascript; charset=utf-8",
         crate::script::SCRIPT,
         p,
+    )
+}
+
+/// `/_static/speculation-rules.json`: the links browsers may prefetch (a 404 when
+/// `prefetch = "off"`); immutable when asked for by its version, as pages name it.
+fn speculation_rules(s: &Snapshot, req: &Req<'_>) -> Reply {
+    let p = s.config.prefetch;
+    let (Some(rules), Some(version)) =
+        (crate::speculation::rules(p), crate::speculation::version(p))
+    else {
+        return not_found(s, req);
+    };
+    let policy = if query_param(req.query, "v").as_deref() == Some(&format!("{version:016x}")) {
+        Policy::Immutable
+    } else {
+        Policy::Shared(version)
+    };
+    Reply::new(
+        StatusCode::OK,
+        crate::speculation::MEDIA_TYPE,
+        rules,
+        policy,
     )
 }
 

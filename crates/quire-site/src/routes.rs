@@ -15,6 +15,7 @@
 //! | `/_static/style.css` | the stylesheet |
 //! | `/graph` | the site's graph |
 //! | `/_static/quire.js` | the opt-in page script (`hover_previews`) |
+//! | `/_static/speculation-rules.json` | the links browsers may prefetch (`prefetch`) |
 //! | `/attachments/<name>` | an attachment, by file name |
 //!
 //! Note URLs are slugs (lower-case ASCII letters, digits and `-`), so none of them
@@ -55,6 +56,8 @@ pub enum Page {
     Graph,
     /// `/_static/quire.js`.
     Script,
+    /// `/_static/speculation-rules.json`.
+    SpeculationRules,
     /// `/attachments/<name>` (percent-decoded, lower-cased).
     Attachment(String),
     /// A path ending in `/`: a folder, if one has that URL.
@@ -89,6 +92,7 @@ pub fn route(path: &str) -> Page {
         CSS_PATH => Page::Css,
         GRAPH_PATH => Page::Graph,
         crate::script::SCRIPT_PATH => Page::Script,
+        crate::speculation::PATH => Page::SpeculationRules,
         _ => {
             if let Some(t) = path.strip_prefix("/tags/") {
                 return Page::Tag(t.trim_end_matches('/').to_owned());
@@ -233,6 +237,10 @@ mod tests {
         assert_eq!(route(CSS_PATH), Page::Css);
         assert_eq!(route("/graph"), Page::Graph);
         assert_eq!(route("/_static/quire.js"), Page::Script);
+        assert_eq!(
+            route("/_static/speculation-rules.json"),
+            Page::SpeculationRules
+        );
     }
 
     #[test]

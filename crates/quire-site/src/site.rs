@@ -541,7 +541,8 @@ impl Upstream for Site {
 
     fn query_paths(&self) -> Option<Vec<String>> {
         // Only these read their query: search (`q`), sign-in (`next`), and the
-        // stylesheet and attachments (`v`, which makes them immutable). Notes,
+        // stylesheet, the script, the speculation rules and attachments (`v`, which
+        // makes them immutable). Notes,
         // listings and feeds do not: keying them on it let 64 unique queries of one
         // 2 MB note make 64 fills and 64 compressions. Dropped rather than
         // redirected: a redirect would cost every such link a round trip, and the
@@ -553,6 +554,7 @@ impl Upstream for Site {
                 "/login",
                 routes::CSS_PATH,
                 crate::script::SCRIPT_PATH,
+                crate::speculation::PATH,
                 "/attachments/*",
             ]
             .map(String::from)

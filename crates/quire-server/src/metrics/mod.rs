@@ -316,6 +316,7 @@ pub struct Metrics {
     coalesced: AtomicU64,
     prefills: [AtomicU64; Prefilled::ALL.len()],
     previous_hits: AtomicU64,
+    prefetches_refused: AtomicU64,
     cold_reads: AtomicU64,
     /// Refresh-ahead revalidations: started, skipped (no free budget slot).
     refresh_ahead: [AtomicU64; 2],
@@ -347,6 +348,7 @@ impl Metrics {
             coalesced: AtomicU64::new(0),
             prefills: Default::default(),
             previous_hits: AtomicU64::new(0),
+            prefetches_refused: AtomicU64::new(0),
             cold_reads: AtomicU64::new(0),
             refresh_ahead: Default::default(),
             fills_busy: AtomicU64::new(0),
@@ -433,6 +435,17 @@ impl Metrics {
     /// Entries read in off the worker so far.
     pub fn cold_reads(&self) -> u64 {
         self.cold_reads.load(Ordering::Relaxed)
+    }
+
+    /// A prefetch the store could not serve as it was was answered 503
+    /// (`crate::request::prefetch`).
+    pub fn record_prefetch_refused(&self) {
+        self.prefetches_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Prefetches refused so far.
+    pub fn prefetches_refused(&self) -> u64 {
+        self.prefetches_refused.load(Ordering::Relaxed)
     }
 
     /// Misses answered from a previous version so far.

@@ -98,6 +98,12 @@ impl Metrics {
         )?;
         counter(
             out,
+            "quire_prefetches_refused_total",
+            "Browser prefetches (Sec-Purpose: prefetch) answered 503 because the store held no usable response: a prefetch never makes a render, a fill or a pass.",
+            self.prefetches_refused.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
             "quire_previous_version_hits_total",
             "Misses answered from the page's previous version (the site's templates changed, the page did not) while the current one was made in the background.",
             self.previous_hits.load(Ordering::Relaxed),

@@ -6,7 +6,8 @@
 //! off the worker); [`hit`] serves a usable entry; an
 //! [`exchange`] takes it to the upstream ([`pass`], or a fill); [`tunnel`] passes
 //! `Upgrade` connections through; [`peer`] answers a cluster peer's requests;
-//! [`prefill`] fills what an upstream says changed before anyone asks; [`previous`]
+//! [`prefill`] fills what an upstream says changed before anyone asks; [`prefetch`]
+//! answers a browser's prefetch only from the store; [`previous`]
 //! answers a miss from its page's previous presentation while the current one fills; [`body`] is every response body quire sends.
 
 pub(crate) mod body;
@@ -16,6 +17,7 @@ pub(crate) mod hit;
 pub(crate) mod lookup;
 pub(crate) mod pass;
 pub(crate) mod peer;
+pub(crate) mod prefetch;
 pub mod prefill;
 pub(crate) mod previous;
 pub(crate) mod refuse;

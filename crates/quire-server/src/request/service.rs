@@ -46,6 +46,7 @@ use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::hit::{self, NotServed, Prepared};
 use crate::request::lookup::{self, Lookup};
+use crate::request::prefetch;
 use crate::request::refuse;
 use crate::request::reply;
 use crate::state::{Ctx, Scope};
@@ -157,6 +158,9 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         return Box::pin(x.tunnel()).await;
     }
     let Some(class) = MethodClass::of(x.req.method()) else {
+        if prefetch::is_prefetch(x.req.headers()) {
+            return refuse_prefetch(&x);
+        }
         if let Some(limited) = x.over_rate(Class::Miss) {
             return limited;
         }
@@ -173,6 +177,9 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
             .flatten();
         scope = audience.and_then(|a| x.ctx.audience_scope(&x.url, a));
         if scope.is_none() {
+            if prefetch::is_prefetch(x.req.headers()) {
+                return refuse_prefetch(&x);
+            }
             if let Some(limited) = x.over_rate(Class::Miss) {
                 return limited;
             }
@@ -200,9 +207,13 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     // The entry pins its region: it is dropped before any wait on the origin, so a
     // slow origin never holds reclaim back.
     let entry = look.entry.take();
+    let prefetch = prefetch::is_prefetch(x.req.headers());
     let Some(rec) = look.record.clone() else {
         if req_cc.only_if_cached {
             return (reply::only_if_cached(), Outcome::Error);
+        }
+        if prefetch {
+            return refuse_prefetch(&x);
         }
         if let Some(answered) = crate::request::previous::answer(&x, class, &look, &req_cc) {
             return answered;
@@ -219,6 +230,9 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
             if req_cc.only_if_cached {
                 return (reply::only_if_cached(), Outcome::Error);
             }
+            if prefetch {
+                return refuse_prefetch(&x);
+            }
             if let Some(limited) = x.over_rate(Class::Miss) {
                 return limited;
             }
@@ -231,9 +245,15 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
         }
         decision => {
             let served = Stored { look, rec, entry };
-            usable(x, served, decision).await
+            usable(x, served, decision, prefetch).await
         }
     }
+}
+
+/// The 503 of a prefetch the store cannot serve (`crate::request::prefetch`).
+fn refuse_prefetch(x: &Exchange<'_>) -> Answered {
+    x.ctx.metrics.record_prefetch_refused();
+    (prefetch::refused(), Outcome::Error)
 }
 
 /// Whether `rec`, fresh, is in the last `storage.refresh_ahead` of its lifetime.
@@ -262,15 +282,18 @@ fn miss_fwd(look: &Lookup) -> Fwd {
 /// Serves a usable stored response (fresh, stale where allowed, or stale while it
 /// revalidates in the background); refills when its body is gone, passes when the
 /// request's preconditions are the origin's.
-async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
+/// A `prefetch` is served as it is stored, never starting a revalidation.
+async fn usable(x: Exchange<'_>, s: Stored, decision: Decision, prefetch: bool) -> Answered {
     if let Some(limited) = x.over_rate(Class::Hit) {
         return limited;
     }
     let mut status = x.keyed(CacheStatus::hit());
     if decision == Decision::StaleWhileRevalidate {
         status = status.with_detail("stale-while-revalidate");
-        x.revalidate_in_background(&s.look, &s.rec.rec);
-    } else if decision == Decision::Fresh && refresh_due(&x, &s.rec) {
+        if !prefetch {
+            x.revalidate_in_background(&s.look, &s.rec.rec);
+        }
+    } else if decision == Decision::Fresh && !prefetch && refresh_due(&x, &s.rec) {
         x.refresh_ahead(&s.look, &s.rec.rec);
     }
     let served = match &s.entry {
@@ -281,6 +304,7 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
     match served {
         Ok(r) if decision == Decision::Fresh => (r, Outcome::Hit),
         Ok(r) => (r, Outcome::Stale),
+        Err(_) if prefetch => refuse_prefetch(&x),
         Err(NotServed::Forward) => {
             Box::pin(x.pass(CacheStatus::forward(Fwd::Request), Outcome::Pass)).await
         }
