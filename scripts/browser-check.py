@@ -773,9 +773,21 @@ def check_prefetch(cdp, base, check):
     cdp.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": link["x"], "y": link["y"]})
     cdp.pump(1.5)
     cdp.navigate(js="document.getElementById('prefetch-me').click()")
-    delivery = cdp.eval("performance.getEntriesByType('navigation')[0].deliveryType")
+    timing = ("(() => { const n = performance.getEntriesByType('navigation')[0];"
+              " return {type: n.deliveryType, ms: n.responseEnd - n.startTime}; })()")
+    pre = cdp.eval(timing)
+    # The same page again, clicked without a hover (so not prefetched), from quire's
+    # cache: what the prefetch saved.
+    cdp.navigate(base + "/")
+    cdp.call("Network.clearBrowserCache")
+    cdp.eval("""(() => { const a = [...document.querySelectorAll('a')].find(a =>
+        a.getAttribute('href') === %s); a.id = 'plain-click'; return 1; })()""" % json.dumps(link["href"]))
+    cdp.navigate(js="document.getElementById('plain-click').click()")
+    plain = cdp.eval(timing)
     check("a hovered link is prefetched and its navigation served from the prefetch",
-          delivery == "navigational-prefetch", f"{link['href']}: deliveryType {delivery!r}")
+          pre["type"] == "navigational-prefetch",
+          f"{link['href']}: deliveryType {pre['type']!r}, response in {pre['ms']:.1f} ms; "
+          f"clicked without a hover: {plain['type']!r}, {plain['ms']:.1f} ms (a cache hit)")
 
 
 def check_page_script(cdp, quire, vault, tmp, out, check, shot):
