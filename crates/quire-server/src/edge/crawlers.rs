@@ -191,7 +191,7 @@ impl Crawlers {
         }
         let _ = writeln!(
             out,
-            "# HELP quire_crawler_checks_total Claimed crawlers' addresses checked by reverse DNS: verified, refused (served as anyone), or busy (no lookup free or none answered in time: served as anyone).\n\
+            "# HELP quire_crawler_checks_total Uncached requests that claimed a crawler class with domains, by the check of their address (forward-confirmed reverse DNS, remembered per address): verified, refused (served as anyone), or busy (no lookup free, or none answered in time: served as anyone).\n\
              # TYPE quire_crawler_checks_total counter"
         );
         for c in Check::ALL {
