@@ -64,6 +64,18 @@ pub struct Server {
     redirect: Option<TcpListener>,
 }
 
+/// Gives `ctx` the queue its purges' refills go to (see `crate::ops::purge_api`):
+/// a prefill queue of its own, so refills take their turn behind readers as
+/// prefills do and are counted with them.
+fn start_refills(ctx: &Arc<Ctx>) {
+    let queue = crate::request::prefill::Prefill::with_capacity(
+        ctx.clone(),
+        crate::ops::purge_api::REFILL_QUEUE_MAX,
+    );
+    // A second server on the same context keeps the first one's queue.
+    let _ = ctx.attach_refills(Box::new(queue));
+}
+
 impl Server {
     /// Binds the configured address (`SO_REUSEADDR`, backlog 1024).
     pub async fn bind(ctx: Arc<Ctx>) -> Result<Server, StartError> {
@@ -88,6 +100,7 @@ impl Server {
             ),
             None => None,
         };
+        start_refills(&ctx);
         Ok(Server {
             ctx,
             listener,
@@ -126,6 +139,7 @@ impl Server {
             }
             (None, None) => None,
         };
+        start_refills(&ctx);
         Ok(Server {
             ctx,
             listener,

@@ -135,8 +135,8 @@ pub struct Ctx {
     /// Cold entries being read into memory on the blocking pool, at most
     /// [`COLD_READS_MAX`] at once (see `crate::request::cold`).
     pub cold_reads: Arc<tokio::sync::Semaphore>,
-    /// The queue of URLs a purge asked to be fetched again (`refill`), started by
-    /// the first such purge (see `crate::ops::purge_api`).
+    /// The queue of URLs a purge asked to be fetched again (`refill`), attached
+    /// by the server as it starts (see `crate::ops::purge_api`).
     refills: std::sync::OnceLock<Box<dyn crate::ops::refill::Refill>>,
 }
 
@@ -232,13 +232,16 @@ impl Ctx {
         self.bus.get()
     }
 
-    /// The queue purged URLs are fetched again from (a purge's `refill`), made by
-    /// `start` on first use.
-    pub(crate) fn refills(
-        &self,
-        start: impl FnOnce() -> Box<dyn crate::ops::refill::Refill>,
-    ) -> &dyn crate::ops::refill::Refill {
-        self.refills.get_or_init(start).as_ref()
+    /// Attaches the queue purged URLs are fetched again from (a purge's
+    /// `refill`; the server attaches a prefill queue as it starts); `false` if one
+    /// was attached already.
+    pub(crate) fn attach_refills(&self, queue: Box<dyn crate::ops::refill::Refill>) -> bool {
+        self.refills.set(queue).is_ok()
+    }
+
+    /// The queue purged URLs are fetched again from, once attached.
+    pub(crate) fn refills(&self) -> Option<&dyn crate::ops::refill::Refill> {
+        self.refills.get().map(|q| q.as_ref())
     }
 
     /// Entries the store holds now (responses, their variants and bodies).

@@ -302,20 +302,10 @@ async fn apply(
     })
     .await
     .unwrap_or_default();
-    // The queue is started by the first purge that has something to refill.
-    let refilled = match hot.is_empty() {
-        true => 0,
-        false => {
-            // A prefill queue of its own: refills take their turn behind readers
-            // as prefills do, and are counted with them.
-            let queue = ctx.refills(|| {
-                Box::new(crate::request::prefill::Prefill::with_capacity(
-                    ctx.clone(),
-                    REFILL_QUEUE_MAX,
-                ))
-            });
-            hot.into_iter().filter(|u| queue.queue(u.clone())).count()
-        }
+    // The server's queue (none without a server: nothing is refilled).
+    let refilled = match ctx.refills() {
+        Some(queue) => hot.into_iter().filter(|u| queue.queue(u.clone())).count(),
+        None => 0,
     };
     let cluster = match receipt {
         None => None,

@@ -151,6 +151,13 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         audience: None,
         background: false,
     };
+    answer(x).await
+}
+
+/// Answers a request the cache is asked for: an upgrade is tunnelled, a method the
+/// cache does not take is passed, a bypass is passed unless an audience's entries
+/// can answer it, and the rest is [`cached`].
+async fn answer(x: Exchange<'_>) -> Answered {
     if crate::request::tunnel::is_upgrade(&x.req) {
         if let Some(limited) = x.over_rate(Class::Miss) {
             return limited;
