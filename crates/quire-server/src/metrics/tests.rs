@@ -395,6 +395,7 @@ fn render_is_well_formed() {
         "quire_fills_coalesced_total",
         "quire_audience_requests_total",
         "quire_previous_version_hits_total",
+        "quire_prefetches_refused_total",
         "quire_refresh_ahead_total",
         "quire_cold_reads_total",
         "quire_prefills_total",
@@ -425,7 +426,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 37);
+    assert_eq!(types.len(), 38);
 
     for line in [
         "quire_store_hits_total 1",
