@@ -129,7 +129,7 @@ impl Crawlers {
 
     /// The class a request from `ip` with `headers` belongs to, if any (checking
     /// its address when the class asks for that).
-    pub(crate) async fn class_of(&self, ip: IpAddr, headers: &HeaderMap) -> Option<Arc<Class>> {
+    async fn class_of(&self, ip: IpAddr, headers: &HeaderMap) -> Option<Arc<Class>> {
         let classes = self.classes.load();
         if classes.is_empty() {
             return None;
@@ -155,6 +155,23 @@ impl Crawlers {
         }
         class.admitted.fetch_add(1, Ordering::Relaxed);
         Some(class)
+    }
+
+    /// A slot for uncached work of a request from `ip` with `headers`: from its
+    /// crawler class's own budget when it belongs to one, else from `everyone`
+    /// (see [`Budget::acquire`] for `carries_others` and `cfg`). Every slot a
+    /// request takes is taken here.
+    pub(crate) async fn acquire(
+        &self,
+        everyone: &Budget,
+        ip: IpAddr,
+        headers: &HeaderMap,
+        carries_others: bool,
+        cfg: &crate::config::BudgetSection,
+    ) -> Result<crate::edge::budget::Slot, crate::edge::budget::Refused> {
+        let class = self.class_of(ip, headers).await;
+        let budget = class.as_ref().map_or(everyone, |c| &c.budget);
+        budget.acquire(ip, carries_others, cfg).await
     }
 
     /// Checks of claimed crawlers so far, by result.

@@ -119,17 +119,14 @@ async fn take_slot(
     let from_peer = spec
         .client_headers
         .contains_key(crate::upstream::PEER_HEADER);
-    let acquire = async {
-        // A named crawler's fill takes its class's slots (`crate::edge::crawlers`).
-        let class = ctx
-            .crawlers
-            .class_of(spec.client, &spec.client_headers)
-            .await;
-        let budget = class.as_ref().map_or(&ctx.budget, |c| &c.budget);
-        budget
-            .acquire(spec.client, from_peer, &spec.policy.cfg.budget)
-            .await
-    };
+    // A named crawler's fill takes its class's slots (`crate::edge::crawlers`).
+    let acquire = ctx.crawlers.acquire(
+        &ctx.budget,
+        spec.client,
+        &spec.client_headers,
+        from_peer,
+        &spec.policy.cfg.budget,
+    );
     match unless_abandoned(ctx, spec, fill, acquire).await {
         Some(Ok(slot)) => Ok(Some(slot)),
         Some(Err(why)) => {

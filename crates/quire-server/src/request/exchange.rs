@@ -29,7 +29,7 @@ use crate::metrics::Outcome;
 use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::hit::{self, HitRequest, NotServed, Prepared};
-use crate::request::lookup::{self, keyed, Lookup};
+use crate::request::lookup::{self, keyed, Lookup, Reading};
 use crate::request::reply;
 use crate::state::{Ctx, Scope};
 use crate::upstream::origin::{self, OutBody};
@@ -399,7 +399,7 @@ impl Miss<'_> {
             return self.pass(CacheStatus::forward(Fwd::UriMiss)).await;
         };
         // The request that missed, answered from its fill: not a hit of the entry.
-        let look = lookup::lookup_quiet(x.ctx, class, &x.url, x.req.headers(), scope);
+        let look = lookup::lookup_as(x.ctx, class, &x.url, x.req.headers(), scope, Reading::Quiet);
         let mut st = self.status.clone();
         if head.status.as_u16() != 200 {
             st = st.with_fwd_status(head.status.as_u16());

@@ -54,45 +54,25 @@ pub(crate) fn lookup(
     headers: &HeaderMap,
     scope: Scope,
 ) -> Lookup {
-    find(ctx, class, url, headers, scope, Reading::Resident)
+    lookup_as(ctx, class, url, headers, scope, Reading::Resident)
 }
 
-/// [`lookup`] for the cache's own checks (is it stored already? did the prefill
-/// store it?): not a hit (see `Store::get_quiet`), so a page nobody read never
-/// looks read. An entry not in memory is not read (`cold`), as for [`lookup`].
-pub(crate) fn lookup_quiet(
-    ctx: &Ctx,
-    class: MethodClass,
-    url: &NormalizedUrl,
-    headers: &HeaderMap,
-    scope: Scope,
-) -> Lookup {
-    find(ctx, class, url, headers, scope, Reading::Quiet)
-}
-
-/// How [`find`] reads the store.
+/// How a lookup reads the store ([`lookup_as`]).
 #[derive(Debug, Clone, Copy)]
-enum Reading {
-    /// A reader's lookup; an entry not in memory is answered cold.
+pub(crate) enum Reading {
+    /// A reader's lookup; an entry not in memory is answered cold ([`lookup`]).
     Resident,
-    /// A reader's lookup, whatever the residency.
+    /// A reader's lookup of an entry just warmed: read whatever its residency (it
+    /// may fault).
     Any,
-    /// The cache's own, not a hit; an entry not in memory is answered cold.
+    /// The cache's own check (is it stored already? did the prefill store it?): not
+    /// a hit (see `Store::get_quiet`), so a page nobody read never looks read; an
+    /// entry not in memory is answered cold.
     Quiet,
 }
 
-/// [`lookup`] of an entry just warmed: read whatever its residency (it may fault).
-pub(crate) fn lookup_warmed(
-    ctx: &Ctx,
-    class: MethodClass,
-    url: &NormalizedUrl,
-    headers: &HeaderMap,
-    scope: Scope,
-) -> Lookup {
-    find(ctx, class, url, headers, scope, Reading::Any)
-}
-
-fn find(
+/// [`lookup`], reading the store as `reading` says.
+pub(crate) fn lookup_as(
     ctx: &Ctx,
     class: MethodClass,
     url: &NormalizedUrl,
@@ -146,12 +126,11 @@ fn find(
 
 /// The entry under `key`, read as `reading` says.
 fn fetch(ctx: &Ctx, key: &[u8], reading: Reading) -> Fetched {
-    let found = match reading {
-        Reading::Resident => return ctx.store.get_resident(key),
-        Reading::Any => ctx.store.get(key),
-        Reading::Quiet => return ctx.store.get_resident_quiet(key),
-    };
-    found.map_or(Fetched::Miss, Fetched::Hit)
+    match reading {
+        Reading::Resident => ctx.store.get_resident(key),
+        Reading::Quiet => ctx.store.get_resident_quiet(key),
+        Reading::Any => ctx.store.get(key).map_or(Fetched::Miss, Fetched::Hit),
+    }
 }
 
 /// The response stored under `key`, prepared, with its entry.

@@ -57,9 +57,14 @@ impl Exchange<'_> {
         // are the origin's to take: a sign-in has its own queue, a form its own
         // rate limit (`crate::edge::budget`).
         let _slot = if req.method().is_safe() {
-            let class = ctx.crawlers.class_of(client.ip, req.headers()).await;
-            let budget = class.as_ref().map_or(&ctx.budget, |c| &c.budget);
-            match budget.acquire(client.ip, false, &policy.cfg.budget).await {
+            let slot = ctx.crawlers.acquire(
+                &ctx.budget,
+                client.ip,
+                req.headers(),
+                false,
+                &policy.cfg.budget,
+            );
+            match slot.await {
                 Ok(slot) => Some(slot),
                 Err(why) => {
                     return (

@@ -45,7 +45,7 @@ use tokio::sync::mpsc;
 use crate::edge::client::Client;
 use crate::metrics::Prefilled;
 use crate::request::exchange::Exchange;
-use crate::request::lookup;
+use crate::request::lookup::{self, Reading};
 use crate::state::{Ctx, Scope};
 use crate::upstream::{origin, Audience};
 
@@ -176,7 +176,14 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
         return Prefilled::Failed;
     };
     let no_fields = http::HeaderMap::new();
-    let look = lookup::lookup_quiet(ctx, MethodClass::Get, &url, &no_fields, scope);
+    let look = lookup::lookup_as(
+        ctx,
+        MethodClass::Get,
+        &url,
+        &no_fields,
+        scope,
+        Reading::Quiet,
+    );
     if look.record.is_some() || look.cold.is_some() {
         return Prefilled::Fresh;
     }
@@ -217,7 +224,14 @@ async fn fill_one(ctx: &Arc<Ctx>, url: NormalizedUrl, audience: Option<Audience>
     let Some(scope) = scope_of(ctx, &url_again, audience) else {
         return Prefilled::NotStored;
     };
-    let look = lookup::lookup_quiet(ctx, MethodClass::Get, &url_again, &no_fields, scope);
+    let look = lookup::lookup_as(
+        ctx,
+        MethodClass::Get,
+        &url_again,
+        &no_fields,
+        scope,
+        Reading::Quiet,
+    );
     match look.record.is_some() || look.cold.is_some() {
         true => Prefilled::Stored,
         false => Prefilled::NotStored,

@@ -45,7 +45,7 @@ use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::hit::{self, NotServed, Prepared};
-use crate::request::lookup::{self, Lookup};
+use crate::request::lookup::{self, Lookup, Reading};
 use crate::request::prefetch;
 use crate::request::refuse;
 use crate::request::reply;
@@ -209,17 +209,17 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
         // Not in memory: read in off the worker, then looked up again (boxed, as
         // the ways to the origin are: the future of a hit stays small).
         Box::pin(crate::request::cold::warm(x.ctx, cold)).await;
-        look = lookup::lookup_warmed(x.ctx, class, &x.url, x.req.headers(), scope);
+        look = lookup::lookup_as(x.ctx, class, &x.url, x.req.headers(), scope, Reading::Any);
     }
     // The entry pins its region: it is dropped before any wait on the origin, so a
     // slow origin never holds reclaim back.
     let entry = look.entry.take();
-    let prefetch = prefetch::is_prefetch(x.req.headers());
     let Some(rec) = look.record.clone() else {
         if req_cc.only_if_cached {
             return (reply::only_if_cached(), Outcome::Error);
         }
-        if prefetch {
+        // (Asked only off a fresh hit's way: the field lookup would cost every hit.)
+        if prefetch::is_prefetch(x.req.headers()) {
             return refuse_prefetch(&x);
         }
         if let Some(answered) = crate::request::previous::answer(&x, class, &look, &req_cc) {
@@ -237,7 +237,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
             if req_cc.only_if_cached {
                 return (reply::only_if_cached(), Outcome::Error);
             }
-            if prefetch {
+            if prefetch::is_prefetch(x.req.headers()) {
                 return refuse_prefetch(&x);
             }
             if let Some(limited) = x.over_rate(Class::Miss) {
@@ -252,7 +252,7 @@ async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
         }
         decision => {
             let served = Stored { look, rec, entry };
-            usable(x, served, decision, prefetch).await
+            usable(x, served, decision).await
         }
     }
 }
@@ -289,18 +289,21 @@ fn miss_fwd(look: &Lookup) -> Fwd {
 /// Serves a usable stored response (fresh, stale where allowed, or stale while it
 /// revalidates in the background); refills when its body is gone, passes when the
 /// request's preconditions are the origin's.
-/// A `prefetch` is served as it is stored, never starting a revalidation.
-async fn usable(x: Exchange<'_>, s: Stored, decision: Decision, prefetch: bool) -> Answered {
+/// A prefetch is served as it is stored, never starting a revalidation.
+async fn usable(x: Exchange<'_>, s: Stored, decision: Decision) -> Answered {
     if let Some(limited) = x.over_rate(Class::Hit) {
         return limited;
     }
     let mut status = x.keyed(CacheStatus::hit());
     if decision == Decision::StaleWhileRevalidate {
         status = status.with_detail("stale-while-revalidate");
-        if !prefetch {
+        if !prefetch::is_prefetch(x.req.headers()) {
             x.revalidate_in_background(&s.look, &s.rec.rec);
         }
-    } else if decision == Decision::Fresh && !prefetch && refresh_due(&x, &s.rec) {
+    } else if decision == Decision::Fresh
+        && refresh_due(&x, &s.rec)
+        && !prefetch::is_prefetch(x.req.headers())
+    {
         x.refresh_ahead(&s.look, &s.rec.rec);
     }
     let served = match &s.entry {
@@ -311,7 +314,7 @@ async fn usable(x: Exchange<'_>, s: Stored, decision: Decision, prefetch: bool) 
     match served {
         Ok(r) if decision == Decision::Fresh => (r, Outcome::Hit),
         Ok(r) => (r, Outcome::Stale),
-        Err(_) if prefetch => refuse_prefetch(&x),
+        Err(_) if prefetch::is_prefetch(x.req.headers()) => refuse_prefetch(&x),
         Err(NotServed::Forward) => {
             Box::pin(x.pass(CacheStatus::forward(Fwd::Request), Outcome::Pass)).await
         }
