@@ -23,6 +23,14 @@ async fn purge_json(q: &Quire, json: &str) -> Got {
     .await
 }
 
+/// `PURGE path` with the admin token and `fields`.
+async fn purge_method(q: &Quire, path: &str, fields: &[(&str, &str)]) -> Got {
+    let auth = format!("Bearer {TOKEN}");
+    let mut all = vec![("authorization", auth.as_str())];
+    all.extend_from_slice(fields);
+    send(q, "PURGE", path, &all, b"").await
+}
+
 /// Stores `/blog/hot` (read twice since) and `/blog/cold` (never read since).
 async fn hot_and_cold(origin: &Origin, q: &Quire) {
     page(origin, "/blog/hot", "hot v1");
@@ -89,9 +97,8 @@ async fn refill_after_purge_by_default_and_the_purge_method_can_refuse_it() {
     let origin = Origin::start().await;
     let q = Quire::start(&origin, |c| c.storage.refill_after_purge = true).await;
     hot_and_cold(&origin, &q).await;
-    let auth = format!("Bearer {TOKEN}");
     // The configured default refills...
-    let got = send(&q, "PURGE", "/blog/hot", &[("authorization", &auth)], b"").await;
+    let got = purge_method(&q, "/blog/hot", &[]).await;
     assert_eq!(got.status, 200);
     assert!(
         wait_for(|| origin.hits("/blog/hot") == 2).await,
@@ -102,14 +109,7 @@ async fn refill_after_purge_by_default_and_the_purge_method_can_refuse_it() {
     get(&q, "/blog/hot", &[]).await;
     get(&q, "/blog/hot", &[]).await;
     // ...unless the purge says not to.
-    let got = send(
-        &q,
-        "PURGE",
-        "/blog/hot",
-        &[("authorization", &auth), ("quire-refill", "0")],
-        b"",
-    )
-    .await;
+    let got = purge_method(&q, "/blog/hot", &[("quire-refill", "0")]).await;
     assert_eq!(got.status, 200);
     let answer: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
     assert_eq!(answer["refill"], 0, "{answer}");
@@ -130,26 +130,12 @@ async fn refill_with_a_soft_purge_or_a_bad_field_is_refused_and_purges_nothing()
     )
     .await;
     assert_eq!(got.status, 400);
-    let auth = format!("Bearer {TOKEN}");
-    let got = send(
-        &q,
-        "PURGE",
-        "/blog/hot",
-        &[("authorization", &auth), ("quire-refill", "yes")],
-        b"",
-    )
-    .await;
+    let got = purge_method(&q, "/blog/hot", &[("quire-refill", "yes")]).await;
     assert_eq!(got.status, 400);
-    let got = send(
+    let got = purge_method(
         &q,
-        "PURGE",
         "/blog/hot",
-        &[
-            ("authorization", &auth),
-            ("quire-refill", "1"),
-            ("quire-soft-purge", "1"),
-        ],
-        b"",
+        &[("quire-refill", "1"), ("quire-soft-purge", "1")],
     )
     .await;
     assert_eq!(got.status, 400);

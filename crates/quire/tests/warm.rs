@@ -9,11 +9,12 @@ use std::process::{Command, Output, Stdio};
 use common::{example_vault, Process, QUIRE};
 
 /// `quire serve` on a copy of the example vault, with no limit on misses a second
-/// (warming from one address would otherwise be held to a reader's budget).
-fn serve(dir: &Path) -> Process {
+/// (warming from one address would otherwise be held to a reader's budget) and
+/// `more` in its configuration.
+fn serve_with(dir: &Path, more: &str) -> Process {
     let vault = example_vault(dir);
     let config = dir.join("quire.toml");
-    std::fs::write(&config, "[rate_limit]\nmisses_per_sec = 0\n").unwrap();
+    std::fs::write(&config, format!("[rate_limit]\nmisses_per_sec = 0\n{more}")).unwrap();
     let mut cmd = Command::new(QUIRE);
     cmd.arg("serve")
         .arg(&vault)
@@ -23,6 +24,10 @@ fn serve(dir: &Path) -> Process {
         .arg(dir.join("serve.vol"))
         .stdin(Stdio::null());
     Process::start(&mut cmd)
+}
+
+fn serve(dir: &Path) -> Process {
+    serve_with(dir, "")
 }
 
 fn warm(args: &[&str]) -> Output {
@@ -139,25 +144,8 @@ fn serve_https(dir: &Path) -> (Process, std::path::PathBuf) {
     let (cert_file, key_file) = (dir.join("site.crt"), dir.join("site.key"));
     std::fs::write(&cert_file, cert.pem()).unwrap();
     std::fs::write(&key_file, key.serialize_pem()).unwrap();
-    let vault = example_vault(dir);
-    let config = dir.join("quire.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[rate_limit]\nmisses_per_sec = 0\n[tls]\ncert = {:?}\nkey = {:?}\n",
-            cert_file, key_file
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(QUIRE);
-    cmd.arg("serve")
-        .arg(&vault)
-        .args(["--listen", "127.0.0.1:0", "--no-watch", "--config"])
-        .arg(&config)
-        .arg("--cache")
-        .arg(dir.join("serve.vol"))
-        .stdin(Stdio::null());
-    (Process::start(&mut cmd), cert_file)
+    let tls = format!("[tls]\ncert = {cert_file:?}\nkey = {key_file:?}\n");
+    (serve_with(dir, &tls), cert_file)
 }
 
 #[test]

@@ -284,12 +284,14 @@ pub fn prefix_directory(normalized_prefix: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use http::{HeaderName, HeaderValue};
     use quire_http::meta::MetaFlags;
 
-    fn sample_meta() -> StoredMeta {
+    /// A stored head of 5 body bytes, fresh for a minute (tests of the floors that
+    /// store records).
+    pub(crate) fn sample_meta() -> StoredMeta {
         StoredMeta {
             status: 200,
             headers: vec![(

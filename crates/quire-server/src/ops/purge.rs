@@ -242,4 +242,51 @@ mod tests {
         let twins: Vec<_> = both_schemes("http://h:8080/a?b").collect();
         assert_eq!(twins, ["http://h:8080/a?b", "https://h:8080/a?b"]);
     }
+
+    /// A refill's choice: entries read since stored, hottest first, up to the cap
+    /// (`REFILL_PER_PURGE_MAX` for a purge); never-read ones left out.
+    #[tokio::test]
+    async fn the_hottest_purged_urls_are_chosen_up_to_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = crate::Config {
+            origin: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        };
+        cfg.cache.path = dir.path().join("c.vol");
+        cfg.cache.size = crate::config::ByteSize(8 << 20);
+        let ctx = crate::Ctx::new(cfg).unwrap();
+        let pages = [
+            ("http://h/d/one", 1),
+            ("http://h/d/two", 2),
+            ("http://h/d/three", 3),
+            ("http://h/d/none", 0),
+        ];
+        for (i, (url, reads)) in pages.into_iter().enumerate() {
+            let rec = crate::cache::object::ObjectRecord {
+                id: i as u64 + 1,
+                url: url.to_owned(),
+                codings: vec![(quire_http::encoding::Coding::Identity, 5)],
+                meta: crate::cache::object::tests::sample_meta(),
+            };
+            assert_eq!(
+                put::put_record(&ctx, url.as_bytes(), &rec, &[b"hello"]),
+                FillResult::Stored
+            );
+            for _ in 0..reads {
+                assert!(ctx.store.get(url.as_bytes()).is_some());
+            }
+        }
+        let d = [Target::Directory("http://h/d/".into())];
+        assert_eq!(
+            hot_urls(&ctx, &d, 10),
+            ["http://h/d/three", "http://h/d/two", "http://h/d/one"]
+        );
+        assert_eq!(
+            hot_urls(&ctx, &d, 2),
+            ["http://h/d/three", "http://h/d/two"]
+        );
+        assert!(hot_urls(&ctx, &d, 0).is_empty());
+        // Choosing reads nothing as a hit: the never-read page is still cold.
+        assert_eq!(ctx.store.hits_lately(b"http://h/d/none"), Some(0));
+    }
 }
