@@ -15,9 +15,10 @@
 //! - **Bounded.** At most [`LOOKUPS_MAX`] lookups at once, each given up after
 //!   [`LOOKUP_TIMEOUT`] (the request goes on as anyone's); a request that finds
 //!   every lookup busy is anyone's, uncached. At most [`CACHED_MAX`] addresses are
-//!   remembered (verified for an hour, refused for ten minutes); past that the
-//!   memory is cleared, so a flood of claimed names from new addresses costs lookups
-//!   at the bounded rate, and memory never.
+//!   remembered (verified for an hour, refused for ten minutes); past that, expired
+//!   answers and then refusals make room before any confirmed name ([`make_room`]),
+//!   so a flood of claimed names from new addresses costs lookups at the bounded
+//!   rate, memory never, and the real crawlers keep their confirmed names.
 //! - **Reloads keep the queues.** A class keeps its budget (resized) across a
 //!   reload when its name stays; a class removed stops taking requests, and its
 //!   slots in use are given back as their work ends.
@@ -287,18 +288,31 @@ impl Verifier {
             REFUSED_TTL
         };
         let mut known = self.lock();
-        if known.len() >= CACHED_MAX {
-            known.retain(|_, (_, until)| *until > now);
-            if known.len() >= CACHED_MAX {
-                known.clear();
-            }
-        }
+        make_room(&mut known, now);
         known.insert(ip, (name.clone(), now + ttl));
         name.map_or(Lookup::None, Lookup::Name)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, (Option<String>, Instant)>> {
         self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Room for one more address in `known` when it is full: the expired answers go
+/// first, then the refusals, and only then the confirmed names. A flood of claims
+/// from new addresses fills the memory with refusals, and must not push out the
+/// real crawlers' confirmed names (they would then wait for a lookup the flood
+/// keeps busy, and be served as anyone).
+fn make_room(known: &mut HashMap<IpAddr, (Option<String>, Instant)>, now: Instant) {
+    if known.len() < CACHED_MAX {
+        return;
+    }
+    known.retain(|_, (_, until)| *until > now);
+    if known.len() >= CACHED_MAX {
+        known.retain(|_, (name, _)| name.is_some());
+    }
+    if known.len() >= CACHED_MAX {
+        known.clear();
     }
 }
 
@@ -370,6 +384,28 @@ mod tests {
             assert_eq!(c.checks(Check::Refused), 2);
             assert_eq!(c.verifier.lock().len(), 2);
         }
+    }
+
+    #[test]
+    fn a_flood_of_refusals_never_pushes_out_a_confirmed_name() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(600);
+        let mut known = HashMap::new();
+        let crawler: IpAddr = "192.0.2.1".parse().unwrap();
+        known.insert(crawler, (Some("crawl.example.com".to_owned()), later));
+        for i in 0..CACHED_MAX as u32 {
+            let ip = IpAddr::from(std::net::Ipv6Addr::from(0x2001_0db8_u128 << 96 | i as u128));
+            make_room(&mut known, now);
+            known.insert(ip, (None, later));
+        }
+        assert!(known.len() <= CACHED_MAX, "{}", known.len());
+        assert!(known[&crawler].0.is_some(), "the confirmed name stayed");
+        // Expired answers go before anything live.
+        let mut full: HashMap<_, _> = (0..CACHED_MAX as u32)
+            .map(|i| (IpAddr::from(std::net::Ipv4Addr::from(i)), (None, now)))
+            .collect();
+        make_room(&mut full, now + Duration::from_secs(1));
+        assert!(full.is_empty());
     }
 
     #[tokio::test]
