@@ -30,6 +30,7 @@ use crate::fill::miss;
 use crate::metrics::Outcome;
 use crate::ops::access_log::Upstream;
 use crate::ops::purge;
+use crate::policy::Policy;
 use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::reply;
@@ -38,6 +39,26 @@ use crate::upstream::error::{FailureKind, OriginError};
 use crate::upstream::origin;
 use crate::upstream::origin::OutBody;
 use crate::upstream::{self, Ahead};
+
+/// The budget slot a pass holds until the upstream's head is back (the body
+/// streams without it): one for a safe method, none for a write, which is the
+/// origin's to take (a sign-in has its own queue, a form its own rate limit; see
+/// `crate::edge::budget`).
+async fn pass_slot(
+    ctx: &Ctx,
+    method: &http::Method,
+    headers: &http::HeaderMap,
+    ip: std::net::IpAddr,
+    policy: &Policy,
+) -> Result<Option<crate::edge::budget::Slot>, crate::edge::budget::Refused> {
+    if !method.is_safe() {
+        return Ok(None);
+    }
+    let slot = ctx
+        .crawlers
+        .acquire(&ctx.budget, ip, headers, false, &policy.cfg.budget);
+    slot.await.map(Some)
+}
 
 impl Exchange<'_> {
     /// Passes the request to the origin and streams its answer back, with `status`
@@ -52,29 +73,14 @@ impl Exchange<'_> {
             policy,
             ..
         } = self;
-        // A safe method's pass takes a slot of the budget of uncached work, held
-        // until the upstream's head is back (the body streams without it). Writes
-        // are the origin's to take: a sign-in has its own queue, a form its own
-        // rate limit (`crate::edge::budget`).
-        let _slot = if req.method().is_safe() {
-            let slot = ctx.crawlers.acquire(
-                &ctx.budget,
-                client.ip,
-                req.headers(),
-                false,
-                &policy.cfg.budget,
-            );
-            match slot.await {
-                Ok(slot) => Some(slot),
-                Err(why) => {
-                    return (
-                        reply::budget_refused(why.retry_after(), status),
-                        Outcome::Error,
-                    )
-                }
+        let _slot = match pass_slot(ctx, req.method(), req.headers(), client.ip, &policy).await {
+            Ok(slot) => slot,
+            Err(why) => {
+                return (
+                    reply::budget_refused(why.retry_after(), status),
+                    Outcome::Error,
+                )
             }
-        } else {
-            None
         };
         let method = req.method().clone();
         let accept = encoding::parse_accept_encoding(req.headers());
