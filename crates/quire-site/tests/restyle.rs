@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{get, get_with, start, start_with_settings, Resp, Running};
+use common::{get, get_fast, get_with, start, start_with_settings, Resp, Running};
 use quire_server::purge::{self, Target};
 
 /// Writes a layout with `marker` before `</body>` and republishes, as the watcher
@@ -87,6 +87,30 @@ fn a_template_change_keeps_readers_on_hits_while_pages_render_again() {
     let resp = wait_restyled(&r, &url, "restyled-7");
     assert!(resp.hit(), "{}", status(&resp));
     assert!(r.site.renders() > renders, "the new style was rendered");
+}
+
+/// A reader whose browser sends the same request head each time (the fast path
+/// answers it from what it decided the first time): the template change reaches
+/// it as it reaches everyone, first as the previous version, then the new style.
+#[test]
+fn a_template_change_reaches_a_repeated_request() {
+    let r = start(false);
+    let (url, _) = a_note(&r, 0);
+    for _ in 0..4 {
+        get_fast(r.addr, &url);
+    }
+    assert!(get_fast(r.addr, &url).hit());
+    assert!(r.ctx.metrics.repeats() > 0, "answered as a repeat");
+    restyle(&r, "restyled-6");
+    let resp = get_fast(r.addr, &url);
+    assert!(from_previous(&resp), "{}", status(&resp));
+    let t0 = Instant::now();
+    while !get_fast(r.addr, &url).body.contains("restyled-6") {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never restyled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let resp = get_fast(r.addr, &url);
+    assert!(resp.hit() && resp.body.contains("restyled-6"));
 }
 
 /// quire's invariant: an edit is never answered from before it, whatever style.

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod https_origin;
+pub mod raw_h1;
 pub mod redis;
 pub mod tools;
 

@@ -1,13 +1,16 @@
 //! The HTTP/1.1 fast path: fresh hits answered straight off the socket, without
 //! hyper.
 //!
-//! Each new connection starts here. Request heads are parsed with `httparse`; a
+//! Each new connection starts here. Request heads are parsed with `httparse`
+//! ([`crate::http1::head`]; a head this worker answered as a fresh hit before is not
+//! parsed again, [`crate::http1::repeat`]); a
 //! plain `GET`/`HEAD` that is a fresh hit (no body, no range or origin-bound
 //! precondition fields, no bypass but a session cookie the upstream names an
 //! audience for, a stored response fresh for this request) is
 //! answered by one write — a 304 when `If-None-Match`/`If-Modified-Since` match:
 //! the status line, the record's pre-serialised field lines
-//! ([`crate::request::hit::Prepared::head_block`]), the per-response fields, and the body from the mapping
+//! ([`crate::request::hit::Prepared::head_block`]), the per-response fields
+//! ([`crate::http1::fresh`]), and the body from the mapping
 //! (or by sendfile, see [`crate::edge::sendfile`]: a body sent that way stays pinned until
 //! the peer has acknowledged it, since the socket's queue still points into the
 //! volume's pages). Pipelined requests are answered in order from the same buffer.
@@ -34,30 +37,21 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Method, Uri};
-use quire_http::bypass::{self, Bypass};
-use quire_http::cache_control::CacheControl;
-use quire_http::conditional::Precondition;
-use quire_http::freshness::{self, Decision};
-use quire_http::key::{self, MethodClass};
-use quire_http::status::CacheStatus;
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{self, HeaderMap, HeaderValue};
 use tokio::net::TcpStream;
 
 use crate::edge::client::Peer;
 use crate::edge::rate_limit::Class;
 use crate::edge::sendfile::Volume;
 use crate::edge::wire::Wire;
+use crate::http1::fresh::{self, Answer};
 use crate::http1::h1;
+use crate::http1::head::{parse, Plain};
+use crate::http1::repeat::{self, Kept};
 use crate::metrics::Outcome;
 use crate::ops::access_log::{self, AccessLog, Entry};
-use crate::request::hit;
 use crate::state::Ctx;
-use crate::upstream::origin::OutBody;
-
-/// Most header lines the fast path parses; more goes to hyper.
-const HEADERS_MAX: usize = 64;
 
 /// What ended the fast path on a connection.
 #[derive(Debug)]
@@ -66,13 +60,6 @@ pub(crate) enum Exit {
     Closed,
     /// Hand the connection to hyper with these unanswered bytes.
     Handover(Bytes),
-}
-
-/// A fresh hit ready to write (its head is in the connection's output buffer).
-struct Answer {
-    body: Option<Bytes>,
-    status: u16,
-    body_len: u64,
 }
 
 /// Most sent-by-sendfile bodies a connection keeps pinned before it waits for its
@@ -260,22 +247,20 @@ async fn serve(
             Read::Exit(e) => return Ok(e),
         };
         c.out.clear();
-        // The head leaves the buffer as shared bytes, so the request's target and
-        // field values are slices of it rather than copies (an allocation each).
-        let head = c.buf.split_to(end).freeze();
-        let Some(req) = parse(&head, std::mem::take(&mut c.fields)) else {
-            return Ok(Exit::Handover(rejoin(&head, &c.buf)));
-        };
         let log = ctx.peek().access_log.clone();
         let start = log.is_some().then(std::time::Instant::now);
-        let Some(answer) = answer(ctx, &req, peer, &mut c.out) else {
-            // Not a fresh hit: the service answers, and the connection stays here.
-            if !c.serve_other(req, in_flight).await? {
-                return Ok(Exit::Closed);
+        let (answer, asker) = match c.fresh_hit(end) {
+            Fresh::Hit(answer, asker) => (answer, asker),
+            Fresh::Other(req) => {
+                // Not a fresh hit: the service answers, and the connection stays here.
+                if !c.serve_other(req, in_flight).await? {
+                    return Ok(Exit::Closed);
+                }
+                continue;
             }
-            continue;
+            Fresh::Handover(rest) => return Ok(Exit::Handover(rest)),
         };
-        let sent = match admit_hit(ctx, &req, peer) {
+        let sent = match admit_hit(ctx, asker.client(ctx, peer)) {
             Ok(()) => c.send_hit(&answer, in_flight).await?.then_some((
                 Outcome::Hit,
                 answer.status,
@@ -283,7 +268,7 @@ async fn serve(
             )),
             Err(wait) => {
                 drop(answer);
-                c.send_limited(wait, req.method == Method::HEAD).await?
+                c.send_limited(wait, asker.method() == "HEAD").await?
             }
         };
         let Some((outcome, status, bytes)) = sent else {
@@ -291,20 +276,77 @@ async fn serve(
         };
         ctx.metrics.record_request(outcome, status, bytes);
         if let (Some(log), Some(start)) = (log, start) {
-            log_answer(&log, ctx, &req, peer, (outcome, status, bytes), start);
+            log_answer(&log, ctx, &asker, peer, (outcome, status, bytes), start);
         }
-        c.fields = req.into_fields();
+        if let Asker::Parsed(req) = asker {
+            c.fields = req.into_fields();
+        }
     }
 }
 
-/// Takes a hit token for the request's client (`[rate_limit]`); the wait until
-/// one is back when it has none.
-fn admit_hit(ctx: &Ctx, req: &Plain, peer: Peer) -> Result<(), Duration> {
-    let policy = ctx.peek();
-    let client = access_log::client_ip(peer.addr, &req.headers, &policy.trusted_proxies);
+/// What the head at the front of a connection's buffer gets.
+enum Fresh {
+    /// A fresh hit, its head in the connection's output buffer.
+    Hit(Answer, Asker),
+    /// Not a fresh hit: the service's to answer.
+    Other(Plain),
+    /// Hyper's, with every unanswered byte.
+    Handover(Bytes),
+}
+
+/// Who asked for a fresh hit: a head parsed now, or one answered before
+/// ([`repeat`]).
+// (Boxing the parsed head would cost an allocation per hit; the value lives on the
+// stack for one request.)
+#[expect(clippy::large_enum_variant, reason = "an allocation per hit to box it")]
+enum Asker {
+    Parsed(Plain),
+    Kept(Arc<Kept>),
+}
+
+impl Asker {
+    /// The client the request is from (`[rate_limit]`, the access log).
+    fn client(&self, ctx: &Ctx, peer: Peer) -> std::net::IpAddr {
+        match self {
+            Asker::Parsed(req) => {
+                access_log::client_ip(peer.addr, &req.headers, &ctx.peek().trusted_proxies)
+            }
+            Asker::Kept(k) => k.client(peer),
+        }
+    }
+
+    fn method(&self) -> &str {
+        match self {
+            Asker::Parsed(req) => req.method.as_str(),
+            Asker::Kept(k) => k.method(),
+        }
+    }
+
+    fn target(&self) -> &str {
+        match self {
+            Asker::Parsed(req) => req.path(),
+            Asker::Kept(k) => &k.target,
+        }
+    }
+
+    fn field(&self, name: header::HeaderName) -> Option<&[u8]> {
+        match self {
+            Asker::Parsed(req) => req.headers.get(name).map(HeaderValue::as_bytes),
+            Asker::Kept(k) => match name {
+                header::USER_AGENT => k.user_agent.as_deref(),
+                header::REFERER => k.referer.as_deref(),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Takes a hit token for `client` (`[rate_limit]`); the wait until one is back
+/// when it has none.
+fn admit_hit(ctx: &Ctx, client: std::net::IpAddr) -> Result<(), Duration> {
     let now = std::time::Instant::now();
     ctx.limiter
-        .admit(client, Class::Hit, &policy.cfg.rate_limit, now)
+        .admit(client, Class::Hit, &ctx.peek().cfg.rate_limit, now)
 }
 
 /// The access-log line of an answer the fast path wrote: outcome, status, body
@@ -312,29 +354,62 @@ fn admit_hit(ctx: &Ctx, req: &Plain, peer: Peer) -> Result<(), Duration> {
 fn log_answer(
     log: &AccessLog,
     ctx: &Ctx,
-    req: &Plain,
+    asker: &Asker,
     peer: Peer,
     (outcome, status, bytes): (Outcome, u16, u64),
     start: std::time::Instant,
 ) {
-    let h = &req.headers;
     log.record(&Entry {
         time: std::time::SystemTime::now(),
-        client: access_log::client_ip(peer.addr, h, &ctx.peek().trusted_proxies),
-        method: req.method.as_str(),
-        target: req.uri.path_and_query().map_or("/", |p| p.as_str()),
+        client: asker.client(ctx, peer),
+        method: asker.method(),
+        target: asker.target(),
         version: http::Version::HTTP_11,
         status,
         bytes,
         duration: start.elapsed(),
         cache: outcome.label(),
         upstream: None,
-        user_agent: h.get(header::USER_AGENT).map(HeaderValue::as_bytes),
-        referer: h.get(header::REFERER).map(HeaderValue::as_bytes),
+        user_agent: asker.field(header::USER_AGENT),
+        referer: asker.field(header::REFERER),
     });
 }
 
 impl Conn<'_> {
+    /// What the head ending at `end` of the buffer gets: a repeat answered from a
+    /// kept recipe ([`repeat`]), or a head parsed now, answered if it is a fresh hit
+    /// (and its recipe kept), else the service's or hyper's.
+    fn fresh_hit(&mut self, end: usize) -> Fresh {
+        let (ctx, peer) = (self.ctx, self.peer);
+        let policy = ctx.peek();
+        if let Some(k) = repeat::find(&self.buf[..end], peer, &policy) {
+            if let Some(answer) = repeat::answer(ctx, &policy, &k, peer, &mut self.out) {
+                self.buf.advance(end);
+                ctx.metrics.record_repeat();
+                return Fresh::Hit(answer, Asker::Kept(k));
+            }
+            self.out.clear();
+        }
+        // The head leaves the buffer as shared bytes, so the request's target and
+        // field values are slices of it rather than copies (an allocation each).
+        let head = self.buf.split_to(end).freeze();
+        let Some(req) = parse(&head, std::mem::take(&mut self.fields)) else {
+            return Fresh::Handover(rejoin(&head, &self.buf));
+        };
+        let Some((recipe, entry)) = fresh::prepare(ctx, &policy, &req, peer) else {
+            return Fresh::Other(req);
+        };
+        let now = ctx.clock.now();
+        let at = (req.path(), peer);
+        let Some(answer) = fresh::serve(ctx, &policy, &recipe, &entry, at, now, &mut self.out)
+        else {
+            self.out.clear();
+            return Fresh::Other(req);
+        };
+        repeat::keep(&head, &req, peer, &policy, recipe);
+        Fresh::Hit(answer, Asker::Parsed(req))
+    }
+
     /// A complete head in the buffer, or read more. The wait for a head — idle
     /// between requests, or a head trickling in — is bounded as a whole (a client
     /// sending a byte a minute does not hold the connection forever).
@@ -388,7 +463,7 @@ impl Conn<'_> {
     /// Answers a plain request that is not a fresh hit through the service and
     /// writes the response; `false` when the connection is to close.
     async fn serve_other(&mut self, req: Plain, in_flight: &mut InFlight) -> io::Result<bool> {
-        let head_only = req.method == Method::HEAD;
+        let head_only = req.method == http::Method::HEAD;
         let req = req.into_request();
         // Bodies sent by sendfile stay pinned until acknowledged; do not hold them
         // through a wait on the origin.
@@ -466,193 +541,6 @@ fn rejoin(head: &[u8], rest: &[u8]) -> Bytes {
 /// lines are not skipped here: such a request fails to parse and goes to hyper.
 fn head_end(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
-}
-
-/// A request head the fast path can take: `GET` or `HEAD`, HTTP/1.1, origin-form,
-/// no body and no connection-level fields.
-struct Plain {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    /// A range, or a precondition meant for the origin (`If-Match`,
-    /// `If-Unmodified-Since`, `If-Range`): the service's to answer.
-    ranged_or_conditional: bool,
-}
-
-impl Plain {
-    /// Its fields' map, emptied (its memory kept) for the next request.
-    fn into_fields(self) -> HeaderMap {
-        let mut h = self.headers;
-        h.clear();
-        h
-    }
-
-    /// The request as [`crate::request::service`] takes it.
-    fn into_request(self) -> http::Request<OutBody> {
-        let mut req = http::Request::new(crate::upstream::origin::empty_body());
-        *req.method_mut() = self.method;
-        *req.uri_mut() = self.uri;
-        *req.version_mut() = http::Version::HTTP_11;
-        *req.headers_mut() = self.headers;
-        req
-    }
-}
-
-/// Parses `head`; `None` for anything that needs hyper's protocol handling: a
-/// malformed head, another method or version, an absolute or `*` target, a body,
-/// framing, upgrade or connection-level fields, `Expect`, a second `Host`. The
-/// target and the field values are slices of `head`, not copies; the fields go into
-/// `headers` (emptied first), whose memory a connection reuses.
-fn parse(head: &Bytes, mut headers: HeaderMap) -> Option<Plain> {
-    let mut fields = [httparse::EMPTY_HEADER; HEADERS_MAX];
-    let mut req = httparse::Request::new(&mut fields);
-    if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
-        return None;
-    }
-    let method = match req.method? {
-        "GET" => Method::GET,
-        "HEAD" => Method::HEAD,
-        _ => return None,
-    };
-    if req.version != Some(1) {
-        return None;
-    }
-    let path = req.path?;
-    if !path.starts_with('/') {
-        return None;
-    }
-    headers.clear();
-    headers.reserve(req.headers.len());
-    let mut ranged_or_conditional = false;
-    for f in req.headers.iter() {
-        let name = HeaderName::from_bytes(f.name.as_bytes()).ok()?;
-        if matches!(
-            name,
-            header::CONTENT_LENGTH
-                | header::TRANSFER_ENCODING
-                | header::CONNECTION
-                | header::UPGRADE
-                | header::EXPECT
-                | header::TE
-        ) {
-            return None;
-        }
-        if name == crate::upstream::PEER_HEADER {
-            // A cluster peer's request: the service checks who sent it and stamps
-            // the answer with the log position (see `crate::ops::bus`).
-            return None;
-        }
-        if name == header::HOST && headers.contains_key(header::HOST) {
-            // Two `Host` fields: the service refuses them (see `crate::request::refuse`).
-            return None;
-        }
-        // (`If-None-Match` and `If-Modified-Since` are answered on the fast path: a
-        // browser's reload sends them.)
-        ranged_or_conditional |= matches!(
-            name,
-            header::IF_MATCH | header::IF_UNMODIFIED_SINCE | header::IF_RANGE | header::RANGE
-        );
-        let value = HeaderValue::from_maybe_shared(head.slice_ref(f.value)).ok()?;
-        headers.append(name, value);
-    }
-    let uri = Uri::from_maybe_shared(head.slice_ref(path.as_bytes())).ok()?;
-    Some(Plain {
-        method,
-        uri,
-        headers,
-        ranged_or_conditional,
-    })
-}
-
-/// The fresh-hit answer to `req`, its head written to `out`; `None` when the
-/// request is the service's to answer (a miss, a stale entry, a range, a bypass, a
-/// precondition for the origin, an admin call).
-fn answer(ctx: &Ctx, req: &Plain, peer: Peer, out: &mut Vec<u8>) -> Option<Answer> {
-    let (method, headers) = (&req.method, &req.headers);
-    // The target as sent (origin-form: path and query).
-    let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
-    if req.ranged_or_conditional || path.starts_with(crate::ops::admin::PREFIX) {
-        return None;
-    }
-    let policy = ctx.peek();
-    // A trusted proxy naming no client is the service's to refuse (crate::edge::client).
-    let bypassed = bypass::bypass(method, headers, &policy.bypass);
-    if bypassed.is_some_and(|b| b != Bypass::Cookie)
-        || !crate::edge::client::Client::named(peer.addr, headers, &policy.trusted_proxies)
-    {
-        return None;
-    }
-    let scheme = peer.scheme(headers, &policy.trusted_proxies);
-    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
-    let class = MethodClass::of(method)?;
-    // A session cookie is answered here only from its audience's entries, with the
-    // service's own checks (`crate::request::service`); anything else is the
-    // service's.
-    let scope = match bypassed {
-        None => ctx.key_version(&url),
-        Some(_) => ctx.audience_scope(&url, ctx.origin.audience(&url, headers)?)?,
-    };
-    let now = ctx.clock.now();
-    let look = crate::request::lookup::lookup(ctx, class, &url, headers, scope);
-    let (prepared, entry) = (look.record?, look.entry?);
-    let req_cc = CacheControl::from_headers(headers);
-    let timing = ctx.timing_of(&prepared);
-    if freshness::reuse(&timing, &req_cc, &policy.reuse, now) != Decision::Fresh {
-        return None;
-    }
-    // A hit due for refresh-ahead is the service's (it starts the revalidation),
-    // once per record: later hits in the window stay here.
-    if freshness::refresh_due(&timing, policy.cfg.storage.refresh_ahead, now)
-        && !ctx.refreshed.tried(prepared.rec.id)
-    {
-        return None;
-    }
-    let mut status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());
-    if let Some(a) = scope.audience {
-        status = status.with_audience(a.label());
-        ctx.metrics.record_audience_request();
-    }
-    let v = prepared.variant(headers, status, now).ok()?;
-    let answer = match prepared.precondition(method, headers, &v) {
-        Precondition::Forward => return None,
-        Precondition::NotModified => {
-            hit::write_head_304(out, &prepared, &v);
-            Answer {
-                body: None,
-                status: 304,
-                body_len: 0,
-            }
-        }
-        Precondition::Proceed => {
-            let head_only = *method == Method::HEAD;
-            let body = if head_only || v.body_len == 0 {
-                None
-            } else {
-                Some(prepared.body(&entry, &v, 0, v.body_len).ok()?)
-            };
-            hit::write_head(out, &prepared, &v);
-            Answer {
-                body,
-                status: prepared.status().as_u16(),
-                body_len: if head_only { 0 } else { v.body_len },
-            }
-        }
-    };
-    if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
-        add_field(out, "strict-transport-security", hsts.as_bytes());
-    }
-    if *method == Method::GET && matches!(answer.status, 200 | 304) {
-        ctx.origin.served(path);
-    }
-    Some(answer)
-}
-
-/// Appends a field line to a complete head in `out` (before its blank line).
-fn add_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    debug_assert!(out.ends_with(b"\r\n\r\n"), "a complete head");
-    out.truncate(out.len() - 2);
-    h1::field(out, name, value);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Writes a hit's head and body (see [`Wire::write_all`]); `true` when the body

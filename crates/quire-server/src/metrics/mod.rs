@@ -200,8 +200,8 @@ fn class_index(status: u16) -> usize {
     }
 }
 
-/// One thread's per-request counters: 16 words, padded to their own 128 bytes (two
-/// lines on x86, where the adjacent-line prefetcher pairs them).
+/// One thread's per-request counters: 17 words, padded to their own 256 bytes
+/// (whole pairs of lines on x86, where the adjacent-line prefetcher pairs them).
 #[repr(align(128))]
 #[derive(Debug, Default)]
 struct Stripe {
@@ -210,11 +210,13 @@ struct Stripe {
     body_bytes: AtomicU64,
     /// Signed-in requests under their audience's keys (counted on the hit path).
     audience_requests: AtomicU64,
+    /// Fast-path hits answered from a recipe kept for the same head.
+    repeats: AtomicU64,
 }
 
 const _: () = assert!(
-    std::mem::size_of::<Stripe>() == 128,
-    "a stripe is two lines"
+    std::mem::size_of::<Stripe>() == 256,
+    "a stripe is four lines"
 );
 
 fn stripe_index() -> usize {
@@ -463,6 +465,17 @@ impl Metrics {
         self.stripe()
             .audience_requests
             .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A fast-path hit was answered from a recipe kept for its head
+    /// (`crate::http1::repeat`).
+    pub fn record_repeat(&self) {
+        self.stripe().repeats.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Fast-path hits answered from a kept recipe so far.
+    pub fn repeats(&self) -> u64 {
+        self.sum_stripes(|s| &s.repeats)
     }
 
     /// A miss found no fill slot (in all, or for its client) and was passed through.

@@ -177,6 +177,12 @@ impl Metrics {
         )?;
         counter(
             out,
+            "quire_fastpath_repeats_total",
+            "Fresh hits on the HTTP/1.1 fast path answered from what an identical request head decided before (no parse, no key made).",
+            self.sum_stripes(|s| &s.repeats),
+        )?;
+        counter(
+            out,
             "quire_connections_refused_total",
             "Connections answered 429 and closed: their client already held limits.connections_per_client.",
             self.connections_refused.load(Ordering::Relaxed),

@@ -401,6 +401,7 @@ fn render_is_well_formed() {
         "quire_prefills_total",
         "quire_fills_busy_total",
         "quire_fastpath_handovers_total",
+        "quire_fastpath_repeats_total",
         "quire_tls_handshakes_total",
         "quire_connections_refused_total",
         "quire_connections_reaped_total",
@@ -426,7 +427,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 38);
+    assert_eq!(types.len(), 39);
 
     for line in [
         "quire_store_hits_total 1",

@@ -116,22 +116,33 @@ impl Prepared {
         status: CacheStatus,
         now: SystemTime,
     ) -> Result<Variant<'_>, NotServed> {
+        self.variant_in(self.coding_for(req_headers)?, status, now)
+    }
+
+    /// The coding [`Prepared::variant`] serves to `req_headers`.
+    pub fn coding_for(&self, req_headers: &HeaderMap) -> Result<Coding, NotServed> {
         let accept = encoding::parse_accept_encoding(req_headers);
-        let coding = encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
+        encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
             .or_else(|| {
                 self.available
                     .contains(&Coding::Identity)
                     .then_some(Coding::Identity)
             })
             .or_else(|| self.available.first().copied())
-            .ok_or(NotServed::BodyGone)?;
+            .ok_or(NotServed::BodyGone)
+    }
+
+    /// The representation in `coding` (one [`Prepared::coding_for`] chose) and its
+    /// per-response fields at `now`.
+    pub fn variant_in(
+        &self,
+        coding: Coding,
+        status: CacheStatus,
+        now: SystemTime,
+    ) -> Result<Variant<'_>, NotServed> {
         let (start, end) = self.rec.coding_range(coding).ok_or(NotServed::BodyGone)?;
         let body_len = end - start;
-        let etag = self
-            .etags
-            .iter()
-            .find(|(c, _)| *c == coding)
-            .and_then(|(_, e)| e.as_deref());
+        let etag = self.etag_of(coding);
         let timing = &self.timing;
         let status = if status.hit {
             status.with_ttl(ttl_secs(timing, now))
@@ -167,12 +178,30 @@ impl Prepared {
         req_headers: &HeaderMap,
         v: &Variant<'_>,
     ) -> Precondition {
+        self.precondition_in(method, req_headers, v.coding)
+    }
+
+    /// [`Prepared::precondition`] for the representation in `coding`.
+    pub fn precondition_in(
+        &self,
+        method: &Method,
+        req_headers: &HeaderMap,
+        coding: Coding,
+    ) -> Precondition {
         conditional::evaluate_preconditions(
             method,
             req_headers,
-            v.etag,
+            self.etag_of(coding),
             self.last_modified.or(Some(self.date)),
         )
+    }
+
+    /// The `ETag` of the representation in `coding`.
+    fn etag_of(&self, coding: Coding) -> Option<&str> {
+        self.etags
+            .iter()
+            .find(|(c, _)| *c == coding)
+            .and_then(|(_, e)| e.as_deref())
     }
 
     /// The stored response's timing (freshness, age inputs, flags).
@@ -294,16 +323,22 @@ impl Records {
 
     /// The record behind `meta` (a store entry's meta bytes), decoded once.
     pub fn get(&self, meta: &[u8]) -> Option<Cached> {
+        self.get_identified(meta).map(|(_, c)| c)
+    }
+
+    /// [`Records::get`], with the record's identity ([`object::identity`]), which a
+    /// later look at the same key compares to know it still holds this record.
+    pub fn get_identified(&self, meta: &[u8]) -> Option<(u64, Cached)> {
         let h = object::identity(meta);
         if let Some(c) = self.cache.get(&h) {
-            return Some(c);
+            return Some((h, c));
         }
         let c = match object::decode(meta)? {
             Record::Vary(v) => Cached::Vary(Arc::new(v)),
             Record::Object(o) => Cached::Object(Arc::new(Prepared::new(*o))),
         };
         self.cache.insert(h, c.clone());
-        Some(c)
+        Some((h, c))
     }
 }
 

@@ -24,7 +24,7 @@ pub(crate) struct Lookup {
     pub(crate) scope: Scope,
     /// The variant key where the record for this request lives, when the URL
     /// varies (else it is under `primary_key`).
-    variant_key: Option<Vec<u8>>,
+    pub(crate) variant_key: Option<Vec<u8>>,
     /// The URL's `Vary` when a Vary record was found.
     pub(crate) vary: Option<Arc<VaryFields>>,
     /// The stored response selected for the request.
@@ -35,6 +35,10 @@ pub(crate) struct Lookup {
     /// The entry found is not in memory (`crate::request::cold`): nothing was read;
     /// warm it and look up again.
     pub(crate) cold: Option<Cold>,
+    /// The identity ([`crate::cache::object::identity`]) of the record under
+    /// `primary_key`, and of the one under the variant key when the URL varies:
+    /// what a later look compares to know the store still holds the same records.
+    pub(crate) ids: (u64, Option<u64>),
 }
 
 impl Lookup {
@@ -89,6 +93,7 @@ pub(crate) fn lookup_as(
         record: None,
         entry: None,
         cold: None,
+        ids: (0, None),
     };
     let h = match fetch(ctx, &look.primary_key, reading) {
         Fetched::Hit(h) => h,
@@ -98,19 +103,24 @@ pub(crate) fn lookup_as(
             return look;
         }
     };
-    match ctx.records.get(h.meta()) {
-        Some(Cached::Object(o)) => {
+    let Some((id, cached)) = ctx.records.get_identified(h.meta()) else {
+        return look;
+    };
+    look.ids.0 = id;
+    match cached {
+        Cached::Object(o) => {
             look.record = Some(o);
             look.entry = Some(Arc::new(h));
         }
-        Some(Cached::Vary(v)) => {
+        Cached::Vary(v) => {
             drop(h);
             let vk = ctx.variant_key(class, url, &v, headers, scope);
             match fetch(ctx, &vk, reading) {
                 Fetched::Hit(h) => {
-                    if let Some(Cached::Object(o)) = ctx.records.get(h.meta()) {
+                    if let Some((id, Cached::Object(o))) = ctx.records.get_identified(h.meta()) {
                         look.record = Some(o);
                         look.entry = Some(Arc::new(h));
+                        look.ids.1 = Some(id);
                     }
                 }
                 Fetched::Miss => {}
@@ -119,9 +129,33 @@ pub(crate) fn lookup_as(
             look.variant_key = Some(vk);
             look.vary = Some(v);
         }
-        None => {}
     }
     look
+}
+
+/// The entry under `primary` — and, for a URL that varies, under `variant` — if
+/// the store still holds there, in memory, the records with the identities given
+/// (key, identity): what a recipe kept from an earlier lookup of the same request
+/// reads ([`crate::http1::repeat`]). Counts as a hit, as [`lookup`] does; `None`
+/// when either record changed or went, or is not in memory.
+pub(crate) fn again(
+    ctx: &Ctx,
+    primary: (&[u8], u64),
+    variant: Option<(&[u8], u64)>,
+) -> Option<Arc<Handle>> {
+    let same = |(key, id): (&[u8], u64)| match ctx.store.get_resident(key) {
+        Fetched::Hit(h) => (crate::cache::object::identity(h.meta()) == id).then_some(h),
+        Fetched::Miss | Fetched::Cold(_) => None,
+    };
+    let h = same(primary)?;
+    let h = match variant {
+        None => h,
+        Some(v) => {
+            drop(h);
+            same(v)?
+        }
+    };
+    Some(Arc::new(h))
 }
 
 /// The entry under `key`, read as `reading` says.

@@ -165,6 +165,23 @@ pub(crate) fn get_with(
     .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
+    parse_raw(&raw)
+}
+
+/// `GET path` as a keep-alive client sends it (no `Connection` field, so the fast
+/// path answers it, as it does a browser), then the end of the client's side.
+pub(crate) fn get_fast(addr: SocketAddr, path: &str) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: site.test\r\n\r\n").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    parse_raw(&raw)
+}
+
+/// A response read whole off a connection the server closed.
+fn parse_raw(raw: &[u8]) -> Resp {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

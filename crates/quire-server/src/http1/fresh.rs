@@ -1,0 +1,209 @@
+//! A fresh hit's answer in two steps. First, what the request head decides: its
+//! URL, keys and scope, the stored record it selects, the coding its
+//! `Accept-Encoding` gets, its `Cache-Control` and the outcome of its
+//! `If-None-Match`/`If-Modified-Since` ([`Recipe`], made by [`prepare`]). Then the
+//! answer from a recipe at a moment: freshness, refresh-ahead, `Age` and `ttl`, the
+//! head and the body ([`serve`]).
+//!
+//! The fast path ([`crate::http1::fastpath`]) runs both for a head it has just
+//! parsed; a head this worker has answered before runs only the second, with the
+//! recipe kept from the first time ([`crate::http1::repeat`]). Both ways write their
+//! answer with the same [`serve`], so a repeat cannot answer differently from a
+//! first time at the same moment with the same store.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http::header;
+use http::Method;
+use quire_http::bypass::{self, Bypass};
+use quire_http::cache_control::CacheControl;
+use quire_http::conditional::Precondition;
+use quire_http::encoding::Coding;
+use quire_http::freshness::{self, Decision};
+use quire_http::key::{self, MethodClass, NormalizedUrl};
+use quire_http::status::CacheStatus;
+use quire_store::Handle;
+
+use crate::edge::client::Peer;
+use crate::http1::h1;
+use crate::http1::head::Plain;
+use crate::policy::Policy;
+use crate::request::hit::{self, Prepared};
+use crate::state::{Ctx, Scope};
+
+/// What a request head decides about its fresh hit, whatever the moment.
+pub(crate) struct Recipe {
+    /// The normalised URL (its key version is asked again on a repeat).
+    pub(crate) url: NormalizedUrl,
+    /// The key version (and audience) the keys were made in.
+    pub(crate) scope: Scope,
+    /// The URL's key and the identity of the record found under it.
+    pub(crate) primary: (Vec<u8>, u64),
+    /// When the URL varies: the variant key this head selects, and its record's
+    /// identity.
+    pub(crate) variant: Option<(Vec<u8>, u64)>,
+    /// The stored response.
+    pub(crate) record: Arc<Prepared>,
+    /// The coding the head's `Accept-Encoding` gets.
+    coding: Coding,
+    /// The head's `If-None-Match`/`If-Modified-Since` match: a 304.
+    not_modified: bool,
+    /// `HEAD` (no body); else `GET`, the only other method the fast path takes.
+    head_only: bool,
+    /// The request's `Cache-Control` (`max-age`, `min-fresh`, …).
+    req_cc: CacheControl,
+    /// quire's `Cache-Status` member before its `ttl`.
+    status: CacheStatus,
+}
+
+impl Recipe {
+    /// The request's method: `GET` or `HEAD`.
+    pub(crate) fn method(&self) -> &'static str {
+        if self.head_only {
+            "HEAD"
+        } else {
+            "GET"
+        }
+    }
+}
+
+/// A fresh hit ready to write (its head is in the connection's output buffer).
+pub(crate) struct Answer {
+    /// The body, a slice of the store's mapping; `None` for `HEAD`, a 304 or an
+    /// empty body.
+    pub(crate) body: Option<Bytes>,
+    pub(crate) status: u16,
+    pub(crate) body_len: u64,
+}
+
+/// The recipe for `req`'s fresh hit, with the store entry its record was read
+/// from; `None` when the request is the service's to answer (a range, a bypass, a
+/// precondition for the origin, an admin call, nothing stored).
+pub(crate) fn prepare(
+    ctx: &Ctx,
+    policy: &Policy,
+    req: &Plain,
+    peer: Peer,
+) -> Option<(Recipe, Arc<Handle>)> {
+    let (method, headers) = (&req.method, &req.headers);
+    if req.ranged_or_conditional || req.path().starts_with(crate::ops::admin::PREFIX) {
+        return None;
+    }
+    // A trusted proxy naming no client is the service's to refuse (crate::edge::client).
+    let bypassed = bypass::bypass(method, headers, &policy.bypass);
+    if bypassed.is_some_and(|b| b != Bypass::Cookie)
+        || !crate::edge::client::Client::named(peer.addr, headers, &policy.trusted_proxies)
+    {
+        return None;
+    }
+    let scheme = peer.scheme(headers, &policy.trusted_proxies);
+    let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
+    let class = MethodClass::of(method)?;
+    // A session cookie is answered here only from its audience's entries, with the
+    // service's own checks (`crate::request::service`); anything else is the
+    // service's.
+    let scope = match bypassed {
+        None => ctx.key_version(&url),
+        Some(_) => ctx.audience_scope(&url, ctx.origin.audience(&url, headers)?)?,
+    };
+    let look = crate::request::lookup::lookup(ctx, class, &url, headers, scope);
+    let (record, entry) = (look.record?, look.entry?);
+    let variant = look.variant_key.zip(look.ids.1);
+    debug_assert_eq!(
+        look.vary.is_some(),
+        variant.is_some(),
+        "a varying URL's record has its key"
+    );
+    let mut status = crate::request::lookup::keyed(ctx, &url, CacheStatus::hit());
+    if let Some(a) = scope.audience {
+        status = status.with_audience(a.label());
+    }
+    let coding = record.coding_for(headers).ok()?;
+    let not_modified = match record.precondition_in(method, headers, coding) {
+        Precondition::Forward => return None,
+        Precondition::NotModified => true,
+        Precondition::Proceed => false,
+    };
+    let recipe = Recipe {
+        url,
+        scope,
+        primary: (look.primary_key, look.ids.0),
+        variant,
+        record,
+        coding,
+        not_modified,
+        head_only: *method == Method::HEAD,
+        req_cc: CacheControl::from_headers(headers),
+        status,
+    };
+    Some((recipe, entry))
+}
+
+/// The fresh-hit answer of `r` now, from `entry` (which holds `r`'s record), its
+/// head written to `out`; `None` when it is not fresh (or due for refresh-ahead):
+/// the service's to answer. `path` is the request's target, `peer` its connection's
+/// far end.
+pub(crate) fn serve(
+    ctx: &Ctx,
+    policy: &Policy,
+    r: &Recipe,
+    entry: &Arc<Handle>,
+    (path, peer): (&str, Peer),
+    now: SystemTime,
+    out: &mut Vec<u8>,
+) -> Option<Answer> {
+    let timing = ctx.timing_of(&r.record);
+    if freshness::reuse(&timing, &r.req_cc, &policy.reuse, now) != Decision::Fresh {
+        return None;
+    }
+    // A hit due for refresh-ahead is the service's (it starts the revalidation),
+    // once per record: later hits in the window stay here.
+    if freshness::refresh_due(&timing, policy.cfg.storage.refresh_ahead, now)
+        && !ctx.refreshed.tried(r.record.rec.id)
+    {
+        return None;
+    }
+    if r.scope.audience.is_some() {
+        ctx.metrics.record_audience_request();
+    }
+    let p = &r.record;
+    let v = p.variant_in(r.coding, r.status.clone(), now).ok()?;
+    let answer = if r.not_modified {
+        hit::write_head_304(out, p, &v);
+        Answer {
+            body: None,
+            status: 304,
+            body_len: 0,
+        }
+    } else {
+        let body = if r.head_only || v.body_len == 0 {
+            None
+        } else {
+            Some(p.body(entry, &v, 0, v.body_len).ok()?)
+        };
+        hit::write_head(out, p, &v);
+        Answer {
+            body,
+            status: p.status().as_u16(),
+            body_len: if r.head_only { 0 } else { v.body_len },
+        }
+    };
+    if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
+        add_field(out, "strict-transport-security", hsts.as_bytes());
+    }
+    // (The upstream hears of pages served: `crate::upstream::Upstream::served`.)
+    if !r.head_only && matches!(answer.status, 200 | 304) {
+        ctx.origin.served(path);
+    }
+    Some(answer)
+}
+
+/// Appends a field line to a complete head in `out` (before its blank line).
+fn add_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    debug_assert!(out.ends_with(b"\r\n\r\n"), "a complete head");
+    out.truncate(out.len() - 2);
+    h1::field(out, name, value);
+    out.extend_from_slice(b"\r\n");
+}

@@ -1,0 +1,173 @@
+//! Repeat hits: a request head this worker thread has answered as a fresh hit
+//! before is answered again without being parsed.
+//!
+//! A fresh hit's answer depends on the request head's bytes, on the connection (TLS
+//! or not; from a trusted proxy or not), on the policy, on the store and on the
+//! moment. Everything the head alone decides — the parse, the bypass and client
+//! checks, the normalised URL and its keys, the coding its `Accept-Encoding` gets,
+//! its `Cache-Control`, the outcome of its preconditions — is the
+//! [`Recipe`] the fast path made the first time, kept here under the exact head
+//! bytes and the connection's two flags. What may have changed since is asked again
+//! on every use:
+//! - the policy (a reload; or another server in the same process): a kept recipe
+//!   names the policy it was made under, and is used only under that one (it holds
+//!   the policy weakly, so its address cannot be reused by a later one);
+//! - the URL's key version (a note edited, everything purged by epoch): asked again,
+//!   and it must be the one the keys were made in;
+//! - the store: the URL's key (and the variant key) is looked up again — which
+//!   counts the hit for eviction and refill as any lookup does — and must still hold
+//!   a record with the same identity ([`crate::cache::object::identity`]). A purge,
+//!   a refill, a 304's new head or an eviction removes or replaces that record, so a
+//!   repeat after it falls through to the full path, which sees the same store;
+//! - the moment: freshness, refresh-ahead, `Age` and `ttl` are computed now, by
+//!   the same [`fresh::serve`] the full path answers with.
+//!
+//! So an invalidation reaches a repeat exactly as it reaches the full path: through
+//! the store and the key version, read after the purge.
+//!
+//! Signed-in readers' requests are never kept: the full path checks their session
+//! on every request. Bounded: [`SLOTS`] recipes per worker thread, heads up to
+//! [`HEAD_MAX`] bytes, one recipe per slot (a new head takes the slot of the one it
+//! hashes with).
+
+use std::cell::RefCell;
+use std::net::IpAddr;
+use std::sync::{Arc, Weak};
+
+use http::header;
+
+use crate::edge::client::{Client, Peer};
+use crate::http1::fresh::{self, Answer, Recipe};
+use crate::http1::head::Plain;
+use crate::policy::Policy;
+use crate::state::Ctx;
+
+/// The longest head kept (a browser's is under a kilobyte without cookies).
+pub(crate) const HEAD_MAX: usize = 2048;
+
+/// Recipes kept per worker thread (a power of two).
+pub(crate) const SLOTS: usize = 4096;
+
+/// A recipe kept for a head, with what the access log and the rate limiter read
+/// from the head.
+pub(crate) struct Kept {
+    hash: u64,
+    conn: u8,
+    head: Box<[u8]>,
+    policy: Weak<Policy>,
+    recipe: Recipe,
+    /// The request's target (path and query).
+    pub(crate) target: Box<str>,
+    /// The client a trusted proxy named; `None` when the peer is the client.
+    client: Option<IpAddr>,
+    pub(crate) user_agent: Option<Box<[u8]>>,
+    pub(crate) referer: Option<Box<[u8]>>,
+}
+
+impl Kept {
+    /// The client the request is from, on a connection from `peer`.
+    pub(crate) fn client(&self, peer: Peer) -> IpAddr {
+        self.client.unwrap_or_else(|| peer.addr.ip().to_canonical())
+    }
+
+    /// The request's method.
+    pub(crate) fn method(&self) -> &'static str {
+        self.recipe.method()
+    }
+}
+
+thread_local! {
+    /// This worker thread's recipes, by head hash; empty until the first is kept.
+    static KEPT: RefCell<Vec<Option<Arc<Kept>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The connection's part of a recipe's key: TLS, and a trusted proxy's.
+fn conn_flags(peer: Peer, policy: &Policy) -> u8 {
+    let trusted = &policy.trusted_proxies;
+    let proxy = !trusted.is_empty() && trusted.contains(peer.addr.ip().to_canonical());
+    u8::from(peer.tls) | u8::from(proxy) << 1
+}
+
+fn hash(head: &[u8], conn: u8) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(head) ^ u64::from(conn)
+}
+
+fn slot(hash: u64) -> usize {
+    // (SLOTS is a power of two; the low bits of xxh3 are as good as any.)
+    (hash as usize) & (SLOTS - 1)
+}
+
+/// The recipe kept for `head` on a connection like `peer`'s under `policy`.
+pub(crate) fn find(head: &[u8], peer: Peer, policy: &Arc<Policy>) -> Option<Arc<Kept>> {
+    if head.len() > HEAD_MAX {
+        return None;
+    }
+    let conn = conn_flags(peer, policy);
+    let hash = hash(head, conn);
+    KEPT.with_borrow(|kept| {
+        let k = kept.get(slot(hash))?.as_ref()?;
+        let same = k.hash == hash
+            && k.conn == conn
+            && *k.head == *head
+            && std::ptr::eq(k.policy.as_ptr(), Arc::as_ptr(policy));
+        same.then(|| k.clone())
+    })
+}
+
+/// The answer of `k` now, its head written to `out`; `None` when the URL's key
+/// version or the store changed since, or the response is no longer fresh: the
+/// full path's to answer.
+pub(crate) fn answer(
+    ctx: &Ctx,
+    policy: &Policy,
+    k: &Kept,
+    peer: Peer,
+    out: &mut Vec<u8>,
+) -> Option<Answer> {
+    let r = &k.recipe;
+    debug_assert!(r.scope.audience.is_none(), "signed-in readers are not kept");
+    if ctx.key_version(&r.url) != r.scope {
+        return None;
+    }
+    let variant = r.variant.as_ref().map(|(key, id)| (&key[..], *id));
+    let entry = crate::request::lookup::again(ctx, (&r.primary.0, r.primary.1), variant)?;
+    fresh::serve(
+        ctx,
+        policy,
+        r,
+        &entry,
+        (&k.target, peer),
+        ctx.clock.now(),
+        out,
+    )
+}
+
+/// Keeps `recipe`, made for `req` whose head is `head`, for the next time this
+/// worker sees the same head on a connection like `peer`'s. Signed-in readers'
+/// recipes and long heads are not kept.
+pub(crate) fn keep(head: &[u8], req: &Plain, peer: Peer, policy: &Arc<Policy>, recipe: Recipe) {
+    if head.len() > HEAD_MAX || recipe.scope.audience.is_some() {
+        return;
+    }
+    let conn = conn_flags(peer, policy);
+    let hash = hash(head, conn);
+    let field = |name| req.headers.get(name).map(|v| Box::from(v.as_bytes()));
+    let kept = Kept {
+        hash,
+        conn,
+        head: Box::from(head),
+        policy: Arc::downgrade(policy),
+        recipe,
+        target: Box::from(req.path()),
+        client: (conn & 2 != 0)
+            .then(|| Client::ip_or_peer(peer.addr, &req.headers, &policy.trusted_proxies)),
+        user_agent: field(header::USER_AGENT),
+        referer: field(header::REFERER),
+    };
+    KEPT.with_borrow_mut(|kept_here| {
+        if kept_here.is_empty() {
+            kept_here.resize(SLOTS, None);
+        }
+        kept_here[slot(hash)] = Some(Arc::new(kept));
+    });
+}
