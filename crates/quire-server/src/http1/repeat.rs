@@ -26,9 +26,10 @@
 //! the store and the key version, read after the purge.
 //!
 //! Signed-in readers' requests are never kept: the full path checks their session
-//! on every request. Bounded: [`SLOTS`] recipes per worker thread, heads up to
-//! [`HEAD_MAX`] bytes, one recipe per slot (a new head takes the slot of the one it
-//! hashes with).
+//! on every request. Bounded: [`SLOTS`] recipes per worker thread, in sets of
+//! [`WAYS`], heads up to [`HEAD_MAX`] bytes, and [`BYTES_MAX`] in all per worker
+//! thread (past it the table is emptied: a client sending heads made to fill it
+//! costs itself full-path hits, nobody memory).
 
 use std::cell::RefCell;
 use std::net::IpAddr;
@@ -76,9 +77,59 @@ impl Kept {
     }
 }
 
+/// Most bytes a worker thread's recipes hold (heads, keys, URLs, log fields); past
+/// it, all are let go and the table fills again.
+pub(crate) const BYTES_MAX: usize = 8 << 20;
+
+/// A worker thread's recipes.
+struct Table {
+    /// By head hash, in sets of [`WAYS`]; empty until the first is kept.
+    slots: Vec<Option<Arc<Kept>>>,
+    /// What the recipes in `slots` hold ([`Kept::bytes`]).
+    bytes: usize,
+}
+
 thread_local! {
-    /// This worker thread's recipes, by head hash; empty until the first is kept.
-    static KEPT: RefCell<Vec<Option<Arc<Kept>>>> = const { RefCell::new(Vec::new()) };
+    static KEPT: RefCell<Table> = const {
+        RefCell::new(Table {
+            slots: Vec::new(),
+            bytes: 0,
+        })
+    };
+}
+
+impl Table {
+    /// Sets what the recipes hold, in the process-wide gauge too.
+    fn set_bytes(&mut self, bytes: usize) {
+        use std::sync::atomic::Ordering;
+        let gauge = &crate::metrics::REPEAT_BYTES;
+        gauge.fetch_add(bytes as u64, Ordering::Relaxed);
+        gauge.fetch_sub(self.bytes as u64, Ordering::Relaxed);
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Table {
+    /// A worker thread that ends takes its recipes out of the gauge.
+    fn drop(&mut self) {
+        self.set_bytes(0);
+    }
+}
+
+impl Kept {
+    /// About what this recipe holds on the heap.
+    fn bytes(&self) -> usize {
+        let r = &self.recipe;
+        let field = |f: &Option<Box<[u8]>>| f.as_ref().map_or(0, |f| f.len());
+        std::mem::size_of::<Kept>()
+            + self.head.len()
+            + self.target.len()
+            + field(&self.user_agent)
+            + field(&self.referer)
+            + r.url.as_str().len()
+            + r.primary.0.len()
+            + r.variant.as_ref().map_or(0, |(k, _)| k.len())
+    }
 }
 
 /// The connection's part of a recipe's key: TLS, and a trusted proxy's.
@@ -92,9 +143,16 @@ fn hash(head: &[u8], conn: u8) -> u64 {
     xxhash_rust::xxh3::xxh3_64(head) ^ u64::from(conn)
 }
 
-fn slot(hash: u64) -> usize {
-    // (SLOTS is a power of two; the low bits of xxh3 are as good as any.)
-    (hash as usize) & (SLOTS - 1)
+/// Ways per set: a head's recipe may be kept in any of the `WAYS` slots of its
+/// set, so a few heads that hash alike do not keep pushing each other out (with
+/// one way, 2,000 heads in 4,096 slots left about a third of them sharing a slot).
+const WAYS: usize = 4;
+
+/// The slots of `hash`'s set.
+fn set(hash: u64) -> std::ops::Range<usize> {
+    // (SLOTS / WAYS is a power of two; the low bits of xxh3 are as good as any.)
+    let first = ((hash as usize) & (SLOTS / WAYS - 1)) * WAYS;
+    first..first + WAYS
 }
 
 /// The recipe kept for `head` on a connection like `peer`'s under `policy`.
@@ -105,12 +163,13 @@ pub(crate) fn find(head: &[u8], peer: Peer, policy: &Arc<Policy>) -> Option<Arc<
     let conn = conn_flags(peer, policy);
     let hash = hash(head, conn);
     KEPT.with_borrow(|kept| {
-        let k = kept.get(slot(hash))?.as_ref()?;
-        let same = k.hash == hash
-            && k.conn == conn
-            && *k.head == *head
-            && std::ptr::eq(k.policy.as_ptr(), Arc::as_ptr(policy));
-        same.then(|| k.clone())
+        let k = kept.slots.get(set(hash))?.iter().flatten().find(|k| {
+            k.hash == hash
+                && k.conn == conn
+                && *k.head == *head
+                && std::ptr::eq(k.policy.as_ptr(), Arc::as_ptr(policy))
+        })?;
+        Some(k.clone())
     })
 }
 
@@ -164,10 +223,25 @@ pub(crate) fn keep(head: &[u8], req: &Plain, peer: Peer, policy: &Arc<Policy>, r
         user_agent: field(header::USER_AGENT),
         referer: field(header::REFERER),
     };
-    KEPT.with_borrow_mut(|kept_here| {
-        if kept_here.is_empty() {
-            kept_here.resize(SLOTS, None);
+    let kept = Arc::new(kept);
+    KEPT.with_borrow_mut(|table| {
+        if table.slots.is_empty() {
+            table.slots.resize(SLOTS, None);
         }
-        kept_here[slot(hash)] = Some(Arc::new(kept));
+        if table.bytes + kept.bytes() > BYTES_MAX {
+            table.slots.fill(None);
+            table.set_bytes(0);
+        }
+        let ways = &mut table.slots[set(hash)];
+        // The same head's old recipe, else a free slot, else one picked by the hash's
+        // high bits (a stale recipe is never used, so any victim is safe).
+        let at = ways
+            .iter()
+            .position(|k| k.as_ref().is_some_and(|k| k.hash == hash && k.conn == conn))
+            .or_else(|| ways.iter().position(Option::is_none))
+            .unwrap_or((hash >> 32) as usize % WAYS);
+        let bytes = kept.bytes();
+        let gone = ways[at].replace(kept).map_or(0, |k| k.bytes());
+        table.set_bytes(table.bytes - gone + bytes);
     });
 }

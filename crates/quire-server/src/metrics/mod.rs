@@ -200,6 +200,10 @@ fn class_index(status: u16) -> usize {
     }
 }
 
+/// Bytes the fast path's kept recipes hold, over every worker thread of the process
+/// (`crate::http1::repeat`; the tables are per thread, not per server).
+pub(crate) static REPEAT_BYTES: AtomicU64 = AtomicU64::new(0);
+
 /// One thread's per-request counters: 17 words, padded to their own 256 bytes
 /// (whole pairs of lines on x86, where the adjacent-line prefetcher pairs them).
 #[repr(align(128))]

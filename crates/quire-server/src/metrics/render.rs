@@ -175,6 +175,12 @@ impl Metrics {
             "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
             self.handovers.load(Ordering::Relaxed),
         )?;
+        gauge(
+            out,
+            "quire_fastpath_repeat_bytes",
+            "Bytes held by the request heads the fast path keeps to answer again without a parse, over all worker threads.",
+            super::REPEAT_BYTES.load(Ordering::Relaxed),
+        )?;
         counter(
             out,
             "quire_fastpath_repeats_total",

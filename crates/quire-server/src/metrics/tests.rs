@@ -402,6 +402,7 @@ fn render_is_well_formed() {
         "quire_fills_busy_total",
         "quire_fastpath_handovers_total",
         "quire_fastpath_repeats_total",
+        "quire_fastpath_repeat_bytes",
         "quire_tls_handshakes_total",
         "quire_connections_refused_total",
         "quire_connections_reaped_total",
@@ -427,7 +428,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 39);
+    assert_eq!(types.len(), 40);
 
     for line in [
         "quire_store_hits_total 1",
