@@ -129,6 +129,28 @@ impl Metrics {
         )
     }
 
+    /// The HTTP/1.1 fast path: hand-overs to hyper, and repeated heads.
+    fn write_fastpath(&self, out: &mut String) -> fmt::Result {
+        counter(
+            out,
+            "quire_fastpath_handovers_total",
+            "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
+            self.handovers.load(Ordering::Relaxed),
+        )?;
+        gauge(
+            out,
+            "quire_fastpath_repeat_bytes",
+            "Bytes held by the request heads the fast path keeps to answer again without a parse, over all worker threads.",
+            super::REPEAT_BYTES.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
+            "quire_fastpath_repeats_total",
+            "Fresh hits on the HTTP/1.1 fast path answered from what an identical request head decided before (no parse, no key made).",
+            self.sum_stripes(|s| &s.repeats),
+        )
+    }
+
     /// Fills by result, and the counters of what the limits turned away.
     fn write_fills(&self, out: &mut String) -> fmt::Result {
         family(
@@ -169,24 +191,7 @@ impl Metrics {
             "Misses that found no fill slot (in all, or for their client) and were passed to the origin unstored.",
             self.fills_busy.load(Ordering::Relaxed),
         )?;
-        counter(
-            out,
-            "quire_fastpath_handovers_total",
-            "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
-            self.handovers.load(Ordering::Relaxed),
-        )?;
-        gauge(
-            out,
-            "quire_fastpath_repeat_bytes",
-            "Bytes held by the request heads the fast path keeps to answer again without a parse, over all worker threads.",
-            super::REPEAT_BYTES.load(Ordering::Relaxed),
-        )?;
-        counter(
-            out,
-            "quire_fastpath_repeats_total",
-            "Fresh hits on the HTTP/1.1 fast path answered from what an identical request head decided before (no parse, no key made).",
-            self.sum_stripes(|s| &s.repeats),
-        )?;
+        self.write_fastpath(out)?;
         counter(
             out,
             "quire_connections_refused_total",
