@@ -9,7 +9,7 @@
 //! - [`routes`]: the URL space. [`respond`]: one request answered.
 //! - [`request`]: a request as the site sees it, the error page and the 404.
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
-//! - [`feed`]: Atom feed and sitemap. [`extras`]: search and view counts.
+//! - [`feed`]: Atom feed and sitemap. [`llms`]: `/llms.txt`. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions. [`audience`]: signed-in readers'
 //!   pages, cached per audience.
@@ -31,6 +31,7 @@ mod csp;
 pub mod extras;
 pub mod feed;
 pub mod gate;
+pub mod llms;
 pub mod model;
 pub mod related;
 pub mod reply;

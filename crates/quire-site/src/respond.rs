@@ -50,6 +50,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Note(url) => note(s, req, db, &url, shared),
         Page::Feed => xml(s, req, ATOM, crate::feed::atom, shared),
         Page::Sitemap => xml(s, req, XML, crate::feed::sitemap, shared),
+        Page::LlmsTxt => xml(s, req, TEXT, crate::llms::llms_txt, shared),
         Page::Robots => robots(s, req),
         Page::Css => css(s, req),
         Page::Graph => site_graph(s, req, shared),
@@ -67,6 +68,8 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
 
 const ATOM: &str = "application/atom+xml; charset=utf-8";
 const XML: &str = "application/xml; charset=utf-8";
+/// `/llms.txt` is markdown, served as text so that a browser shows it.
+const TEXT: &str = "text/plain; charset=utf-8";
 
 /// A listing page (index, tags, a tag, a folder) rendered with `template` from its
 /// variables, or the 404 if the reader sees no such listing.
@@ -163,7 +166,8 @@ fn alias(s: &Snapshot, req: &Req<'_>, url: &str, shared: Policy) -> Option<Reply
     )
 }
 
-/// The feed or the sitemap: `body` of the snapshot and the site's base URL.
+/// The feed, the sitemap or `/llms.txt`: `body` of the snapshot and the site's base
+/// URL.
 fn xml(
     s: &Snapshot,
     req: &Req<'_>,

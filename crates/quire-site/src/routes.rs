@@ -9,6 +9,7 @@
 //! | `/tags/`, `/tags/<tag>` | tags, one tag |
 //! | `/search?q=`, `/api/search?q=` | search page, JSON |
 //! | `/feed.xml`, `/sitemap.xml`, `/robots.txt` | feed, sitemap, robots |
+//! | `/llms.txt` | the public notes listed for language models' agents |
 //! | `/login`, `/logout` | sign-in and sign-out |
 //! | `/account` | the signed-in reader's name and the sign-out form (never cached) |
 //! | `/_views` | view counts (admins) |
@@ -40,6 +41,8 @@ pub enum Page {
     Feed,
     /// `/sitemap.xml`.
     Sitemap,
+    /// `/llms.txt`.
+    LlmsTxt,
     /// `/robots.txt`.
     Robots,
     /// `/login`.
@@ -84,6 +87,7 @@ pub fn route(path: &str) -> Page {
         "/api/search" => Page::ApiSearch,
         "/feed.xml" => Page::Feed,
         "/sitemap.xml" => Page::Sitemap,
+        "/llms.txt" => Page::LlmsTxt,
         "/robots.txt" => Page::Robots,
         "/login" => Page::Login,
         ACCOUNT_PATH => Page::Account,

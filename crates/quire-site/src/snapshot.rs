@@ -397,6 +397,9 @@ impl Snapshot {
         }
         let mut feed = Xxh3::new();
         let mut sitemap = Xxh3::new();
+        let mut llms = Xxh3::new();
+        llms.update(self.config.title.as_bytes());
+        llms.update(self.config.description.as_bytes());
         for (i, n) in v.notes().iter().enumerate() {
             if n.visibility() > pub_ || v.by_url(&n.url) != Some(i) {
                 continue;
@@ -417,6 +420,9 @@ impl Snapshot {
                 s.update(n.front.date.as_deref().unwrap_or("").as_bytes());
             }
             feed.update(&n.version.to_le_bytes());
+            // (A note's line is its URL, title and description: all in its text.)
+            llms.update(n.url.as_bytes());
+            llms.update(&n.version.to_le_bytes());
         }
         // Listing pages appear in the sitemap too.
         for k in out.keys() {
@@ -425,6 +431,7 @@ impl Snapshot {
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
         out.insert("/feed.xml".into(), feed);
         out.insert("/sitemap.xml".into(), sitemap);
+        out.insert("/llms.txt".into(), llms.digest());
         // Not in the sitemap (added after it): a drawing of pages it lists.
         let site_graph = self.graphs.site(v, aud).fingerprint();
         out.insert(GRAPH_PATH.into(), site_graph);

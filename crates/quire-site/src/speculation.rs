@@ -69,6 +69,7 @@ const NEVER: &[&str] = &[
     "/feed.xml",
     "/sitemap.xml",
     "/robots.txt",
+    "/llms.txt",
 ];
 
 /// The rule set for `p` (`None` when off).
