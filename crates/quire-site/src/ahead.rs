@@ -160,7 +160,15 @@ fn queue<'a>(
     audience: Option<quire_server::upstream::Audience>,
     paths: impl Iterator<Item = &'a String>,
 ) -> usize {
+    // A note's markdown is rendered when an agent asks for it: no reader waits for
+    // it, so it is not worth a render of every note ahead of time.
     paths
+        .filter(|p| {
+            !matches!(
+                crate::routes::route(p),
+                crate::routes::Page::NoteMarkdown(_)
+            )
+        })
         .filter(|p| prefill.queue_for(format!("{origin}{}", encode(p)), audience))
         .count()
 }

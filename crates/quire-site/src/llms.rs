@@ -1,7 +1,8 @@
 //! `/llms.txt`: the site as a language model's agent reads it first, in the format
 //! the llms.txt proposal gives (<https://llmstxt.org>): the site's title as an `#`
 //! heading, its description as a `>` quote, then one `##` section per folder with a
-//! `- [title](url): description` line for each note. Public notes only, as the
+//! `- [title](url): description` line for each note, linking the note's markdown
+//! (`<note>.md`, see `quire_vault::render::markdown`). Public notes only, as the
 //! sitemap: the file is the same for every reader and cached like any page.
 //!
 //! Titles and descriptions come from notes' front matter, so they are hostile: each
@@ -12,6 +13,7 @@
 
 use quire_vault::{pages, preview, Visibility};
 
+use crate::routes::MARKDOWN_SUFFIX;
 use crate::snapshot::Snapshot;
 
 /// The most bytes of note lines; a vault whose list is longer ends it early.
@@ -57,7 +59,8 @@ fn note_line(v: &quire_vault::Vault, e: &pages::Entry, base: &str) -> String {
     let title = one_line(&e.title);
     // (The preview's line is already cut to a sentence or two, at a word.)
     let description = one_line(&preview::preview(v, e.note).description);
-    let url = link_target(&format!("{base}{}", e.url));
+    // The note as markdown: what the proposal asks a page to offer agents.
+    let url = link_target(&format!("{base}{}{MARKDOWN_SUFFIX}", e.url));
     if description.is_empty() {
         format!("- [{title}]({url})\n")
     } else {

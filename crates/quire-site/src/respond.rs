@@ -48,6 +48,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Tag(slug) => listing(s, req, "tag.html", model::tag(v, aud, &slug), shared),
         Page::Folder(url) => listing(s, req, "folder.html", model::folder(v, aud, &url), shared),
         Page::Note(url) => note(s, req, db, &url, shared),
+        Page::NoteMarkdown(url) => note_markdown(s, req, &url, shared),
         Page::Feed => xml(s, req, ATOM, crate::feed::atom, shared),
         Page::Sitemap => xml(s, req, XML, crate::feed::sitemap, shared),
         Page::LlmsTxt => xml(s, req, TEXT, crate::llms::llms_txt, shared),
@@ -123,6 +124,25 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
     let ctx = s.page_context(who, req.path, extra);
     html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
 }
+
+/// A note as markdown (`quire_vault::render::markdown`), for a reader who may see it;
+/// else the 404 (an alias's `.md` is not followed).
+fn note_markdown(s: &Snapshot, req: &Req<'_>, url: &str, shared: Policy) -> Reply {
+    let aud = audience(req.viewer);
+    let v = &s.vault;
+    let Some(i) = v.by_url(url).filter(|&i| v.notes()[i].visibility() <= aud) else {
+        return not_found(s, req);
+    };
+    let base = base(s, req);
+    let body = quire_vault::render::markdown(v, i, aud, &base);
+    let canonical = format!("<{base}{}>; rel=\"canonical\"", v.notes()[i].url);
+    Reply::new(StatusCode::OK, MARKDOWN, body, shared)
+        .with(http::header::LINK, canonical)
+        .tagged(url)
+}
+
+/// `text/markdown` (RFC 7763).
+const MARKDOWN: &str = "text/markdown; charset=utf-8";
 
 /// A note's link preview (`og:`, `twitter:`, canonical): absolute URLs made with this
 /// site's own origin only (`base_url`, else the scheme and host the page is cached

@@ -6,6 +6,7 @@
 //! | `/` | index |
 //! | `/<folder>/…/` (trailing slash) | a folder's notes |
 //! | `/<folder>/…/<note>` | a note (`quire_vault::note::url_of`) |
+//! | `/<folder>/…/<note>.md` | the note as markdown, for agents |
 //! | `/tags/`, `/tags/<tag>` | tags, one tag |
 //! | `/search?q=`, `/api/search?q=` | search page, JSON |
 //! | `/feed.xml`, `/sitemap.xml`, `/robots.txt` | feed, sitemap, robots |
@@ -67,7 +68,12 @@ pub enum Page {
     Folder(String),
     /// Any other path: a note, if one has that URL.
     Note(String),
+    /// A note's URL with `.md` after it: the note as markdown.
+    NoteMarkdown(String),
 }
+
+/// What a note's URL ends with to name the note as markdown.
+pub const MARKDOWN_SUFFIX: &str = ".md";
 
 /// The stylesheet's path.
 pub const CSS_PATH: &str = "/_static/style.css";
@@ -106,6 +112,11 @@ pub fn route(path: &str) -> Page {
             }
             if path.ends_with('/') {
                 Page::Folder(path.to_owned())
+            } else if let Some(note) = path
+                .strip_suffix(MARKDOWN_SUFFIX)
+                .filter(|n| !n.contains('.'))
+            {
+                Page::NoteMarkdown(note.to_owned())
             } else {
                 Page::Note(path.to_owned())
             }

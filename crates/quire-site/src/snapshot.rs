@@ -52,7 +52,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3, Xxh3Builder};
 use crate::config::SiteConfig;
 use crate::model::{self, Who};
 use crate::related::RelatedNotes;
-use crate::routes::{route, Page, CSS_PATH, GRAPH_PATH};
+use crate::routes::{route, Page, CSS_PATH, GRAPH_PATH, MARKDOWN_SUFFIX};
 use crate::templates::Templates;
 
 /// A published state of the site.
@@ -414,6 +414,9 @@ impl Snapshot {
                 .map(|g| format!("{:016x}", g.fingerprint()))
                 .into();
             put(n.url.clone(), &ctx);
+            // The note as markdown shows what its page shows (the same links, seen
+            // the same way): versioned with the page.
+            put(format!("{}{MARKDOWN_SUFFIX}", n.url), &ctx);
             for s in [&mut feed, &mut sitemap] {
                 s.update(n.url.as_bytes());
                 s.update(n.title().as_bytes());

@@ -40,7 +40,7 @@ fn llms_txt_lists_every_public_note_and_nothing_hidden() {
         .collect();
     assert_eq!(listed.len(), public.len(), "{text}");
     for (_, n) in &public {
-        let target = format!("](http://site.test{})", n.url);
+        let target = format!("](http://site.test{}.md)", n.url);
         assert_eq!(
             listed.iter().filter(|l| l.contains(&target)).count(),
             1,

@@ -50,6 +50,7 @@ mod embed;
 mod events;
 mod headings;
 mod mark;
+mod markdown;
 mod math;
 mod part;
 mod pipeline;
@@ -62,6 +63,7 @@ mod url;
 mod wikilinks;
 
 pub use embed::{EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+pub use markdown::markdown;
 #[cfg(test)]
 use pipeline::to_html;
 pub use pipeline::Rendered;

@@ -43,7 +43,7 @@ pub(super) fn substitute(
 
 /// What a link reads from the vault: an attached file, a fragment of the page
 /// itself, a note the reader may see, or nothing (missing and hidden alike).
-enum Seen<'v> {
+pub(super) enum Seen<'v> {
     File(&'v str, u64),
     Here,
     Note(usize),
@@ -51,7 +51,12 @@ enum Seen<'v> {
 }
 
 /// What link `l` (resolved by the vault to `t`) shows to `audience`.
-fn seen<'v>(vault: &'v Vault, l: &WikiLink, t: Option<usize>, audience: Visibility) -> Seen<'v> {
+pub(super) fn seen<'v>(
+    vault: &'v Vault,
+    l: &WikiLink,
+    t: Option<usize>,
+    audience: Visibility,
+) -> Seen<'v> {
     if l.embed {
         if let (Some(rel), Some(v)) = (
             vault.attachment(&l.target),
@@ -136,6 +141,12 @@ pub(super) fn broken(text: &str) -> String {
     format!("<span class=\"wikilink broken\">{text}</span>")
 }
 
+/// Whether the file at `rel` is shown as an image when embedded.
+pub(super) fn is_image(rel: &str) -> bool {
+    let ext = rel.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    IMAGE_EXTS.contains(&ext.as_str())
+}
+
 /// An embedded attachment at vault path `rel`, version `v`: an image, else a link
 /// to the file.
 fn attachment_html(rel: &str, v: u64, l: &WikiLink, text: &str) -> String {
@@ -143,8 +154,7 @@ fn attachment_html(rel: &str, v: u64, l: &WikiLink, text: &str) -> String {
     // it as immutable.
     let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
     let src = format!("{}?v={v:016x}", attachment_url(&name));
-    let ext = rel.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
-    if IMAGE_EXTS.contains(&ext.as_str()) {
+    if is_image(rel) {
         format!(
             "<img src=\"{}\" alt=\"{}\" loading=\"lazy\">",
             escape(&src),

@@ -1,0 +1,92 @@
+//! A note as markdown (`/<note>.md`) end to end, against a real quire server: the
+//! page's text and links as its reader may see them, nothing of a hidden note, front
+//! matter that stays a block, and an edit reaching the cached answer.
+
+mod common;
+
+use common::*;
+
+const A: &str = "---\nfree: true\ntitle: Alpha\ndate: 2026-01-02\ntags: [caching]\n---\n\
+# Alpha\n\nSee [[b|the b note]] and [[secret]]; also ![[secret]] and [[b#Part two]].\n\
+%%an author's aside: plum-9%%\nThe end.\n";
+const B: &str = "---\nfree: true\n---\n# B\n\n## Part two\n\nText.\n";
+const SECRET: &str = "A private note: fig-31.\n";
+
+/// A public note's markdown: its text, links to what the reader may see, hidden
+/// notes as text alone, comments gone, the canonical page in `Link`.
+#[test]
+fn a_note_as_markdown_shows_what_its_page_shows() {
+    let r = start_with(&[("a.md", A), ("b.md", B), ("secret.md", SECRET)], false);
+    let got = get(r.addr, "/a.md");
+    assert_eq!(got.status, 200, "{}", got.body);
+    assert_eq!(
+        got.header("content-type"),
+        Some("text/markdown; charset=utf-8")
+    );
+    assert_eq!(
+        got.header("link"),
+        Some("<http://site.test/a>; rel=\"canonical\"")
+    );
+    let md = &got.body;
+    assert!(md.starts_with(
+        "---\ntitle: \"Alpha\"\nurl: \"http://site.test/a\"\ndate: \"2026-01-02\"\ntags: [\"caching\"]\n---\n\n# Alpha\n"
+    ), "{md}");
+    assert!(md.contains("[the b note](<http://site.test/b>)"), "{md}");
+    assert!(
+        md.contains("[b › Part two](<http://site.test/b#part-two>)"),
+        "{md}"
+    );
+    assert!(md.contains(" and secret; also secret and "), "{md}");
+    assert!(!md.contains("plum-9") && !md.contains("%%"), "{md}");
+    assert!(!md.contains("fig-31") && !md.contains("/secret"), "{md}");
+    // The private note itself: not found, as its page.
+    assert_eq!(get(r.addr, "/secret.md").status, 404);
+    assert_eq!(get(r.addr, "/secret").status, 404);
+    // Stored like a page.
+    assert!(get(r.addr, "/a.md").hit());
+}
+
+/// Whether a hidden note exists or not, the markdown is the same bytes, as the
+/// page is: a link to it shows the same text either way.
+#[test]
+fn a_hidden_note_leaves_no_trace_in_the_markdown() {
+    let with = start_with(&[("a.md", A), ("b.md", B), ("secret.md", SECRET)], false);
+    let without = start_with(&[("a.md", A), ("b.md", B)], false);
+    assert_eq!(
+        get(with.addr, "/a.md").body,
+        get(without.addr, "/a.md").body
+    );
+}
+
+/// Front matter that tries to end the block or add a field stays one quoted value.
+#[test]
+fn hostile_front_matter_stays_inside_its_values() {
+    let hostile = "---\nfree: true\ntitle: \"x\\\"\\n---\\nurl: https://evil.test\"\ndescription: \"a\\u0007b\"\n---\nBody.\n";
+    let r = start_with(&[("h.md", hostile)], false);
+    let md = get(r.addr, "/h.md").body;
+    let mut lines = md.lines();
+    assert_eq!(lines.next(), Some("---"));
+    assert_eq!(
+        lines.next(),
+        Some(r#"title: "x\"\n---\nurl: https://evil.test""#)
+    );
+    assert_eq!(lines.next(), Some("url: \"http://site.test/h\""));
+    assert_eq!(lines.next(), Some(r#"description: "a\u0007b""#));
+    assert_eq!(lines.next(), Some("---"));
+}
+
+/// An edit reaches a note's markdown, which was a hit before.
+#[test]
+fn an_edit_reaches_the_markdown() {
+    let r = start_with(&[("a.md", "---\nfree: true\n---\nBefore.\n")], false);
+    assert!(get(r.addr, "/a.md").body.contains("Before."));
+    assert!(get(r.addr, "/a.md").hit());
+    std::fs::write(
+        r.vault.path().join("a.md"),
+        "---\nfree: true\n---\nAfter.\n",
+    )
+    .unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+    let md = get(r.addr, "/a.md").body;
+    assert!(md.contains("After.") && !md.contains("Before."), "{md}");
+}
