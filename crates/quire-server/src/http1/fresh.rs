@@ -20,7 +20,6 @@ use http::Method;
 use quire_http::bypass::{self, Bypass};
 use quire_http::cache_control::CacheControl;
 use quire_http::conditional::Precondition;
-use quire_http::encoding::Coding;
 use quire_http::freshness::{self, Decision};
 use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::status::CacheStatus;
@@ -30,7 +29,7 @@ use crate::edge::client::Peer;
 use crate::http1::h1;
 use crate::http1::head::Plain;
 use crate::policy::Policy;
-use crate::request::hit::{self, Prepared};
+use crate::request::hit::{self, FixedHead, Prepared};
 use crate::state::{Ctx, Scope};
 
 /// What a request head decides about its fresh hit, whatever the moment.
@@ -46,8 +45,9 @@ pub(crate) struct Recipe {
     pub(crate) variant: Option<(Vec<u8>, u64)>,
     /// The stored response.
     pub(crate) record: Arc<Prepared>,
-    /// The coding the head's `Accept-Encoding` gets.
-    coding: Coding,
+    /// The head of the representation the request gets (by its `Accept-Encoding`),
+    /// all but the fields of the moment, and where its body lies.
+    pub(crate) fixed: FixedHead,
     /// The head's `If-None-Match`/`If-Modified-Since` match: a 304.
     not_modified: bool,
     /// `HEAD` (no body); else `GET`, the only other method the fast path takes.
@@ -126,13 +126,14 @@ pub(crate) fn prepare(
         Precondition::NotModified => true,
         Precondition::Proceed => false,
     };
+    let fixed = hit::fixed_head(&record, coding, not_modified).ok()?;
     let recipe = Recipe {
         url,
         scope,
         primary: (look.primary_key, look.ids.0),
         variant,
         record,
-        coding,
+        fixed,
         not_modified,
         head_only: *method == Method::HEAD,
         req_cc: CacheControl::from_headers(headers),
@@ -168,42 +169,34 @@ pub(crate) fn serve(
     if r.scope.audience.is_some() {
         ctx.metrics.record_audience_request();
     }
-    let p = &r.record;
-    let v = p.variant_in(r.coding, r.status.clone(), now).ok()?;
-    let answer = if r.not_modified {
-        hit::write_head_304(out, p, &v);
-        Answer {
-            body: None,
-            status: 304,
-            body_len: 0,
-        }
+    let (p, fixed) = (&r.record, &r.fixed);
+    let body = if r.not_modified || r.head_only || fixed.body_len == 0 {
+        None
     } else {
-        let body = if r.head_only || v.body_len == 0 {
-            None
-        } else {
-            Some(p.body(entry, &v, 0, v.body_len).ok()?)
-        };
-        hit::write_head(out, p, &v);
-        Answer {
-            body,
-            status: p.status().as_u16(),
-            body_len: if r.head_only { 0 } else { v.body_len },
-        }
+        Some(p.body_at(entry, fixed.start, fixed.body_len).ok()?)
     };
+    out.extend_from_slice(&fixed.bytes);
+    hit::write_moment(out, p, &r.status, now);
     if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
-        add_field(out, "strict-transport-security", hsts.as_bytes());
+        h1::field(out, "strict-transport-security", hsts.as_bytes());
     }
+    out.extend_from_slice(b"\r\n");
+    let answer = Answer {
+        body,
+        status: if r.not_modified {
+            304
+        } else {
+            p.status().as_u16()
+        },
+        body_len: if r.not_modified || r.head_only {
+            0
+        } else {
+            fixed.body_len
+        },
+    };
     // (The upstream hears of pages served: `crate::upstream::Upstream::served`.)
     if !r.head_only && matches!(answer.status, 200 | 304) {
         ctx.origin.served(path);
     }
     Some(answer)
-}
-
-/// Appends a field line to a complete head in `out` (before its blank line).
-fn add_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    debug_assert!(out.ends_with(b"\r\n\r\n"), "a complete head");
-    out.truncate(out.len() - 2);
-    h1::field(out, name, value);
-    out.extend_from_slice(b"\r\n");
 }

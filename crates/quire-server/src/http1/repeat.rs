@@ -52,7 +52,6 @@ pub(crate) const SLOTS: usize = 4096;
 /// A recipe kept for a head, with what the access log and the rate limiter read
 /// from the head.
 pub(crate) struct Kept {
-    hash: u64,
     conn: u8,
     head: Box<[u8]>,
     policy: Weak<Policy>,
@@ -83,16 +82,29 @@ pub(crate) const BYTES_MAX: usize = 8 << 20;
 
 /// A worker thread's recipes.
 struct Table {
-    /// By head hash, in sets of [`WAYS`]; empty until the first is kept.
-    slots: Vec<Option<Arc<Kept>>>,
-    /// What the recipes in `slots` hold ([`Kept::bytes`]).
+    /// By head hash; empty until the first is kept.
+    sets: Vec<Set>,
+    /// What the recipes in `sets` hold ([`Kept::bytes`]).
     bytes: usize,
 }
+
+/// The [`WAYS`] slots a head's recipe may be kept in, with their heads' hashes
+/// beside them: a look reads this one cache line, then only the recipe whose hash
+/// matches (the recipes of 2,000 pages do not stay in the CPU's caches, and reading
+/// each way's recipe to compare its hash cost a miss a way).
+#[derive(Default, Clone)]
+#[repr(align(64))]
+struct Set {
+    hashes: [u64; WAYS],
+    kept: [Option<Arc<Kept>>; WAYS],
+}
+
+const _: () = assert!(std::mem::size_of::<Set>() == 64, "a set is one line");
 
 thread_local! {
     static KEPT: RefCell<Table> = const {
         RefCell::new(Table {
-            slots: Vec::new(),
+            sets: Vec::new(),
             bytes: 0,
         })
     };
@@ -127,6 +139,7 @@ impl Kept {
             + field(&self.user_agent)
             + field(&self.referer)
             + r.url.as_str().len()
+            + r.fixed.bytes.len()
             + r.primary.0.len()
             + r.variant.as_ref().map_or(0, |(k, _)| k.len())
     }
@@ -148,11 +161,10 @@ fn hash(head: &[u8], conn: u8) -> u64 {
 /// one way, 2,000 heads in 4,096 slots left about a third of them sharing a slot).
 const WAYS: usize = 4;
 
-/// The slots of `hash`'s set.
-fn set(hash: u64) -> std::ops::Range<usize> {
+/// The index of `hash`'s set.
+fn set(hash: u64) -> usize {
     // (SLOTS / WAYS is a power of two; the low bits of xxh3 are as good as any.)
-    let first = ((hash as usize) & (SLOTS / WAYS - 1)) * WAYS;
-    first..first + WAYS
+    (hash as usize) & (SLOTS / WAYS - 1)
 }
 
 /// The recipe kept for `head` on a connection like `peer`'s under `policy`.
@@ -162,13 +174,16 @@ pub(crate) fn find(head: &[u8], peer: Peer, policy: &Arc<Policy>) -> Option<Arc<
     }
     let conn = conn_flags(peer, policy);
     let hash = hash(head, conn);
-    KEPT.with_borrow(|kept| {
-        let k = kept.slots.get(set(hash))?.iter().flatten().find(|k| {
-            k.hash == hash
-                && k.conn == conn
-                && *k.head == *head
-                && std::ptr::eq(k.policy.as_ptr(), Arc::as_ptr(policy))
-        })?;
+    KEPT.with_borrow(|table| {
+        let set = table.sets.get(set(hash))?;
+        let k = (0..WAYS)
+            .filter(|&w| set.hashes[w] == hash)
+            .filter_map(|w| set.kept[w].as_ref())
+            .find(|k| {
+                k.conn == conn
+                    && *k.head == *head
+                    && std::ptr::eq(k.policy.as_ptr(), Arc::as_ptr(policy))
+            })?;
         Some(k.clone())
     })
 }
@@ -212,7 +227,6 @@ pub(crate) fn keep(head: &[u8], req: &Plain, peer: Peer, policy: &Arc<Policy>, r
     let hash = hash(head, conn);
     let field = |name| req.headers.get(name).map(|v| Box::from(v.as_bytes()));
     let kept = Kept {
-        hash,
         conn,
         head: Box::from(head),
         policy: Arc::downgrade(policy),
@@ -225,23 +239,23 @@ pub(crate) fn keep(head: &[u8], req: &Plain, peer: Peer, policy: &Arc<Policy>, r
     };
     let kept = Arc::new(kept);
     KEPT.with_borrow_mut(|table| {
-        if table.slots.is_empty() {
-            table.slots.resize(SLOTS, None);
+        if table.sets.is_empty() {
+            table.sets.resize(SLOTS / WAYS, Set::default());
         }
         if table.bytes + kept.bytes() > BYTES_MAX {
-            table.slots.fill(None);
+            table.sets.fill(Set::default());
             table.set_bytes(0);
         }
-        let ways = &mut table.slots[set(hash)];
+        let set = &mut table.sets[set(hash)];
         // The same head's old recipe, else a free slot, else one picked by the hash's
         // high bits (a stale recipe is never used, so any victim is safe).
-        let at = ways
-            .iter()
-            .position(|k| k.as_ref().is_some_and(|k| k.hash == hash && k.conn == conn))
-            .or_else(|| ways.iter().position(Option::is_none))
+        let at = (0..WAYS)
+            .find(|&w| set.hashes[w] == hash && set.kept[w].is_some())
+            .or_else(|| (0..WAYS).find(|&w| set.kept[w].is_none()))
             .unwrap_or((hash >> 32) as usize % WAYS);
         let bytes = kept.bytes();
-        let gone = ways[at].replace(kept).map_or(0, |k| k.bytes());
+        set.hashes[at] = hash;
+        let gone = set.kept[at].replace(kept).map_or(0, |k| k.bytes());
         table.set_bytes(table.bytes - gone + bytes);
     });
 }

@@ -98,12 +98,6 @@ impl Variant<'_> {
     pub fn cache_status(&self) -> HeaderValue {
         self.status.append_to_lines(self.upstream)
     }
-
-    /// Appends the same value as [`Variant::cache_status`] to `out`, without
-    /// allocating (the fast path writes it into the response head).
-    pub fn write_cache_status(&self, out: &mut Vec<u8>) {
-        self.status.write_after(self.upstream, out);
-    }
 }
 
 impl Prepared {
@@ -228,6 +222,21 @@ impl Prepared {
             return Err(NotServed::BodyGone);
         }
         Ok(body::mapped(entry.clone(), v.start + from, v.start + to))
+    }
+
+    /// The body at `start..start + len` of the entry's body section (a
+    /// [`FixedHead`]'s), without copying.
+    pub(crate) fn body_at(
+        &self,
+        entry: &Arc<Handle>,
+        start: u64,
+        len: u64,
+    ) -> Result<Bytes, NotServed> {
+        use quire_store::EntryRef;
+        if entry.body().len() as u64 != self.rec.bodies_len() {
+            return Err(NotServed::BodyGone);
+        }
+        Ok(body::mapped(entry.clone(), start, start + len))
     }
 
     /// Prepares `rec` for serving.
@@ -505,41 +514,66 @@ impl Ranged<'_> {
     }
 }
 
-/// The head of a fresh hit as HTTP/1.1 bytes, appended to `out`: the status line,
-/// the stored fields ([`Prepared::head_block`]) and the per-response ones (`ETag`,
-/// `Age`, `Cache-Status`, `Content-Encoding`, `Content-Length`) — the fields
-/// [`serve`] puts in its response for a whole body, in wire form, so the fast path
-/// writes them straight to the socket.
-pub(crate) fn write_head(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
-    h1::status_line(out, p.status());
-    out.extend_from_slice(p.head_block());
-    write_per_response(out, v);
-    if v.coding != Coding::Identity {
-        h1::field(out, "content-encoding", v.coding.token().as_bytes());
-    } else if let Some(ce) = &p.rec.meta.content_encoding {
-        h1::field(out, "content-encoding", ce.as_bytes());
-    }
-    h1::number_field(out, "content-length", v.body_len);
-    out.extend_from_slice(b"\r\n");
+/// The part of a fresh hit's HTTP/1.1 head that does not change with the moment,
+/// for the representation in `coding`, and where its body lies.
+pub(crate) struct FixedHead {
+    /// The status line and the stored fields, `ETag`, `Content-Encoding` and
+    /// `Content-Length`; for a 304, the fields RFC 9110 §15.4.5 lists and `ETag`
+    /// (as [`serve`] answers a matching precondition). No blank line.
+    pub(crate) bytes: Vec<u8>,
+    /// Where the body starts in the entry's body section.
+    pub(crate) start: u64,
+    /// Its length.
+    pub(crate) body_len: u64,
 }
 
-/// The head of a 304 to a fresh hit, appended to `out` (the fields RFC 9110
-/// §15.4.5 lists, as [`serve`] answers a matching precondition).
-pub(crate) fn write_head_304(out: &mut Vec<u8>, p: &Prepared, v: &Variant<'_>) {
-    h1::status_line(out, StatusCode::NOT_MODIFIED);
-    out.extend_from_slice(p.head_block_304());
-    write_per_response(out, v);
-    out.extend_from_slice(b"\r\n");
+/// The [`FixedHead`] of `p` in `coding`, a 304's when `not_modified`.
+pub(crate) fn fixed_head(
+    p: &Prepared,
+    coding: Coding,
+    not_modified: bool,
+) -> Result<FixedHead, NotServed> {
+    let (start, end) = p.rec.coding_range(coding).ok_or(NotServed::BodyGone)?;
+    let body_len = end - start;
+    let mut out = Vec::with_capacity(p.head_block.len() + 128);
+    if not_modified {
+        h1::status_line(&mut out, StatusCode::NOT_MODIFIED);
+        out.extend_from_slice(p.head_block_304());
+    } else {
+        h1::status_line(&mut out, p.status());
+        out.extend_from_slice(p.head_block());
+    }
+    if let Some(e) = p.etag_of(coding) {
+        h1::field(&mut out, "etag", e.as_bytes());
+    }
+    if !not_modified {
+        if coding != Coding::Identity {
+            h1::field(&mut out, "content-encoding", coding.token().as_bytes());
+        } else if let Some(ce) = &p.rec.meta.content_encoding {
+            h1::field(&mut out, "content-encoding", ce.as_bytes());
+        }
+        h1::number_field(&mut out, "content-length", body_len);
+    }
+    Ok(FixedHead {
+        bytes: out,
+        start,
+        body_len,
+    })
 }
 
-/// `ETag`, `Age` and `Cache-Status` of `v` as field lines.
-fn write_per_response(out: &mut Vec<u8>, v: &Variant<'_>) {
-    if let Some(e) = v.etag {
-        h1::field(out, "etag", e.as_bytes());
-    }
-    h1::number_field(out, "age", v.age_secs);
+/// The fields of a fresh hit's HTTP/1.1 head that change with the moment, appended
+/// to `out`: `Age`, and `Cache-Status` (upstream members, then `status` with its
+/// `ttl` now).
+pub(crate) fn write_moment(out: &mut Vec<u8>, p: &Prepared, status: &CacheStatus, now: SystemTime) {
+    h1::number_field(out, "age", p.timing.age(now).as_secs());
     out.extend_from_slice(b"cache-status: ");
-    v.write_cache_status(out);
+    let status = status.clone();
+    let status = if status.hit {
+        status.with_ttl(ttl_secs(&p.timing, now))
+    } else {
+        status
+    };
+    status.write_after(&p.upstream, out);
     out.extend_from_slice(b"\r\n");
 }
 
