@@ -1,6 +1,6 @@
 //! The site's own settings, from `VAULT/.quire/site.toml`: title, description, the
-//! public base URL (for the feed and sitemap, which need absolute links) and the
-//! language. A missing file means defaults; unknown keys are errors, so a typo never
+//! public base URL (for the feed and sitemap, which need absolute links), the
+//! language, and what `robots.txt` signals. A missing file means defaults; unknown keys are errors, so a typo never
 //! silently changes nothing.
 
 use std::path::Path;
@@ -55,6 +55,9 @@ pub struct SiteConfig {
     /// How many password checks run at once, and how sign-ins wait for one
     /// (`[sign_in]`; read at start-up).
     pub sign_in: SignInConfig,
+    /// `[robots]`: AI-usage signals and crawlers refused in `/robots.txt`
+    /// (`crate::robots`).
+    pub robots: crate::robots::RobotsConfig,
 }
 
 /// `[render]` in `site.toml`: the render budgets. Past one, the construct is shown
@@ -149,6 +152,7 @@ impl Default for SiteConfig {
             template_grace_secs: 120,
             render: RenderLimits::default(),
             sign_in: SignInConfig::default(),
+            robots: crate::robots::RobotsConfig::default(),
         }
     }
 }
@@ -198,6 +202,7 @@ impl SiteConfig {
                 cfg.language
             )));
         }
+        cfg.robots.check().map_err(err)?;
         let r = &cfg.render;
         if r.formula_bytes_max < 1024 || r.page_bytes_max < 64 * 1024 {
             return Err(err(
@@ -251,6 +256,12 @@ mod tests {
             RenderLimits::default().page_bytes_max
         );
         assert!(load("[render]\npage_bytes_max = 10\n").is_err());
+        let c = load("[robots]\nai_train = false\ndisallow = [\"GPTBot\"]\n").unwrap();
+        assert_eq!(c.robots.ai_train, Some(false));
+        assert!(load("[robots]\ndisallow = [\"a b\"]\n")
+            .unwrap_err()
+            .why
+            .contains("product token"));
         assert!(load("[render]\nformula_bytes = 10\n")
             .unwrap_err()
             .why

@@ -9,7 +9,8 @@
 //! - [`routes`]: the URL space. [`respond`]: one request answered.
 //! - [`request`]: a request as the site sees it, the error page and the 404.
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
-//! - [`feed`]: Atom feed and sitemap. [`llms`]: `/llms.txt`. [`extras`]: search and view counts.
+//! - [`feed`]: Atom feed and sitemap. [`llms`]: `/llms.txt`. [`robots`]: `/robots.txt`
+//!   and its AI-usage signals. [`extras`]: search and view counts.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions. [`audience`]: signed-in readers'
 //!   pages, cached per audience.
@@ -37,6 +38,7 @@ pub mod related;
 pub mod reply;
 pub mod request;
 pub mod respond;
+pub mod robots;
 pub mod routes;
 pub mod script;
 pub mod shared;

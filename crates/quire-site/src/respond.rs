@@ -205,7 +205,7 @@ fn robots(s: &Snapshot, req: &Req<'_>) -> Reply {
     Reply::new(
         StatusCode::OK,
         "text/plain; charset=utf-8",
-        format!("User-agent: *\nDisallow: /_views\nDisallow: /api/\nSitemap: {base}/sitemap.xml\n"),
+        crate::robots::robots_txt(&s.config.robots, &base),
         Policy::Shared(s.other_version),
     )
 }
