@@ -33,6 +33,17 @@ fn field<'a>(r: &'a Raw, name: &str) -> &'a str {
         .map_or("", |(_, v)| v.as_str())
 }
 
+/// Asks `req` `n` times, one connection each, letting quire store what it filled
+/// after each; the last answer.
+async fn ask_settled(q: &Quire, req: &str, n: usize) -> Raw {
+    let mut last = None;
+    for _ in 0..n {
+        last = exchange(q.addr, req.to_owned(), 1).await.pop();
+        settle(q).await;
+    }
+    last.expect("an answer")
+}
+
 /// `PURGE path` with the admin token.
 async fn purge(q: &Quire, path: &str) {
     let auth = format!("Bearer {TOKEN}");
@@ -106,10 +117,7 @@ async fn a_purge_reaches_a_repeated_head() {
     page(&o, "/p", "old");
     let q = Quire::start(&o, |_| {}).await;
     let req = get_req(&q, "/p", "");
-    for _ in 0..4 {
-        assert_eq!(exchange(q.addr, req.clone(), 1).await[0].2, b"old");
-        settle(&q).await;
-    }
+    assert_eq!(ask_settled(&q, &req, 4).await.2, b"old");
     assert!(q.ctx.metrics.repeats() >= 2);
     page(&o, "/p", "new");
     purge(&q, "/p").await;
@@ -165,11 +173,7 @@ async fn a_reload_reaches_a_repeated_head() {
     page(&o, "/p", "one");
     let q = Quire::start(&o, |_| {}).await;
     let req = get_req(&q, "/p", "");
-    for _ in 0..3 {
-        exchange(q.addr, req.clone(), 1).await;
-        settle(&q).await;
-    }
-    let before = exchange(q.addr, req.clone(), 1).await.remove(0);
+    let before = ask_settled(&q, &req, 4).await;
     assert!(!field(&before, "cache-status").contains("key="));
     let mut cfg = q.ctx.policy().cfg.clone();
     cfg.expose_key = true;
@@ -186,11 +190,7 @@ async fn a_repeated_head_is_judged_fresh_at_each_answer() {
     o.route("/s", Route::ok("s", &[("cache-control", "max-age=1")]));
     let q = Quire::start(&o, |_| {}).await;
     let req = get_req(&q, "/s", "");
-    for _ in 0..3 {
-        exchange(q.addr, req.clone(), 1).await;
-        settle(&q).await;
-    }
-    let fresh = exchange(q.addr, req.clone(), 1).await.remove(0);
+    let fresh = ask_settled(&q, &req, 4).await;
     assert!(field(&fresh, "cache-status").starts_with("quire; hit"));
     let seen = o.hits("/s");
     tokio::time::sleep(Duration::from_millis(2100)).await;

@@ -160,17 +160,20 @@ fn queue<'a>(
     audience: Option<quire_server::upstream::Audience>,
     paths: impl Iterator<Item = &'a String>,
 ) -> usize {
-    // A note's markdown is rendered when an agent asks for it: no reader waits for
-    // it, so it is not worth a render of every note ahead of time.
     paths
-        .filter(|p| {
-            !matches!(
-                crate::routes::route(p),
-                crate::routes::Page::NoteMarkdown(_)
-            )
-        })
+        .filter(|p| ahead_of_time(p))
         .filter(|p| prefill.queue_for(format!("{origin}{}", encode(p)), audience))
         .count()
+}
+
+/// Whether the page at `path` is rendered before anyone asks. Not a note's
+/// markdown: an agent asks for it now and then, no reader waits for it, so it is
+/// not worth a render of every note ahead of time.
+pub fn ahead_of_time(path: &str) -> bool {
+    !matches!(
+        crate::routes::route(path),
+        crate::routes::Page::NoteMarkdown(_)
+    )
 }
 
 /// A page path as a request target: the characters a URL cannot carry raw are

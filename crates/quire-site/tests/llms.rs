@@ -106,12 +106,7 @@ fn an_edit_reaches_llms_txt() {
     );
     assert!(get(r.addr, "/llms.txt").body.contains("- [Before]("));
     assert!(get(r.addr, "/llms.txt").hit());
-    std::fs::write(
-        r.vault.path().join("a.md"),
-        "---\nfree: true\ntitle: After\n---\nText.\n",
-    )
-    .unwrap();
-    quire_site::watch::republish(&r.site, &r.ctx);
+    edit_file(&r, "a.md", "---\nfree: true\ntitle: After\n---\nText.\n");
     let text = get(r.addr, "/llms.txt").body;
     assert!(
         text.contains("- [After](") && !text.contains("Before"),

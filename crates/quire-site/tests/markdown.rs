@@ -81,12 +81,7 @@ fn an_edit_reaches_the_markdown() {
     let r = start_with(&[("a.md", "---\nfree: true\n---\nBefore.\n")], false);
     assert!(get(r.addr, "/a.md").body.contains("Before."));
     assert!(get(r.addr, "/a.md").hit());
-    std::fs::write(
-        r.vault.path().join("a.md"),
-        "---\nfree: true\n---\nAfter.\n",
-    )
-    .unwrap();
-    quire_site::watch::republish(&r.site, &r.ctx);
+    edit_file(&r, "a.md", "---\nfree: true\n---\nAfter.\n");
     let md = get(r.addr, "/a.md").body;
     assert!(md.contains("After.") && !md.contains("Before."), "{md}");
 }

@@ -26,12 +26,7 @@ fn robots_txt_carries_the_sites_signals_and_follows_a_change() {
         got.body
     );
     assert!(get(r.addr, "/robots.txt").hit());
-    std::fs::write(
-        r.vault.path().join(".quire/site.toml"),
-        "[robots]\nai_train = true\n",
-    )
-    .unwrap();
-    quire_site::watch::republish(&r.site, &r.ctx);
+    edit_file(&r, ".quire/site.toml", "[robots]\nai_train = true\n");
     let got = get(r.addr, "/robots.txt");
     assert!(
         got.body.contains("Content-Signal: ai-train=yes\n"),

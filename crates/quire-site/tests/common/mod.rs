@@ -180,6 +180,12 @@ pub(crate) fn get_fast(addr: SocketAddr, path: &str) -> Resp {
     parse_raw(&raw)
 }
 
+/// Writes `text` to the vault file `path` and republishes, as the watcher would.
+pub(crate) fn edit_file(r: &Running, path: &str, text: &str) {
+    std::fs::write(r.vault.path().join(path), text).unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+}
+
 /// A response read whole off a connection the server closed.
 fn parse_raw(raw: &[u8]) -> Resp {
     let split = raw
