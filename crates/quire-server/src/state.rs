@@ -392,3 +392,16 @@ impl Ctx {
         scope.apply(key::variant_key(class, url, vary, headers))
     }
 }
+
+/// A context for unit tests: an origin nobody listens on, and an 8 MiB volume in
+/// `dir`.
+#[cfg(test)]
+pub(crate) fn test_ctx(dir: &std::path::Path) -> Arc<Ctx> {
+    let mut cfg = crate::Config {
+        origin: Some("http://127.0.0.1:9".into()),
+        ..Default::default()
+    };
+    cfg.cache.path = dir.join("c.vol");
+    cfg.cache.size = crate::config::ByteSize(8 << 20);
+    Ctx::new(cfg).unwrap()
+}

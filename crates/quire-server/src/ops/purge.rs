@@ -248,13 +248,7 @@ mod tests {
     #[tokio::test]
     async fn the_hottest_purged_urls_are_chosen_up_to_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = crate::Config {
-            origin: Some("http://127.0.0.1:9".into()),
-            ..Default::default()
-        };
-        cfg.cache.path = dir.path().join("c.vol");
-        cfg.cache.size = crate::config::ByteSize(8 << 20);
-        let ctx = crate::Ctx::new(cfg).unwrap();
+        let ctx = crate::state::test_ctx(dir.path());
         let pages = [
             ("http://h/d/one", 1),
             ("http://h/d/two", 2),

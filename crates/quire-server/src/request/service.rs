@@ -330,13 +330,7 @@ mod tests {
     #[tokio::test]
     async fn request_futures_stay_small() {
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = crate::Config {
-            origin: Some("http://127.0.0.1:9".into()),
-            ..Default::default()
-        };
-        cfg.cache.path = dir.path().join("c.vol");
-        cfg.cache.size = crate::config::ByteSize(8 << 20);
-        let ctx = crate::Ctx::new(cfg).unwrap();
+        let ctx = crate::state::test_ctx(dir.path());
         let req = http::Request::new(crate::upstream::origin::empty_body());
         let peer = crate::edge::client::Peer::plain("127.0.0.1:1".parse().unwrap());
         let f = super::handle(ctx, req, peer);
