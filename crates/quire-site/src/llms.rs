@@ -8,8 +8,8 @@
 //! Titles and descriptions come from notes' front matter, so they are hostile: each
 //! is made one line, and the characters that would end a link's text or start
 //! markdown of their own are escaped, so a note can add no section, no link and no
-//! line but its own. The file is bounded ([`BYTES_MAX`]): past it the list ends
-//! with a line naming the sitemap, which lists every page.
+//! line but its own. The list is bounded ([`BYTES_MAX`]): past it, it ends with a
+//! line naming the sitemap, which lists every page.
 
 use quire_vault::{pages, preview, Visibility};
 
@@ -28,30 +28,48 @@ pub fn llms_txt(s: &Snapshot, base: &str) -> String {
         out.push_str(&format!("\n> {about}\n"));
     }
     let folders = pages::folders(v, Visibility::Public);
-    let mut listed = 0;
-    let total: usize = folders.values().map(Vec::len).sum();
-    'folders: for (folder, notes) in &folders {
+    let sections = folders.iter().map(|(folder, notes)| {
         let name = if folder.is_empty() { "Notes" } else { folder };
-        out.push_str(&format!("\n## {}\n\n", one_line(name)));
-        for e in notes {
-            // A note reachable under another URL's name is listed once, at its own.
-            if v.by_url(&e.url) != Some(e.note) {
-                continue;
+        // A note reachable under another URL's name is listed once, at its own.
+        let lines = notes
+            .iter()
+            .filter(|e| v.by_url(&e.url) == Some(e.note))
+            .map(|e| note_line(v, e, base));
+        (name, lines)
+    });
+    list(&mut out, sections, base, BYTES_MAX);
+    out
+}
+
+/// Appends `sections` (each a `##` heading and its lines; the lines made only as
+/// they are written) to `out` while it stays within `cap` bytes; past it, a
+/// `## More` section pointing at the sitemap instead of the rest.
+fn list<'a, L: Iterator<Item = String>>(
+    out: &mut String,
+    sections: impl Iterator<Item = (&'a str, L)>,
+    base: &str,
+    cap: usize,
+) {
+    let mut listed = 0;
+    for (name, lines) in sections {
+        let heading = format!("\n## {}\n\n", one_line(name));
+        let mut headed = false;
+        for line in lines {
+            let more = if headed { 0 } else { heading.len() };
+            if out.len() + more + line.len() > cap {
+                out.push_str(&format!(
+                    "\n## More\n\n- [Every page]({base}/sitemap.xml): this file lists the first {listed} notes; the sitemap lists them all.\n"
+                ));
+                return;
             }
-            let line = note_line(v, e, base);
-            if out.len() + line.len() > BYTES_MAX {
-                break 'folders;
+            if !headed {
+                out.push_str(&heading);
+                headed = true;
             }
             out.push_str(&line);
             listed += 1;
         }
     }
-    if listed < total {
-        out.push_str(&format!(
-            "\n## More\n\n- [Every page]({base}/sitemap.xml): the sitemap lists all {total} notes; this file lists {listed}.\n"
-        ));
-    }
-    out
 }
 
 /// The list line of note entry `e`.
@@ -110,6 +128,32 @@ fn link_target(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cap: lines stop before the file would pass it, a section with no line
+    /// that fits gets no heading, and the end points at the sitemap.
+    #[test]
+    fn the_list_stops_at_its_cap_and_points_at_the_sitemap() {
+        let line = |i: usize| format!("- [n{i}](https://x.org/n{i}.md)\n");
+        let sections = || {
+            [("a", 0..3), ("b", 3..6)]
+                .into_iter()
+                .map(move |(name, r)| (name, r.map(line)))
+        };
+        let mut all = String::from("# T\n");
+        list(&mut all, sections(), "https://x.org", usize::MAX);
+        assert_eq!(all.matches("- [n").count(), 6);
+        assert!(!all.contains("## More"));
+        // Room for the title, section a and two lines: a is cut, b never starts.
+        let cap = "# T\n\n## a\n\n".len() + 2 * line(0).len();
+        let mut cut = String::from("# T\n");
+        list(&mut cut, sections(), "https://x.org", cap);
+        assert_eq!(cut.matches("- [n").count(), 2, "{cut}");
+        assert!(!cut.contains("## b"), "{cut}");
+        assert!(
+            cut.ends_with("\n## More\n\n- [Every page](https://x.org/sitemap.xml): this file lists the first 2 notes; the sitemap lists them all.\n"),
+            "{cut}"
+        );
+    }
 
     #[test]
     fn hostile_text_stays_on_its_line_and_inside_its_link() {
