@@ -85,3 +85,23 @@ fn an_edit_reaches_the_markdown() {
     let md = get(r.addr, "/a.md").body;
     assert!(md.contains("After.") && !md.contains("Before."), "{md}");
 }
+
+/// A note past the page budget (`[render] page_bytes_max`) gives a one-line notice
+/// as markdown, as its page does, not its body.
+#[test]
+fn a_note_past_the_page_budget_is_a_notice() {
+    let big = format!("---\nfree: true\n---\n{}\n", "plum ".repeat(14_000));
+    let r = start_with(
+        &[
+            ("big.md", big.as_str()),
+            (".quire/site.toml", "[render]\npage_bytes_max = 65536\n"),
+        ],
+        false,
+    );
+    let md = get(r.addr, "/big.md").body;
+    assert!(
+        md.contains("longer than the site renders (65536 bytes)"),
+        "{md}"
+    );
+    assert!(md.len() < 1024, "{} bytes", md.len());
+}
