@@ -52,7 +52,7 @@ pub mod upstream;
 
 pub use cache::object;
 pub use edge::{client, guard, inherit, tls};
-pub use fill::compress;
+pub use fill::{compress, uncached_work};
 pub use ops::{access_log, admin, bus, purge, purge_api};
 pub use request::prefill;
 pub use upstream::{origin, origins};

@@ -166,7 +166,9 @@ pub async fn login(l: &Login<'_>, headers: &HeaderMap, body: &[u8]) -> Reply {
         }
     };
     let users = l.users.clone();
-    let check = tokio::task::spawn_blocking(move || {
+    // Below the request workers' priority, as renders are: a burst of sign-ins
+    // must not slow the hits.
+    let check = quire_server::uncached_work::spawn(move || {
         let reader = users.verify_in(&name, &password, pass.memory());
         drop(pass);
         reader

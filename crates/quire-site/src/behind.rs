@@ -2,15 +2,16 @@
 //!
 //! A fill quire-server marks as background (`FillMark::background`: a page rendered
 //! before anyone asks, or the fill behind an answer from a page's previous version)
-//! is rendered here instead of on tokio's blocking pool: one thread, started on first
+//! is rendered here instead of with a reader's renders (`quire_server::uncached_work`,
+//! at the same priority but with as many threads as the budget lets run): one thread, started on first
 //! use, that lowers its own priority (nice 10, as quire-server's background
 //! compression threads do). So after a template change, re-rendering the whole site
 //! takes what the request workers leave, not a share the scheduler splits evenly
 //! with them. A request that joins such a fill meanwhile waits for it at that
 //! priority; with nothing else to run, that is full speed.
 //!
-//! Bounded: [`QUEUE`] renders wait at most; past that a background render runs on the
-//! blocking pool like any other (the caller falls back), so a burst never queues
+//! Bounded: [`QUEUE`] renders wait at most; past that a background render runs with a
+//! reader's renders (the caller falls back), so a burst never queues
 //! without end.
 
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};

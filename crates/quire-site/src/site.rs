@@ -7,8 +7,10 @@
 //!   older one. So the worst race stores a newer page under an older key, which no
 //!   request computes any more once the newer snapshot is published: a stale page is
 //!   never served after the swap.
-//! - **Rendering runs on the blocking pool**, not on the runtime's workers, so a slow
-//!   render never delays a hit on the same worker.
+//! - **Rendering runs on threads of its own**, not on the runtime's workers, so a
+//!   slow render never delays a hit on the same worker; and below the workers' CPU
+//!   priority (`quire_server::uncached_work`), so a crowd's renders never take the
+//!   core a hit needs.
 //! - `key_version` is one atomic load and one hash lookup: the hit path's share of
 //!   publishing.
 
@@ -476,7 +478,9 @@ impl Upstream for Site {
                 },
                 false => render,
             };
-            let reply = tokio::task::spawn_blocking(render)
+            // At a lower priority than the request workers: a crowd's renders
+            // must not slow the hits (`quire_server::uncached_work`).
+            let reply = quire_server::uncached_work::spawn(render)
                 .await
                 .map_err(render_failed)?;
             Ok(reply.into_response())
