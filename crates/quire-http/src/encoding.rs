@@ -50,14 +50,32 @@ pub enum Coding {
     Br,
     /// Zstandard, RFC 8878.
     Zstd,
+    /// Zstandard against a dictionary the client holds (RFC 9842 §5.2): only ever
+    /// chosen for a request that lists it and names, in `Available-Dictionary`, the
+    /// dictionary the stored body was made with ([`crate::dictionary`]).
+    Dcz,
 }
 
 /// Every coding, in the fixed order used for indexing and logging.
-const ALL_CODINGS: [Coding; 4] = [Coding::Identity, Coding::Gzip, Coding::Br, Coding::Zstd];
+const ALL_CODINGS: [Coding; 5] = [
+    Coding::Identity,
+    Coding::Gzip,
+    Coding::Br,
+    Coding::Zstd,
+    Coding::Dcz,
+];
 
 /// Server preference for equal q-values, best first: smallest HTML bodies first (see
 /// the module doc), identity last.
-pub const DEFAULT_PREFS: [Coding; 4] = [Coding::Br, Coding::Zstd, Coding::Gzip, Coding::Identity];
+/// `dcz` goes first: where it may be sent at all (the caller offers it only when the
+/// client holds the body's dictionary) it is the smallest by far.
+pub const DEFAULT_PREFS: [Coding; 5] = [
+    Coding::Dcz,
+    Coding::Br,
+    Coding::Zstd,
+    Coding::Gzip,
+    Coding::Identity,
+];
 
 impl Coding {
     /// The token as written in `Accept-Encoding` and `Content-Encoding`.
@@ -67,6 +85,7 @@ impl Coding {
             Coding::Gzip => "gzip",
             Coding::Br => "br",
             Coding::Zstd => "zstd",
+            Coding::Dcz => "dcz",
         }
     }
 
@@ -83,6 +102,8 @@ impl Coding {
             Some(Coding::Br)
         } else if eq("zstd") {
             Some(Coding::Zstd)
+        } else if eq("dcz") {
+            Some(Coding::Dcz)
         } else {
             None
         }
@@ -94,6 +115,7 @@ impl Coding {
             Coding::Gzip => 1,
             Coding::Br => 2,
             Coding::Zstd => 3,
+            Coding::Dcz => 4,
         }
     }
 }
@@ -114,7 +136,7 @@ pub struct AcceptEncoding {
     /// No `Accept-Encoding` line at all.
     absent: bool,
     /// Explicit q per coding (thousandths), indexed by [`Coding::index`].
-    explicit: [Option<u16>; 4],
+    explicit: [Option<u16>; 5],
     /// The q of `*`, if present.
     wildcard: Option<u16>,
 }
@@ -123,7 +145,7 @@ impl AcceptEncoding {
     /// The summary of a request without `Accept-Encoding`.
     const ABSENT: AcceptEncoding = AcceptEncoding {
         absent: true,
-        explicit: [None; 4],
+        explicit: [None; 5],
         wildcard: None,
     };
 
@@ -158,6 +180,12 @@ impl AcceptEncoding {
         // without "*" is not acceptable (an empty header value lands here too:
         // "the user agent does not want any content coding").
         self.wildcard.unwrap_or(0)
+    }
+
+    /// True when the request lists `coding` by name with a q above 0 (`*` does not
+    /// count): a dictionary coding is sent only to a client that asked for it.
+    pub fn lists(&self, coding: Coding) -> bool {
+        !self.absent && self.explicit[coding.index()].is_some_and(|q| q > 0)
     }
 
     /// True when the client refused identity (`identity;q=0`, or `*;q=0` without an
@@ -214,7 +242,7 @@ pub fn parse_accept_encoding(headers: &HeaderMap) -> AcceptEncoding {
     }
     let mut out = AcceptEncoding {
         absent: false,
-        explicit: [None; 4],
+        explicit: [None; 5],
         wildcard: None,
     };
     let mut items = 0usize;
@@ -259,17 +287,26 @@ pub fn parse_accept_encoding(headers: &HeaderMap) -> AcceptEncoding {
 /// With no `Accept-Encoding` at all, identity is served when stored; if it is not,
 /// §12.5.3 rule 1 ("any content coding is considered acceptable") allows the best
 /// coding by `prefs`.
+///
+/// `dcz` is chosen only for a request that lists it by name (never through `*` or
+/// an absent header: its body is useless without the dictionary); whether the client
+/// holds the right dictionary is the caller's to check before offering it.
 pub fn choose(accept: &AcceptEncoding, available: &[Coding], prefs: &[Coding]) -> Option<Coding> {
     let rank = |c: Coding| prefs.iter().position(|&p| p == c).unwrap_or(prefs.len());
+    let usable = |c: &Coding| *c != Coding::Dcz || accept.lists(Coding::Dcz);
     if accept.is_absent() {
         if available.contains(&Coding::Identity) {
             return Some(Coding::Identity);
         }
         // RFC 9110 §12.5.3 rule 1: without the header any coding is acceptable.
-        return available.iter().copied().min_by_key(|&c| rank(c));
+        return available
+            .iter()
+            .copied()
+            .filter(usable)
+            .min_by_key(|&c| rank(c));
     }
     let mut best: Option<(Coding, u16, usize)> = None;
-    for &coding in available {
+    for &coding in available.iter().filter(|c| usable(c)) {
         let q = accept.q(coding);
         if q == 0 {
             // §12.4.2: "a value of 0 means not acceptable".
@@ -349,16 +386,34 @@ mod tests {
         parse_accept_encoding(&h)
     }
 
-    const ALL: [Coding; 4] = ALL_CODINGS;
+    /// The codings offered to every client (a dictionary coding is offered only to a
+    /// client holding the dictionary: see [`dcz_needs_its_name_in_the_request`]).
+    const ALL: [Coding; 4] = [Identity, Gzip, Br, Zstd];
 
     fn pick(lines: &[&str]) -> Option<Coding> {
         choose(&ae(lines), &ALL, &DEFAULT_PREFS)
     }
 
+    /// RFC 9842: `dcz` only to a request that names it; `*` or no header never
+    /// gets it, even when it is all that is stored.
+    #[test]
+    fn dcz_needs_its_name_in_the_request() {
+        let with = [Identity, Gzip, Br, Zstd, Dcz];
+        let pick = |lines: &[&str], avail: &[Coding]| choose(&ae(lines), avail, &DEFAULT_PREFS);
+        assert_eq!(pick(&["gzip, br, zstd, dcz"], &with), Some(Dcz));
+        assert_eq!(pick(&["gzip, br, zstd, dcb"], &with), Some(Br));
+        assert_eq!(pick(&["*"], &with), Some(Br));
+        assert_eq!(pick(&["*"], &[Dcz]), None);
+        assert_eq!(pick(&[], &[Dcz]), None);
+        assert_eq!(pick(&["dcz;q=0, br"], &with), Some(Br));
+        assert!(ae(&["dcz"]).lists(Dcz));
+        assert!(!ae(&["*"]).lists(Dcz));
+    }
+
     /// RFC 9110 §8.4.1 tokens round-trip; `x-gzip` is gzip (§8.4.1.3).
     #[test]
     fn tokens_round_trip_and_x_gzip_is_gzip() {
-        for c in ALL {
+        for c in ALL_CODINGS {
             assert_eq!(Coding::from_token(c.token().as_bytes()), Some(c));
         }
         assert_eq!(Coding::from_token(b"x-gzip"), Some(Gzip));

@@ -10,6 +10,8 @@
 //! - [`key`]: URL normalisation and the cache key, `Vary` (§4.1).
 //! - [`bypass`]: which requests are served from the anonymous cache at all.
 //! - [`encoding`]: `Accept-Encoding` negotiation among stored variants.
+//! - [`dictionary`]: compression dictionaries (RFC 9842): the fields and the `dcz`
+//!   header.
 //! - [`conditional`]: `If-None-Match`/`If-Modified-Since` (RFC 9110 §13) and `Range`
 //!   (RFC 9110 §14) answered from a stored response.
 //! - [`status`]: the `Cache-Status` response header (RFC 9211).
@@ -21,6 +23,7 @@
 pub mod bypass;
 pub mod cache_control;
 pub mod conditional;
+pub mod dictionary;
 pub mod encoding;
 pub mod fault;
 pub mod freshness;

@@ -40,6 +40,10 @@ pub struct SiteConfig {
     /// (`crate::speculation`): `"moderate"` (the default), `"conservative"`,
     /// `"eager"` or `"off"`. A prefetch is only ever answered from the cache.
     pub prefetch: crate::speculation::Prefetch,
+    /// Build a compression dictionary from the site's pages and send pages
+    /// compressed against it (`dcz`, RFC 9842) to browsers that hold it (on by
+    /// default; `crate::dictionary`).
+    pub compression_dictionary: bool,
     /// Cache signed-in readers' pages per audience (on by default; see
     /// `crate::audience`). Off, every signed-in request is rendered for its reader
     /// and never stored: for templates that show something personal on every page.
@@ -148,6 +152,7 @@ impl Default for SiteConfig {
             secure_cookies: false,
             hover_previews: false,
             prefetch: crate::speculation::Prefetch::default(),
+            compression_dictionary: true,
             cache_signed_in: true,
             template_grace_secs: 120,
             render: RenderLimits::default(),

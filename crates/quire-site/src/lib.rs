@@ -29,6 +29,8 @@ pub mod auth;
 mod behind;
 pub mod config;
 mod csp;
+pub mod dictionary;
+pub mod dictionary_pages;
 pub mod extras;
 pub mod feed;
 pub mod gate;

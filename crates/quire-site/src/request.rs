@@ -71,7 +71,13 @@ pub fn html(
 ) -> Reply {
     match s.templates.render(template, ctx) {
         Ok(body) => {
-            let r = Reply::new(status, HTML, body, policy).scripted(s.config.hover_previews);
+            let mut r = Reply::new(status, HTML, body, policy).scripted(s.config.hover_previews);
+            if let Some(d) = s.dictionaries().current() {
+                r = r.with(
+                    http::header::LINK,
+                    quire_http::dictionary::link(&crate::dictionary::path(d)),
+                );
+            }
             match crate::speculation::header_value(s.config.prefetch) {
                 Some(v) => r.with(
                     http::header::HeaderName::from_static("speculation-rules"),

@@ -57,6 +57,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Graph => site_graph(s, req, shared),
         Page::Script => script(s, req),
         Page::SpeculationRules => speculation_rules(s, req),
+        Page::Dictionary(hex) => dictionary(s, req, &hex),
         Page::Attachment(name) => attachment(s, req, &name),
         Page::Login => login_form(s, req),
         Page::Logout => Reply::redirect("/"),
@@ -281,6 +282,26 @@ fn speculation_rules(s: &Snapshot, req: &Req<'_>) -> Reply {
         crate::speculation::MEDIA_TYPE,
         rules,
         policy,
+    )
+}
+
+/// `/_static/dictionary-<hex>.dict`: a dictionary this snapshot or the one before
+/// made, immutable (its path is its hash), marked for use on every page of the
+/// site (RFC 9842 §2.1); a 404 for any other hash.
+fn dictionary(s: &Snapshot, req: &Req<'_>, hex: &str) -> Reply {
+    let Some(d) = s.dictionaries().by_hex(hex) else {
+        return not_found(s, req);
+    };
+    // Text, so that it is stored and sent compressed like any page.
+    Reply::new(
+        StatusCode::OK,
+        "text/plain; charset=utf-8",
+        bytes::Bytes::copy_from_slice(d.bytes()),
+        Policy::Immutable,
+    )
+    .with(
+        quire_http::dictionary::USE_AS_DICTIONARY,
+        quire_http::dictionary::use_as_dictionary("/*", &d.hex()[..16]),
     )
 }
 

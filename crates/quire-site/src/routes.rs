@@ -18,6 +18,7 @@
 //! | `/graph` | the site's graph |
 //! | `/_static/quire.js` | the opt-in page script (`hover_previews`) |
 //! | `/_static/speculation-rules.json` | the links browsers may prefetch (`prefetch`) |
+//! | `/_static/dictionary-<sha256>.dict` | the compression dictionary (`crate::dictionary`) |
 //! | `/attachments/<name>` | an attachment, by file name |
 //!
 //! Note URLs are slugs (lower-case ASCII letters, digits and `-`), so none of them
@@ -62,6 +63,8 @@ pub enum Page {
     Script,
     /// `/_static/speculation-rules.json`.
     SpeculationRules,
+    /// `/_static/dictionary-<hex>.dict`: a compression dictionary, by its hash.
+    Dictionary(String),
     /// `/attachments/<name>` (percent-decoded, lower-cased).
     Attachment(String),
     /// A path ending in `/`: a folder, if one has that URL.
@@ -106,6 +109,12 @@ pub fn route(path: &str) -> Page {
         _ => {
             if let Some(t) = path.strip_prefix("/tags/") {
                 return Page::Tag(t.trim_end_matches('/').to_owned());
+            }
+            if let Some(hex) = path
+                .strip_prefix(crate::dictionary::PATH_PREFIX)
+                .and_then(|p| p.strip_suffix(".dict"))
+            {
+                return Page::Dictionary(hex.to_owned());
             }
             if let Some(a) = path.strip_prefix("/attachments/") {
                 return Page::Attachment(percent_decode(a).to_lowercase());

@@ -36,6 +36,7 @@ use quire_vault::{Vault, Visibility};
 use crate::ahead::Ahead;
 use crate::auth;
 use crate::config::{SiteConfig, SiteConfigError, DIR};
+use crate::dictionary_pages;
 use crate::gate::Gate;
 use crate::model::Viewer;
 use crate::related;
@@ -167,7 +168,7 @@ impl Site {
             ms = t0.elapsed().as_millis() as u64,
             "search index rebuilt"
         );
-        Ok(Site {
+        let site = Site {
             inner: Arc::new(Inner {
                 root: root.to_owned(),
                 snap: ArcSwap::from_pointee(snap),
@@ -182,7 +183,15 @@ impl Site {
                 shared: OnceLock::new(),
                 ahead: Ahead::default(),
             }),
-        })
+        };
+        // Before anything is served, so every page names the dictionary.
+        let snap = site.inner.snap.load_full();
+        snap.set_dictionaries(dictionary_pages::for_snapshot(
+            &snap,
+            None,
+            &site.inner.stores(),
+        ));
+        Ok(site)
     }
 
     /// The session keeper (a cluster adopts and raises sign-outs through it).
@@ -282,6 +291,12 @@ impl Site {
         }
         // Claimed before the swap, so no signed-in request starts a second making.
         let wanted = self.inner.snap.load().signed_in_wanted() && new.start_signed_in();
+        // Before the swap, so every page of the new snapshot names its dictionary.
+        new.set_dictionaries(dictionary_pages::for_snapshot(
+            &new,
+            Some(&self.inner.snap.load()),
+            &self.inner.stores(),
+        ));
         let old = self.inner.snap.swap(new.clone());
         // Anonymous pages first; then, when signed-in readers were seen, their
         // audiences' versions (their requests bypass the cache until then).
@@ -491,6 +506,21 @@ impl Upstream for Site {
         Duration::from_secs(30)
     }
 
+    fn dictionary_for(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Option<Arc<quire_http::dictionary::Dictionary>> {
+        // Pages only: the dictionary is made of them and matches documents.
+        let html = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/html"));
+        match html {
+            true => self.inner.snap.load().dictionaries().current().cloned(),
+            false => None,
+        }
+    }
+
     fn works_here(&self) -> bool {
         // Pages, searches and 404s are rendered on this machine's cores.
         true
@@ -676,6 +706,18 @@ async fn sign_in(inner: &Inner, parts: &http::request::Parts, form: Option<Bytes
 }
 
 /// Renders the answer to one request; `cancel` is raised once nobody waits for it.
+impl Inner {
+    /// The stores a render reads, for a render nobody asked for (no cancel).
+    fn stores(&self) -> respond::Stores<'_> {
+        respond::Stores {
+            views: &self.views,
+            search: &self.search,
+            shared: self.shared.get().map(|s| &**s),
+            cancel: None,
+        }
+    }
+}
+
 fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>) -> Reply {
     inner.renders.fetch_add(1, Ordering::Relaxed);
     let snap = inner.snap.load_full();

@@ -86,6 +86,9 @@ pub struct Snapshot {
     /// rendered, newest first (a change to templates or stylesheet only), and until
     /// when.
     previous: Previous,
+    /// The compression dictionaries, set once before the snapshot is published
+    /// (`crate::dictionary::Set::for_snapshot`).
+    dictionaries: std::sync::OnceLock<crate::dictionary::Set>,
     /// The version of search answers (any public note changed: all of them change).
     pub search_version: u64,
     /// The version of every other path (404s, private notes, sign-in).
@@ -191,6 +194,19 @@ impl Previous {
 }
 
 impl Snapshot {
+    /// The compression dictionaries (none until set).
+    pub fn dictionaries(&self) -> &crate::dictionary::Set {
+        static NONE: std::sync::OnceLock<crate::dictionary::Set> = std::sync::OnceLock::new();
+        self.dictionaries
+            .get()
+            .unwrap_or_else(|| NONE.get_or_init(Default::default))
+    }
+
+    /// Sets the compression dictionaries; a second call changes nothing.
+    pub fn set_dictionaries(&self, set: crate::dictionary::Set) {
+        let _ = self.dictionaries.set(set);
+    }
+
     /// Computes every version for `vault`, and lays out its graphs (reusing
     /// `previous`'s layouts where a graph did not change).
     pub fn new(
@@ -233,6 +249,7 @@ impl Snapshot {
             search_content: 0,
             config_hash,
             previous: previous_epochs,
+            dictionaries: std::sync::OnceLock::new(),
             search_version: 0,
             other_version: mix(epoch, 0),
             attachment_audience: HashMap::new(),

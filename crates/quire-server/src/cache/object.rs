@@ -217,6 +217,7 @@ fn coding_tag(c: Coding) -> u8 {
         Coding::Gzip => b'g',
         Coding::Br => b'b',
         Coding::Zstd => b'z',
+        Coding::Dcz => b'd',
     }
 }
 
@@ -226,6 +227,7 @@ fn coding_from_tag(t: u8) -> Option<Coding> {
         b'g' => Coding::Gzip,
         b'b' => Coding::Br,
         b'z' => Coding::Zstd,
+        b'd' => Coding::Dcz,
         _ => return None,
     })
 }

@@ -122,6 +122,7 @@ pub(crate) async fn commit(
                 id,
                 identity,
                 compressible: wants_codings(&plan.headers, 0),
+                dictionary: ctx.origin.dictionary_for(&plan.headers),
                 start: plan.start,
                 tags: plan.tags,
             },
@@ -259,7 +260,8 @@ fn response_meta(p: &StorePlan, identity_len: u64) -> StoredMeta {
 }
 
 /// The coding the origin applied: `Ok(None)` for none, `Ok(Some)` for one quire can
-/// decode, `Err` for anything else (several codings, deflate, unknown).
+/// decode, `Err` for anything else (several codings, deflate, a dictionary coding,
+/// unknown).
 pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
     let mut found = None;
     for v in headers.get_all(header::CONTENT_ENCODING) {
@@ -267,6 +269,8 @@ pub(crate) fn origin_coding(headers: &HeaderMap) -> Result<Option<Coding>, ()> {
         for tok in v.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             match Coding::from_token(tok.as_bytes()) {
                 Some(Coding::Identity) => {}
+                // An origin's dictionary is not quire's to hold.
+                Some(Coding::Dcz) => return Err(()),
                 Some(c) if found.is_none() => found = Some(c),
                 _ => return Err(()),
             }

@@ -40,6 +40,7 @@ use std::io::{self, Read};
 use brotli::enc::StandardAlloc;
 use brotli::BrotliResult;
 use http::HeaderValue;
+use quire_http::dictionary::{Dictionary, DCZ_HEADER_LEN};
 use quire_http::encoding::Coding;
 
 pub use crate::config::Levels;
@@ -100,7 +101,7 @@ impl Levels {
                 i64::from(self.brotli),
                 (BROTLI_LEVEL_MIN..=BROTLI_LEVEL_MAX).contains(&self.brotli),
             ),
-            Coding::Zstd => (
+            Coding::Zstd | Coding::Dcz => (
                 i64::from(self.zstd),
                 (ZSTD_LEVEL_MIN..=ZSTD_LEVEL_MAX).contains(&self.zstd),
             ),
@@ -119,7 +120,7 @@ fn level_range(coding: Coding) -> &'static str {
         Coding::Identity => "none",
         Coding::Gzip => "1..=12",
         Coding::Br => "0..=11",
-        Coding::Zstd => "1..=22",
+        Coding::Zstd | Coding::Dcz => "1..=22",
     }
 }
 
@@ -152,6 +153,13 @@ pub enum CompressError {
         /// The output bound that was hit.
         limit: usize,
     },
+    /// A dictionary coding was asked for without its dictionary ([`encode_dcz`]), or
+    /// came from an origin (quire does not hold an origin's dictionaries).
+    #[error("{coding} is made and read only against a dictionary")]
+    NoDictionary {
+        /// The coding.
+        coding: Coding,
+    },
     /// A codec failed for a reason unrelated to the input (allocation of codec state,
     /// an encoder's internal output error).
     #[error("compression I/O error: {0}")]
@@ -176,7 +184,57 @@ pub fn encode(coding: Coding, body: &[u8], levels: &Levels) -> Result<Vec<u8>, C
         Coding::Gzip => encode_gzip(body, levels.gzip),
         Coding::Br => encode_brotli(body, levels.brotli),
         Coding::Zstd => Ok(zstd::bulk::compress(body, levels.zstd)?),
+        Coding::Dcz => Err(CompressError::NoDictionary { coding }),
     }
+}
+
+/// Encodes `body` as `dcz` against `dict` (RFC 9842 §5.2): the 40-byte header naming
+/// the dictionary, then a zstd frame at `level` that uses the dictionary as raw
+/// content (its bytes as history before the body's first byte; a quire dictionary
+/// never starts with zstd's dictionary magic, so a decoder that detects formatted
+/// dictionaries reads it as raw content too).
+///
+/// # Errors
+///
+/// [`CompressError::Level`] for a level outside zstd's; [`CompressError::Io`] if
+/// the codec fails.
+pub fn encode_dcz(body: &[u8], dict: &Dictionary, level: i32) -> Result<Vec<u8>, CompressError> {
+    if !(ZSTD_LEVEL_MIN..=ZSTD_LEVEL_MAX).contains(&level) {
+        return Err(CompressError::Level {
+            coding: Coding::Dcz,
+            level: i64::from(level),
+        });
+    }
+    let mut compressor = zstd::bulk::Compressor::with_dictionary(level, dict.bytes())?;
+    let frame = compressor.compress(body)?;
+    let mut out = Vec::with_capacity(DCZ_HEADER_LEN + frame.len());
+    out.extend_from_slice(&dict.dcz_header());
+    out.extend_from_slice(&frame);
+    Ok(out)
+}
+
+/// Decodes a `dcz` body made against `dict`, bounded by `limit` as [`decode`] is
+/// (what a client does; quire uses it to check its own output).
+///
+/// # Errors
+///
+/// [`CompressError::Corrupt`] when the header names another dictionary or the
+/// frame is malformed; [`CompressError::TooLarge`] past `limit`.
+pub fn decode_dcz(body: &[u8], dict: &Dictionary, limit: usize) -> Result<Vec<u8>, CompressError> {
+    let corrupt = |detail: &str| CompressError::Corrupt {
+        coding: Coding::Dcz,
+        detail: detail.to_owned(),
+    };
+    match quire_http::dictionary::dcz_hash(body) {
+        Some(h) if h == *dict.hash() => {}
+        Some(_) => return Err(corrupt("made against another dictionary")),
+        None => return Err(corrupt("no dcz header")),
+    }
+    let frame = body.get(DCZ_HEADER_LEN..).unwrap_or_default();
+    let mut decoder =
+        zstd::stream::read::Decoder::with_dictionary(std::io::BufReader::new(frame), dict.bytes())?;
+    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+    read_bounded(decoder, Coding::Dcz, limit)
 }
 
 fn encode_gzip(body: &[u8], level: i32) -> Result<Vec<u8>, CompressError> {
@@ -244,6 +302,7 @@ pub fn decode(coding: Coding, body: &[u8], limit: usize) -> Result<Vec<u8>, Comp
             decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
             read_bounded(decoder, coding, limit)
         }
+        Coding::Dcz => Err(CompressError::NoDictionary { coding }),
     }
 }
 

@@ -29,6 +29,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use quire_http::dictionary::Dictionary;
 use quire_http::encoding::Coding;
 use quire_store::EntryRef;
 
@@ -54,21 +55,28 @@ pub(crate) struct Later {
     pub identity: Bytes,
     /// Whether its type and size are worth compressing.
     pub compressible: bool,
+    /// The dictionary it is also made `dcz` against (the upstream's choice).
+    pub dictionary: Option<Arc<Dictionary>>,
     /// The fill's start in the invalidation log.
     pub start: u64,
     /// The record's tags.
     pub tags: Tags,
 }
 
-/// The codings still to make for an entry, with the brotli level to use.
-fn wanted(ctx: &Ctx, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
+/// The codings still to make for an entry, with the brotli level to use: `dcz`
+/// too when the entry has a dictionary and zstd is on.
+fn wanted(ctx: &Ctx, later: &Later) -> (Vec<Coding>, compress::Levels) {
+    let identity_len = later.identity.len();
     let policy = ctx.peek();
-    let codings = policy
+    let mut codings: Vec<Coding> = policy
         .codings
         .iter()
         .copied()
         .filter(|c| matches!(c, Coding::Br | Coding::Zstd))
         .collect();
+    if later.dictionary.is_some() && codings.contains(&Coding::Zstd) {
+        codings.push(Coding::Dcz);
+    }
     let upgrade = ctx.peek().cfg.encodings.brotli_upgrade_level;
     let mut levels = ctx.peek().levels;
     if upgrade > levels.brotli && identity_len <= UPGRADE_BYTES_MAX {
@@ -106,10 +114,14 @@ pub(crate) fn schedule(ctx: &Arc<Ctx>, later: Later) {
 /// Makes the missing codings and rewrites the entry if it is still version
 /// `later.id`. Returns what the rewrite did, if it ran.
 pub(crate) fn add_codings(ctx: &Ctx, later: &Later) -> Option<FillResult> {
-    let (codings, levels) = wanted(ctx, later.identity.len());
+    let (codings, levels) = wanted(ctx, later);
     let mut made: Vec<(Coding, Vec<u8>)> = Vec::new();
     for c in codings {
-        match compress::encode(c, &later.identity, &levels) {
+        let coded = match (c, &later.dictionary) {
+            (Coding::Dcz, Some(d)) => compress::encode_dcz(&later.identity, d, levels.zstd),
+            _ => compress::encode(c, &later.identity, &levels),
+        };
+        match coded {
             Ok(b) if compress::worth_keeping(later.identity.len(), b.len()) => made.push((c, b)),
             Ok(_) => {}
             Err(e) => tracing::warn!(coding = %c, error = %e, "compression failed"),
@@ -197,6 +209,7 @@ mod tests {
                 id: 1,
                 identity: buffer.slice(..8_000),
                 compressible: true,
+                dictionary: None,
                 start: 0,
                 tags: Tags::default(),
             },

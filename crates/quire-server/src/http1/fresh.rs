@@ -120,7 +120,7 @@ pub(crate) fn prepare(
     if let Some(a) = scope.audience {
         status = status.with_audience(a.label());
     }
-    let coding = record.coding_for(headers).ok()?;
+    let coding = record.coding_for(headers, &entry).ok()?;
     let not_modified = match record.precondition_in(method, headers, coding) {
         Precondition::Forward => return None,
         Precondition::NotModified => true,

@@ -19,6 +19,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode};
 use quire_http::conditional::{self, Precondition, RangeAnswer};
+use quire_http::dictionary;
 use quire_http::encoding::{self, Coding};
 use quire_http::freshness::StoredTiming;
 use quire_http::key::VaryFields;
@@ -62,6 +63,8 @@ pub struct Prepared {
     /// Upstream caches' `Cache-Status` lines.
     upstream: Vec<HeaderValue>,
     available: Vec<Coding>,
+    /// `available` less `dcz`, for a request without the dictionary.
+    without_dcz: Vec<Coding>,
     last_modified: Option<SystemTime>,
     date: SystemTime,
     /// `headers` serialised as HTTP/1.1 field lines, for the fast path.
@@ -72,6 +75,9 @@ pub struct Prepared {
     etags: Vec<(Coding, Option<String>)>,
     /// The record's timing as `quire_http` reads it, converted once.
     timing: StoredTiming,
+    /// The dictionary a stored `dcz` body names, read from the body the first time
+    /// a request could take it (`None` inside: no `dcz`, or an unreadable one).
+    dcz: std::sync::OnceLock<Option<dictionary::Hash>>,
 }
 
 /// The representation a request gets, and the per-response fields that go with it.
@@ -107,16 +113,30 @@ impl Prepared {
     pub fn variant(
         &self,
         req_headers: &HeaderMap,
+        entry: &Handle,
         status: CacheStatus,
         now: SystemTime,
     ) -> Result<Variant<'_>, NotServed> {
-        self.variant_in(self.coding_for(req_headers)?, status, now)
+        self.variant_in(self.coding_for(req_headers, entry)?, status, now)
     }
 
-    /// The coding [`Prepared::variant`] serves to `req_headers`.
-    pub fn coding_for(&self, req_headers: &HeaderMap) -> Result<Coding, NotServed> {
+    /// The coding [`Prepared::variant`] serves to `req_headers`, from the codings
+    /// stored in `entry` (the entry this record was read from). A `dcz` body is
+    /// offered only to a request whose `Available-Dictionary` names the dictionary
+    /// it was made with (RFC 9842 §2.2), and that lists `dcz`.
+    pub fn coding_for(&self, req_headers: &HeaderMap, entry: &Handle) -> Result<Coding, NotServed> {
         let accept = encoding::parse_accept_encoding(req_headers);
-        encoding::choose(&accept, &self.available, &encoding::DEFAULT_PREFS)
+        let offered: &[Coding] = match self.available.contains(&Coding::Dcz) {
+            true if accept.lists(Coding::Dcz)
+                && dictionary::available(req_headers)
+                    .is_some_and(|h| self.dcz_in(entry) == Some(h)) =>
+            {
+                &self.available
+            }
+            true => &self.without_dcz,
+            false => &self.available,
+        };
+        encoding::choose(&accept, offered, &encoding::DEFAULT_PREFS)
             .or_else(|| {
                 self.available
                     .contains(&Coding::Identity)
@@ -124,6 +144,21 @@ impl Prepared {
             })
             .or_else(|| self.available.first().copied())
             .ok_or(NotServed::BodyGone)
+    }
+
+    /// The dictionary the `dcz` body in `entry` names.
+    fn dcz_in(&self, entry: &Handle) -> Option<dictionary::Hash> {
+        use quire_store::EntryRef;
+        *self.dcz.get_or_init(|| {
+            let (start, end) = self.rec.coding_range(Coding::Dcz)?;
+            if entry.body().len() as u64 != self.rec.bodies_len() {
+                return None;
+            }
+            let body = entry
+                .body()
+                .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+            dictionary::dcz_hash(body)
+        })
     }
 
     /// The representation in `coding` (one [`Prepared::coding_for`] chose) and its
@@ -261,6 +296,13 @@ impl Prepared {
         if rec.codings.len() > 1 {
             add_vary_accept_encoding(&mut headers);
         }
+        if rec.coding_range(Coding::Dcz).is_some() {
+            // RFC 9842 §6.2: the dictionary a client holds picks the representation.
+            headers.append(
+                header::VARY,
+                HeaderValue::from_static("Available-Dictionary"),
+            );
+        }
         headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
         let last_modified = m
             .last_modified_secs
@@ -289,8 +331,15 @@ impl Prepared {
                 (c, e)
             })
             .collect();
+        let available = rec.available();
         Prepared {
-            available: rec.available(),
+            without_dcz: available
+                .iter()
+                .copied()
+                .filter(|&c| c != Coding::Dcz)
+                .collect(),
+            available,
+            dcz: std::sync::OnceLock::new(),
             head_block,
             head_block_304,
             etags,
@@ -359,7 +408,7 @@ pub(crate) fn serve(
     status: CacheStatus,
     now: SystemTime,
 ) -> Result<Response<Body>, NotServed> {
-    let v = p.variant(req.headers, status, now)?;
+    let v = p.variant(req.headers, entry, status, now)?;
     let mut h = p.headers.clone();
     if let Some(e) = v.etag.and_then(|e| HeaderValue::from_str(e).ok()) {
         h.insert(header::ETAG, e);

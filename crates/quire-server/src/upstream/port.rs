@@ -209,6 +209,18 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// The compression dictionary (RFC 9842) a response with these headers is also
+    /// stored `dcz` against, in the background like brotli; `None` (the default)
+    /// for none. The hit path offers that body only to a client that holds the
+    /// same dictionary, so the upstream may change it at any time.
+    fn dictionary_for(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Option<std::sync::Arc<quire_http::dictionary::Dictionary>> {
+        let _ = headers;
+        None
+    }
+
     /// Appends the upstream's own Prometheus families to `/_quire/metrics`.
     fn metrics(&self, out: &mut String) {
         let _ = out;
