@@ -30,11 +30,11 @@ use std::sync::Arc;
 use quire_http::dictionary::Dictionary;
 
 /// Pages sampled at most.
-pub const SAMPLES: usize = 24;
+pub const SAMPLES: usize = 64;
 /// The dictionary's size at most (Chromium and the RFC allow far more; past a few
 /// tens of kilobytes a page's own chrome is covered and the rest is other pages'
 /// prose).
-pub const BYTES_MAX: usize = 64 * 1024;
+pub const BYTES_MAX: usize = 128 * 1024;
 /// Where dictionaries are served: this, then the hash in hex, then `.dict`.
 pub const PATH_PREFIX: &str = "/_static/dictionary-";
 
