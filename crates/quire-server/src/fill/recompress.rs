@@ -1,7 +1,10 @@
 //! Codings added after the commit: a response is committed with identity and gzip
 //! ([`crate::fill::commit`]); brotli and zstd are made afterwards on the compression pool's
 //! background queue and the entry is rewritten with them, if it is still the same
-//! version and no invalidation overtook it.
+//! version and no invalidation overtook it. So is `dcz`, against the dictionary the
+//! upstream names for the response (`Upstream::dictionary_for`; RFC 9842), when zstd
+//! is on: the body names its dictionary in its first 40 bytes, and the hit path sends
+//! it only to a client holding that dictionary.
 //!
 //! Brotli is made at `encodings.brotli_upgrade_level` (11) for bodies up to
 //! [`UPGRADE_BYTES_MAX`], at `encodings.brotli_level` above: measured on 40 pages of
