@@ -19,8 +19,12 @@
 //!   lower their own priority as they start ([`NICE`], Linux applies a thread's
 //!   niceness to that thread alone), so the pool keeps tokio's growth, idle reaping
 //!   and `JoinHandle`; awaiting it from the request runtime is an ordinary wake-up.
-//!   The runtime's own worker drives it, so a job that uses tokio (a channel, a
-//!   spawned task) behaves as it would on the request runtime's pool.
+//!   A job runs inside the caller's runtime context, so one that uses tokio (a
+//!   spawned task, a timer, `Handle::current().block_on`) behaves as it would on the
+//!   request runtime's pool. (The first version ran jobs in this runtime's context,
+//!   which has no I/O or timer driver: a cluster node's sign-out, which blocks on
+//!   the request runtime's Redis client, failed with a 502. The cluster tests found
+//!   it.)
 //! - **Bounded by what feeds it.** At most [`THREADS_MAX`] threads; the budget's
 //!   slots and the sign-in gate bound the jobs in flight well below that, and past
 //!   it jobs wait their turn in tokio's queue. If the runtime cannot start (no thread
@@ -75,10 +79,18 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    match runtime() {
-        Some(rt) => rt.spawn_blocking(f),
-        None => tokio::task::spawn_blocking(f),
-    }
+    let Some(rt) = runtime() else {
+        return tokio::task::spawn_blocking(f);
+    };
+    // The job runs in the caller's runtime context, as on the caller's own pool: a
+    // job that asks for `Handle::current()` (a cluster's sign-out blocks on the
+    // request runtime's Redis client) gets the runtime it was spawned from, with
+    // its I/O and timers, not this pool's runtime, which drives neither.
+    let caller = tokio::runtime::Handle::try_current().ok();
+    rt.spawn_blocking(move || {
+        let _entered = caller.as_ref().map(tokio::runtime::Handle::enter);
+        f()
+    })
 }
 
 #[cfg(test)]
@@ -96,16 +108,25 @@ mod tests {
         assert!(nice >= super::NICE, "nice {nice}");
     }
 
-    /// A job that uses tokio (spawns a task and waits for it) is driven.
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_job_may_use_tokio() {
-        let got = super::spawn(|| {
+    /// A job that uses tokio (spawns a task and waits for it; blocks on the
+    /// caller's runtime with a timer) runs in the caller's runtime context.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_job_may_use_the_callers_runtime() {
+        let got = super::spawn(move || {
+            // This pool's own runtime has no timer: the sleep needs the caller's.
             let (tx, rx) = std::sync::mpsc::channel();
             tokio::spawn(async move { tx.send(7).unwrap() });
-            rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()
+            let slept = tokio::runtime::Handle::current().block_on(async {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                true
+            });
+            (
+                rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap(),
+                slept,
+            )
         })
         .await
         .unwrap();
-        assert_eq!(got, 7);
+        assert_eq!(got, (7, true));
     }
 }
