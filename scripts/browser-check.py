@@ -11,7 +11,13 @@ search page, signs in with hostile and good `next` targets (it must never leave 
 site), and the sign-in flow to a private note and back, checks what a reader would
 see, checks that hovering a link prefetches it by the pages' speculation rules and
 that following it is served from the prefetch, and leaves screenshots and
-report.json in the out folder. Then it serves the
+report.json in the out folder. It serves another copy on plain http://127.0.0.1 (a
+potentially trustworthy origin, where chromium uses RFC 9842 compression dictionaries
+without flags) and checks dictionaries end to end: with two notes warmed until quire
+has their `dcz` variants, the browser loads one, fetches the dictionary its `Link:
+rel="compression-dictionary"` names, and then asks for the other with that
+dictionary's `Available-Dictionary`, gets `Content-Encoding: dcz` (with `Vary:
+Available-Dictionary`), and shows the note's title and text. Then it serves the
 vault over HTTPS (a certificate made with openssl for the run, which chromium is told
 to accept by its key's hash) with a plain-HTTP redirect listener, and checks the
 browser loads pages over HTTP/2 and follows the redirect to them. Last, it serves the
@@ -27,6 +33,7 @@ import argparse
 import base64
 import fcntl
 import hashlib
+import html
 import json
 import os
 import re
@@ -838,6 +845,141 @@ def check_page_script(cdp, quire, vault, tmp, out, check, shot):
         stop(server)
 
 
+DICTIONARY_NOTES = ("Caching/HTTP Caching Basics.md", "Caching/Vary Header.md")
+
+
+def dcz_variant(base, path, dict_hash, seconds=10):
+    """Asks quire for `path` as a browser holding the dictionary `dict_hash` (hex
+    SHA-256) would, until the answer is `Content-Encoding: dcz` (the variant is made in
+    the background after the first request); returns the last answer's headers."""
+    avail = ":" + base64.b64encode(bytes.fromhex(dict_hash)).decode() + ":"
+    deadline = time.monotonic() + seconds
+    while True:
+        req = urllib.request.Request(base + path, headers={
+            "Accept-Encoding": "gzip, br, zstd, dcz", "Available-Dictionary": avail})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+            headers = {k.lower(): v for k, v in r.headers.items()}
+            vary = ", ".join(r.headers.get_all("Vary") or [])
+        headers["vary"] = vary
+        if headers.get("content-encoding") == "dcz" or time.monotonic() > deadline:
+            return headers
+        time.sleep(0.2)
+
+
+def check_dictionary(cdp, quire, vault, tmp, out, check):
+    """RFC 9842 compression dictionaries, end to end: serves a copy of `vault` on plain
+    http://127.0.0.1 (a potentially trustworthy origin, where chromium uses dictionaries
+    with no flags), warms two notes until quire has their `dcz` variants, loads note A
+    in the browser, waits for it to fetch the dictionary its `Link` header names, then
+    loads note B: B's request must name that dictionary in `Available-Dictionary`, its
+    response must be `Content-Encoding: dcz` varying on `Available-Dictionary`, and the
+    page the browser decoded must be the note (title and text as quire serves it
+    uncompressed)."""
+    name = "a note is fetched with the site's compression dictionary (dcz) and renders"
+    copy = os.path.join(tmp, "vault-dictionary")
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns("*.db", "*.db-*", "secret", "sessions"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log_path = os.path.join(out, "quire-dictionary.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([quire, "serve", copy, "--listen", f"127.0.0.1:{port}",
+                                   "--cache", os.path.join(tmp, "cache-dictionary.vol"), "--workers", "1"],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    try:
+        wait_until_up(server, base, log_path)
+        a, b = (url_of(n) for n in DICTIONARY_NOTES)
+        # First requests (identity: urllib asks for no compression) store the pages and
+        # give B's text as quire serves it, and the dictionary the pages name.
+        plain = {}
+        for path in (a, b):
+            with urllib.request.urlopen(base + path, timeout=10) as r:
+                plain[path] = (r.headers.get("Link", ""), r.read().decode("utf-8", "replace"))
+        m = re.search(r"</_static/dictionary-([0-9a-f]{64})\.dict>;\s*rel=\"?compression-dictionary", plain[a][0])
+        if not m:
+            check(name, False, f"{a} has no Link rel=compression-dictionary: {plain[a][0]!r}")
+            return
+        dict_hash, dict_path = m.group(1), f"/_static/dictionary-{m.group(1)}.dict"
+        with urllib.request.urlopen(base + dict_path, timeout=10) as r:
+            body = r.read()
+        if hashlib.sha256(body).hexdigest() != dict_hash:
+            check(name, False, f"{dict_path} hashes to {hashlib.sha256(body).hexdigest()}, not its name")
+            return
+        warmed = {p: dcz_variant(base, p, dict_hash) for p in (a, b)}
+        cold = [p for p, h in warmed.items() if h.get("content-encoding") != "dcz"]
+        if cold:
+            check(name, False, "quire made no dcz variant within 10 s for "
+                  + ", ".join(f"{p} (Content-Encoding {warmed[p].get('content-encoding')!r})" for p in cold))
+            return
+
+        # A: the browser fetches the dictionary after the page (at idle priority).
+        cdp.events = []
+        status_a, _, _ = cdp.navigate(base + a)
+        dict_req, fetched = None, False
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not fetched:
+            cdp.pump(0.2)
+            for e in cdp.events:
+                p = e.get("params", {})
+                if (e.get("method") == "Network.requestWillBeSent"
+                        and urllib.parse.urlsplit(p["request"]["url"]).path == dict_path):
+                    dict_req = p["requestId"]
+                elif e.get("method") == "Network.loadingFinished" and dict_req and p.get("requestId") == dict_req:
+                    fetched = True
+        if not fetched:
+            check(name, False, f"{a}: status {status_a}, the browser did not fetch {dict_path} within 8 s"
+                  f" ({'requested' if dict_req else 'not requested'})")
+            return
+        cdp.pump(0.5)  # the dictionary is stored once read
+
+        # B: a page the browser has not seen, so its request goes to quire.
+        cdp.events = []
+        status_b, doc_headers, _ = cdp.navigate(base + b)
+        req_id = next((e["params"]["requestId"] for e in cdp.events
+                       if e.get("method") == "Network.requestWillBeSent"
+                       and e["params"].get("type") == "Document"
+                       and urllib.parse.urlsplit(e["params"]["request"]["url"]).path == b), None)
+        sent, got = None, None
+        deadline = time.monotonic() + 3
+        while req_id and time.monotonic() < deadline and (sent is None or got is None):
+            for e in cdp.events:
+                p = e.get("params", {})
+                if p.get("requestId") != req_id:
+                    continue
+                if e.get("method") == "Network.requestWillBeSentExtraInfo":
+                    sent = {k.lower(): v for k, v in p.get("headers", {}).items()}
+                elif e.get("method") == "Network.responseReceivedExtraInfo":
+                    got = {k.lower(): v for k, v in p.get("headers", {}).items()}
+            if sent is None or got is None:
+                cdp.pump(0.2)
+        sent, got = sent or {}, got or doc_headers
+        want_avail = ":" + base64.b64encode(bytes.fromhex(dict_hash)).decode() + ":"
+        vary = [v.strip().lower() for v in re.split(r"[,\n]", got.get("vary", ""))]
+
+        plain_title = re.search(r"<title>(.*?)</title>", plain[b][1], re.S)
+        plain_title = html.unescape(plain_title.group(1)) if plain_title else None
+        plain_desc = re.search(r'<meta name="description" content="([^"]*)"', plain[b][1])
+        plain_desc = html.unescape(plain_desc.group(1)) if plain_desc else ""
+        seen = cdp.eval("({title: document.title, text: document.body ? document.body.innerText : '',"
+                        " desc: (document.querySelector('meta[name=description]') || {}).content || ''})") or {}
+        # The description is the note's opening text, cut with an ellipsis.
+        opening = plain_desc.rstrip("…")[:60]
+        renders = (plain_title and seen.get("title") == plain_title and seen.get("desc") == plain_desc
+                   and opening and opening in " ".join(seen.get("text", "").split()))
+        ok = (status_b == 200 and sent.get("available-dictionary") == want_avail
+              and "dcz" in sent.get("accept-encoding", "")
+              and got.get("content-encoding") == "dcz" and "available-dictionary" in vary
+              and renders)
+        check(name, ok,
+              f"{b}: status {status_b}; request Accept-Encoding {sent.get('accept-encoding')!r}, "
+              f"Available-Dictionary {sent.get('available-dictionary')!r} (want {want_avail!r}), "
+              f"Dictionary-ID {sent.get('dictionary-id')!r}; response Content-Encoding "
+              f"{got.get('content-encoding')!r}, Vary {got.get('vary', '')!r}; title {seen.get('title')!r} "
+              f"(want {plain_title!r}), opening text {'found' if renders else 'NOT found'}: {opening!r}")
+    finally:
+        stop(server)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_quire = os.path.join(ROOT, "target", "release", "quire")
@@ -902,6 +1044,7 @@ def main():
         check_page_script(cdp, args.quire, vault, tmp, out, check,
                           lambda name: (cdp.screenshot(os.path.join(out, name)),
                                         shots.append(os.path.join(out, name))))
+        check_dictionary(cdp, args.quire, vault, tmp, out, check)
         if tls:
             check_https(cdp, args.quire, vault, tmp, out, tls, check)
         else:
