@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod agents;
 pub(crate) mod budget;
 mod cluster;
 mod error;
@@ -28,6 +29,7 @@ mod origins;
 mod rate_limit;
 mod units;
 
+pub use agents::AgentsSection;
 pub use budget::{BudgetSection, CrawlerClass};
 pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
 pub use error::ConfigError;
@@ -104,6 +106,8 @@ pub struct Config {
     pub rate_limit: RateLimitSection,
     /// The budget of uncached work all clients share (see `budget`).
     pub budget: BudgetSection,
+    /// Self-identified AI crawlers refused before the cache (none by default).
+    pub agents: AgentsSection,
     /// Several nodes sharing invalidations and filling from each other (off when
     /// absent).
     pub cluster: Option<ClusterSection>,
@@ -134,6 +138,7 @@ impl Default for Config {
             log: LogSection::default(),
             rate_limit: RateLimitSection::default(),
             budget: BudgetSection::default(),
+            agents: AgentsSection::default(),
             cluster: None,
         }
     }
@@ -755,6 +760,7 @@ impl Config {
         self.keys.query.rules()?;
         self.rate_limit.validate()?;
         self.budget.validate()?;
+        self.agents.validate()?;
         if let Some(origin) = &self.origin {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }

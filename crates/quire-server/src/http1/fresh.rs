@@ -91,6 +91,10 @@ pub(crate) fn prepare(
     if req.ranged_or_conditional || req.path().starts_with(crate::ops::admin::PREFIX) {
         return None;
     }
+    // A refused AI crawler is the service's to answer (crate::request::agents).
+    if crate::request::agents::refused(&policy.cfg.agents, headers) {
+        return None;
+    }
     // A trusted proxy naming no client is the service's to refuse (crate::edge::client).
     let bypassed = bypass::bypass(method, headers, &policy.bypass);
     if bypassed.is_some_and(|b| b != Bypass::Cookie)

@@ -323,6 +323,7 @@ pub struct Metrics {
     prefills: [AtomicU64; Prefilled::ALL.len()],
     previous_hits: AtomicU64,
     prefetches_refused: AtomicU64,
+    agents_refused: AtomicU64,
     cold_reads: AtomicU64,
     /// Refresh-ahead revalidations: started, skipped (no free budget slot).
     refresh_ahead: [AtomicU64; 2],
@@ -355,6 +356,7 @@ impl Metrics {
             prefills: Default::default(),
             previous_hits: AtomicU64::new(0),
             prefetches_refused: AtomicU64::new(0),
+            agents_refused: AtomicU64::new(0),
             cold_reads: AtomicU64::new(0),
             refresh_ahead: Default::default(),
             fills_busy: AtomicU64::new(0),
@@ -447,6 +449,16 @@ impl Metrics {
     /// (`crate::request::prefetch`).
     pub fn record_prefetch_refused(&self) {
         self.prefetches_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request from an AI crawler `[agents]` names was refused.
+    pub fn record_agent_refused(&self) {
+        self.agents_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests from refused AI crawlers so far.
+    pub fn agents_refused(&self) -> u64 {
+        self.agents_refused.load(Ordering::Relaxed)
     }
 
     /// Prefetches refused so far.

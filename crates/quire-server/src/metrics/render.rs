@@ -104,6 +104,12 @@ impl Metrics {
         )?;
         counter(
             out,
+            "quire_agents_refused_total",
+            "Requests from AI crawlers named in [agents] refuse, answered 403 (or 402) before the cache.",
+            self.agents_refused.load(Ordering::Relaxed),
+        )?;
+        counter(
+            out,
             "quire_previous_version_hits_total",
             "Misses answered from the page's previous version (the site's templates changed, the page did not) while the current one was made in the background.",
             self.previous_hits.load(Ordering::Relaxed),

@@ -396,6 +396,7 @@ fn render_is_well_formed() {
         "quire_audience_requests_total",
         "quire_previous_version_hits_total",
         "quire_prefetches_refused_total",
+        "quire_agents_refused_total",
         "quire_refresh_ahead_total",
         "quire_cold_reads_total",
         "quire_prefills_total",
@@ -428,7 +429,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 40);
+    assert_eq!(types.len(), 41);
 
     for line in [
         "quire_store_hits_total 1",

@@ -10,6 +10,7 @@
 //! answers a browser's prefetch only from the store; [`previous`]
 //! answers a miss from its page's previous presentation while the current one fills; [`body`] is every response body quire sends.
 
+pub(crate) mod agents;
 pub(crate) mod body;
 pub(crate) mod cold;
 pub(crate) mod exchange;

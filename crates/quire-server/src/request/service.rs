@@ -2,7 +2,8 @@
 //!
 //! The order is the design's (framing was checked by [`crate::edge::guard`]): heads the
 //! RFCs forbid ([`crate::request::refuse`]), who the client is ([`crate::edge::client`]), the admin
-//! API (on the path as sent, then as normalised), URL normalisation, bypass rules (a
+//! API (on the path as sent, then as normalised), AI crawlers the operator refuses
+//! ([`crate::request::agents`], before the cache), URL normalisation, bypass rules (a
 //! request whose only bypass is a session cookie the upstream names an audience for
 //! is looked up under that audience's keys: `crate::state::Scope`), then the lookup — primary record, variant record
 //! when the URL varies, body of the chosen coding — and the RFC 9111 reuse decision
@@ -42,6 +43,7 @@ use crate::metrics::Outcome;
 use crate::ops::access_log::{self, Ticket};
 use crate::ops::admin;
 use crate::policy::Policy;
+use crate::request::agents;
 use crate::request::body::Body;
 use crate::request::exchange::{Answered, Exchange};
 use crate::request::hit::{self, NotServed, Prepared};
@@ -115,6 +117,10 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
     }
     if req.method().as_str() == "PURGE" {
         return Box::pin(crate::ops::purge_api::method(ctx, req)).await;
+    }
+    if agents::refused(&policy.cfg.agents, req.headers()) {
+        ctx.metrics.record_agent_refused();
+        return (agents::answer(&policy.cfg.agents), Outcome::Error);
     }
     let scheme = peer.scheme(req.headers(), &policy.trusted_proxies);
     let url = match key::normalize(
