@@ -5,7 +5,8 @@ page paths from its sitemap, asks for each once (so it is stored and its codings
 made in the background), waits for the `dcz` bodies, then fetches every page with
 gzip, with brotli and with `dcz` against the dictionary the pages link, and prints
 the body bytes (headers excluded) per page, the dictionary's own bytes (brotli, as
-a browser fetches it once) and the ratios. (That a `dcz` body decodes to the page is checked by
+a browser fetches it once) and the ratios, also apart for the pages whose own text
+is in the dictionary (sampled) and the others. (That a `dcz` body decodes to the page is checked by
 quire-site's tests/dictionary.rs.)
 
   scripts/dictionary-figures.py QUIRE_BINARY [--vault examples/vault] [--pages 50]
@@ -71,15 +72,22 @@ def main():
             pending = [p for p in pending if fetch(base, p, want)[1].get("content-encoding") != "dcz"]
             time.sleep(0.2)
         sizes = {"identity": 0, "gzip": 0, "br": 0, "dcz": 0}
+        # Pages whose own text is in the dictionary (sampled) against the others.
+        split = {True: {"pages": 0, "br": 0, "dcz": 0}, False: {"pages": 0, "br": 0, "dcz": 0}}
         not_dcz = 0
         for path in paths:
             _, _, ident = fetch(base, path, {})
             sizes["identity"] += len(ident)
+            mid = len(ident) // 2
+            sampled = ident[mid:mid + 200] in dict_bytes
+            split[sampled]["pages"] += 1
             for name, hdr in (("gzip", {"Accept-Encoding": "gzip"}), ("br", {"Accept-Encoding": "br"}), ("dcz", want)):
                 _, h, body = fetch(base, path, hdr)
                 if name == "dcz" and h.get("content-encoding") != "dcz":
                     not_dcz += 1
                 sizes[name] += len(body)
+                if name in ("br", "dcz"):
+                    split[sampled][name] += len(body)
         for _ in range(100):
             _, dh, dict_br = fetch(base, dict_path, {"Accept-Encoding": "br"})
             if dh.get("content-encoding") == "br":
@@ -94,6 +102,9 @@ def main():
             "dictionary_br_bytes": len(dict_br) if dh.get("content-encoding") == "br" else None,
             "dcz_over_br": round(sizes["dcz"] / sizes["br"], 3),
             "dcz_over_gzip": round(sizes["dcz"] / sizes["gzip"], 3),
+            "sampled_pages": {k: v for k, v in split[True].items()},
+            "other_pages": {k: v for k, v in split[False].items()},
+            "dcz_over_br_other_pages": round(split[False]["dcz"] / split[False]["br"], 3) if split[False]["br"] else None,
             "walk_dcz_with_dictionary_over_br": round((sizes["dcz"] + len(dict_br)) / sizes["br"], 3),
         }
         print(json.dumps(out, indent=1))
