@@ -167,12 +167,12 @@ fn queue<'a>(
 }
 
 /// Whether the page at `path` is rendered before anyone asks. Not a note's
-/// markdown: an agent asks for it now and then, no reader waits for it, so it is
-/// not worth a render of every note ahead of time.
+/// markdown, nor `/llms-full.txt` (every note's): an agent asks for them now and
+/// then, no reader waits for them, so they are not worth a render ahead of time.
 pub fn ahead_of_time(path: &str) -> bool {
     !matches!(
         crate::routes::route(path),
-        crate::routes::Page::NoteMarkdown(_)
+        crate::routes::Page::NoteMarkdown(_) | crate::routes::Page::LlmsFullTxt
     )
 }
 

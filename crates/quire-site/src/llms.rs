@@ -1,4 +1,5 @@
-//! `/llms.txt`: the site as a language model's agent reads it first, in the format
+//! `/llms.txt` (and [`FULL_PATH`], every note in one file): the site as a language
+//! model's agent reads it first, in the format
 //! the llms.txt proposal gives (<https://llmstxt.org>): the site's title as an `#`
 //! heading, its description as a `>` quote, then one `##` section per folder with a
 //! `- [title](url): description` line for each note, linking the note's markdown
@@ -18,6 +19,40 @@ use crate::snapshot::Snapshot;
 
 /// The most bytes of note lines; a vault whose list is longer ends it early.
 pub const BYTES_MAX: usize = 1 << 20;
+
+/// Where every public note's markdown is served in one file.
+pub use crate::routes::LLMS_FULL_PATH as FULL_PATH;
+/// The most bytes of `/llms-full.txt`'s notes; past it, the file ends with a line
+/// pointing at `/llms.txt`, which links every note's own markdown.
+pub const FULL_BYTES_MAX: usize = 8 << 20;
+
+/// `/llms-full.txt`: the site's title and description, then every public note as
+/// its `<note>.md` is (front matter and text, as the public audience sees it), in
+/// the order `/llms.txt` lists them, within [`FULL_BYTES_MAX`].
+pub fn llms_full_txt(s: &Snapshot, base: &str) -> String {
+    let v = &s.vault;
+    let mut out = format!("# {}\n", one_line(&s.config.title));
+    let about = one_line(&s.config.description);
+    if !about.is_empty() {
+        out.push_str(&format!("\n> {about}\n"));
+    }
+    let notes = pages::folders(v, Visibility::Public)
+        .into_values()
+        .flatten()
+        .filter(|e| v.by_url(&e.url) == Some(e.note));
+    for (listed, e) in notes.enumerate() {
+        let md = quire_vault::render::markdown(v, e.note, Visibility::Public, base);
+        if out.len() + md.len() + 1 > FULL_BYTES_MAX {
+            out.push_str(&format!(
+                "\n(The other notes are not in this file: {listed} are. Each note's markdown is linked from {base}/llms.txt.)\n"
+            ));
+            return out;
+        }
+        out.push('\n');
+        out.push_str(&md);
+    }
+    out
+}
 
 /// `/llms.txt` for the site, with absolute links from `base`.
 pub fn llms_txt(s: &Snapshot, base: &str) -> String {

@@ -52,6 +52,7 @@ pub fn page(s: &Arc<Snapshot>, req: &Req<'_>, db: &Stores<'_>) -> Reply {
         Page::Feed => xml(s, req, ATOM, crate::feed::atom, shared),
         Page::Sitemap => xml(s, req, XML, crate::feed::sitemap, shared),
         Page::LlmsTxt => xml(s, req, TEXT, crate::llms::llms_txt, shared),
+        Page::LlmsFullTxt => xml(s, req, TEXT, crate::llms::llms_full_txt, shared),
         Page::Robots => robots(s, req),
         Page::Css => css(s, req),
         Page::Graph => site_graph(s, req, shared),

@@ -45,6 +45,8 @@ pub enum Page {
     Sitemap,
     /// `/llms.txt`.
     LlmsTxt,
+    /// `/llms-full.txt`.
+    LlmsFullTxt,
     /// `/robots.txt`.
     Robots,
     /// `/login`.
@@ -80,6 +82,8 @@ pub const MARKDOWN_SUFFIX: &str = ".md";
 
 /// The stylesheet's path.
 pub const CSS_PATH: &str = "/_static/style.css";
+/// Every public note's markdown in one file (`crate::llms`).
+pub const LLMS_FULL_PATH: &str = "/llms-full.txt";
 
 /// The signed-in reader's own page.
 pub const ACCOUNT_PATH: &str = "/account";
@@ -97,6 +101,7 @@ pub fn route(path: &str) -> Page {
         "/feed.xml" => Page::Feed,
         "/sitemap.xml" => Page::Sitemap,
         "/llms.txt" => Page::LlmsTxt,
+        LLMS_FULL_PATH => Page::LlmsFullTxt,
         "/robots.txt" => Page::Robots,
         "/login" => Page::Login,
         ACCOUNT_PATH => Page::Account,

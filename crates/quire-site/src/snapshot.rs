@@ -451,7 +451,7 @@ impl Snapshot {
         let (feed, sitemap) = (feed.digest(), sitemap.digest());
         out.insert("/feed.xml".into(), feed);
         out.insert("/sitemap.xml".into(), sitemap);
-        out.insert("/llms.txt".into(), llms.digest());
+        insert_llms_versions(v, llms.digest(), &mut out);
         // Not in the sitemap (added after it): a drawing of pages it lists.
         let site_graph = self.graphs.site(v, aud).fingerprint();
         out.insert(GRAPH_PATH.into(), site_graph);
@@ -718,4 +718,23 @@ fn differing(
     );
     out.sort();
     out
+}
+
+/// Puts `/llms.txt`'s version (`llms`) in `versions`, and `/llms-full.txt`'s: that
+/// and every public note's markdown's (which `versions` holds by their `.md`
+/// paths already).
+fn insert_llms_versions<S: std::hash::BuildHasher>(
+    v: &Vault,
+    llms: u64,
+    versions: &mut HashMap<String, u64, S>,
+) {
+    let mut full = Xxh3::new();
+    full.update(&llms.to_le_bytes());
+    for n in v.notes() {
+        if let Some(version) = versions.get(&format!("{}{MARKDOWN_SUFFIX}", n.url)) {
+            full.update(&version.to_le_bytes());
+        }
+    }
+    versions.insert("/llms.txt".into(), llms);
+    versions.insert(crate::routes::LLMS_FULL_PATH.into(), full.digest());
 }

@@ -70,6 +70,7 @@ const NEVER: &[&str] = &[
     "/sitemap.xml",
     "/robots.txt",
     "/llms.txt",
+    "/llms-full.txt",
 ];
 
 /// The rule set for `p` (`None` when off).

@@ -113,3 +113,60 @@ fn an_edit_reaches_llms_txt() {
         "{text}"
     );
 }
+
+/// `/llms-full.txt` holds every public note's markdown (as its `.md` serves it), in
+/// the order `/llms.txt` lists them, and nothing of a hidden note; an edit reaches
+/// the cached file.
+#[test]
+fn llms_full_txt_holds_every_public_note_and_nothing_hidden() {
+    let r = start(false);
+    let got = get(r.addr, "/llms-full.txt");
+    assert_eq!(got.status, 200);
+    let text = got.body.clone();
+    assert!(text.starts_with("# Ines's digital garden\n"));
+    let snap = r.site.snapshot();
+    let v = &snap.vault;
+    let mut public = 0;
+    for (i, n) in v.notes().iter().enumerate() {
+        let url_line = format!("url: \"http://site.test{}\"", n.url);
+        if n.visibility() == Visibility::Public && v.by_url(&n.url) == Some(i) {
+            public += 1;
+            let md = get(r.addr, &format!("{}.md", n.url));
+            assert_eq!(md.status, 200, "{}", n.url);
+            assert!(
+                text.contains(&md.body),
+                "{}'s markdown is in the file",
+                n.url
+            );
+        } else if n.visibility() != Visibility::Public {
+            assert!(!text.contains(&url_line), "{} is hidden", n.url);
+        }
+    }
+    assert_eq!(text.matches("\nurl: \"").count(), public, "each note once");
+    // The order is `/llms.txt`'s.
+    let order: Vec<String> = links(&get(r.addr, "/llms.txt").body)
+        .iter()
+        .filter_map(|l| l.split_once("](")?.1.split_once(".md)"))
+        .map(|(url, _)| url.to_owned())
+        .collect();
+    let at = |u: &str| text.find(&format!("url: \"{u}\""));
+    let positions: Vec<usize> = order.iter().filter_map(|u| at(u)).collect();
+    assert_eq!(positions.len(), public);
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "in llms.txt's order"
+    );
+    // Not a page to prefetch, nor to render ahead.
+    assert!(!quire_site::ahead::ahead_of_time("/llms-full.txt"));
+
+    edit_file(
+        &r,
+        "About.md",
+        "---\ntitle: About\nfree: true\n---\nA new about text.\n",
+    );
+    let after = get(r.addr, "/llms-full.txt");
+    assert!(
+        after.body.contains("A new about text."),
+        "the edit reached it"
+    );
+}
