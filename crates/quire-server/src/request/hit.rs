@@ -142,7 +142,8 @@ impl Prepared {
                     .contains(&Coding::Identity)
                     .then_some(Coding::Identity)
             })
-            .or_else(|| self.available.first().copied())
+            // Never a `dcz` body the request was not offered.
+            .or_else(|| offered.first().copied())
             .ok_or(NotServed::BodyGone)
     }
 
