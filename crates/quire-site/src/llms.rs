@@ -31,25 +31,37 @@ pub const FULL_BYTES_MAX: usize = 8 << 20;
 /// the order `/llms.txt` lists them, within [`FULL_BYTES_MAX`].
 pub fn llms_full_txt(s: &Snapshot, base: &str) -> String {
     let v = &s.vault;
+    let mut out = heading(s);
+    let notes = pages::folders(v, Visibility::Public)
+        .into_values()
+        .flatten()
+        .filter(|e| v.by_url(&e.url) == Some(e.note))
+        .map(|e| quire_vault::render::markdown(v, e.note, Visibility::Public, base));
+    append_within(&mut out, notes, base, FULL_BYTES_MAX);
+    out
+}
+
+/// Appends each of `notes` (made only as they are reached) to `out` while it stays
+/// within `cap` bytes; past it, a line saying how many are in and where the rest is.
+fn append_within(out: &mut String, notes: impl Iterator<Item = String>, base: &str, cap: usize) {
+    for (listed, md) in notes.enumerate() {
+        if out.len() + md.len() + 1 > cap {
+            out.push_str(&format!(
+                "\n(The other notes are not in this file: {listed} are. Each note's markdown is linked from {base}/llms.txt.)\n"
+            ));
+            return;
+        }
+        out.push('\n');
+        out.push_str(&md);
+    }
+}
+
+/// The title line and the description quote both files start with.
+fn heading(s: &Snapshot) -> String {
     let mut out = format!("# {}\n", one_line(&s.config.title));
     let about = one_line(&s.config.description);
     if !about.is_empty() {
         out.push_str(&format!("\n> {about}\n"));
-    }
-    let notes = pages::folders(v, Visibility::Public)
-        .into_values()
-        .flatten()
-        .filter(|e| v.by_url(&e.url) == Some(e.note));
-    for (listed, e) in notes.enumerate() {
-        let md = quire_vault::render::markdown(v, e.note, Visibility::Public, base);
-        if out.len() + md.len() + 1 > FULL_BYTES_MAX {
-            out.push_str(&format!(
-                "\n(The other notes are not in this file: {listed} are. Each note's markdown is linked from {base}/llms.txt.)\n"
-            ));
-            return out;
-        }
-        out.push('\n');
-        out.push_str(&md);
     }
     out
 }
@@ -57,11 +69,7 @@ pub fn llms_full_txt(s: &Snapshot, base: &str) -> String {
 /// `/llms.txt` for the site, with absolute links from `base`.
 pub fn llms_txt(s: &Snapshot, base: &str) -> String {
     let v = &s.vault;
-    let mut out = format!("# {}\n", one_line(&s.config.title));
-    let about = one_line(&s.config.description);
-    if !about.is_empty() {
-        out.push_str(&format!("\n> {about}\n"));
-    }
+    let mut out = heading(s);
     let folders = pages::folders(v, Visibility::Public);
     let sections = folders.iter().map(|(folder, notes)| {
         let name = if folder.is_empty() { "Notes" } else { folder };
@@ -163,6 +171,26 @@ fn link_target(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_full_file_stops_before_its_cap_and_says_where_the_rest_is() {
+        let notes = (0..10).map(|i| format!("---\ntitle: \"n{i}\"\n---\n{}\n", "x".repeat(100)));
+        let mut out = String::from("# Site\n");
+        append_within(&mut out, notes, "http://a.test", 400);
+        assert!(out.len() <= 400 + 200, "{} bytes", out.len());
+        assert!(
+            out.contains("n0") && out.contains("n1") && !out.contains("n3"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("linked from http://a.test/llms.txt.)\n"),
+            "{out}"
+        );
+        assert!(out.contains(": 3 are."), "{out}");
+        let mut all = String::new();
+        append_within(&mut all, (0..3).map(|i| format!("n{i}")), "b", 1 << 20);
+        assert_eq!(all, "\nn0\nn1\nn2");
+    }
 
     /// The cap: lines stop before the file would pass it, a section with no line
     /// that fits gets no heading, and the end points at the sitemap.
