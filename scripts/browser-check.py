@@ -797,21 +797,29 @@ def check_prefetch(cdp, base, check):
           f"clicked without a hover: {plain['type']!r}, {plain['ms']:.1f} ms (a cache hit)")
 
 
+def serve_copy(quire, vault, tmp, out, name, settings=None):
+    """Starts `quire serve` (one worker, on a free loopback port) on a copy of `vault`
+    with `settings` appended to its site.toml; returns the process, its base URL and
+    its log's path (`out/quire-NAME.log`)."""
+    copy = os.path.join(tmp, f"vault-{name}")
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns("*.db", "*.db-*", "secret", "sessions"))
+    if settings:
+        with open(os.path.join(copy, ".quire", "site.toml"), "a") as f:
+            f.write(f"\n{settings}\n")
+    port = free_port()
+    log_path = os.path.join(out, f"quire-{name}.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([quire, "serve", copy, "--listen", f"127.0.0.1:{port}",
+                                   "--cache", os.path.join(tmp, f"cache-{name}.vol"), "--workers", "1"],
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    return server, f"http://127.0.0.1:{port}", log_path
+
+
 def check_page_script(cdp, quire, vault, tmp, out, check, shot):
     """Serves a copy of `vault` with `hover_previews = true`: the page script must run
     under the page's hashed CSP (its violations are collected with the rest of the
     run's), show a preview on hovering a link, and make /graph zoomable."""
-    copy = os.path.join(tmp, "vault-script")
-    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns("*.db", "*.db-*", "secret", "sessions"))
-    with open(os.path.join(copy, ".quire", "site.toml"), "a") as f:
-        f.write("\nhover_previews = true\n")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log_path = os.path.join(out, "quire-script.log")
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([quire, "serve", copy, "--listen", f"127.0.0.1:{port}",
-                                   "--cache", os.path.join(tmp, "cache-script.vol"), "--workers", "1"],
-                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    server, base, log_path = serve_copy(quire, vault, tmp, out, "script", "hover_previews = true")
     try:
         wait_until_up(server, base, log_path)
         status, headers, _ = cdp.navigate(base + url_of(GRAPH_NOTE))
@@ -877,15 +885,7 @@ def check_dictionary(cdp, quire, vault, tmp, out, check):
     page the browser decoded must be the note (title and text as quire serves it
     uncompressed)."""
     name = "a note is fetched with the site's compression dictionary (dcz) and renders"
-    copy = os.path.join(tmp, "vault-dictionary")
-    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns("*.db", "*.db-*", "secret", "sessions"))
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log_path = os.path.join(out, "quire-dictionary.log")
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([quire, "serve", copy, "--listen", f"127.0.0.1:{port}",
-                                   "--cache", os.path.join(tmp, "cache-dictionary.vol"), "--workers", "1"],
-                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    server, base, log_path = serve_copy(quire, vault, tmp, out, "dictionary")
     try:
         wait_until_up(server, base, log_path)
         a, b = (url_of(n) for n in DICTIONARY_NOTES)
