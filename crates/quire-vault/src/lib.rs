@@ -8,7 +8,8 @@
 //! - [`front`]: YAML front matter.
 //! - [`links`]: wikilinks, embeds and slugs; `scan`: code and comments in raw markdown.
 //! - [`note`]: one note and its visibility.
-//! - [`vault`]: loading a folder, resolving names, backlinks.
+//! - [`vault`]: loading a folder, resolving names, backlinks; [`base_files`]: its
+//!   `.base` files; [`bases`]: the Bases engine that runs them.
 //! - [`graph`]: a note's local graph and the site's graph, as static SVG.
 //! - [`render`]: markdown to HTML; `highlight`: code blocks.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
@@ -21,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod base_files;
 pub mod bases;
 mod fault;
 pub mod front;

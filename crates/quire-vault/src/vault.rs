@@ -25,10 +25,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::base_files::{self, BaseFile};
 use crate::front::FrontError;
 use crate::note::Note;
+use crate::render::BaseMemo;
 
 /// How long after its last write a public note that reads as no longer public is
 /// taken to be half-saved (see the module doc).
@@ -65,6 +68,13 @@ pub struct Vault {
     by_alias: HashMap<String, usize>,
     /// Lower-cased file name → (vault-relative path, version).
     attachments: HashMap<String, (String, u64)>,
+    /// Lower-cased file name → its `.base` file (never an attachment).
+    bases: HashMap<String, Arc<BaseFile>>,
+    /// `now()` for every base run on this vault, in ms since the epoch: when it
+    /// was loaded, so a page and the check that it still holds agree.
+    now_ms: i64,
+    /// Bases run on this vault, per audience (see `render::base`).
+    base_memo: BaseMemo,
     /// Each note's file stamp (size and mtime), for [`Vault::reload`]; empty when
     /// the vault was not loaded from files.
     stamps: Vec<u64>,
@@ -123,6 +133,13 @@ fn half_saved(path: &Path, old: &Note, new: &Note) -> bool {
     })
 }
 
+/// The wall clock in ms since the epoch (0 before it).
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Deepest folder nesting followed.
 const DEPTH_MAX: usize = 32;
 
@@ -165,6 +182,7 @@ impl Vault {
         files.sort();
         let mut notes = Vec::new();
         let mut attachments = HashMap::new();
+        let mut bases = HashMap::new();
         let mut stamps = Vec::new();
         let mut unsettled = false;
         for rel in files {
@@ -201,6 +219,12 @@ impl Vault {
                         message: format!("unreadable: {e}"),
                     }),
                 }
+            } else if base_files::is_base(&rel) {
+                let stamp = file_stamp(&root.join(&rel));
+                let kept = previous.map(|p| &p.bases);
+                bases
+                    .entry(base_files::name_of(&rel))
+                    .or_insert_with(|| base_files::load(root, &rel, stamp, kept));
             } else {
                 let name = rel.rsplit('/').next().unwrap_or(&rel).to_lowercase();
                 let version = file_stamp(&root.join(&rel));
@@ -208,6 +232,7 @@ impl Vault {
             }
         }
         let mut v = Vault::index(root.to_owned(), notes, attachments, warnings);
+        v.bases = bases;
         v.stamps = stamps;
         v.unsettled = unsettled;
         Ok(v)
@@ -236,6 +261,9 @@ impl Vault {
             by_url,
             by_alias,
             attachments,
+            bases: HashMap::new(),
+            now_ms: now_ms(),
+            base_memo: BaseMemo::default(),
             backlinks,
             resolved,
             warnings,
@@ -295,6 +323,27 @@ impl Vault {
         self.attachments
             .iter()
             .map(|(n, (rel, v))| (n.as_str(), rel.as_str(), *v))
+    }
+
+    /// The `.base` file called `name` (its file name, any case; a folder before it
+    /// is ignored, as Obsidian finds a file by name).
+    pub fn base_file(&self, name: &str) -> Option<&Arc<BaseFile>> {
+        self.bases.get(&base_files::name_of(name.trim()))
+    }
+
+    /// Every `.base` file, by lower-cased name.
+    pub fn base_files(&self) -> impl Iterator<Item = &BaseFile> {
+        self.bases.values().map(|b| &**b)
+    }
+
+    /// `now()` for the bases run on this vault: when it was loaded.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The bases run on this vault, kept for the pages that embed them.
+    pub(crate) fn base_memo(&self) -> &BaseMemo {
+        &self.base_memo
     }
 
     /// Notes linking to note `i`.

@@ -168,11 +168,14 @@ fn columns(base: &Base, view: &View) -> Vec<Column> {
     };
     keys.into_iter()
         .map(|key| {
-            let label = base
-                .display_names
-                .get(&key)
+            // `author` and `note.author` name one property, in `order` and in
+            // `properties` alike.
+            let bare = key.strip_prefix("note.").unwrap_or(&key);
+            let label = [key.as_str(), bare, &format!("note.{bare}")]
+                .iter()
+                .find_map(|k| base.display_names.get(*k))
                 .cloned()
-                .unwrap_or_else(|| key.strip_prefix("note.").unwrap_or(&key).to_owned());
+                .unwrap_or_else(|| bare.to_owned());
             Column { key, label }
         })
         .collect()

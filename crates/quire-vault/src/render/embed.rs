@@ -33,9 +33,11 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use super::base::{self, BaseRef};
 use super::pipeline::{to_html_in, Nesting, Rendered};
 use super::record::{Outcome, Record};
 use super::splice::{marker, markers, Slot, Slots};
+use super::wikilinks::Embedded;
 use super::{diagram, part, wikilinks};
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -51,10 +53,22 @@ pub const EMBED_BYTES_MAX: usize = 256 * 1024;
 /// Embeds rendered per page, at any depth.
 const EMBEDS_MAX: usize = 64;
 
-/// An embed of a note the reader may see, found in a note's markdown.
+/// HTML of the bases shown on one page, at most (a view draws at most 256 KiB).
+pub const BASE_BYTES_MAX: usize = 1024 * 1024;
+
+/// What an embed shows.
+#[derive(Debug)]
+enum Target {
+    /// A note the reader may see.
+    Note(usize),
+    /// A view of a base (`base`).
+    Base(BaseRef),
+}
+
+/// An embed of a note the reader may see, or of a base, found in a note's markdown.
 #[derive(Debug)]
 struct Pending {
-    target: usize,
+    target: Target,
     heading: Option<String>,
     /// The link's text and URL, escaped.
     text: String,
@@ -90,6 +104,7 @@ pub(super) struct Page<'v> {
     audience: Visibility,
     chain: Vec<usize>,
     bytes_left: usize,
+    base_bytes_left: usize,
     embeds_left: usize,
     diagrams: diagram::Budget,
     /// This render's marker tag: random, so no note's text can hold a marker.
@@ -107,6 +122,7 @@ impl<'v> Page<'v> {
             audience,
             chain: Vec::new(),
             bytes_left: EMBED_BYTES_MAX,
+            base_bytes_left: BASE_BYTES_MAX,
             embeds_left: EMBEDS_MAX,
             diagrams: diagram::Budget::default(),
             tag: format!("{:016x}:", rand::random::<u64>()),
@@ -140,7 +156,14 @@ impl<'v> Page<'v> {
             &note.links,
             v.targets(i),
             self.audience,
-            &mut |l, target, text, href| {
+            &mut |l, embedded, text, href| {
+                let target = match embedded {
+                    Embedded::Note(t) => Target::Note(t),
+                    Embedded::Base => Target::Base(BaseRef {
+                        source: base::Source::File(l.target.clone()),
+                        view: l.heading.clone(),
+                    }),
+                };
                 pending.push(Pending {
                     target,
                     heading: l.heading.clone(),
@@ -150,6 +173,18 @@ impl<'v> Page<'v> {
                 marker(tag, pending.len() - 1)
             },
         );
+        let md = base::replace_blocks(&md, &mut |yaml| {
+            pending.push(Pending {
+                target: Target::Base(BaseRef {
+                    source: base::Source::Inline(yaml),
+                    view: None,
+                }),
+                heading: None,
+                text: "base".to_owned(),
+                href: String::new(),
+            });
+            marker(tag, pending.len() - 1)
+        });
         let src = Rc::new(Source {
             md,
             pending,
@@ -174,18 +209,45 @@ impl<'v> Page<'v> {
     /// One embed: the part it names rendered, or a mark or a link when a bound or
     /// a cycle stops it; recorded either way.
     fn embed(&mut self, p: &Pending) -> Slot {
+        let target = match &p.target {
+            Target::Base(r) => return self.embed_base(r, &p.text),
+            Target::Note(t) => *t,
+        };
         let link = format!(
             "<a class=\"wikilink embed-link\" href=\"{}\">{}</a>",
             p.href, p.text
         );
-        let (slot, outcome) = self.embed_part(p, link);
+        let (slot, outcome) = self.embed_part(target, p, link);
         let heading = p.heading.as_deref();
-        self.record.embed(self.vault, p.target, heading, outcome);
+        self.record.embed(self.vault, target, heading, outcome);
         slot
     }
 
-    fn embed_part(&mut self, p: &Pending, link: String) -> (Slot, Outcome) {
-        if self.chain.contains(&p.target) {
+    /// A base's view, run for the page's audience (see `base`), counted as an embed
+    /// and its HTML against the page's [`BASE_BYTES_MAX`]; where no block may go, or
+    /// past a budget, its name.
+    fn embed_base(&mut self, r: &BaseRef, text: &str) -> Slot {
+        let name = format!("<span class=\"wikilink base-link\">{text}</span>");
+        if self.embeds_left == 0 {
+            return Slot::inline(name);
+        }
+        self.embeds_left -= 1;
+        let drawn = base::drawn(self.vault, r, self.audience);
+        // Recorded before the budget decides: its size decides too.
+        self.record.base(r, drawn.digest);
+        if drawn.html.len() > self.base_bytes_left {
+            return Slot::mark(
+                "base-cut",
+                "Not shown (past the page's bases budget):",
+                &name,
+            );
+        }
+        self.base_bytes_left -= drawn.html.len();
+        Slot::block(format!("{}\n", drawn.html), name)
+    }
+
+    fn embed_part(&mut self, target: usize, p: &Pending, link: String) -> (Slot, Outcome) {
+        if self.chain.contains(&target) {
             return (
                 Slot::mark("embed-cycle", "↻ embed cycle:", &link),
                 Outcome::Cycle,
@@ -196,7 +258,7 @@ impl<'v> Page<'v> {
         }
         // Every embed that reaches its target takes a slot, found or not.
         self.embeds_left -= 1;
-        let src = self.source(p.target);
+        let src = self.source(target);
         let Some(part) = src.select(p.heading.as_deref()) else {
             return (
                 Slot::mark("embed-missing", "Section not found:", &link),
@@ -206,7 +268,7 @@ impl<'v> Page<'v> {
         if part.len() > self.bytes_left {
             return (Slot::inline(link), Outcome::Budget);
         }
-        self.chain.push(p.target);
+        self.chain.push(target);
         let slots = self.expand(&src, &part);
         let r = to_html_in(&part, &slots, &mut self.diagrams, Nesting::Embedded);
         self.chain.pop();

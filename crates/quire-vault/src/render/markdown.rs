@@ -95,8 +95,9 @@ fn link_markdown(
             let url = format!("{base}{}", super::url::url_path(&path));
             format!("[{text}](<{}>)", escape_target(&url))
         }
-        // The same for a note that does not exist and one the reader may not see.
-        Seen::Nothing => text,
+        // A base is run into pages only; here, its name. The same for a note that
+        // does not exist and one the reader may not see.
+        Seen::Base(_) | Seen::Nothing => text,
     }
 }
 

@@ -5,7 +5,8 @@
 //! - `embed`: `![[Note]]`, `![[Note#Heading]]`, `![[Note#^block]]` transcluded;
 //!   `part` finds the section or block an embed names; `splice` puts rendered
 //!   embeds where their markers are; `record` keeps what a render read, which is
-//!   the page's dependency set and version.
+//!   the page's dependency set and version; `base`: `![[X.base]]` and
+//!   ```` ```base ```` blocks run for the page's audience.
 //! - `pipeline`: markdown to HTML through every pass below, in order; `events`: the
 //!   parser's options and event helpers; `url`: paths in links and attachments.
 //! - `headings`: unique ids on headings, for the table of contents and links.
@@ -40,6 +41,7 @@ pub use crate::html::escape;
 use crate::note::Visibility;
 use crate::vault::Vault;
 
+mod base;
 mod blockref;
 pub mod budget;
 mod callout;
@@ -62,7 +64,8 @@ mod tags;
 mod url;
 mod wikilinks;
 
-pub use embed::{EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+pub use base::{BaseMemo, BaseRef, Source as BaseSource};
+pub use embed::{BASE_BYTES_MAX, EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
 pub use markdown::markdown;
 #[cfg(test)]
 use pipeline::to_html;

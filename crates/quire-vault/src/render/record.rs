@@ -32,11 +32,20 @@
 //! A note that exists but that the reader may not see, and a note that does not
 //! exist, are one observation: creating or deleting a hidden note changes no
 //! public page's version.
+//!
+//! **A base** (`base`) reads the whole vault, so it is recorded by what it showed:
+//! the digest of its HTML under its reference. The render above reads a base only
+//! through that HTML (its size counts against the page's budget, its bytes go into
+//! the page), so the induction holds with one more case: a base whose HTML on the
+//! later vault has the same digest gives the same page. [`Record::holds`] runs each
+//! recorded base on the later vault (once per vault and audience, whatever the
+//! number of pages: `base::BaseMemo`).
 
 use std::collections::BTreeMap;
 
 use xxhash_rust::xxh3::Xxh3;
 
+use super::base::{self, BaseRef};
 use super::wikilinks;
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -71,6 +80,8 @@ pub struct Record {
     audience: Visibility,
     /// Vault path → fingerprint, of every note whose markdown the render read.
     notes: BTreeMap<String, u64>,
+    /// Every base the render showed → the digest of its HTML.
+    bases: BTreeMap<BaseRef, u64>,
     /// The first [`EMBEDS_LISTED`] embeds met, in the order met.
     embeds: Vec<Embed>,
     /// Embeds met past those.
@@ -86,6 +97,7 @@ impl Record {
         Record {
             audience,
             notes: BTreeMap::new(),
+            bases: BTreeMap::new(),
             embeds: Vec::new(),
             embeds_unlisted: 0,
         }
@@ -98,6 +110,11 @@ impl Record {
             let fp = fingerprint(vault, i, self.audience);
             self.notes.insert(path.clone(), fp);
         }
+    }
+
+    /// Notes that the render showed base `r`, drawn with digest `digest`.
+    pub(super) fn base(&mut self, r: &BaseRef, digest: u64) {
+        self.bases.entry(r.clone()).or_insert(digest);
     }
 
     /// Notes an embed of note `i` and what became of it.
@@ -118,7 +135,10 @@ impl Record {
     pub fn holds(&self, vault: &Vault) -> bool {
         self.notes.iter().all(|(path, &fp)| {
             by_path(vault, path).is_some_and(|i| fingerprint(vault, i, self.audience) == fp)
-        })
+        }) && self
+            .bases
+            .iter()
+            .all(|(r, &digest)| base::drawn(vault, r, self.audience).digest == digest)
     }
 
     /// The page's version: a hash of every recorded fingerprint.
@@ -130,12 +150,27 @@ impl Record {
             h.update(&[0]);
             h.update(&fp.to_le_bytes());
         }
+        for (r, digest) in &self.bases {
+            match &r.source {
+                base::Source::File(name) => h.update(name.to_lowercase().as_bytes()),
+                base::Source::Inline(yaml) => h.update(yaml.as_bytes()),
+            }
+            h.update(&[0]);
+            h.update(r.view.as_deref().unwrap_or("").as_bytes());
+            h.update(&[0]);
+            h.update(&digest.to_le_bytes());
+        }
         h.digest()
     }
 
     /// The vault paths of the notes the render read, sorted.
     pub fn notes(&self) -> impl Iterator<Item = &str> {
         self.notes.keys().map(String::as_str)
+    }
+
+    /// The bases the render showed, in order of reference.
+    pub fn bases(&self) -> impl Iterator<Item = &BaseRef> {
+        self.bases.keys()
     }
 
     /// The first embeds the render met, in order (at most 256).

@@ -22,9 +22,17 @@ use crate::vault::Vault;
 /// Extensions to a path that render as images when embedded.
 const IMAGE_EXTS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "svg", "webp", "avif"];
 
-/// What an embed of a note the reader may see becomes: `(link, target, text, href)`
-/// to the markdown put in its place (`embed` hands back a marker).
-pub(super) type EmbedHook<'h> = dyn FnMut(&WikiLink, usize, &str, &str) -> String + 'h;
+/// What an embed shows: a note the reader may see, or a `.base` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Embedded {
+    Note(usize),
+    Base,
+}
+
+/// What an embed of a note the reader may see, or of a base, becomes: `(link,
+/// target, text, href)` to the markdown put in its place (`embed` hands back a
+/// marker). A base has no page: its `href` is empty.
+pub(super) type EmbedHook<'h> = dyn FnMut(&WikiLink, Embedded, &str, &str) -> String + 'h;
 
 /// The markdown with every wikilink replaced by inline HTML (an embedded note by
 /// what `embed` makes of it) and every comment removed.
@@ -45,6 +53,8 @@ pub(super) fn substitute(
 /// itself, a note the reader may see, or nothing (missing and hidden alike).
 pub(super) enum Seen<'v> {
     File(&'v str, u64),
+    /// A `.base` file, by its vault path.
+    Base(&'v str),
     Here,
     Note(usize),
     Nothing,
@@ -63,6 +73,12 @@ pub(super) fn seen<'v>(
             vault.attachment_version(&l.target),
         ) {
             return Seen::File(rel, v);
+        }
+        if crate::base_files::is_base(&l.target) {
+            return match vault.base_file(&l.target) {
+                Some(b) => Seen::Base(&b.path),
+                None => Seen::Nothing,
+            };
         }
     }
     if l.target.is_empty() && l.heading.is_some() {
@@ -86,6 +102,10 @@ pub(super) fn observe(vault: &Vault, i: usize, audience: Visibility, h: &mut Xxh
                 h.update(b"f");
                 h.update(rel.as_bytes());
                 h.update(&v.to_le_bytes());
+            }
+            Seen::Base(rel) => {
+                h.update(b"b");
+                h.update(rel.as_bytes());
             }
             Seen::Here => h.update(b"h"),
             Seen::Note(t) => {
@@ -112,6 +132,7 @@ fn link_html(
     let fragment = l.heading.as_deref().map(links::fragment);
     match seen(vault, l, t, audience) {
         Seen::File(rel, v) => attachment_html(rel, v, l, &text),
+        Seen::Base(_) => embed(l, Embedded::Base, &text, ""),
         Seen::Here => {
             let href = url_path(&format!("#{}", fragment.unwrap_or_default()));
             format!(
@@ -127,7 +148,7 @@ fn link_html(
             }
             let href = escape(&url_path(&href));
             if l.embed {
-                return embed(l, t, &text, &href);
+                return embed(l, Embedded::Note(t), &text, &href);
             }
             format!("<a class=\"wikilink\" href=\"{href}\">{text}</a>")
         }
