@@ -10,12 +10,16 @@
 //!   why), and the YAML is parsed within the front matter's bounds; a file that does
 //!   not parse keeps its error, shown where it is embedded. A reload re-reads only
 //!   the files whose size or modification time changed.
+//! - What names one view of a base in a page ([`BaseRef`]: a file or a block's YAML,
+//!   and the view) and the runs a vault keeps ([`BaseMemo`]) live here, below both
+//!   the vault and the renderer that fills them (`render::base`).
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::bases::{read, Base, BaseError};
+use crate::note::Visibility;
 
 /// The largest `.base` file read: Obsidian's are a few hundred bytes.
 pub const BASE_FILE_BYTES_MAX: u64 = 256 * 1024;
@@ -74,4 +78,60 @@ fn read_file(path: &Path) -> Result<Base, BaseError> {
         Ok(text) => read(&text),
         Err(_) => Err(BaseError::Shape("the .base file could not be read")),
     }
+}
+
+/// Where a base's definition is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// A `.base` file, by the name an embed gave (any case).
+    File(String),
+    /// A ```` ```base ```` block's YAML.
+    Inline(Arc<str>),
+}
+
+/// One view of one base, as a page names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BaseRef {
+    /// The definition.
+    pub source: Source,
+    /// `#View`: the view named, else the base's first.
+    pub view: Option<String>,
+}
+
+/// A base run and drawn (by `render::base`): its HTML, and the digest a page's
+/// record keeps.
+#[derive(Debug)]
+pub(crate) struct Drawn {
+    pub(crate) html: String,
+    pub(crate) digest: u64,
+}
+
+/// Bases run on one vault, by reference and audience (`render::base` runs them;
+/// the vault keeps this, so that a run lives exactly as long as the vault it read).
+#[derive(Debug, Default)]
+pub struct BaseMemo {
+    runs: Mutex<Memo>,
+}
+
+impl BaseMemo {
+    /// The run kept under `key`.
+    pub(crate) fn get(&self, key: &(BaseRef, Visibility)) -> Option<Arc<Drawn>> {
+        let m = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        m.map.get(key).map(Arc::clone)
+    }
+
+    /// Keeps `d` under `key`, unless the kept HTML would pass `bytes_max`.
+    pub(crate) fn keep(&self, key: (BaseRef, Visibility), d: &Arc<Drawn>, bytes_max: usize) {
+        let mut m = self.runs.lock().unwrap_or_else(|e| e.into_inner());
+        if m.bytes + d.html.len() <= bytes_max {
+            m.bytes += d.html.len();
+            m.map.insert(key, Arc::clone(d));
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Memo {
+    map: HashMap<(BaseRef, Visibility), Arc<Drawn>>,
+    bytes: usize,
 }

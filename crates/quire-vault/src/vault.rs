@@ -28,10 +28,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::base_files::{self, BaseFile};
+use crate::base_files::{self, BaseFile, BaseMemo};
 use crate::front::FrontError;
 use crate::note::Note;
-use crate::render::BaseMemo;
 
 /// How long after its last write a public note that reads as no longer public is
 /// taken to be half-saved (see the module doc).

@@ -21,10 +21,12 @@
 //! - **Bounded**: a view shows at most [`ROWS_MAX`] rows and pays at most
 //!   [`STEPS_MAX`] evaluation steps; the HTML is bounded by the drawing.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 
 use super::url::attachment_url;
+use crate::base_files::Drawn;
+pub use crate::base_files::{BaseMemo, BaseRef, Source};
 use crate::bases::{self, Base, BaseError, Budget, Env, Links, NoteRow, Row};
 use crate::html::escape;
 use crate::note::Visibility;
@@ -44,59 +46,18 @@ pub(crate) const MEMO_BYTES_MAX: usize = 32 << 20;
 /// Largest ```` ```base ```` block run: larger ones show why.
 pub(crate) const INLINE_BYTES_MAX: usize = 64 * 1024;
 
-/// Where a base's definition is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Source {
-    /// A `.base` file, by the name an embed gave (any case).
-    File(String),
-    /// A ```` ```base ```` block's YAML.
-    Inline(Arc<str>),
-}
-
-/// One view of one base, as a page names it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BaseRef {
-    /// The definition.
-    pub source: Source,
-    /// `#View`: the view named, else the base's first.
-    pub view: Option<String>,
-}
-
-/// A base run and drawn: its HTML, and the digest a page's record keeps.
-#[derive(Debug)]
-pub(crate) struct Drawn {
-    pub(crate) html: String,
-    pub(crate) digest: u64,
-}
-
-/// Bases run on one vault, by reference and audience (see the module doc).
-#[derive(Debug, Default)]
-pub struct BaseMemo {
-    runs: Mutex<Memo>,
-}
-
-#[derive(Debug, Default)]
-struct Memo {
-    map: HashMap<(BaseRef, Visibility), Arc<Drawn>>,
-    bytes: usize,
-}
-
 /// `r` run on `vault` for `audience`: kept from an earlier run on this vault, else
 /// run now (and kept, within [`MEMO_BYTES_MAX`]).
 pub(crate) fn drawn(vault: &Vault, r: &BaseRef, audience: Visibility) -> Arc<Drawn> {
     let key = (r.clone(), audience);
-    let memo = &vault.base_memo().runs;
-    if let Some(d) = memo.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key) {
-        return Arc::clone(d);
+    let memo = vault.base_memo();
+    if let Some(d) = memo.get(&key) {
+        return d;
     }
     let html = draw(vault, r, audience);
     let digest = xxhash_rust::xxh3::xxh3_64(html.as_bytes());
     let d = Arc::new(Drawn { html, digest });
-    let mut m = memo.lock().unwrap_or_else(|e| e.into_inner());
-    if m.bytes + d.html.len() <= MEMO_BYTES_MAX {
-        m.bytes += d.html.len();
-        m.map.insert(key, Arc::clone(&d));
-    }
+    memo.keep(key, &d, MEMO_BYTES_MAX);
     d
 }
 
