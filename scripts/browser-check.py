@@ -6,7 +6,8 @@ JSON messages ended by a NUL byte, written to the browser on fd 3 and read from 
 fd 4), so only the Python standard library is needed. The script publishes a copy of
 examples/vault, loads the index (desktop and mobile), a note (light and dark), a note
 with callouts, formulas, diagrams and transclusions (light and dark), the site graph
-and a note's local graph (light and dark, readable labels, no hidden note), the
+and a note's local graph (light and dark, readable labels, no hidden note), a base's
+views and a canvas (light and dark), the
 search page, signs in with hostile and good `next` targets (it must never leave the
 site), and the sign-in flow to a private note and back, checks what a reader would
 see, checks that hovering a link prefetches it by the pages' speculation rules and
@@ -467,6 +468,80 @@ def check_obsidian_note(cdp, base, check, shot):
     cdp.color_scheme("light")
 
 
+BASES_NOTE = "Reading/Bookshelf.md"
+CANVAS_NOTE = "Projects/Quire Plan.md"
+
+# A base's views on the page: table rows, cards laid out as a grid with their images
+# loaded, list items, and no script.
+BASES_JS = r"""(() => {
+  const cards = document.querySelector('ul.base-cards');
+  const imgs = Array.from(document.querySelectorAll('ul.base-cards img'));
+  return {tables: document.querySelectorAll('section.base-table table tbody tr').length,
+          cards: document.querySelectorAll('ul.base-cards > li.base-card').length,
+          grid: cards ? getComputedStyle(cards).display : null,
+          images_loaded: imgs.filter(i => i.complete && i.naturalWidth > 0).length, images: imgs.length,
+          lists: document.querySelectorAll('ul.base-list > li').length,
+          errors: document.querySelectorAll('.base-error').length,
+          scripts: document.querySelectorAll('script').length};
+})()"""
+
+# A canvas on the page: nodes placed inside the plane (none outside it), edges drawn,
+# labels and the text colour against the node's background.
+CANVAS_JS = r"""(() => {
+  const plane = document.querySelector('.canvas-plane');
+  if (!plane) return null;
+  const p = plane.getBoundingClientRect();
+  const nodes = Array.from(plane.querySelectorAll('.canvas-node'));
+  const outside = nodes.filter(n => { const r = n.getBoundingClientRect();
+    return r.left < p.left - 1 || r.top < p.top - 1 || r.right > p.right + 1 || r.bottom > p.bottom + 1; }).length;
+  const rgb = c => { const m = c && c.match(/^rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)/);
+                     return m ? [m[1], m[2], m[3]].map(Number) : null; };
+  const lum = c => c.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+                    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const text = plane.querySelector('.canvas-text p');
+  const fg = text && rgb(getComputedStyle(text).color), bg = text && rgb(getComputedStyle(text.closest('.canvas-node')).backgroundColor);
+  const ratio = fg && bg ? Math.round((Math.max(lum(fg), lum(bg)) + 0.05) / (Math.min(lum(fg), lum(bg)) + 0.05) * 100) / 100 : null;
+  return {nodes: nodes.length, outside, positioned: nodes.every(n => getComputedStyle(n).position === 'absolute'),
+          edges: plane.querySelectorAll('svg path.canvas-edge').length,
+          labels: plane.querySelectorAll('.canvas-edge-label').length,
+          embeds: plane.querySelectorAll('.canvas-file .embed').length,
+          ratio, scripts: document.querySelectorAll('script').length};
+})()"""
+
+
+def check_bases_and_canvas(cdp, base, check, shot):
+    """A note with a base's table, cards and list views, and a note with a JSON Canvas:
+    drawn on the server, laid out, readable in light and dark, no script."""
+    url = url_of(BASES_NOTE)
+    status, _, _ = cdp.navigate(base + url)
+    # The cards' images load lazily: bring them into view and give them a moment.
+    cdp.eval("(document.querySelector('ul.base-cards') || document.body).scrollIntoView()")
+    time.sleep(1.5)
+    got = cdp.eval(BASES_JS) or {}
+    cdp.eval("window.scrollTo(0, 0)")
+    check("a base's table, cards (a grid, images loaded) and list views render",
+          status == 200 and got.get("tables", 0) >= 10 and got.get("cards", 0) >= 5
+          and got.get("grid") == "grid" and got.get("images_loaded") == got.get("images")
+          and got.get("lists", 0) >= 3 and got.get("errors") == 0 and got.get("scripts") == 0,
+          f"{url}: status {status}, {got}")
+    shot("bases.png")
+    cdp.color_scheme("dark")
+    shot("bases-dark.png")
+    cdp.color_scheme("light")
+    url = url_of(CANVAS_NOTE)
+    status, _, _ = cdp.navigate(base + url)
+    for scheme in ("light", "dark"):
+        cdp.color_scheme(scheme)
+        got = cdp.eval(CANVAS_JS) or {}
+        check(f"a canvas is drawn with its nodes on the plane, edges and labels ({scheme})",
+              status == 200 and got.get("nodes", 0) >= 8 and got.get("outside") == 0
+              and got.get("positioned") and got.get("edges", 0) >= 4 and got.get("labels", 0) >= 2
+              and got.get("embeds", 0) >= 1 and (got.get("ratio") or 0) >= 4.5 and got.get("scripts") == 0,
+              f"{url}: status {status}, {got}")
+        shot("canvas.png" if scheme == "light" else "canvas-dark.png")
+    cdp.color_scheme("light")
+
+
 GRAPH_NOTE = "Caching/HTTP Caching Basics.md"
 
 # The graph on the page: nodes, the note itself, labels, scripts, and the contrast of a
@@ -614,6 +689,9 @@ def run_checks(cdp, base, vault, out, check, shots):
 
     # 2c. The graphs: the site's and a note's, light and dark.
     check_graphs(cdp, base, vault, check, shot)
+
+    # 2d. A base's views and a canvas, light and dark.
+    check_bases_and_canvas(cdp, base, check, shot)
 
     # 3. Search: results with highlights, and a query FTS5 cannot parse as typed.
     status, _, _ = cdp.navigate(base + "/search?q=cache")

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use quire_vault::graph::{self, Graphs};
 use quire_vault::pages;
-use quire_vault::preview::front_image;
+use quire_vault::preview::{front_image, shown_files};
 use quire_vault::render::{attachment_url, render_recorded, Record};
 use quire_vault::{Vault, Visibility};
 use serde_json::{json, Value};
@@ -544,17 +544,13 @@ impl Snapshot {
     }
 }
 
-/// An attachment is for the widest audience of a note that embeds it or shows it
-/// as its link preview's image (`image:` / `cover:`).
+/// An attachment is for the widest audience of a note that embeds it (itself, or
+/// as a file node of a canvas it embeds) or shows it as its link preview's image
+/// (`image:` / `cover:`).
 fn attachment_audience(v: &Vault) -> HashMap<String, Visibility> {
     let mut out: HashMap<String, Visibility> = HashMap::new();
     for n in v.notes() {
-        let embeds = n
-            .links
-            .iter()
-            .filter(|l| l.embed)
-            .map(|l| l.target.as_str());
-        for name in embeds.chain(front_image(n)) {
+        for name in shown_files(v, n) {
             if let Some(rel) = v.attachment(name) {
                 let name = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
                 let a = out.entry(name).or_insert(Visibility::Draft);

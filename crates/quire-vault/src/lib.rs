@@ -9,7 +9,8 @@
 //! - [`links`]: wikilinks, embeds and slugs; `scan`: code and comments in raw markdown.
 //! - [`note`]: one note and its visibility.
 //! - [`vault`]: loading a folder, resolving names, backlinks; [`base_files`]: its
-//!   `.base` files; [`bases`]: the Bases engine that runs them.
+//!   `.base` files; [`bases`]: the Bases engine that runs them; [`canvas`]: JSON
+//!   Canvas files.
 //! - [`graph`]: a note's local graph and the site's graph, as static SVG.
 //! - [`render`]: markdown to HTML; `highlight`: code blocks.
 //! - [`pages`]: index, folder, tag and backlink listings, filtered by audience.
@@ -24,6 +25,7 @@
 
 pub mod base_files;
 pub mod bases;
+pub mod canvas;
 mod fault;
 pub mod front;
 pub mod graph;

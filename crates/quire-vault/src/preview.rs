@@ -55,6 +55,23 @@ pub fn preview(vault: &Vault, i: usize) -> Preview {
     Preview { description, image }
 }
 
+/// The names of the files note `n` shows: those it embeds, its preview image, and
+/// the file nodes of the canvases it embeds. The site serves an attachment to the
+/// widest audience of a note that shows it.
+pub fn shown_files<'v>(vault: &'v Vault, n: &'v Note) -> impl Iterator<Item = &'v str> {
+    let embeds = n.links.iter().filter(|l| l.embed);
+    let in_canvases = embeds
+        .clone()
+        .filter_map(|l| vault.canvas_file(&l.target))
+        .filter_map(|c| c.canvas.as_ref().ok())
+        .flat_map(|c| c.files())
+        .map(|f| f.rsplit('/').next().unwrap_or(f));
+    embeds
+        .map(|l| l.target.as_str())
+        .chain(front_image(n))
+        .chain(in_canvases)
+}
+
 /// The attachment name front matter `image` or `cover` gives, as written there
 /// (`name`, `[[name]]` or `![[name|alt]]`).
 pub fn front_image(n: &Note) -> Option<&str> {

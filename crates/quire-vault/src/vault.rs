@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::base_files::{self, BaseFile, BaseMemo};
+use crate::canvas::{self, CanvasFile};
 use crate::front::FrontError;
 use crate::note::Note;
 
@@ -69,6 +70,8 @@ pub struct Vault {
     attachments: HashMap<String, (String, u64)>,
     /// Lower-cased file name → its `.base` file (never an attachment).
     bases: HashMap<String, Arc<BaseFile>>,
+    /// Lower-cased file name → its `.canvas` file (never an attachment).
+    canvases: HashMap<String, Arc<CanvasFile>>,
     /// `now()` for every base run on this vault, in ms since the epoch: when it
     /// was loaded, so a page and the check that it still holds agree.
     now_ms: i64,
@@ -132,6 +135,35 @@ fn half_saved(path: &Path, old: &Note, new: &Note) -> bool {
     })
 }
 
+/// The files of a vault that are not notes, as a load finds them: `.base` and
+/// `.canvas` files read (or kept from the previous load), the rest attachments.
+#[derive(Default)]
+struct Others {
+    attachments: HashMap<String, (String, u64)>,
+    bases: HashMap<String, Arc<BaseFile>>,
+    canvases: HashMap<String, Arc<CanvasFile>>,
+}
+
+impl Others {
+    fn add(&mut self, root: &Path, rel: String, previous: Option<&Vault>) {
+        let stamp = file_stamp(&root.join(&rel));
+        let name = base_files::name_of(&rel);
+        if base_files::is_base(&rel) {
+            let kept = previous.map(|p| &p.bases);
+            self.bases
+                .entry(name)
+                .or_insert_with(|| base_files::load(root, &rel, stamp, kept));
+        } else if canvas::is_canvas(&rel) {
+            let kept = previous.map(|p| &p.canvases);
+            self.canvases
+                .entry(name)
+                .or_insert_with(|| canvas::load(root, &rel, stamp, kept));
+        } else {
+            self.attachments.entry(name).or_insert((rel, stamp));
+        }
+    }
+}
+
 /// The wall clock in ms since the epoch (0 before it).
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -180,8 +212,7 @@ impl Vault {
         walk(root, "", 0, &mut files, &mut warnings);
         files.sort();
         let mut notes = Vec::new();
-        let mut attachments = HashMap::new();
-        let mut bases = HashMap::new();
+        let mut others = Others::default();
         let mut stamps = Vec::new();
         let mut unsettled = false;
         for rel in files {
@@ -218,20 +249,13 @@ impl Vault {
                         message: format!("unreadable: {e}"),
                     }),
                 }
-            } else if base_files::is_base(&rel) {
-                let stamp = file_stamp(&root.join(&rel));
-                let kept = previous.map(|p| &p.bases);
-                bases
-                    .entry(base_files::name_of(&rel))
-                    .or_insert_with(|| base_files::load(root, &rel, stamp, kept));
             } else {
-                let name = rel.rsplit('/').next().unwrap_or(&rel).to_lowercase();
-                let version = file_stamp(&root.join(&rel));
-                attachments.entry(name).or_insert((rel, version));
+                others.add(root, rel, previous);
             }
         }
-        let mut v = Vault::index(root.to_owned(), notes, attachments, warnings);
-        v.bases = bases;
+        let mut v = Vault::index(root.to_owned(), notes, others.attachments, warnings);
+        v.bases = others.bases;
+        v.canvases = others.canvases;
         v.stamps = stamps;
         v.unsettled = unsettled;
         Ok(v)
@@ -261,6 +285,7 @@ impl Vault {
             by_alias,
             attachments,
             bases: HashMap::new(),
+            canvases: HashMap::new(),
             now_ms: now_ms(),
             base_memo: BaseMemo::default(),
             backlinks,
@@ -333,6 +358,11 @@ impl Vault {
     /// Every `.base` file, by lower-cased name.
     pub fn base_files(&self) -> impl Iterator<Item = &BaseFile> {
         self.bases.values().map(|b| &**b)
+    }
+
+    /// The `.canvas` file called `name` (its file name, any case).
+    pub fn canvas_file(&self, name: &str) -> Option<&Arc<CanvasFile>> {
+        self.canvases.get(&base_files::name_of(name.trim()))
     }
 
     /// `now()` for the bases run on this vault: when it was loaded.

@@ -30,7 +30,7 @@ pub use crate::base_files::{BaseMemo, BaseRef, Source};
 use crate::bases::{self, Base, BaseError, Budget, Env, Links, NoteRow, Row};
 use crate::html::escape;
 use crate::note::Visibility;
-use crate::preview::front_image;
+use crate::preview::shown_files;
 use crate::vault::Vault;
 
 /// Rows a view shows at most, whatever its `limit`.
@@ -173,17 +173,12 @@ impl Links for VaultLinks<'_> {
     }
 }
 
-/// Attachments served to `audience`: those a note it may read embeds or shows as its
-/// image (the site's rule for serving an attachment), by lower-cased file name.
+/// Attachments served to `audience`: those a note it may read shows (the site's
+/// rule for serving an attachment: `preview::shown_files`), by lower-cased name.
 fn served_images(vault: &Vault, audience: Visibility) -> HashSet<String> {
     let mut out = HashSet::new();
     for n in vault.notes().iter().filter(|n| n.visibility() <= audience) {
-        let embeds = n
-            .links
-            .iter()
-            .filter(|l| l.embed)
-            .map(|l| l.target.as_str());
-        for name in embeds.chain(front_image(n)) {
+        for name in shown_files(vault, n) {
             if let Some(rel) = vault.attachment(name) {
                 out.insert(rel.rsplit('/').next().unwrap_or(rel).to_lowercase());
             }

@@ -34,11 +34,14 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::base::{self, BaseRef};
+use super::canvas_nodes::{self, FileTarget};
 use super::pipeline::{to_html_in, Nesting, Rendered};
 use super::record::{Outcome, Record};
 use super::splice::{marker, markers, Slot, Slots};
 use super::wikilinks::Embedded;
 use super::{diagram, part, wikilinks};
+use crate::canvas::{Node, NodeKind};
+use crate::html::escape;
 use crate::note::Visibility;
 use crate::vault::Vault;
 
@@ -63,6 +66,8 @@ enum Target {
     Note(usize),
     /// A view of a base (`base`).
     Base(BaseRef),
+    /// A canvas, by the name the embed gave (`canvas`).
+    Canvas(String),
 }
 
 /// An embed of a note the reader may see, or of a base, found in a note's markdown.
@@ -163,6 +168,7 @@ impl<'v> Page<'v> {
                         source: base::Source::File(l.target.clone()),
                         view: l.heading.clone(),
                     }),
+                    Embedded::Canvas => Target::Canvas(l.target.clone()),
                 };
                 pending.push(Pending {
                     target,
@@ -211,6 +217,7 @@ impl<'v> Page<'v> {
     fn embed(&mut self, p: &Pending) -> Slot {
         let target = match &p.target {
             Target::Base(r) => return self.embed_base(r, &p.text),
+            Target::Canvas(name) => return self.embed_canvas(name, &p.text),
             Target::Note(t) => *t,
         };
         let link = format!(
@@ -244,6 +251,72 @@ impl<'v> Page<'v> {
         }
         self.base_bytes_left -= drawn.html.len();
         Slot::block(format!("{}\n", drawn.html), name)
+    }
+
+    /// A canvas (see `canvas`): each node made under this page's audience and
+    /// budgets (a text node's markdown counted against the embedded bytes, a file
+    /// node embedded as any note is), placed by `canvas::draw`; counted as an embed.
+    /// Where no block may go, or past a budget, its name.
+    fn embed_canvas(&mut self, name: &str, text: &str) -> Slot {
+        let label = format!("<span class=\"wikilink canvas-link\">{text}</span>");
+        let Some(file) = self.vault.canvas_file(name).cloned() else {
+            return Slot::inline(label);
+        };
+        if self.chain.len() > EMBED_DEPTH_MAX || self.embeds_left == 0 {
+            return Slot::inline(label);
+        }
+        self.embeds_left -= 1;
+        let canvas = match &file.canvas {
+            Ok(c) => c,
+            Err(e) => {
+                let why = escape(&e.to_string());
+                let block =
+                    format!("<p class=\"canvas-error\">This canvas cannot be shown: {why}.</p>\n");
+                return Slot::block(block, label);
+            }
+        };
+        let fp = canvas_nodes::fingerprint(self.vault, canvas, file.stamp, self.audience);
+        self.record.canvas(&file.path, fp);
+        let content: Vec<String> = canvas.nodes.iter().map(|n| self.canvas_node(n)).collect();
+        let title = file.path.rsplit('/').next().unwrap_or(&file.path);
+        let title = title.get(..title.len().saturating_sub(7)).unwrap_or(title);
+        Slot::block(super::canvas::draw(title, canvas, &content), label)
+    }
+
+    /// What one canvas node shows (see `canvas_nodes`).
+    fn canvas_node(&mut self, n: &Node) -> String {
+        match &n.kind {
+            NodeKind::Text(t) if t.len() > self.bytes_left => {
+                "<p class=\"canvas-note\">(Past the page&#x27;s budget.)</p>".to_owned()
+            }
+            NodeKind::Text(t) => {
+                self.bytes_left -= t.len();
+                canvas_nodes::text_html(self.vault, t, self.audience, &mut self.diagrams)
+            }
+            NodeKind::Link(url) => canvas_nodes::link_html(url),
+            NodeKind::Group { .. } => String::new(),
+            NodeKind::File { file, subpath } => {
+                match canvas_nodes::file_target(self.vault, file, self.audience) {
+                    FileTarget::Note(i) => {
+                        let note = &self.vault.notes()[i];
+                        let mut href = note.url.clone();
+                        if let Some(s) = subpath {
+                            href.push('#');
+                            href.push_str(&crate::links::fragment(s));
+                        }
+                        let p = Pending {
+                            target: Target::Note(i),
+                            heading: subpath.clone(),
+                            text: escape(note.title()),
+                            href: escape(&super::url::url_path(&href)),
+                        };
+                        self.embed(&p).into_block()
+                    }
+                    FileTarget::File(rel, v) => canvas_nodes::file_html(rel, v),
+                    FileTarget::Nothing => wikilinks::broken(&escape(file)),
+                }
+            }
+        }
     }
 
     fn embed_part(&mut self, target: usize, p: &Pending, link: String) -> (Slot, Outcome) {

@@ -95,9 +95,9 @@ fn link_markdown(
             let url = format!("{base}{}", super::url::url_path(&path));
             format!("[{text}](<{}>)", escape_target(&url))
         }
-        // A base is run into pages only; here, its name. The same for a note that
+        // A base or a canvas is drawn into pages only; here, its name. The same for a note that
         // does not exist and one the reader may not see.
-        Seen::Base(_) | Seen::Nothing => text,
+        Seen::Base(_) | Seen::Canvas(..) | Seen::Nothing => text,
     }
 }
 

@@ -6,7 +6,8 @@
 //!   `part` finds the section or block an embed names; `splice` puts rendered
 //!   embeds where their markers are; `record` keeps what a render read, which is
 //!   the page's dependency set and version; `base`: `![[X.base]]` and
-//!   ```` ```base ```` blocks run for the page's audience.
+//!   ```` ```base ```` blocks run for the page's audience; `canvas` and
+//!   `canvas_nodes`: `![[X.canvas]]` drawn, each node made for the audience.
 //! - `pipeline`: markdown to HTML through every pass below, in order; `events`: the
 //!   parser's options and event helpers; `url`: paths in links and attachments.
 //! - `headings`: unique ids on headings, for the table of contents and links.
@@ -45,6 +46,8 @@ mod base;
 mod blockref;
 pub mod budget;
 mod callout;
+mod canvas;
+mod canvas_nodes;
 mod code;
 pub(crate) mod comments;
 mod diagram;

@@ -40,12 +40,19 @@
 //! later vault has the same digest gives the same page. [`Record::holds`] runs each
 //! recorded base on the later vault (once per vault and audience, whatever the
 //! number of pages: `base::BaseMemo`).
+//!
+//! **A canvas** is read by its file (whose stamp the embedding note's fingerprint
+//! observes), the notes its file nodes embed (recorded as any embed), and what the
+//! links of its text nodes and the targets of its file nodes show: that last part
+//! is recorded as the canvas's fingerprint (`canvas_nodes::fingerprint`) under its
+//! path, and compared again by [`Record::holds`].
 
 use std::collections::BTreeMap;
 
 use xxhash_rust::xxh3::Xxh3;
 
 use super::base::{self, BaseRef};
+use super::canvas_nodes;
 use super::wikilinks;
 use crate::note::Visibility;
 use crate::vault::Vault;
@@ -82,6 +89,9 @@ pub struct Record {
     notes: BTreeMap<String, u64>,
     /// Every base the render showed → the digest of its HTML.
     bases: BTreeMap<BaseRef, u64>,
+    /// Every canvas the render drew (vault path) → what its drawing read of the
+    /// vault besides the notes it embeds (`canvas_nodes::fingerprint`).
+    canvases: BTreeMap<String, u64>,
     /// The first [`EMBEDS_LISTED`] embeds met, in the order met.
     embeds: Vec<Embed>,
     /// Embeds met past those.
@@ -98,6 +108,7 @@ impl Record {
             audience,
             notes: BTreeMap::new(),
             bases: BTreeMap::new(),
+            canvases: BTreeMap::new(),
             embeds: Vec::new(),
             embeds_unlisted: 0,
         }
@@ -115,6 +126,11 @@ impl Record {
     /// Notes that the render showed base `r`, drawn with digest `digest`.
     pub(super) fn base(&mut self, r: &BaseRef, digest: u64) {
         self.bases.entry(r.clone()).or_insert(digest);
+    }
+
+    /// Notes that the render drew the canvas at vault path `path`, reading `fp`.
+    pub(super) fn canvas(&mut self, path: &str, fp: u64) {
+        self.canvases.entry(path.to_owned()).or_insert(fp);
     }
 
     /// Notes an embed of note `i` and what became of it.
@@ -139,6 +155,9 @@ impl Record {
             .bases
             .iter()
             .all(|(r, &digest)| base::drawn(vault, r, self.audience).digest == digest)
+            && self.canvases.iter().all(|(path, &fp)| {
+                canvas_fp(vault, path, self.audience).is_some_and(|now| now == fp)
+            })
     }
 
     /// The page's version: a hash of every recorded fingerprint.
@@ -148,6 +167,11 @@ impl Record {
         for (path, fp) in &self.notes {
             h.update(path.as_bytes());
             h.update(&[0]);
+            h.update(&fp.to_le_bytes());
+        }
+        for (path, fp) in &self.canvases {
+            h.update(b"canvas:");
+            h.update(path.as_bytes());
             h.update(&fp.to_le_bytes());
         }
         for (r, digest) in &self.bases {
@@ -185,6 +209,15 @@ impl Record {
 }
 
 /// The note at vault path `path` (notes are sorted by path).
+/// The fingerprint of the canvas at vault path `path` on `vault`, if it is there.
+fn canvas_fp(vault: &Vault, path: &str, audience: Visibility) -> Option<u64> {
+    let file = vault.canvas_file(path).filter(|f| f.path == path)?;
+    let canvas = file.canvas.as_ref().ok()?;
+    Some(canvas_nodes::fingerprint(
+        vault, canvas, file.stamp, audience,
+    ))
+}
+
 fn by_path(vault: &Vault, path: &str) -> Option<usize> {
     vault
         .notes()

@@ -50,6 +50,11 @@ impl Slot {
         }
     }
 
+    /// The block, where the caller places it itself (a canvas node).
+    pub(super) fn into_block(self) -> String {
+        self.block
+    }
+
     /// An embed shown as its link.
     pub(super) fn inline(link: String) -> Slot {
         Slot {

@@ -27,6 +27,7 @@ const IMAGE_EXTS: [&str; 7] = ["png", "jpg", "jpeg", "gif", "svg", "webp", "avif
 pub(super) enum Embedded {
     Note(usize),
     Base,
+    Canvas,
 }
 
 /// What an embed of a note the reader may see, or of a base, becomes: `(link,
@@ -55,6 +56,8 @@ pub(super) enum Seen<'v> {
     File(&'v str, u64),
     /// A `.base` file, by its vault path.
     Base(&'v str),
+    /// A `.canvas` file, by its vault path and stamp.
+    Canvas(&'v str, u64),
     Here,
     Note(usize),
     Nothing,
@@ -73,6 +76,12 @@ pub(super) fn seen<'v>(
             vault.attachment_version(&l.target),
         ) {
             return Seen::File(rel, v);
+        }
+        if crate::canvas::is_canvas(&l.target) {
+            return match vault.canvas_file(&l.target) {
+                Some(c) => Seen::Canvas(&c.path, c.stamp),
+                None => Seen::Nothing,
+            };
         }
         if crate::base_files::is_base(&l.target) {
             return match vault.base_file(&l.target) {
@@ -95,8 +104,24 @@ pub(super) fn seen<'v>(
 /// Hashes into `h` what every link of note `i` shows to `audience` (see `seen`):
 /// with the note's own bytes, everything its substituted markdown depends on.
 pub(super) fn observe(vault: &Vault, i: usize, audience: Visibility, h: &mut Xxh3) {
-    let targets = vault.targets(i);
-    for (k, l) in vault.notes()[i].links.iter().enumerate() {
+    observe_links(
+        vault,
+        &vault.notes()[i].links,
+        vault.targets(i),
+        audience,
+        h,
+    );
+}
+
+/// Hashes into `h` what each of `links` (resolved to `targets`) shows to `audience`.
+pub(super) fn observe_links(
+    vault: &Vault,
+    links: &[WikiLink],
+    targets: &[Option<usize>],
+    audience: Visibility,
+    h: &mut Xxh3,
+) {
+    for (k, l) in links.iter().enumerate() {
         match seen(vault, l, targets.get(k).copied().flatten(), audience) {
             Seen::File(rel, v) => {
                 h.update(b"f");
@@ -106,6 +131,11 @@ pub(super) fn observe(vault: &Vault, i: usize, audience: Visibility, h: &mut Xxh
             Seen::Base(rel) => {
                 h.update(b"b");
                 h.update(rel.as_bytes());
+            }
+            Seen::Canvas(rel, stamp) => {
+                h.update(b"c");
+                h.update(rel.as_bytes());
+                h.update(&stamp.to_le_bytes());
             }
             Seen::Here => h.update(b"h"),
             Seen::Note(t) => {
@@ -133,6 +163,7 @@ fn link_html(
     match seen(vault, l, t, audience) {
         Seen::File(rel, v) => attachment_html(rel, v, l, &text),
         Seen::Base(_) => embed(l, Embedded::Base, &text, ""),
+        Seen::Canvas(..) => embed(l, Embedded::Canvas, &text, ""),
         Seen::Here => {
             let href = url_path(&format!("#{}", fragment.unwrap_or_default()));
             format!(
