@@ -32,5 +32,6 @@ pub mod http;
 mod machine;
 pub mod search;
 pub mod serve;
+mod serve_bases;
 pub mod store;
 pub mod synth;

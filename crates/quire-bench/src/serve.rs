@@ -5,7 +5,8 @@
 //! compress, store) and the second (a hit). The figure of merit is how the miss time
 //! grows from the smallest vault to the largest: related notes, backlinks and listings
 //! are precomputed when the vault changes, so a note's miss should not depend on how
-//! many other notes there are.
+//! many other notes there are. Each vault also holds a page embedding a base over
+//! the whole vault (`serve_bases`), timed apart: that page's cost does grow with it.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -19,6 +20,8 @@ use quire_server::config::ByteSize;
 use quire_server::{Config, Ctx, Server};
 use quire_site::Site;
 use quire_vault::Visibility;
+
+use crate::serve_bases;
 
 /// Arguments of `quire bench serve`.
 #[derive(Debug, Clone, Args)]
@@ -39,6 +42,9 @@ pub struct BenchServeArgs {
 
 /// Pages requested before timing starts.
 const WARMUP: usize = 30;
+
+/// Renders and hits of the base page timed per size.
+const BASE_REPS: usize = 40;
 
 /// Latency summary in microseconds.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -72,6 +78,12 @@ struct SizeResult {
     miss: Summary,
     hit: Summary,
     index_miss_us: f64,
+    /// The page embedding a base over the whole vault (`serve_bases`): its render
+    /// alone, its first request (by then rendered ahead: the site queues every
+    /// public page after the first fill) and its hits.
+    base_render: Summary,
+    base_first_us: f64,
+    base_hit: Summary,
     /// Republishing after one note is edited: reload, related-notes update, search
     /// update, new versions.
     reload_ms: f64,
@@ -127,6 +139,7 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
     let dir = tempfile::tempdir()?;
     let vault = dir.path().join("vault");
     crate::synth::generate(&vault, notes, seed).context("generating the vault")?;
+    serve_bases::write(&vault).context("writing the base page")?;
     let t0 = Instant::now();
     let site = Site::open(&vault)?;
     let load_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -156,10 +169,24 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
     let t = Instant::now();
     request(&mut conn, &mut buf, "/")?;
     let index_miss_us = t.elapsed().as_secs_f64() * 1e6;
+    let t = Instant::now();
+    anyhow::ensure!(
+        request(&mut conn, &mut buf, serve_bases::URL)? == 200,
+        "the base page"
+    );
+    let base_first_us = t.elapsed().as_secs_f64() * 1e6;
+    std::thread::sleep(Duration::from_millis(200));
+    let mut base_hit = Vec::new();
+    for _ in 0..BASE_REPS {
+        let t = Instant::now();
+        request(&mut conn, &mut buf, serve_bases::URL)?;
+        base_hit.push(t.elapsed());
+    }
     drop(conn);
     stop.send(()).ok();
     site.flush();
     let reload_ms = time_reload(&site, &vault)?;
+    let base_render = summarize(serve_bases::render_times(&vault, BASE_REPS)?);
     Ok(SizeResult {
         notes,
         load_ms,
@@ -167,6 +194,9 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
         miss: summarize(miss),
         hit: summarize(hit),
         index_miss_us,
+        base_render,
+        base_first_us,
+        base_hit: summarize(base_hit),
         reload_ms,
     })
 }
@@ -289,6 +319,16 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
             "note miss p50 grows {g:.2}x from {} to {} notes (target: at most 1.5x)",
             results[0].notes,
             results[results.len() - 1].notes
+        );
+    }
+    println!(
+        "{:>8} {:>16} {:>16} {:>14} {:>12}",
+        "notes", "base render p50", "base render p99", "base 1st req", "base hit p50"
+    );
+    for r in &results {
+        println!(
+            "{:>8} {:>14.0}us {:>14.0}us {:>12.0}us {:>10.0}us",
+            r.notes, r.base_render.p50_us, r.base_render.p99_us, r.base_first_us, r.base_hit.p50_us
         );
     }
     if let Some(path) = &args.json {
