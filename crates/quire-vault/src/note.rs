@@ -34,6 +34,13 @@ pub struct Note {
     pub links: Vec<WikiLink>,
     /// xxh3 of the file's bytes: changes whenever the note does.
     pub version: u64,
+    /// When the file was last modified and created, in ms since the epoch, as the
+    /// file system says (`None` for a note not read from a file, or where the file
+    /// system keeps no creation time). Only a base shows them (`file.mtime`,
+    /// `file.ctime`).
+    pub modified_ms: Option<i64>,
+    /// See `modified_ms`.
+    pub created_ms: Option<i64>,
 }
 
 impl Note {
@@ -65,6 +72,8 @@ impl Note {
             links,
             body,
             version: xxhash_rust::xxh3::xxh3_64(bytes),
+            modified_ms: None,
+            created_ms: None,
         }
     }
 

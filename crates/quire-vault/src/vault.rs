@@ -117,6 +117,20 @@ fn file_stamp(path: &Path) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&buf) | 1
 }
 
+/// The file's modification and creation times in ms since the epoch, where the
+/// file system keeps them.
+fn file_times(path: &Path) -> (Option<i64>, Option<i64>) {
+    let Ok(m) = std::fs::metadata(path) else {
+        return (None, None);
+    };
+    let ms = |t: std::io::Result<SystemTime>| {
+        t.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_millis()).ok())
+    };
+    (ms(m.modified()), ms(m.created()))
+}
+
 /// Whether `new`, just read from `path`, may be `old` half-saved: `old` was public,
 /// `new` is not (or is empty), and the file was written less than [`SETTLE`] ago
 /// (or in the future).
@@ -226,7 +240,8 @@ impl Vault {
                 }
                 match std::fs::read(root.join(&rel)) {
                     Ok(bytes) => {
-                        let n = Note::parse(&rel, &bytes);
+                        let mut n = Note::parse(&rel, &bytes);
+                        (n.modified_ms, n.created_ms) = file_times(&root.join(&rel));
                         if let Some(&(old_stamp, old)) = reuse.get(rel.as_str()) {
                             if half_saved(&root.join(&rel), old, &n) {
                                 unsettled = true;

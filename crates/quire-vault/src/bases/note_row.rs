@@ -2,8 +2,9 @@
 //! `[[link]]` as a link, a `YYYY-MM-DD` as a date, a number as a number) and what the
 //! vault knows of its file (name, path, folder, tags, links).
 //!
-//! `file.ctime` and `file.mtime` are not known yet (the vault keeps no file times):
-//! they are error values naming the field, as any unsupported field is.
+//! `file.mtime` and `file.ctime` are the file system's times as the vault read them
+//! (a file system that keeps no creation time gives `ctime` as `mtime`, as Obsidian
+//! does on Linux); a note not read from a file has neither, and they are null.
 
 use super::row::Row;
 use super::time::parse_date;
@@ -77,6 +78,12 @@ impl Row for NoteRow<'_> {
             "folder" => Value::Str(folder.to_owned()),
             "ext" => Value::Str(ext.to_owned()),
             "size" => Value::Num(self.note.body.len() as f64),
+            "mtime" => self.note.modified_ms.map_or(Value::Null, Value::Date),
+            "ctime" => self
+                .note
+                .created_ms
+                .or(self.note.modified_ms)
+                .map_or(Value::Null, Value::Date),
             "tags" => Value::List(
                 self.note
                     .front
@@ -173,6 +180,27 @@ mod tests {
         ] {
             assert_eq!(calc(src), want, "{src}");
         }
-        assert_eq!(calc("file.mtime"), "error: `file.mtime` is not supported");
+        // Not read from a file: no times.
+        assert_eq!(calc("file.mtime"), "");
+        assert_eq!(calc("file.mtime.isEmpty()"), "true");
+    }
+
+    #[test]
+    fn file_times_are_the_file_systems() {
+        let (_d, v) = crate::testing::vault(&[("N.md", "x")]);
+        let n = &v.notes()[0];
+        let mtime = std::fs::metadata(_d.path().join("N.md"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let ms = mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        assert_eq!(NoteRow::new(n).file_field("mtime"), Some(Value::Date(ms)));
+        assert!(matches!(
+            NoteRow::new(n).file_field("ctime"),
+            Some(Value::Date(_))
+        ));
     }
 }
