@@ -59,6 +59,9 @@ const EMBEDS_MAX: usize = 64;
 /// HTML of the bases shown on one page, at most (a view draws at most 256 KiB).
 pub const BASE_BYTES_MAX: usize = 1024 * 1024;
 
+/// Bases run for one page, at most: each may read the whole vault.
+pub const BASES_PER_PAGE_MAX: usize = 16;
+
 /// What an embed shows.
 #[derive(Debug)]
 enum Target {
@@ -110,6 +113,7 @@ pub(super) struct Page<'v> {
     chain: Vec<usize>,
     bytes_left: usize,
     base_bytes_left: usize,
+    bases_left: usize,
     embeds_left: usize,
     diagrams: diagram::Budget,
     /// This render's marker tag: random, so no note's text can hold a marker.
@@ -128,6 +132,7 @@ impl<'v> Page<'v> {
             chain: Vec::new(),
             bytes_left: EMBED_BYTES_MAX,
             base_bytes_left: BASE_BYTES_MAX,
+            bases_left: BASES_PER_PAGE_MAX,
             embeds_left: EMBEDS_MAX,
             diagrams: diagram::Budget::default(),
             tag: format!("{:016x}:", rand::random::<u64>()),
@@ -239,6 +244,11 @@ impl<'v> Page<'v> {
             return Slot::inline(name);
         }
         self.embeds_left -= 1;
+        if self.bases_left == 0 {
+            let what = format!("Not shown (more than {BASES_PER_PAGE_MAX} bases on the page):");
+            return Slot::mark("base-cut", &what, &name);
+        }
+        self.bases_left -= 1;
         let drawn = base::drawn(self.vault, r, self.audience);
         // Recorded before the budget decides: its size decides too.
         self.record.base(r, drawn.digest);

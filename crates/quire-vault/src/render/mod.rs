@@ -68,7 +68,7 @@ mod url;
 mod wikilinks;
 
 pub use base::{BaseMemo, BaseRef, Source as BaseSource};
-pub use embed::{BASE_BYTES_MAX, EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
+pub use embed::{BASES_PER_PAGE_MAX, BASE_BYTES_MAX, EMBED_BYTES_MAX, EMBED_DEPTH_MAX};
 pub use markdown::markdown;
 #[cfg(test)]
 use pipeline::to_html;

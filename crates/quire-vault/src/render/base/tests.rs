@@ -278,3 +278,19 @@ fn a_page_with_a_base_is_re_rendered_exactly_when_its_base_shows_something_else(
         }
     }
 }
+
+#[test]
+fn a_page_runs_at_most_its_bound_of_bases() {
+    // Twenty distinct blocks: each a base of its own, each reading every note.
+    let mut home = String::from("---\nfree: true\n---\n");
+    for k in 0..20 {
+        home.push_str(&format!(
+            "```base\nviews:\n  - type: list\n    name: V{k}\n```\n\n"
+        ));
+    }
+    let (_d, v) = vault(&[("Home.md", &home), ("Dune.md", &note(true, "done", ""))]);
+    let html = render(&v, v.resolve("home").unwrap(), Visibility::Public).html;
+    let shown = html.matches("<section class=\"base ").count();
+    assert_eq!(shown, crate::render::BASES_PER_PAGE_MAX, "{html}");
+    assert!(html.contains("more than 16 bases on the page"), "{html}");
+}
