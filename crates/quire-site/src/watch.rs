@@ -17,6 +17,11 @@
 //! so [`start`] reloads once more as soon as events are caught (a reload re-reads only
 //! files whose size or mtime changed). Reloads run one at a time, so the last to
 //! publish has read the newest files.
+//!
+//! A base that reads the clock (`now()`, `today()`, `relative()`) shows what the
+//! vault's load time makes of it, so while the vault holds one, a clock thread
+//! republishes every [`CLOCK_PERIOD`] even without a change: the reload takes a new
+//! time, and exactly the pages whose bases now draw something else are re-rendered.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -34,9 +39,13 @@ use crate::site::Site;
 /// write-rename-chmod sequence).
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// A running watcher; dropping it stops watching.
+/// How far behind the clock a page showing a base that reads it may be.
+pub const CLOCK_PERIOD: Duration = Duration::from_secs(600);
+
+/// A running watcher; dropping it stops watching (and the clock thread).
 pub struct Watcher {
     _debouncer: Box<dyn std::any::Any + Send>,
+    _clock: std::sync::mpsc::Sender<()>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -157,7 +166,30 @@ pub fn start(site: Site, ctx: Arc<Ctx>) -> Result<Watcher, notify::Error> {
     }
     Ok(Watcher {
         _debouncer: Box::new(debouncer),
+        _clock: clock(first_site, first_ctx, first_serial),
     })
+}
+
+/// Starts the clock thread (see the module doc); it ends when the returned sender
+/// is dropped.
+fn clock(site: Site, ctx: Arc<Ctx>, serial: Arc<Mutex<()>>) -> std::sync::mpsc::Sender<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("quire-site-clock".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                rx.recv_timeout(CLOCK_PERIOD)
+            {
+                if site.snapshot().vault.bases_read_clock() {
+                    let _one_at_a_time = serial.lock().unwrap_or_else(|e| e.into_inner());
+                    republish(&site, &ctx);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no clock thread: pages showing now() update only when the vault changes");
+    }
+    tx
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::bases::{read, Base, BaseError};
@@ -111,6 +112,8 @@ pub(crate) struct Drawn {
 #[derive(Debug, Default)]
 pub struct BaseMemo {
     runs: Mutex<Memo>,
+    /// Whether a base run on this vault read the clock.
+    clock: AtomicBool,
 }
 
 impl BaseMemo {
@@ -118,6 +121,17 @@ impl BaseMemo {
     pub(crate) fn get(&self, key: &(BaseRef, Visibility)) -> Option<Arc<Drawn>> {
         let m = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         m.map.get(key).map(Arc::clone)
+    }
+
+    /// Notes that a base run on this vault read the clock.
+    pub(crate) fn clock_read(&self) {
+        self.clock.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a base run on this vault read the clock (`now()`, `today()`,
+    /// `relative()`): its pages change as time passes.
+    pub fn read_clock(&self) -> bool {
+        self.clock.load(Ordering::Relaxed)
     }
 
     /// Keeps `d` under `key`, unless the kept HTML would pass `bytes_max`.

@@ -385,6 +385,12 @@ impl Vault {
         self.now_ms
     }
 
+    /// Whether a base run on this vault so far read the clock: then the pages showing
+    /// it change as time passes, and a reload (which takes a new `now()`) updates them.
+    pub fn bases_read_clock(&self) -> bool {
+        self.base_memo.read_clock()
+    }
+
     /// The bases run on this vault, kept for the pages that embed them.
     pub(crate) fn base_memo(&self) -> &BaseMemo {
         &self.base_memo

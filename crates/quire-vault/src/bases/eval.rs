@@ -48,6 +48,9 @@ pub struct Env<'a> {
     pub formulas: &'a HashMap<String, Result<Expr, BaseError>>,
     /// `now()`, in ms since the epoch: one instant for the whole render.
     pub now_ms: i64,
+    /// Set when an expression read the clock (`now()`, `today()`, `relative()`): what
+    /// it shows then changes with time, not only with the vault.
+    pub clock_read: std::cell::Cell<bool>,
 }
 
 /// Formulas calling formulas, deep at most (a cycle ends here, as an error).
@@ -190,6 +193,9 @@ impl Eval<'_, '_> {
             Expr::Name(name) if name == "if" => self.if_(args),
             Expr::Name(name) => {
                 let args: Vec<Value> = args.iter().map(|a| self.value(a)).collect();
+                if name == "now" || name == "today" {
+                    self.env.clock_read.set(true);
+                }
                 func::global(name, &args, self.env.now_ms)
             }
             Expr::Member(target, method) => {
@@ -207,6 +213,9 @@ impl Eval<'_, '_> {
                 };
                 if !self.budget.pay(size) {
                     return Value::Error("evaluation budget spent".into());
+                }
+                if method == "relative" {
+                    self.env.clock_read.set(true);
                 }
                 func::method(recv, method, &args, self.env.now_ms)
             }

@@ -152,6 +152,7 @@ mod tests {
         let env = Env {
             formulas: &formulas,
             now_ms: 0,
+            clock_read: Default::default(),
         };
         let row = NoteRow::new(&note);
         let calc =

@@ -79,6 +79,7 @@ fn calc_with(src: &str, formulas: &HashMap<String, Result<Expr, BaseError>>) -> 
     let env = Env {
         formulas,
         now_ms: parse_date("2025-03-05 12:00").unwrap(),
+        clock_read: Default::default(),
     };
     let expr = parse(src).unwrap_or_else(|e| panic!("{src}: {e}"));
     eval(&expr, &book(), &env, &mut Budget::new(10_000))
@@ -211,6 +212,7 @@ fn a_hostile_expression_spends_its_budget_and_stops() {
     let env = Env {
         formulas: &formulas,
         now_ms: 0,
+        clock_read: Default::default(),
     };
     let mut budget = Budget::new(5_000);
     let v = eval(&parse("formula.f15").unwrap(), &book(), &env, &mut budget);
@@ -282,6 +284,7 @@ fn run_first(base: &Base, notes: &[Note], steps: u64, rows_max: usize) -> Outcom
     let env = Env {
         formulas: &base.formulas,
         now_ms: 0,
+        clock_read: Default::default(),
     };
     run(
         base,

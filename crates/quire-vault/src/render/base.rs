@@ -86,9 +86,13 @@ fn draw(vault: &Vault, r: &BaseRef, audience: Visibility) -> String {
     let env = Env {
         formulas: &base.formulas,
         now_ms: vault.now_ms(),
+        clock_read: Default::default(),
     };
     let mut budget = Budget::new(STEPS_MAX);
     let out = bases::run(&base, view, &rows, &env, &mut budget, ROWS_MAX);
+    if env.clock_read.get() {
+        vault.base_memo().clock_read();
+    }
     let links = VaultLinks {
         vault,
         audience,

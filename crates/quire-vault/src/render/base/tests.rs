@@ -294,3 +294,27 @@ fn a_page_runs_at_most_its_bound_of_bases() {
     assert_eq!(shown, crate::render::BASES_PER_PAGE_MAX, "{html}");
     assert!(html.contains("more than 16 bases on the page"), "{html}");
 }
+
+#[test]
+fn a_base_that_reads_the_clock_says_so_and_a_reload_moves_it() {
+    let clock = "```base\nformulas:\n  ms: '(now() - date(\"2000-01-01\")).milliseconds'\nviews:\n  - type: list\n    name: T\n    order: [file.basename, formula.ms]\n```\n";
+    let (d, v) = vault(&[
+        ("Home.md", &format!("---\nfree: true\n---\n{clock}")),
+        ("Shelf.md", "---\nfree: true\n---\n![[Books.base]]\n"),
+        ("Books.base", BOOKS),
+        ("Dune.md", &note(true, "done", "")),
+    ]);
+    let shelf = v.resolve("shelf").unwrap();
+    let (_, shelf_rec) = render_recorded(&v, shelf, Visibility::Public);
+    assert!(!v.bases_read_clock(), "Books.base reads no clock");
+    let home = v.resolve("home").unwrap();
+    let (_, home_rec) = render_recorded(&v, home, Visibility::Public);
+    assert!(v.bases_read_clock());
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let v2 = Vault::reload(d.path(), &v).unwrap();
+    assert!(!home_rec.holds(&v2), "a reload takes a new now()");
+    assert!(
+        shelf_rec.holds(&v2),
+        "and moves no base that reads no clock"
+    );
+}
