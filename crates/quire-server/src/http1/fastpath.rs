@@ -248,7 +248,7 @@ async fn serve(
         };
         c.out.clear();
         let log = ctx.peek().access_log.clone();
-        let start = log.is_some().then(std::time::Instant::now);
+        let start = std::time::Instant::now();
         let (answer, asker) = match c.fresh_hit(end) {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
@@ -260,6 +260,9 @@ async fn serve(
             }
             Fresh::Handover(rest) => return Ok(Exit::Handover(rest)),
         };
+        // Its head is in the output buffer: what `quire_request_duration_seconds`
+        // measures (not the body's writing, which a slow client sets).
+        let took = start.elapsed();
         let sent = match admit_hit(ctx, asker.client(ctx, peer)) {
             Ok(()) => c.send_hit(&answer, in_flight).await?.then_some((
                 Outcome::Hit,
@@ -275,7 +278,8 @@ async fn serve(
             return Ok(Exit::Closed);
         };
         ctx.metrics.record_request(outcome, status, bytes);
-        if let (Some(log), Some(start)) = (log, start) {
+        ctx.metrics.record_duration(outcome, took);
+        if let Some(log) = log {
             log_answer(&log, ctx, &asker, peer, (outcome, status, bytes), start);
         }
         if let Asker::Parsed(req) = asker {

@@ -316,6 +316,7 @@ impl Prefilled {
 #[derive(Debug)]
 pub struct Metrics {
     stripes: [Stripe; STRIPES],
+    latency: latency::Latency,
     origin: Histogram,
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
@@ -349,6 +350,7 @@ impl Metrics {
     pub fn new() -> Metrics {
         Metrics {
             stripes: Default::default(),
+            latency: latency::Latency::default(),
             origin: Histogram::default(),
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
@@ -385,6 +387,12 @@ impl Metrics {
         if body_bytes != 0 {
             s.body_bytes.fetch_add(body_bytes, Ordering::Relaxed);
         }
+    }
+
+    /// How long one request of `outcome` took, from its head read to its response
+    /// head ready (`quire_request_duration_seconds`, see `latency`).
+    pub fn record_duration(&self, outcome: Outcome, took: Duration) {
+        self.latency.observe(outcome, took);
     }
 
     /// One origin exchange: time to response head, and whether it failed (connect
@@ -599,6 +607,7 @@ impl Metrics {
     }
 }
 
+mod latency;
 mod render;
 #[cfg(test)]
 mod tests;

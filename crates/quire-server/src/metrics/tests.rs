@@ -426,10 +426,11 @@ fn render_is_well_formed() {
         "quire_store_index_bytes",
         "quire_store_tag_index_bytes",
         "quire_store_ram_bytes",
+        "quire_request_duration_seconds",
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 41);
+    assert_eq!(types.len(), 42);
 
     for line in [
         "quire_store_hits_total 1",

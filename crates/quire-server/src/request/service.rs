@@ -68,7 +68,9 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
         let client = access_log::client_ip(peer.addr, req.headers(), &policy.trusted_proxies);
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
+    let started = std::time::Instant::now();
     let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
+    ctx.metrics.record_duration(outcome, started.elapsed());
     if let Some(p) = peer_position.filter(|_| !crate::request::peer::joined_an_earlier_fill(&resp))
     {
         resp.headers_mut()

@@ -1,0 +1,185 @@
+//! How long quire took to answer: `quire_request_duration_seconds{cache=…}`, one
+//! histogram per outcome (`hit`, `miss`, …) of the time from a request's head being
+//! read to its response head being ready. For a hit that is the lookup and the
+//! response head written into the connection's buffer; for a miss it includes the
+//! origin exchange or the render. Body streaming is not in it (a slow client does not
+//! make quire look slow), nor the time a request waited before its head was read.
+//!
+//! Key decisions:
+//! - **Per-thread stripes**, like the request counters: a hit adds to one bucket and
+//!   the sum of its own thread's stripe, so two cores answering hits never bounce a
+//!   line between them. A scrape adds the stripes up; it never blocks an observation.
+//! - **Bounds from 25 µs**: a hit is tens of microseconds, a miss milliseconds to
+//!   seconds, so the buckets run 25 µs to 10 s in 1–2.5–5 steps; past 10 s is `+Inf`.
+//! - The sum is kept in nanoseconds (a `u64` holds 584 years of them).
+
+use std::fmt::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::Outcome;
+
+/// Upper bounds of the buckets: nanoseconds and the `le` label.
+pub(super) const BOUNDS: [(u64, &str); 18] = [
+    (25_000, "0.000025"),
+    (50_000, "0.00005"),
+    (100_000, "0.0001"),
+    (250_000, "0.00025"),
+    (500_000, "0.0005"),
+    (1_000_000, "0.001"),
+    (2_500_000, "0.0025"),
+    (5_000_000, "0.005"),
+    (10_000_000, "0.01"),
+    (25_000_000, "0.025"),
+    (50_000_000, "0.05"),
+    (100_000_000, "0.1"),
+    (250_000_000, "0.25"),
+    (500_000_000, "0.5"),
+    (1_000_000_000, "1"),
+    (2_500_000_000, "2.5"),
+    (5_000_000_000, "5"),
+    (10_000_000_000, "10"),
+];
+
+/// Stripes: as many as the request counters'.
+const STRIPES: usize = super::STRIPES;
+
+/// One outcome's histogram in one stripe: per-bucket (not cumulative) counts, the
+/// last slot the overflow past the largest bound, and the sum.
+#[derive(Debug, Default)]
+struct Buckets {
+    counts: [AtomicU64; BOUNDS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+/// The request duration histograms (see the module doc).
+#[derive(Debug)]
+pub(super) struct Latency {
+    stripes: Box<[[Buckets; Outcome::ALL.len()]]>,
+}
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency {
+            stripes: (0..STRIPES).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+impl Latency {
+    /// One request of `outcome` answered in `took`.
+    pub(super) fn observe(&self, outcome: Outcome, took: Duration) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let slot = BOUNDS
+            .iter()
+            .position(|&(bound, _)| nanos <= bound)
+            .unwrap_or(BOUNDS.len());
+        let stripe = &self.stripes[super::stripe_index() % STRIPES];
+        let b = &stripe[outcome as usize];
+        if let Some(c) = b.counts.get(slot) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        b.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The counts of `outcome` per bucket (not cumulative, overflow last) and the
+    /// sum in nanoseconds, over every stripe.
+    pub(super) fn totals(&self, outcome: Outcome) -> ([u64; BOUNDS.len() + 1], u64) {
+        let mut counts = [0u64; BOUNDS.len() + 1];
+        let mut sum = 0u64;
+        for stripe in self.stripes.iter() {
+            let b = &stripe[outcome as usize];
+            for (total, c) in counts.iter_mut().zip(&b.counts) {
+                *total = total.wrapping_add(c.load(Ordering::Relaxed));
+            }
+            sum = sum.wrapping_add(b.sum_nanos.load(Ordering::Relaxed));
+        }
+        (counts, sum)
+    }
+
+    /// The family in the Prometheus text format, every outcome present.
+    pub(super) fn write(&self, out: &mut String) -> fmt::Result {
+        const NAME: &str = "quire_request_duration_seconds";
+        writeln!(
+            out,
+            "# HELP {NAME} Time from a request's head read to its response head ready, by what the cache did."
+        )?;
+        writeln!(out, "# TYPE {NAME} histogram")?;
+        for o in Outcome::ALL {
+            let (counts, sum) = self.totals(o);
+            let label = o.label();
+            let mut cumulative = 0u64;
+            for ((_, le), n) in BOUNDS.iter().zip(&counts) {
+                cumulative = cumulative.wrapping_add(*n);
+                writeln!(
+                    out,
+                    "{NAME}_bucket{{cache=\"{label}\",le=\"{le}\"}} {cumulative}"
+                )?;
+            }
+            let total = counts.iter().fold(0u64, |a, n| a.wrapping_add(*n));
+            writeln!(
+                out,
+                "{NAME}_bucket{{cache=\"{label}\",le=\"+Inf\"}} {total}"
+            )?;
+            writeln!(out, "{NAME}_sum{{cache=\"{label}\"}} {}", sum as f64 / 1e9)?;
+            writeln!(out, "{NAME}_count{{cache=\"{label}\"}} {total}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_observation_lands_in_its_bucket_and_every_series_is_present() {
+        let l = Latency::default();
+        l.observe(Outcome::Hit, Duration::from_micros(20));
+        l.observe(Outcome::Hit, Duration::from_micros(25));
+        l.observe(Outcome::Hit, Duration::from_micros(26));
+        l.observe(Outcome::Miss, Duration::from_secs(11));
+        let (hit, sum) = l.totals(Outcome::Hit);
+        assert_eq!(&hit[..2], &[2, 1], "bounds are inclusive");
+        assert_eq!(sum, 71_000);
+        let mut out = String::new();
+        l.write(&mut out).unwrap();
+        assert!(
+            out.contains(
+                "quire_request_duration_seconds_bucket{cache=\"hit\",le=\"0.000025\"} 2\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("quire_request_duration_seconds_bucket{cache=\"hit\",le=\"0.00005\"} 3\n")
+        );
+        assert!(out.contains("quire_request_duration_seconds_bucket{cache=\"miss\",le=\"10\"} 0\n"));
+        assert!(
+            out.contains("quire_request_duration_seconds_bucket{cache=\"miss\",le=\"+Inf\"} 1\n")
+        );
+        assert!(out.contains("quire_request_duration_seconds_count{cache=\"admin\"} 0\n"));
+        assert!(
+            out.contains("quire_request_duration_seconds_sum{cache=\"hit\"} 0.000071\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn observations_from_many_threads_all_count() {
+        let l = std::sync::Arc::new(Latency::default());
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        l.observe(Outcome::Hit, Duration::from_micros(40));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(l.totals(Outcome::Hit).0[1], 8000);
+    }
+}
