@@ -13,11 +13,13 @@
 //!   seconds, so the buckets run 25 µs to 10 s in 1–2.5–5 steps; past 10 s is `+Inf`.
 //! - The sum is kept in nanoseconds (a `u64` holds 584 years of them).
 
+//!
+//! A leaf: outcomes come in as their index and label (`metrics` owns `Outcome`), and
+//! the stripe as its index, so this file imports nothing of the module it serves.
+
 use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use super::Outcome;
 
 /// Upper bounds of the buckets: nanoseconds and the `le` label.
 pub(super) const BOUNDS: [(u64, &str); 18] = [
@@ -41,8 +43,11 @@ pub(super) const BOUNDS: [(u64, &str); 18] = [
     (10_000_000_000, "10"),
 ];
 
-/// Stripes: as many as the request counters'.
-const STRIPES: usize = super::STRIPES;
+/// Stripes: as many as the request counters' (a stripe index is taken modulo it).
+const STRIPES: usize = 16;
+
+/// Outcomes kept apart: `metrics::Outcome::ALL.len()` (asserted there).
+pub(super) const OUTCOMES: usize = 8;
 
 /// One outcome's histogram in one stripe: per-bucket (not cumulative) counts, the
 /// last slot the overflow past the largest bound, and the sum.
@@ -55,7 +60,7 @@ struct Buckets {
 /// The request duration histograms (see the module doc).
 #[derive(Debug)]
 pub(super) struct Latency {
-    stripes: Box<[[Buckets; Outcome::ALL.len()]]>,
+    stripes: Box<[[Buckets; OUTCOMES]]>,
 }
 
 impl Default for Latency {
@@ -67,15 +72,17 @@ impl Default for Latency {
 }
 
 impl Latency {
-    /// One request of `outcome` answered in `took`.
-    pub(super) fn observe(&self, outcome: Outcome, took: Duration) {
+    /// One request of outcome `outcome` (its index) answered in `took`, counted in
+    /// stripe `stripe`.
+    pub(super) fn observe(&self, stripe: usize, outcome: usize, took: Duration) {
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         let slot = BOUNDS
             .iter()
             .position(|&(bound, _)| nanos <= bound)
             .unwrap_or(BOUNDS.len());
-        let stripe = &self.stripes[super::stripe_index() % STRIPES];
-        let b = &stripe[outcome as usize];
+        let Some(b) = self.stripes[stripe % STRIPES].get(outcome) else {
+            return;
+        };
         if let Some(c) = b.counts.get(slot) {
             c.fetch_add(1, Ordering::Relaxed);
         }
@@ -84,11 +91,13 @@ impl Latency {
 
     /// The counts of `outcome` per bucket (not cumulative, overflow last) and the
     /// sum in nanoseconds, over every stripe.
-    pub(super) fn totals(&self, outcome: Outcome) -> ([u64; BOUNDS.len() + 1], u64) {
+    pub(super) fn totals(&self, outcome: usize) -> ([u64; BOUNDS.len() + 1], u64) {
         let mut counts = [0u64; BOUNDS.len() + 1];
         let mut sum = 0u64;
         for stripe in self.stripes.iter() {
-            let b = &stripe[outcome as usize];
+            let Some(b) = stripe.get(outcome) else {
+                continue;
+            };
             for (total, c) in counts.iter_mut().zip(&b.counts) {
                 *total = total.wrapping_add(c.load(Ordering::Relaxed));
             }
@@ -97,17 +106,17 @@ impl Latency {
         (counts, sum)
     }
 
-    /// The family in the Prometheus text format, every outcome present.
-    pub(super) fn write(&self, out: &mut String) -> fmt::Result {
+    /// The family in the Prometheus text format, every outcome present: `labels[i]`
+    /// is outcome `i`'s `cache` label.
+    pub(super) fn write(&self, out: &mut String, labels: &[&str; OUTCOMES]) -> fmt::Result {
         const NAME: &str = "quire_request_duration_seconds";
         writeln!(
             out,
             "# HELP {NAME} Time from a request's head read to its response head ready, by what the cache did."
         )?;
         writeln!(out, "# TYPE {NAME} histogram")?;
-        for o in Outcome::ALL {
+        for (o, label) in labels.iter().enumerate() {
             let (counts, sum) = self.totals(o);
-            let label = o.label();
             let mut cumulative = 0u64;
             for ((_, le), n) in BOUNDS.iter().zip(&counts) {
                 cumulative = cumulative.wrapping_add(*n);
@@ -132,18 +141,31 @@ impl Latency {
 mod tests {
     use super::*;
 
+    const LABELS: [&str; OUTCOMES] = [
+        "hit",
+        "stale",
+        "revalidated",
+        "miss",
+        "bypass",
+        "pass",
+        "error",
+        "admin",
+    ];
+    const HIT: usize = 0;
+    const MISS: usize = 3;
+
     #[test]
     fn an_observation_lands_in_its_bucket_and_every_series_is_present() {
         let l = Latency::default();
-        l.observe(Outcome::Hit, Duration::from_micros(20));
-        l.observe(Outcome::Hit, Duration::from_micros(25));
-        l.observe(Outcome::Hit, Duration::from_micros(26));
-        l.observe(Outcome::Miss, Duration::from_secs(11));
-        let (hit, sum) = l.totals(Outcome::Hit);
+        l.observe(0, HIT, Duration::from_micros(20));
+        l.observe(1, HIT, Duration::from_micros(25));
+        l.observe(2, HIT, Duration::from_micros(26));
+        l.observe(3, MISS, Duration::from_secs(11));
+        let (hit, sum) = l.totals(HIT);
         assert_eq!(&hit[..2], &[2, 1], "bounds are inclusive");
         assert_eq!(sum, 71_000);
         let mut out = String::new();
-        l.write(&mut out).unwrap();
+        l.write(&mut out, &LABELS).unwrap();
         assert!(
             out.contains(
                 "quire_request_duration_seconds_bucket{cache=\"hit\",le=\"0.000025\"} 2\n"
@@ -168,11 +190,11 @@ mod tests {
     fn observations_from_many_threads_all_count() {
         let l = std::sync::Arc::new(Latency::default());
         let threads: Vec<_> = (0..8)
-            .map(|_| {
+            .map(|t| {
                 let l = l.clone();
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        l.observe(Outcome::Hit, Duration::from_micros(40));
+                        l.observe(t, HIT, Duration::from_micros(40));
                     }
                 })
             })
@@ -180,6 +202,6 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(l.totals(Outcome::Hit).0[1], 8000);
+        assert_eq!(l.totals(HIT).0[1], 8000);
     }
 }

@@ -185,6 +185,11 @@ impl FillResult {
 /// Stripes for the per-request counters; a thread keeps the one it first drew.
 const STRIPES: usize = 16;
 
+const _: () = assert!(
+    latency::OUTCOMES == Outcome::ALL.len(),
+    "the latency histograms keep every outcome apart"
+);
+
 /// Status classes `1xx`..`5xx` and `other`.
 const CLASSES: usize = 6;
 const CLASS_LABELS: [&str; CLASSES] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
@@ -392,7 +397,7 @@ impl Metrics {
     /// How long one request of `outcome` took, from its head read to its response
     /// head ready (`quire_request_duration_seconds`, see `latency`).
     pub fn record_duration(&self, outcome: Outcome, took: Duration) {
-        self.latency.observe(outcome, took);
+        self.latency.observe(stripe_index(), outcome.index(), took);
     }
 
     /// One origin exchange: time to response head, and whether it failed (connect

@@ -23,7 +23,7 @@ impl Metrics {
 
     fn write_to(&self, out: &mut String, store: &Stats, uptime: Duration) -> fmt::Result {
         self.write_requests(out)?;
-        self.latency.write(out)?;
+        self.latency.write(out, &Outcome::ALL.map(Outcome::label))?;
         self.write_origin(out)?;
         self.write_fills(out)?;
         self.write_cold(out)?;
