@@ -42,6 +42,8 @@ pub(crate) enum Command {
     Proxy(ProxyArgs),
     /// Purge cached pages through a running quire's admin API.
     Purge(PurgeArgs),
+    /// Watch a running quire live: requests, hit ratio, latency, fills (admin API).
+    Top(TopArgs),
     /// Fetch every URL of a sitemap or a list through a running quire, at a bounded
     /// rate, so they are cached before readers ask for them.
     Warm(WarmArgs),
@@ -156,6 +158,28 @@ pub(crate) enum ConfigCommand {
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
+}
+
+/// Arguments of `quire top`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TopArgs {
+    /// The quire server, http://host:port.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
+    pub server: String,
+    /// Admin token (default: $QUIRE_ADMIN_TOKEN).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUIRE_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Seconds between frames (0.2 to 60).
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// Print one plain-text frame (two scrapes an interval apart) and exit.
+    #[arg(long)]
+    pub once: bool,
 }
 
 /// Arguments of `quire purge`.

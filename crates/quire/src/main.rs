@@ -3,6 +3,7 @@
 //! - `quire serve` ([`serve`]): publish a vault as a website, cached;
 //! - `quire proxy` ([`proxy`]): a caching reverse proxy in front of an origin;
 //! - `quire purge` ([`purge`]): purge through a running quire's admin API;
+//! - `quire top` ([`top`]): a live view of a running quire, from its admin API;
 //! - `quire warm` ([`warm`]): fetch a sitemap's or a list's URLs through a running
 //!   quire, so they are cached before readers ask;
 //! - `quire user` ([`user`]): manage a vault's readers;
@@ -30,6 +31,7 @@ mod serve;
 mod settings;
 mod signals;
 mod systemd;
+mod top;
 mod upgrade;
 mod user;
 mod warm;
@@ -95,6 +97,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args).map(|()| ExitCode::SUCCESS),
         Command::Proxy(args) => proxy::run(args).map(|()| ExitCode::SUCCESS),
         Command::Purge(args) => purge::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Top(args) => top::run(args).map(|()| ExitCode::SUCCESS),
         Command::Warm(args) => warm::run(args).map(|ok| {
             if ok {
                 ExitCode::SUCCESS

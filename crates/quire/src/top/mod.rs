@@ -1,0 +1,91 @@
+//! `quire top`: a live view of a running quire, from its admin API's metrics (token
+//! as for `quire purge`): requests per second by what the cache did, the hit ratio,
+//! hit and miss latency quantiles, fills, renders, compression, origin errors,
+//! rate-limited clients and the store, refreshed every interval. `--once` prints one
+//! plain-text frame (two scrapes an interval apart) for scripts; otherwise the view
+//! is drawn with ratatui until `q`, Esc or Ctrl-C.
+//!
+//! - [`scrape`]: one `/_quire/metrics` fetched and parsed.
+//! - [`frame`]: two scrapes made into rates, ratios and quantiles, and drawn as text.
+
+mod frame;
+mod scrape;
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::widgets::{Block, Paragraph};
+
+use crate::cli::TopArgs;
+
+/// Runs `quire top`.
+pub(crate) fn run(args: &TopArgs) -> anyhow::Result<()> {
+    let Some(token) = args.token.as_deref() else {
+        bail!("no admin token: give --token or set QUIRE_ADMIN_TOKEN");
+    };
+    let interval = Duration::from_secs_f64(args.interval.clamp(0.2, 60.0));
+    let first = scrape::scrape(&args.server, token)?;
+    if args.once {
+        std::thread::sleep(interval);
+        let now = scrape::scrape(&args.server, token)?;
+        for line in frame::frame(&first, &now).lines(&args.server) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+    let mut terminal = ratatui::init();
+    let result = live(&mut terminal, &args.server, token, first, interval);
+    ratatui::restore();
+    result
+}
+
+/// The live view: a frame per interval until a quit key.
+fn live(
+    terminal: &mut ratatui::DefaultTerminal,
+    server: &str,
+    token: &str,
+    mut previous: scrape::Samples,
+    interval: Duration,
+) -> anyhow::Result<()> {
+    let mut lines = vec![format!("quire top: {server}, first frame in {interval:?}")];
+    loop {
+        let text = lines.join("\n");
+        terminal.draw(|f| {
+            let block = Block::bordered().title(" quire top · q quits ");
+            f.render_widget(Paragraph::new(text.as_str()).block(block), f.area());
+        })?;
+        if quit_within(interval)? {
+            return Ok(());
+        }
+        lines = match scrape::scrape(server, token) {
+            Ok(now) => {
+                let l = frame::frame(&previous, &now).lines(server);
+                previous = now;
+                l
+            }
+            // The server may be restarting: say so, and keep trying.
+            Err(e) => vec![format!("quire top: {server}: {e:#}")],
+        };
+    }
+}
+
+/// Waits `interval` for a quit key (`q`, Esc, Ctrl-C); true if one came.
+fn quit_within(interval: Duration) -> anyhow::Result<bool> {
+    let deadline = Instant::now() + interval;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        if !event::poll(left)? {
+            break;
+        }
+        if let Event::Key(k) = event::read()? {
+            let ctrl_c =
+                k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c');
+            if k.kind == KeyEventKind::Press
+                && (k.code == KeyCode::Char('q') || k.code == KeyCode::Esc || ctrl_c)
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
