@@ -156,24 +156,56 @@ struct Others {
     attachments: HashMap<String, (String, u64)>,
     bases: HashMap<String, Arc<BaseFile>>,
     canvases: HashMap<String, Arc<CanvasFile>>,
+    /// Bytes of `.base` and `.canvas` files counted so far.
+    data_bytes: u64,
 }
+
+/// Bytes of `.base` and `.canvas` files one vault reads, in all: past it, the rest
+/// are not read (their embeds say why), so a vault of many large ones cannot fill
+/// memory.
+pub const DATA_FILES_BYTES_MAX: u64 = 64 << 20;
 
 impl Others {
     fn add(&mut self, root: &Path, rel: String, previous: Option<&Vault>) {
-        let stamp = file_stamp(&root.join(&rel));
+        let path = root.join(&rel);
+        let stamp = file_stamp(&path);
         let name = base_files::name_of(&rel);
-        if base_files::is_base(&rel) {
-            let kept = previous.map(|p| &p.bases);
-            self.bases
-                .entry(name)
-                .or_insert_with(|| base_files::load(root, &rel, stamp, kept));
-        } else if canvas::is_canvas(&rel) {
-            let kept = previous.map(|p| &p.canvases);
-            self.canvases
-                .entry(name)
-                .or_insert_with(|| canvas::load(root, &rel, stamp, kept));
-        } else {
+        let is_base = base_files::is_base(&rel);
+        if !is_base && !canvas::is_canvas(&rel) {
             self.attachments.entry(name).or_insert((rel, stamp));
+            return;
+        }
+        // A file past its own bound is not read: it counts for nothing.
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let bound = if is_base {
+            base_files::BASE_FILE_BYTES_MAX
+        } else {
+            canvas::CANVAS_FILE_BYTES_MAX
+        };
+        self.data_bytes += if len > bound { 0 } else { len };
+        let over = self.data_bytes > DATA_FILES_BYTES_MAX;
+        let what = "bytes of .base and .canvas files in the vault";
+        let max = DATA_FILES_BYTES_MAX as usize;
+        if is_base {
+            let kept = previous.map(|p| &p.bases);
+            self.bases.entry(name).or_insert_with(|| match over {
+                false => base_files::load(root, &rel, stamp, kept),
+                true => Arc::new(BaseFile {
+                    path: rel.clone(),
+                    stamp,
+                    base: Err(crate::bases::BaseError::Limit { what, max }),
+                }),
+            });
+        } else {
+            let kept = previous.map(|p| &p.canvases);
+            self.canvases.entry(name).or_insert_with(|| match over {
+                false => canvas::load(root, &rel, stamp, kept),
+                true => Arc::new(CanvasFile {
+                    path: rel.clone(),
+                    stamp,
+                    canvas: Err(canvas::CanvasError::Limit { what, max }),
+                }),
+            });
         }
     }
 }

@@ -270,3 +270,32 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod bound_tests {
+    use crate::vault::{Vault, DATA_FILES_BYTES_MAX};
+
+    /// A vault of many large canvases: past the vault's bound for such files, the
+    /// rest are not read, and say why.
+    #[test]
+    fn a_vault_reads_a_bounded_sum_of_canvas_and_base_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = crate::canvas::CANVAS_FILE_BYTES_MAX as usize - 64;
+        let padded = format!("{{\"nodes\":[]{}}}", " ".repeat(size - 13));
+        let files = DATA_FILES_BYTES_MAX as usize / size + 2;
+        for k in 0..files {
+            std::fs::write(dir.path().join(format!("C{k:03}.canvas")), &padded).unwrap();
+        }
+        let v = Vault::load(dir.path()).unwrap();
+        let refused = (0..files)
+            .filter(|k| {
+                let c = v.canvas_file(&format!("C{k:03}.canvas")).unwrap();
+                matches!(&c.canvas, Err(e) if e.to_string().contains(".canvas files in the vault"))
+            })
+            .count();
+        assert!(
+            refused >= 1 && refused < files,
+            "{refused} of {files} refused"
+        );
+    }
+}
