@@ -73,3 +73,40 @@ async fn every_request_is_timed_once_and_a_miss_includes_its_origin() {
         "{text}"
     );
 }
+
+/// `GET /_quire/top`: the URLs missing most and the hottest, from real requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_top_urls_name_the_missing_and_the_hot() {
+    let o = Origin::start().await;
+    o.route(
+        "/hot",
+        Route::ok("hot page", &[("cache-control", "max-age=600")]),
+    );
+    o.fallback(Route::ok("not cached", &[("cache-control", "no-store")]));
+    let q = Quire::start(&o, |_| {}).await;
+    let ask = |p: &str| format!("GET {p} HTTP/1.1\r\nHost: {}\r\n\r\n", q.addr);
+    exchange(q.addr, ask("/hot"), 1).await;
+    settle(&q).await;
+    // 64 hits on one connection (the fast path, one worker: 4 samples of 16).
+    assert_eq!(exchange(q.addr, ask("/hot").repeat(64), 64).await.len(), 64);
+    for _ in 0..3 {
+        exchange(q.addr, ask("/cold?x=1"), 1).await;
+    }
+    let auth = format!("Bearer {TOKEN}");
+    let got = send(
+        &q,
+        "GET",
+        "/_quire/top?n=5",
+        &[("authorization", &auth)],
+        b"",
+    )
+    .await;
+    assert_eq!(got.status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(v["missing"][0]["url"], "/cold?x=1", "{v}");
+    assert_eq!(v["missing"][0]["count"], 3, "{v}");
+    assert_eq!(v["hot"][0]["url"], "/hot", "{v}");
+    assert_eq!(v["hot"][0]["count"], 64, "{v}");
+    let anonymous = send(&q, "GET", "/_quire/top", &[], b"").await;
+    assert_eq!(anonymous.status, 401, "the admin token is required");
+}

@@ -90,6 +90,12 @@ fn top_once_prints_what_the_server_did_in_the_interval() {
         .unwrap_or_else(|| panic!("a request rate in {text}"));
     assert!(rps > 0.0, "{text}");
     assert!(text.contains("hits    p50"), "hits were timed: {text}");
+    assert!(text.contains("hottest (estimated, lately)"), "{text}");
+    assert!(
+        text.lines().any(|l| l.trim_start().split("  ").nth(1) == Some("/")),
+        "the home page among the hottest: {text}"
+    );
+    println!("{text}");
     // A wrong token is refused with a clear error.
     let bad = Command::new(QUIRE)
         .args(["top", "--once", "--server"])

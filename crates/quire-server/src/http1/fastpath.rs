@@ -279,6 +279,9 @@ async fn serve(
         };
         ctx.metrics.record_request(outcome, status, bytes);
         ctx.metrics.record_duration(outcome, took);
+        if outcome == Outcome::Hit {
+            ctx.metrics.record_hot(asker.target());
+        }
         if let Some(log) = log {
             log_answer(&log, ctx, &asker, peer, (outcome, status, bytes), start);
         }

@@ -322,6 +322,7 @@ impl Prefilled {
 pub struct Metrics {
     stripes: [Stripe; STRIPES],
     latency: latency::Latency,
+    top: top_urls::TopUrls,
     origin: Histogram,
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
@@ -356,6 +357,7 @@ impl Metrics {
         Metrics {
             stripes: Default::default(),
             latency: latency::Latency::default(),
+            top: top_urls::TopUrls::default(),
             origin: Histogram::default(),
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
@@ -398,6 +400,22 @@ impl Metrics {
     /// head ready (`quire_request_duration_seconds`, see `latency`).
     pub fn record_duration(&self, outcome: Outcome, took: Duration) {
         self.latency.observe(stripe_index(), outcome.index(), took);
+    }
+
+    /// A hit on `url` (path and query), for the hottest URLs (sampled, never waits:
+    /// see `top_urls`).
+    pub fn record_hot(&self, url: &str) {
+        self.top.hit(url);
+    }
+
+    /// A miss on `url`, for the URLs missing most (never waits).
+    pub fn record_missing(&self, url: &str) {
+        self.top.miss(url);
+    }
+
+    /// The `n` URLs missing most and the `n` hottest, lately, with estimated counts.
+    pub fn top_urls(&self, n: usize) -> (top_urls::Counted, top_urls::Counted) {
+        self.top.top(n)
     }
 
     /// One origin exchange: time to response head, and whether it failed (connect
@@ -616,5 +634,6 @@ mod latency;
 mod render;
 #[cfg(test)]
 mod tests;
+pub mod top_urls;
 
 pub use render::{write_fill_path, FillPath};

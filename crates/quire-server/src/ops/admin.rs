@@ -65,7 +65,8 @@ pub async fn handle(
         }
         (Method::POST, "/_quire/purge") => crate::ops::purge_api::post(ctx, req).await,
         (Method::GET, "/_quire/explain") => explain(ctx, req.uri().query().unwrap_or("")),
-        (_, "/_quire/metrics" | "/_quire/purge" | "/_quire/explain") => {
+        (Method::GET, "/_quire/top") => top_urls(ctx, req.uri().query().unwrap_or("")),
+        (_, "/_quire/metrics" | "/_quire/purge" | "/_quire/explain" | "/_quire/top") => {
             error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
         }
         _ => error(StatusCode::NOT_FOUND, "no such admin endpoint"),
@@ -121,6 +122,31 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
         },
     );
     ctx.compress.write_metrics(out);
+}
+
+/// `GET /_quire/top?n=N`: the URLs missing most and the hottest, lately (at most
+/// N of each, 10 by default, 64 at most; see `metrics::top_urls`).
+fn top_urls(ctx: &Ctx, query: &str) -> Response<Body> {
+    use crate::metrics::top_urls::{ENTRIES, HALF_LIFE, HIT_SAMPLE};
+    let n = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("n="))
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(10)
+        .min(ENTRIES);
+    let (missing, hot) = ctx.metrics.top_urls(n);
+    let list = |v: Vec<(String, u64)>| {
+        v.into_iter()
+            .map(|(url, count)| serde_json::json!({ "url": url, "count": count }))
+            .collect::<Vec<_>>()
+    };
+    let body = serde_json::json!({
+        "missing": list(missing),
+        "hot": list(hot),
+        "hit_sample": HIT_SAMPLE,
+        "half_life_seconds": HALF_LIFE.as_secs(),
+    });
+    json(StatusCode::OK, &body)
 }
 
 /// `GET /_quire/explain?url=...`: what the cache holds for a URL and why.

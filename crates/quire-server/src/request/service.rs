@@ -71,6 +71,14 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
     let started = std::time::Instant::now();
     let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
     ctx.metrics.record_duration(outcome, started.elapsed());
+    if let Some(uri) = &target {
+        let url = uri.path_and_query().map_or("/", |p| p.as_str());
+        match outcome {
+            Outcome::Hit => ctx.metrics.record_hot(url),
+            Outcome::Miss => ctx.metrics.record_missing(url),
+            _ => {}
+        }
+    }
     if let Some(p) = peer_position.filter(|_| !crate::request::peer::joined_an_earlier_fill(&resp))
     {
         resp.headers_mut()

@@ -6,7 +6,7 @@
 //! the scrapes, interpolated inside a bucket as Prometheus' `histogram_quantile`
 //! does: a figure within the bucket's bounds, not an exact order statistic.
 
-use super::scrape::Samples;
+use super::scrape::{Counted, Samples};
 
 /// Outcomes shown, in order, as the server labels them.
 const OUTCOMES: [&str; 6] = ["hit", "stale", "revalidated", "miss", "bypass", "error"];
@@ -35,6 +35,9 @@ pub(crate) struct Frame {
     pub(crate) store_entries: f64,
     pub(crate) store_used: f64,
     pub(crate) store_capacity: f64,
+    /// The URLs missing most and the hottest, lately (estimates, from the server).
+    pub(crate) missing: Counted,
+    pub(crate) hot: Counted,
 }
 
 /// How much `series` grew from `a` to `b` (0 if missing; a counter reset counts as 0).
@@ -86,6 +89,8 @@ pub(crate) fn frame(a: &Samples, b: &Samples) -> Frame {
         store_entries: b.get("quire_store_entries").unwrap_or(0.0),
         store_used: b.get("quire_store_bytes_used").unwrap_or(0.0),
         store_capacity: b.get("quire_store_capacity_bytes").unwrap_or(0.0),
+        missing: Vec::new(),
+        hot: Vec::new(),
     }
 }
 
@@ -209,7 +214,16 @@ impl Frame {
                 bytes(self.store_capacity)
             ),
         ];
-        out.shrink_to_fit();
+        for (title, list) in [("missing most", &self.missing), ("hottest", &self.hot)] {
+            if list.is_empty() {
+                continue;
+            }
+            out.push(String::new());
+            out.push(format!("{title} (estimated, lately)"));
+            for (url, n) in list {
+                out.push(format!("{n:>9}  {url}"));
+            }
+        }
         out
     }
 }

@@ -1,7 +1,8 @@
 //! `quire top`: a live view of a running quire, from its admin API's metrics (token
 //! as for `quire purge`): requests per second by what the cache did, the hit ratio,
 //! hit and miss latency quantiles, fills, renders, compression, origin errors,
-//! rate-limited clients and the store, refreshed every interval. `--once` prints one
+//! rate-limited clients, the store, and the URLs missing most and the hottest,
+//! refreshed every interval. `--once` prints one
 //! plain-text frame (two scrapes an interval apart) for scripts; otherwise the view
 //! is drawn with ratatui until `q`, Esc or Ctrl-C.
 //!
@@ -29,7 +30,7 @@ pub(crate) fn run(args: &TopArgs) -> anyhow::Result<()> {
     if args.once {
         std::thread::sleep(interval);
         let now = scrape::scrape(&args.server, token)?;
-        for line in frame::frame(&first, &now).lines(&args.server) {
+        for line in framed(&args.server, token, &first, &now).lines(&args.server) {
             println!("{line}");
         }
         return Ok(());
@@ -60,7 +61,7 @@ fn live(
         }
         lines = match scrape::scrape(server, token) {
             Ok(now) => {
-                let l = frame::frame(&previous, &now).lines(server);
+                let l = framed(server, token, &previous, &now).lines(server);
                 previous = now;
                 l
             }
@@ -68,6 +69,19 @@ fn live(
             Err(e) => vec![format!("quire top: {server}: {e:#}")],
         };
     }
+}
+
+/// URLs shown of each kind.
+const URLS_SHOWN: usize = 5;
+
+/// The frame from `a` to `b`, with the top URLs when the server has them (an older
+/// server answers 404: the frame is shown without them).
+fn framed(server: &str, token: &str, a: &scrape::Samples, b: &scrape::Samples) -> frame::Frame {
+    let mut f = frame::frame(a, b);
+    if let Ok((missing, hot)) = scrape::top_urls(server, token, URLS_SHOWN) {
+        (f.missing, f.hot) = (missing, hot);
+    }
+    f
 }
 
 /// Waits `interval` for a quit key (`q`, Esc, Ctrl-C); true if one came.

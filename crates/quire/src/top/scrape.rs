@@ -73,6 +73,33 @@ pub(crate) fn parse(text: &str) -> Samples {
 
 /// Fetches and parses `server`'s metrics with `token`.
 pub(crate) fn scrape(server: &str, token: &str) -> anyhow::Result<Samples> {
+    let body = get(server, token, "/_quire/metrics")?;
+    let mut samples = parse(&body);
+    samples.at = Some(Instant::now());
+    Ok(samples)
+}
+
+/// URLs with their estimated counts, most first.
+pub(crate) type Counted = Vec<(String, u64)>;
+
+/// The URLs missing most and the hottest, lately (`GET /_quire/top`), `n` of each.
+pub(crate) fn top_urls(server: &str, token: &str, n: usize) -> anyhow::Result<(Counted, Counted)> {
+    let body = get(server, token, &format!("/_quire/top?n={n}"))?;
+    let v: serde_json::Value = serde_json::from_str(&body).context("the top URLs' JSON")?;
+    let list = |k: &str| -> Counted {
+        v[k].as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| Some((e["url"].as_str()?.to_owned(), e["count"].as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok((list("missing"), list("hot")))
+}
+
+/// The body of `GET path` on `server` with `token`, or why not.
+fn get(server: &str, token: &str, path: &str) -> anyhow::Result<String> {
     let authority = server
         .strip_prefix("http://")
         .context("--server must be http://host:port")?
@@ -82,24 +109,21 @@ pub(crate) fn scrape(server: &str, token: &str) -> anyhow::Result<Samples> {
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         s,
-        "GET /_quire/metrics HTTP/1.0\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        "GET {path} HTTP/1.0\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\r\n"
     )?;
     let mut raw = Vec::new();
     s.take(BYTES_MAX)
         .read_to_end(&mut raw)
-        .context("reading the metrics")?;
+        .context("reading the answer")?;
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head.split_whitespace().nth(1).unwrap_or("?");
     match status {
-        "200" => {}
+        "200" => Ok(body.to_owned()),
         "401" => bail!("the admin token was refused (HTTP 401)"),
         "403" => bail!("the admin API is off: set admin_token in the server's config (HTTP 403)"),
-        s => bail!("GET /_quire/metrics: HTTP {s}"),
+        s => bail!("GET {path}: HTTP {s}"),
     }
-    let mut samples = parse(body);
-    samples.at = Some(Instant::now());
-    Ok(samples)
 }
 
 #[cfg(test)]
