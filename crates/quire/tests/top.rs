@@ -92,7 +92,8 @@ fn top_once_prints_what_the_server_did_in_the_interval() {
     assert!(text.contains("hits    p50"), "hits were timed: {text}");
     assert!(text.contains("hottest (estimated, lately)"), "{text}");
     assert!(
-        text.lines().any(|l| l.trim_start().split("  ").nth(1) == Some("/")),
+        text.lines()
+            .any(|l| l.trim_start().split("  ").nth(1) == Some("/")),
         "the home page among the hottest: {text}"
     );
     println!("{text}");
