@@ -233,9 +233,11 @@ mod tests {
     use super::super::scrape::parse;
     use super::*;
 
+    /// `text` as scraped `secs` after one fixed instant.
     fn at(text: &str, secs: u64) -> Samples {
+        static T0: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let t0 = *T0.get_or_init(std::time::Instant::now);
         let mut s = parse(text);
-        let t0 = std::time::Instant::now();
         s.at = Some(t0 + std::time::Duration::from_secs(secs));
         s
     }
