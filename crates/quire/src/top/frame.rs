@@ -35,9 +35,59 @@ pub(crate) struct Frame {
     pub(crate) store_entries: f64,
     pub(crate) store_used: f64,
     pub(crate) store_capacity: f64,
+    /// Each origin: its URL, whether it is taken for requests (with `[[origins]]`),
+    /// and its answered and failed (error, timeout) requests per second.
+    pub(crate) origins: Vec<OriginRow>,
     /// The URLs missing most and the hottest, lately (estimates, from the server).
     pub(crate) missing: Counted,
     pub(crate) hot: Counted,
+}
+
+/// One origin's line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct OriginRow {
+    pub(crate) url: String,
+    pub(crate) up: Option<bool>,
+    pub(crate) ok_per_s: f64,
+    pub(crate) failed_per_s: f64,
+}
+
+/// Each origin of `quire_origin_requests_total{origin=…,result=…}`, in URL order.
+fn origins(a: &Samples, b: &Samples, seconds: f64) -> Vec<OriginRow> {
+    const NAME: &str = "quire_origin_requests_total";
+    let mut rows: Vec<OriginRow> = Vec::new();
+    for (labels, v) in b.family(NAME) {
+        let Some((origin, result)) = labels
+            .strip_prefix("origin=\"")
+            .and_then(|l| l.split_once("\",result=\""))
+        else {
+            continue;
+        };
+        let result = result.trim_end_matches('"');
+        let grown = (v - a.get(&format!("{NAME}{{{labels}}}")).unwrap_or(0.0)).max(0.0) / seconds;
+        let i = match rows.iter().position(|r| r.url == origin) {
+            Some(i) => i,
+            None => {
+                let up = b
+                    .get(&format!("quire_origin_up{{origin=\"{origin}\"}}"))
+                    .map(|u| u > 0.0);
+                rows.push(OriginRow {
+                    url: origin.to_owned(),
+                    up,
+                    ok_per_s: 0.0,
+                    failed_per_s: 0.0,
+                });
+                rows.len() - 1
+            }
+        };
+        match result {
+            "ok" => rows[i].ok_per_s += grown,
+            "error" | "timeout" => rows[i].failed_per_s += grown,
+            _ => {}
+        }
+    }
+    rows.sort_by(|x, y| x.url.cmp(&y.url));
+    rows
 }
 
 /// How much `series` grew from `a` to `b` (0 if missing; a counter reset counts as 0).
@@ -89,6 +139,7 @@ pub(crate) fn frame(a: &Samples, b: &Samples) -> Frame {
         store_entries: b.get("quire_store_entries").unwrap_or(0.0),
         store_used: b.get("quire_store_bytes_used").unwrap_or(0.0),
         store_capacity: b.get("quire_store_capacity_bytes").unwrap_or(0.0),
+        origins: origins(a, b, seconds),
         missing: Vec::new(),
         hot: Vec::new(),
     }
@@ -214,6 +265,20 @@ impl Frame {
                 bytes(self.store_capacity)
             ),
         ];
+        if !self.origins.is_empty() {
+            out.push(String::new());
+        }
+        for o in &self.origins {
+            let state = match o.up {
+                Some(true) => "up   ",
+                Some(false) => "DOWN ",
+                None => "",
+            };
+            out.push(format!(
+                "origin {state}{}   {:.0}/s answered   {:.1}/s failed",
+                o.url, o.ok_per_s, o.failed_per_s
+            ));
+        }
         for (title, list) in [("missing most", &self.missing), ("hottest", &self.hot)] {
             if list.is_empty() {
                 continue;
@@ -267,5 +332,35 @@ mod tests {
         let text = f.lines("http://x").join("\n");
         assert!(text.contains("requests        500/s"), "{text}");
         assert!(text.contains("misses  (none in this interval)"), "{text}");
+    }
+
+    #[test]
+    fn each_origin_has_its_line_with_its_health() {
+        let r = "quire_origin_requests_total{origin=";
+        let a = at(
+            &format!(
+                "{r}\"http://a:1/\",result=\"ok\"}} 10\n{r}\"http://a:1/\",result=\"error\"}} 0\n"
+            ),
+            0,
+        );
+        let b = at(
+            &format!("{r}\"http://a:1/\",result=\"ok\"}} 30\n{r}\"http://a:1/\",result=\"error\"}} 4\n{r}\"http://a:1/\",result=\"timeout\"}} 2\nquire_origin_up{{origin=\"http://a:1/\"}} 0\n"),
+            2,
+        );
+        let f = frame(&a, &b);
+        assert_eq!(
+            f.origins,
+            vec![OriginRow {
+                url: "http://a:1/".into(),
+                up: Some(false),
+                ok_per_s: 10.0,
+                failed_per_s: 3.0
+            }]
+        );
+        let text = f.lines("http://x").join("\n");
+        assert!(
+            text.contains("origin DOWN http://a:1/   10/s answered   3.0/s failed"),
+            "{text}"
+        );
     }
 }
