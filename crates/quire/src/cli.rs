@@ -160,9 +160,10 @@ pub(crate) enum ConfigCommand {
     },
 }
 
-/// Arguments of `quire top`.
+/// Where a running quire's admin API is, and its token: `quire purge` and
+/// `quire top`.
 #[derive(Debug, Clone, Args)]
-pub(crate) struct TopArgs {
+pub(crate) struct AdminArgs {
     /// The quire server, http://host:port.
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
     pub server: String,
@@ -174,6 +175,30 @@ pub(crate) struct TopArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+}
+
+impl AdminArgs {
+    /// The token, or why there is none.
+    pub(crate) fn token(&self) -> anyhow::Result<&str> {
+        self.token
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("no admin token: give --token or set QUIRE_ADMIN_TOKEN"))
+    }
+
+    /// `host:port` of `--server`, which must be `http://host:port`.
+    pub(crate) fn authority(&self) -> anyhow::Result<&str> {
+        self.server
+            .strip_prefix("http://")
+            .map(|a| a.trim_end_matches('/'))
+            .ok_or_else(|| anyhow::anyhow!("--server must be http://host:port"))
+    }
+}
+
+/// Arguments of `quire top`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct TopArgs {
+    #[command(flatten)]
+    pub admin: AdminArgs,
     /// Seconds between frames (0.2 to 60).
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
@@ -185,17 +210,8 @@ pub(crate) struct TopArgs {
 /// Arguments of `quire purge`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct PurgeArgs {
-    /// The quire server, http://host:port.
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080")]
-    pub server: String,
-    /// Admin token (default: $QUIRE_ADMIN_TOKEN).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "QUIRE_ADMIN_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub admin: AdminArgs,
     /// Mark stale instead of removing: the next request revalidates once.
     #[arg(long)]
     pub soft: bool,

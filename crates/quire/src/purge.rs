@@ -15,14 +15,8 @@ pub(crate) fn run(args: &PurgeArgs) -> anyhow::Result<()> {
     if args.urls.is_empty() && args.prefixes.is_empty() && args.tags.is_empty() {
         bail!("nothing to purge: give --url, --prefix or --tag");
     }
-    let Some(token) = args.token.as_deref() else {
-        bail!("no admin token: give --token or set QUIRE_ADMIN_TOKEN");
-    };
-    let authority = args
-        .server
-        .strip_prefix("http://")
-        .context("--server must be http://host:port")?
-        .trim_end_matches('/');
+    let token = args.admin.token()?;
+    let authority = args.admin.authority()?;
     let mut body = serde_json::json!({
         "urls": args.urls,
         "prefixes": args.prefixes,

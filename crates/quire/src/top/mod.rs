@@ -14,7 +14,6 @@ mod scrape;
 
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::widgets::{Block, Paragraph};
 
@@ -22,21 +21,21 @@ use crate::cli::TopArgs;
 
 /// Runs `quire top`.
 pub(crate) fn run(args: &TopArgs) -> anyhow::Result<()> {
-    let Some(token) = args.token.as_deref() else {
-        bail!("no admin token: give --token or set QUIRE_ADMIN_TOKEN");
-    };
+    let token = args.admin.token()?;
+    let authority = args.admin.authority()?;
+    let server = &args.admin.server;
     let interval = Duration::from_secs_f64(args.interval.clamp(0.2, 60.0));
-    let first = scrape::scrape(&args.server, token)?;
+    let first = scrape::scrape(authority, token)?;
     if args.once {
         std::thread::sleep(interval);
-        let now = scrape::scrape(&args.server, token)?;
-        for line in framed(&args.server, token, &first, &now).lines(&args.server) {
+        let now = scrape::scrape(authority, token)?;
+        for line in framed(authority, token, &first, &now).lines(server) {
             println!("{line}");
         }
         return Ok(());
     }
     let mut terminal = ratatui::init();
-    let result = live(&mut terminal, &args.server, token, first, interval);
+    let result = live(&mut terminal, (authority, server), token, first, interval);
     ratatui::restore();
     result
 }
@@ -44,7 +43,7 @@ pub(crate) fn run(args: &TopArgs) -> anyhow::Result<()> {
 /// The live view: a frame per interval until a quit key.
 fn live(
     terminal: &mut ratatui::DefaultTerminal,
-    server: &str,
+    (authority, server): (&str, &str),
     token: &str,
     mut previous: scrape::Samples,
     interval: Duration,
@@ -59,9 +58,9 @@ fn live(
         if quit_within(interval)? {
             return Ok(());
         }
-        lines = match scrape::scrape(server, token) {
+        lines = match scrape::scrape(authority, token) {
             Ok(now) => {
-                let l = framed(server, token, &previous, &now).lines(server);
+                let l = framed(authority, token, &previous, &now).lines(server);
                 previous = now;
                 l
             }
@@ -74,11 +73,11 @@ fn live(
 /// URLs shown of each kind.
 const URLS_SHOWN: usize = 5;
 
-/// The frame from `a` to `b`, with the top URLs when the server has them (an older
-/// server answers 404: the frame is shown without them).
-fn framed(server: &str, token: &str, a: &scrape::Samples, b: &scrape::Samples) -> frame::Frame {
+/// The frame from `a` to `b`, with the top URLs when the server at `authority` has
+/// them (an older server answers 404: the frame is shown without them).
+fn framed(authority: &str, token: &str, a: &scrape::Samples, b: &scrape::Samples) -> frame::Frame {
     let mut f = frame::frame(a, b);
-    if let Ok((missing, hot)) = scrape::top_urls(server, token, URLS_SHOWN) {
+    if let Ok((missing, hot)) = scrape::top_urls(authority, token, URLS_SHOWN) {
         (f.missing, f.hot) = (missing, hot);
     }
     f

@@ -71,9 +71,9 @@ pub(crate) fn parse(text: &str) -> Samples {
     Samples { at: None, values }
 }
 
-/// Fetches and parses `server`'s metrics with `token`.
-pub(crate) fn scrape(server: &str, token: &str) -> anyhow::Result<Samples> {
-    let body = get(server, token, "/_quire/metrics")?;
+/// Fetches and parses the metrics of the quire at `authority` (`host:port`).
+pub(crate) fn scrape(authority: &str, token: &str) -> anyhow::Result<Samples> {
+    let body = get(authority, token, "/_quire/metrics")?;
     let mut samples = parse(&body);
     samples.at = Some(Instant::now());
     Ok(samples)
@@ -83,8 +83,12 @@ pub(crate) fn scrape(server: &str, token: &str) -> anyhow::Result<Samples> {
 pub(crate) type Counted = Vec<(String, u64)>;
 
 /// The URLs missing most and the hottest, lately (`GET /_quire/top`), `n` of each.
-pub(crate) fn top_urls(server: &str, token: &str, n: usize) -> anyhow::Result<(Counted, Counted)> {
-    let body = get(server, token, &format!("/_quire/top?n={n}"))?;
+pub(crate) fn top_urls(
+    authority: &str,
+    token: &str,
+    n: usize,
+) -> anyhow::Result<(Counted, Counted)> {
+    let body = get(authority, token, &format!("/_quire/top?n={n}"))?;
     let v: serde_json::Value = serde_json::from_str(&body).context("the top URLs' JSON")?;
     let list = |k: &str| -> Counted {
         v[k].as_array()
@@ -98,12 +102,8 @@ pub(crate) fn top_urls(server: &str, token: &str, n: usize) -> anyhow::Result<(C
     Ok((list("missing"), list("hot")))
 }
 
-/// The body of `GET path` on `server` with `token`, or why not.
-fn get(server: &str, token: &str, path: &str) -> anyhow::Result<String> {
-    let authority = server
-        .strip_prefix("http://")
-        .context("--server must be http://host:port")?
-        .trim_end_matches('/');
+/// The body of `GET path` on `authority` with `token`, or why not.
+fn get(authority: &str, token: &str, path: &str) -> anyhow::Result<String> {
     let mut s =
         TcpStream::connect(authority).with_context(|| format!("connecting to {authority}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
