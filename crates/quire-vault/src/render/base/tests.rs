@@ -318,3 +318,53 @@ fn a_base_that_reads_the_clock_says_so_and_a_reload_moves_it() {
         "and moves no base that reads no clock"
     );
 }
+
+#[test]
+fn a_base_block_past_its_bound_says_why_and_is_not_read() {
+    let yaml = format!(
+        "# {}\nviews:\n  - type: list\n    name: L\n",
+        "x".repeat(crate::render::base::INLINE_BYTES_MAX)
+    );
+    let (_d, v) = vault(&[
+        (
+            "Home.md",
+            &format!("---\nfree: true\n---\n```base\n{yaml}```\n"),
+        ),
+        ("Dune.md", &note(true, "done", "")),
+    ]);
+    let html = render(&v, v.resolve("home").unwrap(), Visibility::Public).html;
+    assert!(
+        html.contains("This base cannot be shown: bytes in a base block: more than 65536."),
+        "{}",
+        &html[..html.len().min(2000)]
+    );
+}
+
+#[test]
+fn the_memo_keeps_runs_only_within_its_bound() {
+    use crate::base_files::{BaseMemo, BaseRef, Drawn, Source};
+    let memo = BaseMemo::default();
+    let run = |k: &str, bytes: usize| {
+        let key = (
+            BaseRef {
+                source: Source::File(k.into()),
+                view: None,
+            },
+            Visibility::Public,
+        );
+        let d = std::sync::Arc::new(Drawn {
+            html: "x".repeat(bytes),
+            digest: 1,
+        });
+        (key, d)
+    };
+    let (a, da) = run("a", 600);
+    let (b, db) = run("b", 600);
+    memo.keep(a.clone(), &da, 1000);
+    memo.keep(b.clone(), &db, 1000);
+    assert!(memo.get(&a).is_some(), "the first fits");
+    assert!(
+        memo.get(&b).is_none(),
+        "the second would pass the bound: not kept"
+    );
+}
