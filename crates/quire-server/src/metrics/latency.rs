@@ -12,6 +12,9 @@
 //! - **Bounds from 25 µs**: a hit is tens of microseconds, a miss milliseconds to
 //!   seconds, so the buckets run 25 µs to 10 s in 1–2.5–5 steps; past 10 s is `+Inf`.
 //! - The sum is kept in nanoseconds (a `u64` holds 584 years of them).
+//! - [`Buckets`] and [`write_series`] also make the origin's histogram
+//!   (`quire_origin_request_duration_seconds`, one unstriped [`Buckets`]): one
+//!   histogram type, one set of bounds, in the server.
 
 //!
 //! A leaf: outcomes come in as their index and label (`metrics` owns `Outcome`), and
@@ -49,12 +52,62 @@ const STRIPES: usize = 16;
 /// Outcomes kept apart: `metrics::Outcome::ALL.len()` (asserted there).
 pub(super) const OUTCOMES: usize = 8;
 
-/// One outcome's histogram in one stripe: per-bucket (not cumulative) counts, the
-/// last slot the overflow past the largest bound, and the sum.
+/// One histogram (an outcome's in one stripe, or the origin's): per-bucket (not
+/// cumulative) counts, the last slot the overflow past the largest bound, and the
+/// sum in nanoseconds.
 #[derive(Debug, Default)]
-struct Buckets {
+pub(super) struct Buckets {
     counts: [AtomicU64; BOUNDS.len() + 1],
     sum_nanos: AtomicU64,
+}
+
+impl Buckets {
+    /// One observation of `took`.
+    pub(super) fn observe(&self, took: Duration) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let slot = BOUNDS
+            .iter()
+            .position(|&(bound, _)| nanos <= bound)
+            .unwrap_or(BOUNDS.len());
+        if let Some(c) = self.counts.get(slot) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Adds this histogram's counts and sum into `counts` and `sum`.
+    pub(super) fn add_to(&self, counts: &mut [u64; BOUNDS.len() + 1], sum: &mut u64) {
+        for (total, c) in counts.iter_mut().zip(&self.counts) {
+            *total = total.wrapping_add(c.load(Ordering::Relaxed));
+        }
+        *sum = sum.wrapping_add(self.sum_nanos.load(Ordering::Relaxed));
+    }
+}
+
+/// One histogram's series in the Prometheus text format: `labels` (`cache="hit",`,
+/// or empty) go before `le` and make the `_sum` and `_count` labels.
+pub(super) fn write_series(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    counts: &[u64; BOUNDS.len() + 1],
+    sum_nanos: u64,
+) -> fmt::Result {
+    let mut cumulative = 0u64;
+    for ((_, le), n) in BOUNDS.iter().zip(counts) {
+        cumulative = cumulative.wrapping_add(*n);
+        writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {cumulative}")?;
+    }
+    let total = counts.iter().fold(0u64, |a, n| a.wrapping_add(*n));
+    writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {total}")?;
+    let own = labels.trim_end_matches(',');
+    let own = if own.is_empty() {
+        String::new()
+    } else {
+        format!("{{{own}}}")
+    };
+    writeln!(out, "{name}_sum{own} {}", sum_nanos as f64 / 1e9)?;
+    writeln!(out, "{name}_count{own} {total}")
 }
 
 /// The request duration histograms (see the module doc).
@@ -75,18 +128,9 @@ impl Latency {
     /// One request of outcome `outcome` (its index) answered in `took`, counted in
     /// stripe `stripe`.
     pub(super) fn observe(&self, stripe: usize, outcome: usize, took: Duration) {
-        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        let slot = BOUNDS
-            .iter()
-            .position(|&(bound, _)| nanos <= bound)
-            .unwrap_or(BOUNDS.len());
-        let Some(b) = self.stripes[stripe % STRIPES].get(outcome) else {
-            return;
-        };
-        if let Some(c) = b.counts.get(slot) {
-            c.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = self.stripes[stripe % STRIPES].get(outcome) {
+            b.observe(took);
         }
-        b.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     /// The counts of `outcome` per bucket (not cumulative, overflow last) and the
@@ -95,13 +139,9 @@ impl Latency {
         let mut counts = [0u64; BOUNDS.len() + 1];
         let mut sum = 0u64;
         for stripe in self.stripes.iter() {
-            let Some(b) = stripe.get(outcome) else {
-                continue;
-            };
-            for (total, c) in counts.iter_mut().zip(&b.counts) {
-                *total = total.wrapping_add(c.load(Ordering::Relaxed));
+            if let Some(b) = stripe.get(outcome) {
+                b.add_to(&mut counts, &mut sum);
             }
-            sum = sum.wrapping_add(b.sum_nanos.load(Ordering::Relaxed));
         }
         (counts, sum)
     }
@@ -117,21 +157,7 @@ impl Latency {
         writeln!(out, "# TYPE {NAME} histogram")?;
         for (o, label) in labels.iter().enumerate() {
             let (counts, sum) = self.totals(o);
-            let mut cumulative = 0u64;
-            for ((_, le), n) in BOUNDS.iter().zip(&counts) {
-                cumulative = cumulative.wrapping_add(*n);
-                writeln!(
-                    out,
-                    "{NAME}_bucket{{cache=\"{label}\",le=\"{le}\"}} {cumulative}"
-                )?;
-            }
-            let total = counts.iter().fold(0u64, |a, n| a.wrapping_add(*n));
-            writeln!(
-                out,
-                "{NAME}_bucket{{cache=\"{label}\",le=\"+Inf\"}} {total}"
-            )?;
-            writeln!(out, "{NAME}_sum{{cache=\"{label}\"}} {}", sum as f64 / 1e9)?;
-            writeln!(out, "{NAME}_count{{cache=\"{label}\"}} {total}")?;
+            write_series(out, NAME, &format!("cache=\"{label}\","), &counts, sum)?;
         }
         Ok(())
     }

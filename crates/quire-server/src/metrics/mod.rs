@@ -22,7 +22,8 @@
 //!   error, timeout, malformed response) counts in `quire_origin_errors_total`, so a
 //!   burst of refused connects does not make the origin look fast, nor timeouts make it
 //!   look uniformly slow. Bucket bounds are inclusive (`le`) and compared in
-//!   nanoseconds; the sum is kept in whole microseconds and rendered in seconds.
+//!   nanoseconds; the sum is kept in nanoseconds and rendered in seconds. It is the
+//!   request histograms' type and bounds (`latency`: 25 µs to 10 s).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -236,47 +237,6 @@ fn stripe_index() -> usize {
     MINE.with(|m| *m)
 }
 
-/// Upper bounds of the origin latency buckets: nanoseconds and the `le` label.
-const BUCKETS: [(u128, &str); 14] = [
-    (500_000, "0.0005"),
-    (1_000_000, "0.001"),
-    (2_500_000, "0.0025"),
-    (5_000_000, "0.005"),
-    (10_000_000, "0.01"),
-    (25_000_000, "0.025"),
-    (50_000_000, "0.05"),
-    (100_000_000, "0.1"),
-    (250_000_000, "0.25"),
-    (500_000_000, "0.5"),
-    (1_000_000_000, "1"),
-    (2_500_000_000, "2.5"),
-    (5_000_000_000, "5"),
-    (10_000_000_000, "10"),
-];
-
-/// The origin latency histogram: per-bucket (not cumulative) counts, the last slot
-/// being the overflow past the largest bound; cumulated when rendered.
-#[derive(Debug, Default)]
-struct Histogram {
-    buckets: [AtomicU64; BUCKETS.len() + 1],
-    sum_micros: AtomicU64,
-}
-
-impl Histogram {
-    fn observe(&self, latency: Duration) {
-        let nanos = latency.as_nanos();
-        let slot = BUCKETS
-            .iter()
-            .position(|&(bound, _)| nanos <= bound)
-            .unwrap_or(BUCKETS.len());
-        if let Some(b) = self.buckets.get(slot) {
-            b.fetch_add(1, Ordering::Relaxed);
-        }
-        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
-    }
-}
-
 /// What became of a URL queued to be filled before anyone asks
 /// (`crate::request::prefill`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,7 +283,8 @@ pub struct Metrics {
     stripes: [Stripe; STRIPES],
     latency: latency::Latency,
     top: top_urls::TopUrls,
-    origin: Histogram,
+    /// The origin's latency: bounds as the request histograms' (see `latency`).
+    origin: latency::Buckets,
     origin_errors: AtomicU64,
     fills: [AtomicU64; FillResult::ALL.len()],
     coalesced: AtomicU64,
@@ -358,7 +319,7 @@ impl Metrics {
             stripes: Default::default(),
             latency: latency::Latency::default(),
             top: top_urls::TopUrls::default(),
-            origin: Histogram::default(),
+            origin: latency::Buckets::default(),
             origin_errors: AtomicU64::new(0),
             fills: Default::default(),
             coalesced: AtomicU64::new(0),

@@ -260,22 +260,10 @@ impl Metrics {
             "histogram",
             "Time from sending an origin request to its response head, successful exchanges only.",
         )?;
-        let counts: Vec<u64> = self
-            .origin
-            .buckets
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .collect();
-        let mut cumulative = 0u64;
-        for ((_, le), n) in BUCKETS.iter().zip(&counts) {
-            cumulative = cumulative.wrapping_add(*n);
-            writeln!(out, "{NAME}_bucket{{le=\"{le}\"}} {cumulative}")?;
-        }
-        let total = counts.iter().fold(0u64, |a, n| a.wrapping_add(*n));
-        writeln!(out, "{NAME}_bucket{{le=\"+Inf\"}} {total}")?;
-        let sum = self.origin.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        writeln!(out, "{NAME}_sum {}", float(sum))?;
-        writeln!(out, "{NAME}_count {total}")?;
+        let mut counts = [0u64; latency::BOUNDS.len() + 1];
+        let mut sum = 0u64;
+        self.origin.add_to(&mut counts, &mut sum);
+        latency::write_series(out, NAME, "", &counts, sum)?;
 
         counter(
             out,
