@@ -148,8 +148,20 @@ impl PeerFill {
         if let Ok(v) = HeaderValue::from_str(&self.me) {
             to_peer.headers_mut().insert(PEER_HEADER, v);
         }
+        let span =
+            quire_server::trace::outbound("peer fill", to_peer.headers_mut()).map(|mut s| {
+                s.set("quire.peer", owner.name.clone());
+                s
+            });
         let asked =
             tokio::time::timeout(self.timeout, Upstream::send(&owner.client, to_peer)).await;
+        if let Some(mut s) = span {
+            match &asked {
+                Ok(Ok(r)) => s.set("http.response.status_code", i64::from(r.status().as_u16())),
+                _ => s.fail(),
+            }
+            s.end();
+        }
         match asked {
             Ok(Ok(mut resp)) if !resp.status().is_server_error() => {
                 if !self.recent_enough(&resp) {

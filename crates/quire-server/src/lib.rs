@@ -16,6 +16,8 @@
 //!   ([`guard`]), stalls, `sendfile`, and all of the crate's `unsafe`.
 //! - [`upstream`]: the [`Upstream`] port, the HTTP [`origin`] client and the
 //!   [`origins`] pool with its health checks.
+//! - [`trace`]: OpenTelemetry spans and their exporter, which no request waits
+//!   for.
 //! - `fill`: coalesced, streamed fills, their commit, and compression
 //!   ([`compress`], on a bounded pool).
 //! - `request`: one request start to finish: routing, lookup, hit, pass, the
@@ -48,6 +50,7 @@ pub mod policy;
 mod request;
 mod server;
 mod state;
+pub mod trace;
 pub mod upstream;
 
 pub use cache::object;

@@ -266,6 +266,7 @@ pub(crate) fn needs_restart(old: &Config, new: &Config) -> Vec<&'static str> {
         ("origin", old.origin != new.origin),
         ("origins", old.origins != new.origins),
         ("cluster", old.cluster != new.cluster),
+        ("tracing", old.tracing != new.tracing),
         ("origin_ca_file", old.origin_ca_file != new.origin_ca_file),
         (
             "origin_insecure_skip_verify",

@@ -251,6 +251,17 @@ impl Server {
             let wait = std::time::Duration::from_secs(2);
             let _ = tokio::task::spawn_blocking(move || log.finish(wait)).await;
         }
+        if let Some(tracer) = ctx.tracer.clone() {
+            // The drained requests' spans: one export's deadline, 5 s at most.
+            let wait = ctx
+                .policy()
+                .cfg
+                .tracing
+                .timeout
+                .0
+                .min(std::time::Duration::from_secs(5));
+            let _ = tokio::task::spawn_blocking(move || tracer.shutdown(wait)).await;
+        }
     }
 }
 

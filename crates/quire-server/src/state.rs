@@ -138,6 +138,8 @@ pub struct Ctx {
     /// The queue of URLs a purge asked to be fetched again (`refill`), attached
     /// by the server as it starts (see `crate::ops::purge_api`).
     refills: std::sync::OnceLock<Box<dyn crate::ops::refill::Refill>>,
+    /// The sampler and exporter of `[tracing]`, when it is on (`crate::trace`).
+    pub tracer: Option<Arc<crate::trace::Tracer>>,
 }
 
 /// The slots `cfg`'s `[budget]` gives uncached work with `origin` as the upstream.
@@ -192,6 +194,7 @@ impl Ctx {
         let compress = CompressPool::with_limits(e.threads, e.budget.0, cpu);
         let budget = crate::edge::budget::Budget::new(budget_slots(&cfg, origin.as_ref()));
         let crawlers = crate::edge::crawlers::Crawlers::new(&cfg.budget.crawlers);
+        let tracer = crate::trace::Tracer::from_config(&cfg.tracing)?.map(Arc::new);
         let policy = Policy::build(cfg, store.object_bytes_max(), origin.as_ref(), None)?;
         let key_epochs = KeyEpochs::open(&policy.cfg.cache.path, fresh, &policy.keys);
         Ok(Arc::new(Ctx {
@@ -219,6 +222,7 @@ impl Ctx {
             crawlers,
             refreshed: Default::default(),
             refills: std::sync::OnceLock::new(),
+            tracer,
         }))
     }
 

@@ -506,6 +506,10 @@ impl Upstream for Site {
         Duration::from_secs(30)
     }
 
+    fn span_name(&self) -> &'static str {
+        "render"
+    }
+
     fn dictionary_for(
         &self,
         headers: &http::HeaderMap,

@@ -27,6 +27,7 @@ mod log;
 mod origin_url;
 mod origins;
 mod rate_limit;
+mod traces;
 mod units;
 
 pub use agents::AgentsSection;
@@ -37,6 +38,7 @@ pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
 pub use origins::OriginEntry;
 pub use rate_limit::RateLimitSection;
+pub use traces::TracingSection;
 pub use units::{ByteSize, Quantity, Secs, UnitError};
 
 /// The whole configuration of a quire server.
@@ -111,6 +113,8 @@ pub struct Config {
     /// Several nodes sharing invalidations and filling from each other (off when
     /// absent).
     pub cluster: Option<ClusterSection>,
+    /// OpenTelemetry traces over OTLP/HTTP (off unless `endpoint` is set).
+    pub tracing: TracingSection,
 }
 
 impl Default for Config {
@@ -140,6 +144,7 @@ impl Default for Config {
             budget: BudgetSection::default(),
             agents: AgentsSection::default(),
             cluster: None,
+            tracing: TracingSection::default(),
         }
     }
 }
@@ -761,6 +766,7 @@ impl Config {
         self.rate_limit.validate()?;
         self.budget.validate()?;
         self.agents.validate()?;
+        self.tracing.validate()?;
         if let Some(origin) = &self.origin {
             OriginUrl::parse(origin).map_err(|e| ConfigError::new(e.to_string()))?;
         }

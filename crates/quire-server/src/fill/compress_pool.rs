@@ -230,7 +230,7 @@ impl CompressPool {
         let queued = Queued {
             cost,
             background: priority == Priority::Background,
-            job: Box::new(job),
+            job: Box::new(traced(job, cost_bytes)),
         };
         match priority {
             Priority::Commit => q.commit.push_back(queued),
@@ -393,6 +393,25 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
         .saturating_mul(1_000_000_000)
         .saturating_add(u64::try_from(t.tv_nsec).unwrap_or(0))
+}
+
+/// `job`, traced as a `compress` span under the request that queued it, when that
+/// request is traced (`crate::trace`): from the moment a thread takes it, with the
+/// time it waited in the queue.
+fn traced(job: impl FnOnce() + Send + 'static, bytes: u64) -> impl FnOnce() + Send + 'static {
+    let parent = crate::trace::current();
+    let queued = std::time::Instant::now();
+    move || {
+        let Some(parent) = parent else {
+            return job();
+        };
+        let mut span = parent.child("compress", crate::trace::Kind::Internal);
+        let waited = u64::try_from(queued.elapsed().as_micros()).unwrap_or(u64::MAX);
+        span.set("quire.queued_us", waited);
+        span.set("quire.bytes", bytes);
+        job();
+        span.end();
+    }
 }
 
 #[cfg(test)]

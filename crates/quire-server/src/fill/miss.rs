@@ -88,6 +88,20 @@ pub(crate) struct FillSpec {
 }
 
 /// Runs a fill to the end and unregisters it.
+/// Runs the fill on a task of its own, holding `hold` (a budget slot, say) until
+/// it ends; traced as a `fill` span under the request that started it.
+pub(crate) fn spawn(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec, hold: impl Send + 'static) {
+    let span = crate::trace::child("fill", crate::trace::Kind::Internal).map(|mut s| {
+        s.set("url.full", spec.url.as_str().to_owned());
+        s.set("quire.background", spec.background);
+        s
+    });
+    tokio::spawn(async move {
+        let _hold = hold;
+        crate::trace::within(span.as_ref(), run(ctx, fill, spec)).await;
+    });
+}
+
 pub(crate) async fn run(ctx: Arc<Ctx>, fill: Arc<Fill>, spec: FillSpec) {
     ctx.metrics
         .fills_in_flight()
@@ -165,6 +179,23 @@ async fn unless_abandoned<F: Future>(
     }
 }
 
+/// Sends the fill's request to the upstream, traced as its `origin` (or
+/// `render`) span; `None` when every client left first.
+async fn send(
+    ctx: &Arc<Ctx>,
+    spec: &FillSpec,
+    fill: &Arc<Fill>,
+    mut req: Request<crate::upstream::origin::OutBody>,
+) -> Option<Result<http::Response<UpBody>, OriginError>> {
+    let span = crate::trace::outbound(ctx.origin.span_name(), req.headers_mut());
+    let sending = crate::trace::within(span.as_ref(), ctx.origin.send(req));
+    let sent = unless_abandoned(ctx, spec, fill, sending).await;
+    if let Some(resp) = &sent {
+        crate::trace::end_outbound(span, resp);
+    }
+    sent
+}
+
 /// The origin's answer to the fill's request: a response to store or stream, or
 /// the fill's result when it ended here (a 304 merged, a failure, abandonment).
 struct Fetched {
@@ -213,7 +244,7 @@ async fn fetch(ctx: &Arc<Ctx>, fill: &Arc<Fill>, spec: &FillSpec) -> Result<Fetc
         }
         let request_time = ctx.clock.now();
         let t0 = std::time::Instant::now();
-        let Some(resp) = unless_abandoned(ctx, spec, fill, ctx.origin.send(req)).await else {
+        let Some(resp) = send(ctx, spec, fill, req).await else {
             fill.publish_failed(OriginError::failed(
                 FailureKind::Abandoned,
                 "every client left",

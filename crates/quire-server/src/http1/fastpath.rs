@@ -279,6 +279,9 @@ async fn serve(
         };
         ctx.metrics.record_request(outcome, status, bytes);
         ctx.metrics.record_duration(outcome, took);
+        if let Some(tracer) = &ctx.tracer {
+            trace_hit(tracer, ctx, &asker, peer, (start, took), (outcome, status));
+        }
         if outcome == Outcome::Hit {
             ctx.metrics.record_hot(asker.target());
         }
@@ -354,6 +357,40 @@ fn admit_hit(ctx: &Ctx, client: std::net::IpAddr) -> Result<(), Duration> {
     let now = std::time::Instant::now();
     ctx.limiter
         .admit(client, Class::Hit, &ctx.peek().cfg.rate_limit, now)
+}
+
+/// The spans of an answer the fast path wrote, when its request is traced
+/// (`crate::trace`): the request, from its head read to its answer written, and
+/// the lookup within it — the entry found and the answer's head built, `took`
+/// after `start`. A kept head ([`repeat`]) carries no `traceparent` to follow.
+fn trace_hit(
+    tracer: &crate::trace::Tracer,
+    ctx: &Ctx,
+    asker: &Asker,
+    peer: Peer,
+    (start, took): (std::time::Instant, Duration),
+    (outcome, status): (Outcome, u16),
+) {
+    let none = HeaderMap::new();
+    let (fields, trusted) = match asker {
+        Asker::Parsed(req) => (
+            &req.headers,
+            ctx.peek().trusted_proxies.contains(peer.addr.ip()),
+        ),
+        Asker::Kept(_) => (&none, false),
+    };
+    let Some(mut span) = tracer.request_at(fields, trusted, asker.method(), start) else {
+        return;
+    };
+    let path = asker.target().split('?').next().unwrap_or("/");
+    span.set("url.path", path.to_owned());
+    span.set("network.protocol.version", "1.1");
+    let mut lookup = span
+        .context()
+        .child_at("lookup", crate::trace::Kind::Internal, start);
+    lookup.set("quire.found", true);
+    lookup.end_at(start + took);
+    crate::request::service::end_request_span(span, status, outcome);
 }
 
 /// The access-log line of an answer the fast path wrote: outcome, status, body

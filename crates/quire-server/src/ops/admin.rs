@@ -95,6 +95,9 @@ fn metrics_text(ctx: &Ctx) -> String {
         log.write_metrics(&mut text);
     }
     ctx.reloads.write_metrics(&mut text);
+    if let Some(t) = &ctx.tracer {
+        t.exporter().write_metrics(&mut text);
+    }
     ctx.limiter.write_metrics(&mut text);
     ctx.tunnels.write_metrics(&mut text);
     {

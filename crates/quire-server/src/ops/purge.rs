@@ -195,6 +195,7 @@ pub fn invalidate(ctx: &Ctx, targets: &[Target]) {
 /// Purges each target, soft or hard; returns the entries touched. Logged first, so
 /// nothing in flight can store what it removes after it returns.
 pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
+    let span = crate::trace::child("purge", crate::trace::Kind::Internal);
     let now = ctx.clock.now();
     let since = log(ctx, targets, soft_purge);
     let n = targets
@@ -214,6 +215,12 @@ pub fn run(ctx: &Ctx, targets: &[Target], soft_purge: bool) -> u64 {
         soft = soft_purge,
         "purged"
     );
+    if let Some(mut s) = span {
+        s.set("quire.purge.targets", targets.len() as u64);
+        s.set("quire.purge.entries", n);
+        s.set("quire.purge.soft", soft_purge);
+        s.end();
+    }
     n
 }
 

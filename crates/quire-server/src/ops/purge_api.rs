@@ -292,13 +292,15 @@ async fn apply(
         },
     };
     let ctx2 = ctx.clone();
+    let traced = crate::trace::current();
     let (purged, hot) = tokio::task::spawn_blocking(move || {
         // Read before the purge removes them; the refill's fills start after it.
         let hot = match refill {
             true => crate::ops::purge::hot_urls(&ctx2, &inv.targets, REFILL_PER_PURGE_MAX),
             false => Vec::new(),
         };
-        (crate::ops::purge::apply(&ctx2, &inv), hot)
+        let purged = crate::trace::sync_under(traced, || crate::ops::purge::apply(&ctx2, &inv));
+        (purged, hot)
     })
     .await
     .unwrap_or_default();

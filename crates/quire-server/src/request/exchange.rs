@@ -173,11 +173,7 @@ impl Exchange<'_> {
         };
         let mut spec = self.spec(look, key, revalidate);
         spec.background = true;
-        let ctx = ctx.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            miss::run(ctx, f, spec).await;
-        });
+        miss::spawn(ctx.clone(), f, spec, slot);
         true
     }
 
@@ -288,7 +284,15 @@ impl Miss<'_> {
         if ticket.collapsed {
             self.status = self.status.with_collapsed();
         }
+        let (collapsed, wait) = (
+            ticket.collapsed,
+            crate::trace::child("fill wait", crate::trace::Kind::Internal),
+        );
         let outcome = ticket.outcome().await;
+        if let Some(mut w) = wait {
+            w.set("quire.collapsed", collapsed);
+            w.end();
+        }
         self.x.now = self.x.ctx.clock.now();
         if let FillOutcome::Response { head, .. } | FillOutcome::Stored(head, _) = &outcome {
             if let Some(r) = self.stale_error(head, stale.as_deref()) {
@@ -310,7 +314,7 @@ impl Miss<'_> {
             }
             Joined::New(f, t) => {
                 let spec = self.x.spec(&self.look, key, revalidate);
-                tokio::spawn(miss::run(ctx.clone(), f, spec));
+                miss::spawn(ctx.clone(), f, spec, ());
                 Some(t)
             }
             Joined::Busy => None,

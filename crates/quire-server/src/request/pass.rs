@@ -84,9 +84,11 @@ impl Exchange<'_> {
         };
         let method = req.method().clone();
         let accept = encoding::parse_accept_encoding(req.headers());
-        let (out, body_failed) = outbound(req, &client, &url);
+        let (mut out, body_failed) = outbound(req, &client, &url);
+        let span = crate::trace::outbound(ctx.origin.span_name(), out.headers_mut());
         let t0 = std::time::Instant::now();
-        let resp = ctx.origin.send(out).await;
+        let resp = crate::trace::within(span.as_ref(), ctx.origin.send(out)).await;
+        crate::trace::end_outbound(span, &resp);
         let waited = t0.elapsed();
         ctx.metrics.record_origin(waited, resp.is_err());
         let resp = match resp {

@@ -69,8 +69,22 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
         Ticket::new(log.clone(), &req, client, std::time::Instant::now())
     });
     let started = std::time::Instant::now();
-    let (mut resp, outcome) = route(&ctx, req, peer, policy).await;
+    let span = traced(&ctx, &req, peer, &policy);
+    let (mut resp, outcome) = match &span {
+        None => route(&ctx, req, peer, policy).await,
+        // Boxed: an untraced request's future stays as small as it was.
+        Some(s) => {
+            Box::pin(crate::trace::within(
+                Some(s),
+                route(&ctx, req, peer, policy),
+            ))
+            .await
+        }
+    };
     ctx.metrics.record_duration(outcome, started.elapsed());
+    if let Some(s) = span {
+        end_request_span(s, resp.status().as_u16(), outcome);
+    }
     if let Some(uri) = &target {
         let url = uri.path_and_query().map_or("/", |p| p.as_str());
         match outcome {
@@ -103,6 +117,43 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, mut req: Request<OutBody>, peer: Peer)
     match ticket {
         Some(t) => logged(resp, t, outcome),
         None => resp,
+    }
+}
+
+/// The root span of `req` when it is traced (`crate::trace`): a `traceparent`
+/// counts only from a trusted proxy.
+fn traced(
+    ctx: &Ctx,
+    req: &Request<OutBody>,
+    peer: Peer,
+    policy: &Policy,
+) -> Option<crate::trace::Span> {
+    let tracer = ctx.tracer.as_ref()?;
+    let trusted = policy.trusted_proxies.contains(peer.addr.ip());
+    let mut span = tracer.request(req.headers(), trusted, req.method().as_str())?;
+    span.set("url.path", req.uri().path().to_owned());
+    span.set("network.protocol.version", version_label(req.version()));
+    Some(span)
+}
+
+/// Ends a request's root span with what it was answered.
+pub(crate) fn end_request_span(mut span: crate::trace::Span, status: u16, outcome: Outcome) {
+    span.set("http.response.status_code", i64::from(status));
+    span.set("quire.cache", outcome.label());
+    if status >= 500 {
+        span.fail();
+    }
+    span.end();
+}
+
+/// OpenTelemetry's `network.protocol.version` of `v`.
+fn version_label(v: http::Version) -> &'static str {
+    match v {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => "1.1",
     }
 }
 
@@ -220,12 +271,17 @@ async fn answer(x: Exchange<'_>) -> Answered {
 /// filled by the RFC 9111 reuse decision.
 async fn cached(x: Exchange<'_>, class: MethodClass, scope: Scope) -> Answered {
     let req_cc = CacheControl::from_headers(x.req.headers());
+    let span = crate::trace::child("lookup", crate::trace::Kind::Internal);
     let mut look = lookup::lookup(x.ctx, class, &x.url, x.req.headers(), scope);
     if let Some(cold) = look.cold.take() {
         // Not in memory: read in off the worker, then looked up again (boxed, as
         // the ways to the origin are: the future of a hit stays small).
         Box::pin(crate::request::cold::warm(x.ctx, cold)).await;
         look = lookup::lookup_as(x.ctx, class, &x.url, x.req.headers(), scope, Reading::Any);
+    }
+    if let Some(mut s) = span {
+        s.set("quire.found", look.record.is_some());
+        s.end();
     }
     // The entry pins its region: it is dropped before any wait on the origin, so a
     // slow origin never holds reclaim back.

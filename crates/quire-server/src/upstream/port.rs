@@ -133,6 +133,13 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     /// How long to wait for a head, and between body chunks.
     fn read_timeout(&self) -> Duration;
 
+    /// The name of the trace span of a request sent here (`crate::trace`): what
+    /// the upstream does with it — `origin` by default, `render` for a renderer,
+    /// `peer fill` for a cluster peer.
+    fn span_name(&self) -> &'static str {
+        "origin"
+    }
+
     /// The content version of `url`, folded into its cache keys; 0 means
     /// unversioned. Called on every lookup, so it must be a lock-free read.
     fn key_version(&self, url: &NormalizedUrl) -> u64 {
