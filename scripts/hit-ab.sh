@@ -14,6 +14,7 @@
 #   CONFIG=quire.toml scripts/hit-ab.sh A B    # both proxies with this --config (e.g.
 #                                              # [encodings] br = false, zstd = false:
 #                                              # no background compression to wait out)
+#   CONFIG_A=a.toml CONFIG_B=b.toml scripts/hit-ab.sh Q Q   # one binary, two configs
 #
 # Needs the corpus of ../shared/bench/peers (gen_corpus.py + gzip, or setup.sh) in
 # $SITE (default /tmp/peerbench/site).
@@ -21,6 +22,8 @@ set -euo pipefail
 A="$1"
 B="$2"
 ROUNDS="${ROUNDS:-8}"
+CONFIG_A="${CONFIG_A:-${CONFIG:-}}"
+CONFIG_B="${CONFIG_B:-${CONFIG:-}}"
 SECS="${SECS:-8}"
 SITE="${SITE:-/tmp/peerbench/site}"
 PORT="${PORT:-9100}"
@@ -40,10 +43,10 @@ trap cleanup EXIT
 python3 "$PEERS/origin.py" "$SITE" --port "$ORIGIN" >"$WORK/origin.log" 2>&1 &
 pids+=($!)
 taskset -c 0 "$A" proxy --origin "http://127.0.0.1:$ORIGIN" --listen "127.0.0.1:$PA" \
-  --cache "$WORK/a.vol" --cache-size 1GiB --workers 1 ${CONFIG:+--config "$CONFIG"} >"$WORK/a.log" 2>&1 &
+  --cache "$WORK/a.vol" --cache-size 1GiB --workers 1 ${CONFIG_A:+--config "$CONFIG_A"} >"$WORK/a.log" 2>&1 &
 pids+=($!)
 taskset -c 0 "$B" proxy --origin "http://127.0.0.1:$ORIGIN" --listen "127.0.0.1:$PB" \
-  --cache "$WORK/b.vol" --cache-size 1GiB --workers 1 ${CONFIG:+--config "$CONFIG"} >"$WORK/b.log" 2>&1 &
+  --cache "$WORK/b.vol" --cache-size 1GiB --workers 1 ${CONFIG_B:+--config "$CONFIG_B"} >"$WORK/b.log" 2>&1 &
 pids+=($!)
 sleep 1
 

@@ -248,6 +248,7 @@ async fn a_miss_a_hit_and_a_purge_are_traced_and_the_origin_joins_the_trace() {
         "{metrics}"
     );
     assert!(metrics.contains("quire_trace_spans_total{result=\"dropped_queue_full\"} 0"));
+    exporter_sleeps_when_idle().await;
 }
 
 async fn metrics_text(q: &Quire) -> String {
@@ -406,4 +407,35 @@ async fn exporter_stall_never_holds_a_request() {
         );
         assert!(sample(&text, "quire_trace_queue_spans") <= 64, "{text}");
     }
+}
+
+/// CPU time (user + system, clock ticks) of this process's `quire-trace` threads.
+fn exporter_ticks() -> u64 {
+    let mut ticks = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "quire-trace" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // After the `(comm)` field: state is field 3, utime 14, stime 15.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        ticks += f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    }
+    ticks
+}
+
+/// With nothing to send, the exporter thread sleeps: over a second with no span,
+/// it uses a small part of it (a thread that spun on a past deadline used all of
+/// it, and a core of the machine).
+async fn exporter_sleeps_when_idle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = exporter_ticks();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let used = exporter_ticks() - before;
+    assert!(
+        used < 30,
+        "the idle exporter used {used} ticks of 100 in a second"
+    );
 }

@@ -159,7 +159,13 @@ impl Worker {
         loop {
             let stopping = self.stop.load(Ordering::Relaxed);
             let due = since + self.b.delay;
-            let wait = due.saturating_duration_since(Instant::now()).min(STOP_POLL);
+            // With nothing waiting to be sent, sleep until a span comes (or it is
+            // time to look at the stop flag again): a thread that woke on a past
+            // deadline here would spin a core.
+            let wait = match batch.is_empty() {
+                true => STOP_POLL,
+                false => due.saturating_duration_since(Instant::now()).min(STOP_POLL),
+            };
             match self.rx.recv_timeout(wait) {
                 Ok(span) => {
                     if batch.is_empty() {
