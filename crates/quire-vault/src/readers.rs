@@ -39,6 +39,7 @@ mod name;
 mod reader;
 mod session;
 mod signouts;
+mod tokens;
 mod users;
 
 pub use error::ReadersError;
@@ -47,4 +48,5 @@ pub use limiter::{Attempt, LoginLimiter, LoginLimits};
 pub use name::{check_name, NameError};
 pub use reader::{Reader, Role};
 pub use session::{clear_cookie_header, session_cookie, set_cookie_header, Sessions};
+pub use tokens::{add_token, revoke_tokens, Tokens, TOKENS_MAX, TOKEN_LEN, TOKEN_PREFIX};
 pub use users::{hash_password, write_user, CheckMemory, UserWrite, Users, PASSWORD_LEN_MAX};

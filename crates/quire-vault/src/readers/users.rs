@@ -159,6 +159,16 @@ impl Users {
         })
     }
 
+    /// The reader named `name`, with the role the file gives them (for an API
+    /// token, which proves who it is by itself: see `tokens`).
+    pub fn reader(&self, name: &str) -> Option<Reader> {
+        let u = &self.users[*self.by_name.get(name)?];
+        Some(Reader {
+            name: u.name.clone(),
+            role: u.role,
+        })
+    }
+
     /// Checks a sign-in. Takes about as long whether or not `name` exists: an unknown
     /// name is verified against a dummy hash with the first user's argon2 parameters.
     /// Over-long names or passwords fail at once (that says nothing about who exists).
