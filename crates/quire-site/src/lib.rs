@@ -10,7 +10,8 @@
 //! - [`request`]: a request as the site sees it, the error page and the 404.
 //! - [`model`]: what templates see; [`templates`]: the templates and stylesheet.
 //! - [`feed`]: Atom feed and sitemap. [`llms`]: `/llms.txt`. [`robots`]: `/robots.txt`
-//!   and its AI-usage signals. [`extras`]: search and view counts.
+//!   and its AI-usage signals. [`extras`]: search and view counts. [`mcp`]: the
+//!   read-only MCP endpoint for agents, per audience.
 //! - [`reply`]: an answer and its cache policy. [`config`]: `site.toml`.
 //! - [`auth`]: sign-in, sign-out, sessions. [`audience`]: signed-in readers'
 //!   pages, cached per audience.
@@ -35,6 +36,7 @@ pub mod extras;
 pub mod feed;
 pub mod gate;
 pub mod llms;
+pub mod mcp;
 pub mod model;
 pub mod related;
 pub mod reply;

@@ -107,6 +107,8 @@ struct Inner {
     shared: OnceLock<Arc<dyn Shared>>,
     /// Pages rendered before anyone asks (`crate::ahead`).
     ahead: Ahead,
+    /// Readers' API tokens (`.quire/tokens.toml`), for the MCP endpoint.
+    tokens: crate::mcp::TokenFile,
 }
 
 /// What a reload changed.
@@ -182,6 +184,7 @@ impl Site {
                 related: Mutex::new(engine),
                 shared: OnceLock::new(),
                 ahead: Ahead::default(),
+                tokens: crate::mcp::TokenFile::new(dir.join("tokens.toml")),
             }),
         };
         // Before anything is served, so every page names the dictionary.
@@ -482,7 +485,7 @@ impl Upstream for Site {
                 .extensions
                 .get::<FillMark>()
                 .is_some_and(|m| m.background);
-            let render = move || answer(&inner, &parts, &cancel);
+            let render = move || answer(&inner, &parts, form.as_deref(), &cancel);
             // Nobody waits for a background fill: its render takes what the
             // request workers leave (`crate::behind`).
             let render = match background {
@@ -508,6 +511,10 @@ impl Upstream for Site {
 
     fn span_name(&self) -> &'static str {
         "render"
+    }
+
+    fn answers_admin_path(&self, path: &str) -> bool {
+        path == crate::mcp::PATH
     }
 
     fn dictionary_for(
@@ -722,17 +729,28 @@ impl Inner {
     }
 }
 
-fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>) -> Reply {
+fn answer(
+    inner: &Inner,
+    parts: &http::request::Parts,
+    form: Option<&[u8]>,
+    cancel: &Arc<AtomicBool>,
+) -> Reply {
     inner.renders.fetch_add(1, Ordering::Relaxed);
     let snap = inner.snap.load_full();
     let users = inner.users.load();
     let path = percent_decode(parts.uri.path());
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
-        .unwrap_or("localhost");
+    if parts.uri.path() == crate::mcp::PATH {
+        let call = crate::mcp::Call {
+            method: &parts.method,
+            headers: &parts.headers,
+            body: form,
+            base: base_of(&parts.headers),
+            users: &users,
+            tokens: &inner.tokens,
+            search: &inner.search,
+        };
+        return crate::mcp::answer(&snap, &call);
+    }
     // A fill for an audience (set by quire-server, never by a client) is rendered
     // for the audience, whoever asked; anything else for its cookie's reader.
     let viewer = match parts.extensions.get::<Audience>() {
@@ -744,14 +762,7 @@ fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>)
         path: &path,
         query: parts.uri.query(),
         viewer: viewer.as_ref(),
-        base: format!(
-            "{}://{host}",
-            if auth::over_https(&parts.headers) {
-                "https"
-            } else {
-                "http"
-            }
-        ),
+        base: base_of(&parts.headers),
     };
     match (&parts.method, path.as_str()) {
         (&Method::GET | &Method::HEAD, _) => respond::page(
@@ -782,4 +793,19 @@ fn answer(inner: &Inner, parts: &http::request::Parts, cancel: &Arc<AtomicBool>)
         )
         .with(header::ALLOW, "GET, HEAD".into()),
     }
+}
+
+/// Scheme and host of a request, for absolute links when `base_url` is not set.
+fn base_of(headers: &http::HeaderMap) -> String {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| h.bytes().all(|b| b.is_ascii_graphic()))
+        .unwrap_or("localhost");
+    let scheme = if auth::over_https(headers) {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
 }

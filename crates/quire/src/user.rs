@@ -19,6 +19,27 @@ pub(crate) enum UserCommand {
     /// Add a reader to VAULT/.quire/users.toml, or reset their password and role. The
     /// password is read from stdin, one line.
     Add(UserAddArgs),
+    /// Make an API token for a reader (VAULT/.quire/tokens.toml), printed once: an
+    /// agent sends it as `Authorization: Bearer …` to the MCP endpoint and reads as
+    /// that reader. With --revoke, remove every token of theirs instead.
+    Token(UserTokenArgs),
+}
+
+/// Arguments of `quire user token`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct UserTokenArgs {
+    /// The reader's name, as in the users file.
+    #[arg(value_parser = parse_name)]
+    pub name: String,
+    /// A note kept beside the token's hash (what it is for).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Remove every token of this reader instead of making one.
+    #[arg(long)]
+    pub revoke: bool,
+    /// The vault folder.
+    #[arg(long, value_name = "DIR", default_value = "examples/vault")]
+    pub vault: PathBuf,
 }
 
 /// Arguments of `quire user add`.
@@ -52,7 +73,45 @@ pub(crate) fn run(cmd: &UserCommand) -> anyhow::Result<()> {
             println!("{message}");
             Ok(())
         }
+        UserCommand::Token(args) => {
+            println!("{}", token(args)?);
+            Ok(())
+        }
     }
+}
+
+/// Makes (or revokes) a reader's tokens; what to print.
+fn token(args: &UserTokenArgs) -> anyhow::Result<String> {
+    if !args.vault.is_dir() {
+        bail!(
+            "no vault folder at {} (give one with --vault DIR)",
+            args.vault.display()
+        );
+    }
+    let path = args.vault.join(".quire").join("tokens.toml");
+    if args.revoke {
+        let n = readers::revoke_tokens(&path, &args.name)
+            .with_context(|| format!("cannot update {}", path.display()))?;
+        return Ok(format!("revoked {n} token(s) of `{}`", args.name));
+    }
+    let users_path = users_file(&args.vault);
+    let users = readers::Users::load(&users_path)
+        .with_context(|| format!("cannot read {}", users_path.display()))?;
+    if users.reader(&args.name).is_none() {
+        bail!(
+            "no user `{}` in {} (add one with `quire user add`)",
+            args.name,
+            users_path.display()
+        );
+    }
+    let t = readers::add_token(&path, &args.name, args.label.as_deref())
+        .with_context(|| format!("cannot update {}", path.display()))?;
+    eprintln!(
+        "quire: a token for `{}`, shown this once (only its hash is kept in {}):",
+        args.name,
+        path.display()
+    );
+    Ok(t)
 }
 
 /// Adds or updates the user, the password read from `input`; returns what was done.
@@ -180,6 +239,34 @@ mod tests {
         assert!(read("").is_err());
         let long = "x".repeat(readers::PASSWORD_LEN_MAX + 1);
         assert!(read(&long).is_err());
+    }
+
+    /// `quire user token`: a token for a user in the users file that reads as them
+    /// until revoked; none for a name the file does not have.
+    #[test]
+    fn user_token_makes_and_revokes_a_token() {
+        let dir = Scratch::new();
+        let users = dir.0.join(".quire/users.toml");
+        let phc = readers::hash_password("some password");
+        readers::write_user(&users, "ada", Role::Reader, &phc).unwrap();
+        let args = |name: &str, revoke: bool| UserTokenArgs {
+            name: name.into(),
+            label: Some("agent".into()),
+            revoke,
+            vault: dir.0.clone(),
+        };
+        let err = token(&args("bob", false)).unwrap_err().to_string();
+        assert!(err.contains("no user `bob`"), "{err}");
+        let t = token(&args("ada", false)).unwrap();
+        let tokens = readers::Tokens::load(&dir.0.join(".quire/tokens.toml")).unwrap();
+        let u = Users::load(&users).unwrap();
+        assert_eq!(tokens.verify(&t, &u).unwrap().name, "ada");
+        assert_eq!(
+            token(&args("ada", true)).unwrap(),
+            "revoked 1 token(s) of `ada`"
+        );
+        let tokens = readers::Tokens::load(&dir.0.join(".quire/tokens.toml")).unwrap();
+        assert!(tokens.verify(&t, &u).is_none());
     }
 
     /// The example vault's demo users, as documented in its users file.

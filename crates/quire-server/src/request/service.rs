@@ -172,7 +172,9 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
     if let Some(r) = refuse::check(&req) {
         return (reply::refused(r), Outcome::Error);
     }
-    if req.uri().path().starts_with(admin::PREFIX) {
+    if req.uri().path().starts_with(admin::PREFIX)
+        && !ctx.origin.answers_admin_path(req.uri().path())
+    {
         let path = req.uri().path().to_owned();
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
@@ -196,7 +198,7 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
     // Admin routing is decided on the normalised path too: `/x/%2e%2e/_quire/metrics`
     // and `/%5fquire/metrics` name the admin API, so neither may reach the origin or
     // be stored (a stored copy would answer the other spelling from cache).
-    if url.path().starts_with(admin::PREFIX) {
+    if url.path().starts_with(admin::PREFIX) && !ctx.origin.answers_admin_path(url.path()) {
         let path = url.path().to_owned();
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }

@@ -133,6 +133,15 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     /// How long to wait for a head, and between body chunks.
     fn read_timeout(&self) -> Duration;
 
+    /// Whether the upstream answers `path`, under the admin prefix (`/_quire/`),
+    /// itself: such a request is routed as any other (rate limits, the budget, a
+    /// pass for an unsafe method) instead of to the admin API, and needs no admin
+    /// token. `quire serve` answers its MCP endpoint this way. None by default.
+    fn answers_admin_path(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
+
     /// The name of the trace span of a request sent here (`crate::trace`): what
     /// the upstream does with it — `origin` by default, `render` for a renderer,
     /// `peer fill` for a cluster peer.
