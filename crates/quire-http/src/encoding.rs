@@ -351,7 +351,7 @@ fn parse_item(item: &[u8]) -> Option<(&[u8], u16)> {
 
 /// RFC 9110 §12.4.2: `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`,
 /// in thousandths. Anything else is `None`.
-fn parse_qvalue(v: &[u8]) -> Option<u16> {
+pub(crate) fn parse_qvalue(v: &[u8]) -> Option<u16> {
     let (int, frac) = match v.iter().position(|&b| b == b'.') {
         Some(dot) => (&v[..dot], &v[dot + 1..]),
         None => (v, &b""[..]),

@@ -225,6 +225,27 @@ impl NormalizedUrl {
     pub fn as_str(&self) -> &str {
         &self.serialized
     }
+
+    /// This URL with `suffix` after its path (the query kept): where an upstream
+    /// keeps another representation of the same resource (a note's `.md`). `suffix`
+    /// is made of characters normalisation leaves as they are (ASCII letters,
+    /// digits, `.`, `-`, `_`), so the result is normalised too.
+    pub fn with_path_suffix(&self, suffix: &str) -> NormalizedUrl {
+        debug_assert!(suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)));
+        let mut u = self.clone();
+        u.path.push_str(suffix);
+        let authority_end = self.serialized.len() - self.path_and_query().len();
+        let mut s = self.serialized[..authority_end].to_owned();
+        s.push_str(&u.path);
+        if let Some(q) = &u.query {
+            s.push('?');
+            s.push_str(q);
+        }
+        u.serialized = s;
+        u
+    }
 }
 
 impl fmt::Display for NormalizedUrl {
@@ -643,6 +664,14 @@ impl VaryFields {
     #[cfg(test)]
     fn is_star(&self) -> bool {
         self.star
+    }
+
+    /// These fields without `name` (lower-case): for a field the upstream
+    /// negotiates by URL (`quire serve`'s `Accept`, whose markdown lives at a URL of
+    /// its own, so the URL already keys it).
+    pub fn without(mut self, name: &str) -> VaryFields {
+        self.fields.retain(|f| f != name);
+        self
     }
 
     /// The keyed field names: lower-case, sorted, unique, without `accept-encoding`.

@@ -9,7 +9,8 @@
 //!   stale-if-error (RFC 5861).
 //! - [`key`]: URL normalisation and the cache key, `Vary` (§4.1).
 //! - [`bypass`]: which requests are served from the anonymous cache at all.
-//! - [`encoding`]: `Accept-Encoding` negotiation among stored variants.
+//! - [`encoding`]: `Accept-Encoding` negotiation among stored variants; [`media`]:
+//!   whether an `Accept` prefers markdown to HTML.
 //! - [`dictionary`]: compression dictionaries (RFC 9842): the fields and the `dcz`
 //!   header.
 //! - [`conditional`]: `If-None-Match`/`If-Modified-Since` (RFC 9110 §13) and `Range`
@@ -28,6 +29,7 @@ pub mod encoding;
 pub mod fault;
 pub mod freshness;
 pub mod key;
+pub mod media;
 pub mod meta;
 pub mod status;
 pub mod syntax;

@@ -124,7 +124,11 @@ fn note(s: &Snapshot, req: &Req<'_>, db: &Stores<'_>, url: &str, shared: Policy)
         extra["lang"] = lang.as_str().into();
     }
     let ctx = s.page_context(who, req.path, extra);
-    html(s, "note.html", &ctx, StatusCode::OK, shared).tagged(req.path)
+    // The same URL answers markdown to an `Accept` that prefers it
+    // (`Site::negotiate`): caches after quire must know.
+    html(s, "note.html", &ctx, StatusCode::OK, shared)
+        .with(http::header::VARY, "Accept".into())
+        .tagged(req.path)
 }
 
 /// A note as markdown (`quire_vault::render::markdown`), for a reader who may see it;
@@ -138,8 +142,13 @@ fn note_markdown(s: &Snapshot, req: &Req<'_>, url: &str, shared: Policy) -> Repl
     let base = base(s, req);
     let body = quire_vault::render::markdown(v, i, aud, &base);
     let canonical = format!("<{base}{}>; rel=\"canonical\"", v.notes()[i].url);
+    // Also the answer to the page's own URL for an `Accept` that prefers markdown
+    // (`Site::negotiate`): `Vary` says so, `Content-Location` names this URL.
+    let location = format!("{}{}", v.notes()[i].url, crate::routes::MARKDOWN_SUFFIX);
     Reply::new(StatusCode::OK, MARKDOWN, body, shared)
         .with(http::header::LINK, canonical)
+        .with(http::header::VARY, "Accept".into())
+        .with(http::header::CONTENT_LOCATION, location)
         .tagged(url)
 }
 

@@ -517,6 +517,28 @@ impl Upstream for Site {
         path == crate::mcp::PATH
     }
 
+    /// A note's page asked for with an `Accept` that prefers markdown is its
+    /// `<note>.md`, stored under that URL (`quire_http::media`).
+    fn negotiate(
+        &self,
+        url: &quire_http::key::NormalizedUrl,
+        headers: &http::HeaderMap,
+    ) -> Option<quire_http::key::NormalizedUrl> {
+        if !quire_http::media::prefers_markdown(headers) {
+            return None;
+        }
+        match crate::routes::route(&percent_decode(url.path())) {
+            crate::routes::Page::Note(_) => {
+                Some(url.with_path_suffix(crate::routes::MARKDOWN_SUFFIX))
+            }
+            _ => None,
+        }
+    }
+
+    fn negotiated_field(&self) -> Option<&'static str> {
+        Some("accept")
+    }
+
     fn dictionary_for(
         &self,
         headers: &http::HeaderMap,

@@ -103,3 +103,68 @@ fn a_note_past_the_page_budget_is_a_notice() {
     );
     assert!(md.len() < 1024, "{} bytes", md.len());
 }
+
+/// `GET /a` with an `Accept` that prefers markdown: the note's markdown, at the
+/// page's own URL, stored once under `/a.md` (a hit on the next ask, by either way
+/// in, on the fast path and the full one); `*/*`, HTML first and a tie get the
+/// page. Both answers say `Vary: Accept`, and the key never lets one answer the
+/// other (the attack class: a header outside the key changing a stored answer).
+#[test]
+fn accept_text_markdown_gets_the_markdown_at_the_pages_url() {
+    let r = start_with(&[("a.md", A), ("b.md", B), ("secret.md", SECRET)], false);
+    let md = |accept: &str| get_with(r.addr, "GET", "/a", &format!("Accept: {accept}\r\n"), "");
+    let page = md("text/html,*/*;q=0.8");
+    assert!(page.body.contains("<html"), "{}", page.body);
+    assert!(
+        page.header("vary").unwrap().contains("Accept"),
+        "{:?}",
+        page.header("vary")
+    );
+    let got = md("text/markdown, text/html;q=0.5");
+    assert_eq!(
+        got.header("content-type"),
+        Some("text/markdown; charset=utf-8")
+    );
+    assert!(
+        got.body.starts_with("---\ntitle: \"Alpha\""),
+        "{}",
+        got.body
+    );
+    assert_eq!(got.header("content-location"), Some("/a.md"));
+    assert!(got.header("vary").unwrap().contains("Accept"));
+    // One stored answer for both ways in: `/a.md` asked directly is a hit now.
+    let direct = get(r.addr, "/a.md");
+    assert!(direct.hit(), "{:?}", direct.header("cache-status"));
+    assert_eq!(direct.body, got.body);
+    // The fast path (a keep-alive request, no `Connection` field) negotiates too.
+    let mut s = std::net::TcpStream::connect(r.addr).unwrap();
+    std::io::Write::write_all(
+        &mut s,
+        b"GET /a HTTP/1.1\r\nHost: site.test\r\nAccept: text/markdown\r\n\r\n",
+    )
+    .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut raw = String::new();
+    std::io::Read::read_to_string(&mut s, &mut raw).unwrap();
+    assert!(
+        raw.contains("text/markdown") && raw.contains("title: \"Alpha\""),
+        "{raw}"
+    );
+    // Whatever was asked before, the page stays HTML for those who prefer it.
+    for accept in ["*/*", "text/html", "text/html, text/markdown", "text/*"] {
+        let p = md(accept);
+        assert!(
+            p.body.contains("<html"),
+            "{accept}: {}",
+            &p.body[..p.body.len().min(200)]
+        );
+    }
+    // Hidden stays hidden as markdown.
+    assert_eq!(
+        get_with(r.addr, "GET", "/secret", "Accept: text/markdown\r\n", "").status,
+        404
+    );
+    // An edit reaches the negotiated markdown as it reaches `/a.md`.
+    edit_file(&r, "a.md", &A.replace("The end.", "The new end."));
+    assert!(md("text/markdown").body.contains("The new end."));
+}

@@ -686,3 +686,28 @@ fn query_rules_keep_what_each_prefix_allows_the_longest_prefix_deciding() {
         "http://h/p?x=1"
     );
 }
+
+#[test]
+fn a_path_suffix_keeps_the_rest_of_the_url() {
+    let cfg = KeyConfig::default();
+    let u = normalize_absolute("http://Example.com:8080/a/b?x=1", &cfg).unwrap();
+    let md = u.with_path_suffix(".md");
+    assert_eq!(md.as_str(), "http://example.com:8080/a/b.md?x=1");
+    assert_eq!(md.path(), "/a/b.md");
+    assert_eq!(md.path_and_query(), "/a/b.md?x=1");
+    let again = normalize_absolute(md.as_str(), &cfg).unwrap();
+    assert_eq!(again, md, "still normalised");
+    let plain = normalize_absolute("https://h/n", &cfg)
+        .unwrap()
+        .with_path_suffix(".md");
+    assert_eq!(plain.as_str(), "https://h/n.md");
+}
+
+#[test]
+fn a_negotiated_field_leaves_the_variant_key() {
+    let v = VaryFields::parse([&b"Accept, Cookie"[..]]).without("accept");
+    assert_eq!(v.fields(), ["cookie"]);
+    assert!(VaryFields::parse([&b"Accept"[..]])
+        .without("accept")
+        .is_empty());
+}

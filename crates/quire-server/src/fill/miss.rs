@@ -355,6 +355,11 @@ fn plan(ctx: &Ctx, fill: &Fill, spec: &FillSpec, fetched: Fetched) -> (Head, Sto
         body,
     } = fetched;
     let vary = key::vary_fields(&parts.headers);
+    // A field the upstream negotiates by URL is keyed by the URL already.
+    let vary = match ctx.origin.negotiated_field() {
+        Some(field) => vary.without(field),
+        None => vary,
+    };
     let variant_key = if vary.is_empty() {
         spec.primary_key.clone()
     } else {

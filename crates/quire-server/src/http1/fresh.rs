@@ -104,6 +104,8 @@ pub(crate) fn prepare(
     }
     let scheme = peer.scheme(headers, &policy.trusted_proxies);
     let url = key::normalize(scheme, headers.get(header::HOST), &req.uri, &policy.keys).ok()?;
+    // Another representation the request asks for by a field (`Upstream::negotiate`).
+    let url = ctx.origin.negotiate(&url, headers).unwrap_or(url);
     let class = MethodClass::of(method)?;
     // A session cookie is answered here only from its audience's entries, with the
     // service's own checks (`crate::request::service`); anything else is the

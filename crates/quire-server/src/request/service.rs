@@ -166,7 +166,12 @@ fn logged(resp: Response<Body>, mut ticket: Ticket, outcome: Outcome) -> Respons
 
 /// Routes a request: refusals, the admin API, then the cache (or the origin, for
 /// what the cache does not take).
-async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Policy>) -> Answered {
+async fn route(
+    ctx: &Arc<Ctx>,
+    mut req: Request<OutBody>,
+    peer: Peer,
+    policy: Arc<Policy>,
+) -> Answered {
     // Ambiguous framing (RFC 9112 §6.3) never gets here: `crate::edge::guard` refuses it
     // on the byte stream, before hyper folds the evidence away.
     if let Some(r) = refuse::check(&req) {
@@ -202,6 +207,15 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         let path = url.path().to_owned();
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
+    // Another representation the request asks for by a field: keyed, looked up,
+    // filled and passed as a request for its own URL (`Upstream::negotiate`).
+    let url = match ctx.origin.negotiate(&url, req.headers()) {
+        Some(other) => {
+            retarget(&mut req, &other);
+            other
+        }
+        None => url,
+    };
     let client = match Client::resolve(peer.addr, req.headers(), &policy.trusted_proxies) {
         Ok(c) => c,
         Err(e) => {
@@ -221,6 +235,16 @@ async fn route(ctx: &Arc<Ctx>, req: Request<OutBody>, peer: Peer, policy: Arc<Po
         background: false,
     };
     answer(x).await
+}
+
+/// Points `req` at `url`'s path and query (its scheme and authority, if it had
+/// them, kept).
+fn retarget(req: &mut Request<OutBody>, url: &quire_http::key::NormalizedUrl) {
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = url.path_and_query().parse().ok();
+    if let Ok(u) = http::Uri::from_parts(parts) {
+        *req.uri_mut() = u;
+    }
 }
 
 /// Answers a request the cache is asked for: an upgrade is tunnelled, a method the

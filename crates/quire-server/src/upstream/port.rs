@@ -133,6 +133,24 @@ pub trait Upstream: Send + Sync + fmt::Debug + 'static {
     /// How long to wait for a head, and between body chunks.
     fn read_timeout(&self) -> Duration;
 
+    /// The URL whose stored answer a request for `url` with `headers` wants instead
+    /// of `url`'s own, when the upstream serves another representation of `url` at a
+    /// URL of its own and picks it by a request field (`quire serve`: a note as
+    /// markdown at `<note>.md`, by `Accept`). The request is then keyed, looked up,
+    /// filled and passed as a request for that URL. Called on every request, the fast
+    /// path's too: it must be cheap and lock-free. `None` (the default): `url` itself.
+    fn negotiate(&self, url: &NormalizedUrl, headers: &http::HeaderMap) -> Option<NormalizedUrl> {
+        let _ = (url, headers);
+        None
+    }
+
+    /// The request field [`Upstream::negotiate`] reads (lower-case). The upstream's
+    /// responses name it in `Vary`, for the caches after quire; quire's own keys
+    /// leave it out, since the URL [`Upstream::negotiate`] picks keys it already.
+    fn negotiated_field(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the upstream answers `path`, under the admin prefix (`/_quire/`),
     /// itself: such a request is routed as any other (rate limits, the budget, a
     /// pass for an unsafe method) instead of to the admin API, and needs no admin
