@@ -33,5 +33,6 @@ mod machine;
 pub mod search;
 pub mod serve;
 mod serve_bases;
+mod serve_mcp;
 pub mod store;
 pub mod synth;

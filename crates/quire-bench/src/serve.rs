@@ -87,6 +87,10 @@ struct SizeResult {
     /// Republishing after one note is edited: reload, related-notes update, search
     /// update, new versions.
     reload_ms: f64,
+    /// MCP `tools/call` of `search` and of `get_note` (`serve_mcp`), anonymous,
+    /// one at a time on a keep-alive connection.
+    mcp_search: Summary,
+    mcp_get_note: Summary,
 }
 
 /// One request on `conn`; returns the status.
@@ -95,6 +99,11 @@ fn request(conn: &mut TcpStream, buf: &mut Vec<u8>, path: &str) -> anyhow::Resul
         conn,
         "GET {path} HTTP/1.1\r\nHost: bench.test\r\nAccept-Encoding: gzip, br\r\n\r\n"
     )?;
+    read_answer(conn, buf)
+}
+
+/// Reads one answer off `conn` into `buf` (head and body); returns the status.
+pub(crate) fn read_answer(conn: &mut TcpStream, buf: &mut Vec<u8>) -> anyhow::Result<u16> {
     buf.clear();
     let mut chunk = [0u8; 64 * 1024];
     loop {
@@ -182,6 +191,8 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
         request(&mut conn, &mut buf, serve_bases::URL)?;
         base_hit.push(t.elapsed());
     }
+    let queries = crate::serve_mcp::queries(&site, urls.len());
+    let (mcp_search, mcp_get_note) = crate::serve_mcp::times(&mut conn, &mut buf, &queries, urls)?;
     drop(conn);
     stop.send(()).ok();
     site.flush();
@@ -198,6 +209,8 @@ fn measure(notes: usize, pages: usize, seed: u64) -> anyhow::Result<SizeResult> 
         base_first_us,
         base_hit: summarize(base_hit),
         reload_ms,
+        mcp_search: summarize(mcp_search),
+        mcp_get_note: summarize(mcp_get_note),
     })
 }
 
@@ -329,6 +342,20 @@ pub fn run(args: &BenchServeArgs) -> anyhow::Result<()> {
         println!(
             "{:>8} {:>14.0}us {:>14.0}us {:>12.0}us {:>10.0}us",
             r.notes, r.base_render.p50_us, r.base_render.p99_us, r.base_first_us, r.base_hit.p50_us
+        );
+    }
+    println!(
+        "{:>8} {:>16} {:>16} {:>16} {:>16}",
+        "notes", "mcp search p50", "mcp search p99", "get_note p50", "get_note p99"
+    );
+    for r in &results {
+        println!(
+            "{:>8} {:>14.0}us {:>14.0}us {:>14.0}us {:>14.0}us",
+            r.notes,
+            r.mcp_search.p50_us,
+            r.mcp_search.p99_us,
+            r.mcp_get_note.p50_us,
+            r.mcp_get_note.p99_us
         );
     }
     if let Some(path) = &args.json {

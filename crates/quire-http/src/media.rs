@@ -20,7 +20,7 @@ pub const ACCEPT_ITEMS_MAX: usize = 64;
 /// Whether `headers` ask for markdown over HTML (module doc).
 pub fn prefers_markdown(headers: &HeaderMap) -> bool {
     let mut lines = headers.get_all(ACCEPT).iter();
-    if !lines.any(|l| contains_ignore_case(l.as_bytes(), b"markdown")) {
+    if !lines.any(|l| names_markdown(l.as_bytes())) {
         return false;
     }
     let mut md = Weight::default();
@@ -99,9 +99,15 @@ fn parse_range(item: &[u8]) -> Option<(&[u8], &[u8], u16)> {
     Some((ty, sub, q))
 }
 
-fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
+/// Whether a `/markdown` subtype is named: only the few `/` are looked at, so a
+/// browser's `Accept` costs one pass over its bytes.
+fn names_markdown(hay: &[u8]) -> bool {
+    hay.iter().enumerate().any(|(i, &b)| {
+        b == b'/'
+            && hay
+                .get(i + 1..i + 9)
+                .is_some_and(|s| s.eq_ignore_ascii_case(b"markdown"))
+    })
 }
 
 #[cfg(test)]
