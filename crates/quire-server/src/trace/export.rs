@@ -87,6 +87,20 @@ impl Exporter {
         })
     }
 
+    /// An exporter with no thread and a queue of one that nothing drains, for
+    /// tests of spans themselves.
+    #[cfg(test)]
+    pub(crate) fn dropping() -> Exporter {
+        let (tx, rx) = mpsc::sync_channel(1);
+        std::mem::forget(rx);
+        Exporter {
+            tx,
+            counts: Arc::new(Counts::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            done: std::sync::Mutex::new(None),
+        }
+    }
+
     /// Queues a finished span, or drops and counts it when the queue is full.
     /// Never blocks.
     pub(crate) fn offer(&self, span: SpanData) {

@@ -35,7 +35,7 @@ use http::HeaderMap;
 pub use context::TRACEPARENT;
 pub use export::Exporter;
 pub use record::{Kind, Value};
-pub use span::{Span, SpanContext};
+pub use span::{Span, SpanContext, ATTRIBUTE_BYTES_MAX};
 
 use crate::config::ConfigError;
 use crate::config::TracingSection;
@@ -114,14 +114,9 @@ impl Tracer {
             None if self.sampled() => (context::trace_id(), 0),
             None => return None,
         };
-        let mut span = Span::opened_at(
-            self.exporter.clone(),
-            ids,
-            method.to_owned(),
-            Kind::Server,
-            started,
-        );
-        span.set("http.request.method", method.to_owned());
+        let method = known_method(method);
+        let mut span = Span::opened_at(self.exporter.clone(), ids, method, Kind::Server, started);
+        span.set("http.request.method", method);
         Some(span)
     }
 
@@ -139,6 +134,20 @@ impl Tracer {
     pub fn shutdown(&self, wait: Duration) {
         self.exporter.shutdown(wait);
     }
+}
+
+/// A method as OpenTelemetry's HTTP conventions name it: a known one as itself,
+/// anything else `_OTHER` (a client's invented method is neither a new span name nor
+/// unbounded bytes).
+fn known_method(method: &str) -> &'static str {
+    const KNOWN: [&str; 10] = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PURGE",
+    ];
+    KNOWN
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("_OTHER")
 }
 
 tokio::task_local! {

@@ -9,6 +9,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::export::Exporter;
 use super::record::{Kind, SpanData, Value};
 
+/// Longest string attribute kept, in bytes: with the queue's `queue_spans`, what
+/// bounds the exporter's memory (4,096 spans of a few attributes each hold at most a
+/// few tens of MiB, whatever clients send).
+pub const ATTRIBUTE_BYTES_MAX: usize = 1024;
+
 /// The ids a span's children are made under, and where they go when they end.
 #[derive(Debug, Clone)]
 pub struct SpanContext {
@@ -66,9 +71,20 @@ impl Span {
         &self.ctx
     }
 
-    /// Sets an attribute (the latest value of a name wins).
+    /// Sets an attribute (the latest value of a name wins). A string is kept to its
+    /// first [`ATTRIBUTE_BYTES_MAX`] bytes: paths and URLs come from clients, and the
+    /// queue bounds spans, not their bytes.
     pub fn set(&mut self, name: &'static str, value: impl Into<Value>) {
-        let value = value.into();
+        let value = match value.into() {
+            Value::Str(s) if s.len() > ATTRIBUTE_BYTES_MAX => {
+                let mut end = ATTRIBUTE_BYTES_MAX;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                Value::Str(Cow::Owned(s[..end].to_owned()))
+            }
+            v => v,
+        };
         match self.data.attributes.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => slot.1 = value,
             None => self.data.attributes.push((name, value)),
@@ -127,4 +143,25 @@ fn unix_ns(t: SystemTime) -> u64 {
 
 fn nanos(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The attack: a path as long as the request head allows, on every traced
+    /// request. Its span keeps the first KiB of it, cut at a character boundary.
+    #[test]
+    fn a_clients_long_path_is_cut_in_its_span() {
+        let exporter = Arc::new(Exporter::dropping());
+        let mut span = Span::opened_at(exporter, (1, 0), "GET", Kind::Server, Instant::now());
+        span.set("url.path", format!("/{}", "é".repeat(40_000)));
+        let Value::Str(kept) = &span.data.attributes[0].1 else {
+            panic!("a string");
+        };
+        assert!(kept.len() <= ATTRIBUTE_BYTES_MAX && kept.len() > ATTRIBUTE_BYTES_MAX - 2);
+        span.set("url.path", "/short");
+        assert_eq!(span.data.attributes.len(), 1, "the latest value replaces");
+        assert_eq!(span.data.attributes[0].1, Value::from("/short"));
+    }
 }
