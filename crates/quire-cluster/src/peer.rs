@@ -254,6 +254,33 @@ impl Upstream for PeerFill {
         self.inner.works_here()
     }
 
+    fn span_name(&self) -> &'static str {
+        self.inner.span_name()
+    }
+
+    fn answers_admin_path(&self, path: &str) -> bool {
+        self.inner.answers_admin_path(path)
+    }
+
+    fn negotiate(
+        &self,
+        url: &quire_http::key::NormalizedUrl,
+        headers: &http::HeaderMap,
+    ) -> Option<quire_http::key::NormalizedUrl> {
+        self.inner.negotiate(url, headers)
+    }
+
+    fn negotiated_field(&self) -> Option<&'static str> {
+        self.inner.negotiated_field()
+    }
+
+    fn dictionary_for(
+        &self,
+        headers: &http::HeaderMap,
+    ) -> Option<Arc<quire_http::dictionary::Dictionary>> {
+        self.inner.dictionary_for(headers)
+    }
+
     fn query_paths(&self) -> Option<Vec<String>> {
         self.inner.query_paths()
     }

@@ -261,3 +261,31 @@ fn a_sign_out_after_redis_lost_the_table_still_holds_on_every_node() {
         "the new epoch signs in everywhere"
     );
 }
+
+/// A cluster node's upstream wraps the site (peer fill): what the site answers
+/// itself still reaches it there — the MCP endpoint, markdown by `Accept`.
+#[test]
+#[cfg_attr(
+    not(has_redis),
+    ignore = "redis-server or redis-cli not found on PATH (apt-get install redis-server)"
+)]
+fn agents_get_the_mcp_endpoint_and_markdown_on_a_cluster_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_redis, a, _b) = cluster(dir.path());
+    let (status, head, body) = a.send(
+        "POST",
+        "/_quire/mcp",
+        "content-type: application/json\r\n",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert_eq!(body, r#"{"id":1,"jsonrpc":"2.0","result":{}}"#);
+    let (status, head, body) = a.send("GET", "/about", "accept: text/markdown\r\n", "");
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/markdown"),
+        "{head}"
+    );
+    assert!(body.starts_with("---\ntitle:"), "{body}");
+}

@@ -208,8 +208,11 @@ async fn route(
         return Box::pin(admin::handle(ctx, req, &path)).await;
     }
     // Another representation the request asks for by a field: keyed, looked up,
-    // filled and passed as a request for its own URL (`Upstream::negotiate`).
-    let url = match ctx.origin.negotiate(&url, req.headers()) {
+    // filled and passed as a request for its own URL (`Upstream::negotiate`). Only
+    // a GET or HEAD: an unsafe method invalidates the URL it was sent to.
+    let negotiated =
+        MethodClass::of(req.method()).and_then(|_| ctx.origin.negotiate(&url, req.headers()));
+    let url = match negotiated {
         Some(other) => {
             retarget(&mut req, &other);
             other
