@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds quire's container image without a container runtime, as packaging/Containerfile
 # describes it: Debian bookworm (minbase, documentation left out, as -slim does), the
-# Debian package (scripts/package-deb.sh) with curl and ca-certificates, run as the
+# Debian package (scripts/package-deb.sh) with ca-certificates, run as the
 # package's non-root `quire` user, volumes /var/lib/quire and /var/cache/quire, port
 # 8080, a health check on /_quire/health. Writes an OCI image archive that
 # `docker load` and `podman load` read, and prints its path and sizes.
@@ -43,7 +43,7 @@ deb="$(scripts/package-deb.sh ${binary:+--binary "$binary"} --out "$work/deb" | 
 mmdebstrap --variant=minbase --quiet \
   --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-  --include="ca-certificates,curl,adduser" \
+  --include="ca-certificates,adduser" \
   --customize-hook="cp '$deb' \"\$1/tmp/quire.deb\"" \
   --customize-hook='chroot "$1" dpkg -i /tmp/quire.deb' \
   --customize-hook='rm -rf "$1"/tmp/quire.deb "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/log/*' \
@@ -67,7 +67,8 @@ if [ "$check" = 1 ]; then
     curl -fsS "http://127.0.0.1:$port/_quire/health" >/dev/null 2>&1 && break
     sleep 0.2
   done
-  curl -fsS "http://127.0.0.1:$port/_quire/health" >/dev/null
+  # The image's own health check, run inside it.
+  chroot --userspec=quire:quire "$root" /usr/bin/quire health --server "http://127.0.0.1:$port"
   curl -fsS "http://127.0.0.1:$port/" | grep -q "<html" || { cat "$work/serve.log"; exit 1; }
   # By number: the host's user names are not the image's.
   uid="$(ps -o uid= -p "$pid" | tr -d ' ')"

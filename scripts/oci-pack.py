@@ -54,7 +54,7 @@ def main():
                 'Env': ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
                 # Docker's own field; OCI runtimes ignore it.
                 'Healthcheck': {
-                    'Test': ['CMD-SHELL', 'curl -fsS http://127.0.0.1:8080/_quire/health >/dev/null || exit 1'],
+                    'Test': ['CMD', '/usr/bin/quire', 'health', '--server', 'http://127.0.0.1:8080'],
                     'Interval': 15_000_000_000, 'Timeout': 3_000_000_000,
                     'StartPeriod': 60_000_000_000,
                 },

@@ -86,7 +86,7 @@ impl Model {
 /// wrap the 15 regions once, so there are overwritten (dead), removed and evicted
 /// entries.
 fn populate(path: &Path, seed: u64) -> Model {
-    let store = Store::open(path, CAP, options()).unwrap();
+    let store = open_ok(path, CAP, options());
     let mut model = Model::default();
     let mut rng = seed;
     for _ in 0..400 {
@@ -236,7 +236,7 @@ fn keep_using(path: &Path, store: Store, model: &mut Model, seed: u64) {
     };
     check(&store, "after remove_tagged and new writes");
     store.close().unwrap();
-    let (store, report) = Store::open_with_report(path, CAP, options()).unwrap();
+    let (store, report) = open_report(path, CAP, options()).unwrap();
     assert!(
         report.was_clean && report.cold_start.is_none(),
         "{report:?}"
@@ -258,7 +258,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
     }
     let ctx = format!("seed {seed}, {flips} flips, marker cleared: {clear_marker}");
     let out = if clear_marker {
-        let (store, report) = Store::open_with_report(&path, CAP, options()).unwrap();
+        let (store, report) = open_report(&path, CAP, options()).unwrap();
         assert!(
             report.cold_start.is_none() && !report.was_clean,
             "{report:?}"
@@ -271,7 +271,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
             verify_reads: true,
             ..options()
         };
-        let (store, report) = Store::open_with_report(&path, CAP, checked).unwrap();
+        let (store, report) = open_report(&path, CAP, checked).unwrap();
         assert!(
             report.cold_start.is_none() && report.was_clean,
             "{report:?}"
@@ -279,7 +279,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
         let first = check_damaged(&store, &model, &before, &flipped, &ctx);
         store.abandon();
         write_at(&path, VOLUME_CLEAN_AT, &CLEAN_MARKER.to_le_bytes());
-        let (store, report) = Store::open_with_report(&path, CAP, options()).unwrap();
+        let (store, report) = open_report(&path, CAP, options()).unwrap();
         assert!(
             report.cold_start.is_none() && report.was_clean,
             "{report:?}"
@@ -293,7 +293,7 @@ fn flip_round(seed: u64, flips: usize, clear_marker: bool) -> Outcome {
         second
     };
     assert_eq!(out.wrong_bytes, 0, "{ctx}: {out:?}");
-    let store = Store::open(&path, CAP, options()).unwrap();
+    let store = open_ok(&path, CAP, options());
     keep_using(&path, store, &mut model, seed);
     println!("{ctx}: {out:?}");
     out
@@ -331,7 +331,7 @@ fn flipped_bytes_with_clean_marker_kept() {
 fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vol");
-    let store = Store::open(&path, CAP, options()).unwrap();
+    let store = open_ok(&path, CAP, options());
     for k in [1, 2] {
         store
             .put(&key_bytes(k), &meta_of(k, 1), &body_of(k, 1), &[])
@@ -354,7 +354,7 @@ fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
         ("no clean marker", options(), 0),
     ] {
         write_at(&path, VOLUME_CLEAN_AT, &marker.to_le_bytes());
-        let (store, report) = Store::open_with_report(&path, CAP, opts).unwrap();
+        let (store, report) = open_report(&path, CAP, opts).unwrap();
         assert_eq!(report.was_clean, marker != 0, "{what}: {report:?}");
         if let Some(h) = store.get(&key_bytes(1)) {
             panic!(
@@ -374,7 +374,7 @@ fn flipped_body_byte_is_a_miss_with_or_without_clean_marker() {
 fn flipped_dead_flag_does_not_resurrect_a_removed_entry() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vol");
-    let store = Store::open(&path, CAP, options()).unwrap();
+    let store = open_ok(&path, CAP, options());
     store
         .put(&key_bytes(1), &meta_of(1, 1), &body_of(1, 1), &[])
         .unwrap();
@@ -393,7 +393,7 @@ fn flipped_dead_flag_does_not_resurrect_a_removed_entry() {
         verify_reads: true,
         ..options()
     };
-    let store = Store::open(&path, CAP, checked).unwrap();
+    let store = open_ok(&path, CAP, checked);
     let got = store.get(&key_bytes(1)).map(|h| version_if_exact(&h, 1));
     assert_eq!(got, None, "a removed key came back: {got:?}");
 }
@@ -406,7 +406,7 @@ fn populated_volume(dir: &tempfile::TempDir) -> (PathBuf, Model) {
 
 /// Opens `path` expecting a cold start; checks the volume is empty and usable.
 fn expect_cold(path: &Path, cap: u64, opts: Options, ctx: &str) {
-    let (store, report) = Store::open_with_report(path, cap, opts).unwrap();
+    let (store, report) = open_report(path, cap, opts).unwrap();
     assert!(report.cold_start.is_some(), "{ctx}: {report:?}");
     assert_eq!(report.entries, 0, "{ctx}: {report:?}");
     assert_eq!(std::fs::metadata(path).unwrap().len(), cap, "{ctx}: size");
@@ -590,13 +590,13 @@ fn huge_next_generation_hint_does_not_panic() {
             }
             let ctx = format!("hint {hint:#x}, marker cleared: {clear_marker}");
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let store = Store::open(&path, CAP, options()).unwrap();
+                let store = open_ok(&path, CAP, options());
                 let mut rng = hint ^ 3;
                 for _ in 0..200 {
                     model.apply(&store, &mut rng);
                 }
                 store.close().unwrap();
-                let store = Store::open(&path, CAP, options()).unwrap();
+                let store = open_ok(&path, CAP, options());
                 for k in 0..KEYS {
                     if let Some(h) = store.get(&key_bytes(k)) {
                         assert!(version_if_exact(&h, k).is_some(), "{ctx}: key {k}");
@@ -606,4 +606,29 @@ fn huge_next_generation_hint_does_not_panic() {
             assert!(result.is_ok(), "{ctx}: panicked");
         }
     }
+}
+
+/// Opens `path` again, waiting out a lock a forked child still holds: another test
+/// of this binary spawns `mount` and `umount`, and a child forked while a store of
+/// this one was open shares the volume's file (and its `flock`) until it execs. A
+/// store that stays locked for 5 s is a failure.
+fn open_report(
+    path: &std::path::Path,
+    cap: u64,
+    opts: Options,
+) -> Result<(Store, quire_store::OpenReport), quire_store::StoreError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match Store::open_with_report(path, cap, opts.clone()) {
+            Err(quire_store::StoreError::InUse { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// [`open_report`] for a store that must open.
+fn open_ok(path: &std::path::Path, cap: u64, opts: Options) -> Store {
+    open_report(path, cap, opts).unwrap().0
 }

@@ -56,6 +56,8 @@ pub(crate) enum Command {
     /// Check a configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Ask a running quire whether it is up (`/_quire/health`); exit 0 when it is.
+    Health(crate::health::HealthArgs),
 }
 
 /// Arguments of `quire proxy`. Flags override the config file.

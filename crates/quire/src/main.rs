@@ -25,6 +25,7 @@ mod cli;
 mod cluster;
 mod config_cmd;
 mod errors;
+mod health;
 mod proxy;
 mod purge;
 mod serve;
@@ -107,5 +108,6 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
         }),
         Command::User(cmd) => user::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Config(cmd) => config_cmd::run(cmd).map(|()| ExitCode::SUCCESS),
+        Command::Health(args) => health::run(args).map(|()| ExitCode::SUCCESS),
     }
 }
