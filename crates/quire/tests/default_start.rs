@@ -69,3 +69,31 @@ fn log_format_json_writes_one_object_per_event() {
         );
     }
 }
+
+/// `quire health`, the container image's health check: 0 against a running quire,
+/// 1 with the reason against a port nothing answers on, and a clear refusal of an
+/// https URL.
+#[test]
+fn quire_health_says_whether_a_quire_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let quire = serve_logging_info(dir.path(), &[]);
+    let health = |server: &str| {
+        Command::new(QUIRE)
+            .args(["health", "--server", server])
+            .output()
+            .unwrap()
+    };
+    let up = health(&format!("http://{}", quire.addr));
+    assert!(up.status.success(), "{up:?}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = health(&format!("http://127.0.0.1:{port}"));
+    assert_eq!(down.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&down.stderr).contains("connecting"),
+        "{down:?}"
+    );
+    let https = health("https://127.0.0.1:1");
+    assert!(String::from_utf8_lossy(&https.stderr).contains("must be http://"));
+}
