@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 mod baseline;
+pub mod dict_codings;
 mod histogram;
 pub mod http;
 mod machine;

@@ -280,6 +280,9 @@ pub(crate) enum BenchCommand {
     /// Publishing cost as a vault grows: miss and hit times of note pages on
     /// synthetic vaults of each size, served in-process over loopback.
     Serve(BenchServeArgs),
+    /// Bytes per page of brotli against a dictionary (dcb) beside zstd's (dcz) and
+    /// brotli alone, on a folder of pages.
+    Dict(quire_bench::dict_codings::BenchDictArgs),
     /// Load an HTTP server from pinned cores with many real URLs and report
     /// throughput, latency percentiles and the machine's state: quire (serve or
     /// proxy, started here) or a running target, beside nginx and Varnish.

@@ -83,6 +83,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Bench(BenchCommand::Store(args)) => quire_bench::store::run(args),
         Command::Bench(BenchCommand::Search(args)) => quire_bench::search::run(args),
+        Command::Bench(BenchCommand::Dict(args)) => {
+            quire_bench::dict_codings::run(args).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Serve(args)) => {
             quire_bench::serve::run(args).map(|()| ExitCode::SUCCESS)
         }
