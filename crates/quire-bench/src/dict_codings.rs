@@ -118,3 +118,27 @@ fn unbrotli(body: &[u8], dict: &[u8]) -> anyhow::Result<Vec<u8>> {
     r.read_to_end(&mut out)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Brotli against a dictionary decodes only with it, and a page much like the
+    /// dictionary costs a fraction of its bytes alone.
+    #[test]
+    fn dcb_round_trips_against_its_dictionary() {
+        let dict =
+            b"<html><head><title>quire</title></head><body><nav>home tags search</nav>".repeat(20);
+        let page = [&dict[..600], b"<p>a note of its own</p>", &dict[600..900]].concat();
+        let with = brotli(&page, 11, &dict).unwrap();
+        let without = brotli(&page, 11, &[]).unwrap();
+        assert!(
+            with.len() < without.len(),
+            "{} vs {}",
+            with.len(),
+            without.len()
+        );
+        assert_eq!(unbrotli(&with, &dict).unwrap(), page);
+        assert!(unbrotli(&with, &[]).map_or(true, |out| out != page));
+    }
+}
