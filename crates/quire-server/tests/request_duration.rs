@@ -7,15 +7,6 @@ use std::time::Duration;
 use quire_testkit::raw_h1::exchange;
 use quire_testkit::*;
 
-/// `name{labels} value` from the metrics text.
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series}"))
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn every_request_is_timed_once_and_a_miss_includes_its_origin() {
     let o = Origin::start().await;
@@ -46,26 +37,26 @@ async fn every_request_is_timed_once_and_a_miss_includes_its_origin() {
     )
     .await;
     let text = String::from_utf8_lossy(&got.body).into_owned();
-    let hits = sample(&text, "quire_requests_total{cache=\"hit\"}");
+    let hits = metric(&text, "quire_requests_total{cache=\"hit\"}");
     assert_eq!(hits, 8.0, "{text}");
     assert_eq!(
-        sample(&text, "quire_request_duration_seconds_count{cache=\"hit\"}"),
+        metric(&text, "quire_request_duration_seconds_count{cache=\"hit\"}"),
         hits
     );
     assert_eq!(
-        sample(
+        metric(
             &text,
             "quire_request_duration_seconds_count{cache=\"miss\"}"
         ),
         1.0
     );
-    let miss = sample(&text, "quire_request_duration_seconds_sum{cache=\"miss\"}");
+    let miss = metric(&text, "quire_request_duration_seconds_sum{cache=\"miss\"}");
     assert!(
         miss >= 0.12,
         "the miss waited 120 ms for its origin: {miss}"
     );
     assert_eq!(
-        sample(
+        metric(
             &text,
             "quire_request_duration_seconds_bucket{cache=\"miss\",le=\"0.1\"}"
         ),

@@ -264,15 +264,6 @@ async fn metrics_text(q: &Quire) -> String {
     String::from_utf8_lossy(&got.body).into_owned()
 }
 
-/// `name{labels} value` from the metrics text.
-fn sample(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in {text}"))
-        .parse()
-        .unwrap()
-}
-
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const UNSAMPLED: &str = "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
 
@@ -331,7 +322,7 @@ async fn a_trusted_proxys_traceparent_is_followed_and_anyone_elses_ignored() {
     settle(&q2).await;
     let text = metrics_text(&q2).await;
     assert_eq!(
-        sample(&text, "quire_trace_spans_total{result=\"exported\"}"),
+        metric_u64(&text, "quire_trace_spans_total{result=\"exported\"}"),
         0,
         "{text}"
     );
@@ -393,19 +384,19 @@ async fn exporter_stall_never_holds_a_request() {
         }
         assert_eq!(answered, 700, "{name}");
         let text = metrics_text(&q).await;
-        let dropped = sample(
+        let dropped = metric_u64(
             &text,
             "quire_trace_spans_total{result=\"dropped_queue_full\"}",
-        ) + sample(
+        ) + metric_u64(
             &text,
             "quire_trace_spans_total{result=\"dropped_export_failed\"}",
         );
         assert!(dropped > 0, "{name}: {text}");
         assert_eq!(
-            sample(&text, "quire_trace_spans_total{result=\"exported\"}"),
+            metric_u64(&text, "quire_trace_spans_total{result=\"exported\"}"),
             0
         );
-        assert!(sample(&text, "quire_trace_queue_spans") <= 64, "{text}");
+        assert!(metric_u64(&text, "quire_trace_queue_spans") <= 64, "{text}");
     }
 }
 
@@ -438,4 +429,11 @@ async fn exporter_sleeps_when_idle() {
         used < 30,
         "the idle exporter used {used} ticks of 100 in a second"
     );
+}
+
+/// [`metric`] of a counter, as a whole number.
+fn metric_u64(text: &str, series: &str) -> u64 {
+    let v = metric(text, series);
+    assert!(v >= 0.0 && v.fract() == 0.0, "{series} = {v}");
+    v as u64
 }

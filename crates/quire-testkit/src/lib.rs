@@ -552,6 +552,16 @@ pub async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// The value of `series` (`name{labels}`, exactly as written) in a Prometheus text
+/// exposition; panics, showing the text, when it is not there.
+pub fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+        .parse()
+        .unwrap()
+}
+
 /// Waits until no fill is in flight (the last miss is stored or dropped) and the
 /// compression pool is idle (the codings added after a commit are in).
 pub async fn settle(q: &Quire) {
