@@ -194,6 +194,14 @@ async fn a_miss_a_hit_and_a_purge_are_traced_and_the_origin_joins_the_trace() {
         .iter()
         .map(|s| s.name.clone())
         .collect();
+    let fill = spans.iter().find(|s| s.name == "fill").unwrap();
+    let waited = children(&spans, fill);
+    assert!(
+        waited
+            .iter()
+            .any(|s| s.name == "budget wait" && s.attr("quire.slot").unwrap()["boolValue"] == true),
+        "the fill's wait for a budget slot: {waited:?}"
+    );
     for name in ["lookup", "fill", "fill wait"] {
         assert!(
             under.contains(&name.to_owned()),
@@ -229,9 +237,15 @@ async fn a_miss_a_hit_and_a_purge_are_traced_and_the_origin_joins_the_trace() {
     assert_eq!(look[0].name, "lookup");
     assert_eq!(o.hits("/a"), 1);
 
-    // A purge through the admin API is a span of its request.
+    a_purge_is_a_span_of_its_request(&c, &q).await;
+    exporter_sleeps_when_idle().await;
+}
+
+/// A purge through the admin API is a span of its request; then the exporter's
+/// counters.
+async fn a_purge_is_a_span_of_its_request(c: &Collector, q: &Quire) {
     let auth = format!("Bearer {TOKEN}");
-    let got = send(&q, "PURGE", "/a", &[("authorization", &auth)], b"").await;
+    let got = send(q, "PURGE", "/a", &[("authorization", &auth)], b"").await;
     assert_eq!(got.status, 200);
     let spans = c.wait_for(|s| root(s, "admin").is_some()).await;
     let purge = spans.iter().find(|s| s.name == "purge").unwrap();
@@ -242,13 +256,12 @@ async fn a_miss_a_hit_and_a_purge_are_traced_and_the_origin_joins_the_trace() {
         ("PURGE", purge.parent.as_ref())
     );
 
-    let metrics = metrics_text(&q).await;
+    let metrics = metrics_text(q).await;
     assert!(
         metrics.contains("quire_trace_spans_total{result=\"exported\"}"),
         "{metrics}"
     );
     assert!(metrics.contains("quire_trace_spans_total{result=\"dropped_queue_full\"} 0"));
-    exporter_sleeps_when_idle().await;
 }
 
 async fn metrics_text(q: &Quire) -> String {

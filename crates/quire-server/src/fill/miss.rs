@@ -141,7 +141,10 @@ async fn take_slot(
         from_peer,
         &spec.policy.cfg.budget,
     );
-    match unless_abandoned(ctx, spec, fill, acquire).await {
+    let span = crate::trace::child("budget wait", crate::trace::Kind::Internal);
+    let got = unless_abandoned(ctx, spec, fill, acquire).await;
+    crate::trace::end_budget_wait(span, matches!(got, Some(Ok(_))));
+    match got {
         Some(Ok(slot)) => Ok(Some(slot)),
         Some(Err(why)) => {
             fill.publish_failed(OriginError::overloaded(why));

@@ -57,7 +57,10 @@ async fn pass_slot(
     let slot = ctx
         .crawlers
         .acquire(&ctx.budget, ip, headers, false, &policy.cfg.budget);
-    slot.await.map(Some)
+    let span = crate::trace::child("budget wait", crate::trace::Kind::Internal);
+    let got = slot.await;
+    crate::trace::end_budget_wait(span, got.is_ok());
+    got.map(Some)
 }
 
 impl Exchange<'_> {

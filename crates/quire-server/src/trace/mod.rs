@@ -7,6 +7,9 @@
 //!   trusted proxy is followed (its sampled flag decides, and quire's spans join its
 //!   trace); otherwise `tracing.sample_ratio` of requests start a trace. An
 //!   untraced request costs one random draw, and nothing at all with tracing off.
+//! - Spans: `lookup`, `fill wait`, `fill`, `budget wait` (a slot of the
+//!   uncached-work budget), the upstream's (`origin`, `render`, `peer fill`),
+//!   `compress`, `purge`.
 //! - The traced request's context lives in a task-local ([`within`]): the spans of
 //!   the work it causes find their parent there ([`child`]), however deep in the
 //!   call they are opened, and work handed to another task or thread takes the
@@ -223,6 +226,15 @@ pub fn end_outbound<T>(
         }
     }
     s.end();
+}
+
+/// Ends a wait for a slot of the uncached-work budget (`crate::edge::budget`):
+/// `quire.slot` says whether one was had (else the request was answered 503).
+pub fn end_budget_wait(span: Option<Span>, got: bool) {
+    if let Some(mut s) = span {
+        s.set("quire.slot", got);
+        s.end();
+    }
 }
 
 /// Runs `fut` with `span` (when there is one) as the context of the spans it opens.
