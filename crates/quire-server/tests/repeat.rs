@@ -299,16 +299,7 @@ fn race_client(
 
 /// What the fast path's kept heads hold, from `/_quire/metrics`.
 async fn repeat_bytes(q: &Quire) -> u64 {
-    let auth = format!("Bearer {TOKEN}");
-    let got = send(
-        q,
-        "GET",
-        "/_quire/metrics",
-        &[("authorization", &auth)],
-        b"",
-    )
-    .await;
-    let text = String::from_utf8_lossy(&got.body).into_owned();
+    let text = metrics_text(q).await;
     text.lines()
         .find_map(|l| l.strip_prefix("quire_fastpath_repeat_bytes "))
         .expect("the gauge")

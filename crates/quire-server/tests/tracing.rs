@@ -264,19 +264,6 @@ async fn a_purge_is_a_span_of_its_request(c: &Collector, q: &Quire) {
     assert!(metrics.contains("quire_trace_spans_total{result=\"dropped_queue_full\"} 0"));
 }
 
-async fn metrics_text(q: &Quire) -> String {
-    let auth = format!("Bearer {TOKEN}");
-    let got = send(
-        q,
-        "GET",
-        "/_quire/metrics",
-        &[("authorization", &auth)],
-        b"",
-    )
-    .await;
-    String::from_utf8_lossy(&got.body).into_owned()
-}
-
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const UNSAMPLED: &str = "00-5bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
 

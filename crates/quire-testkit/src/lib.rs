@@ -552,6 +552,21 @@ pub async fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// `GET /_quire/metrics` of `q`, with the test token: the Prometheus text.
+pub async fn metrics_text(q: &Quire) -> String {
+    let auth = format!("Bearer {TOKEN}");
+    let got = send(
+        q,
+        "GET",
+        "/_quire/metrics",
+        &[("authorization", &auth)],
+        b"",
+    )
+    .await;
+    assert_eq!(got.status, 200, "the metrics");
+    String::from_utf8_lossy(&got.body).into_owned()
+}
+
 /// The value of `series` (`name{labels}`, exactly as written) in a Prometheus text
 /// exposition; panics, showing the text, when it is not there.
 pub fn metric(text: &str, series: &str) -> f64 {
