@@ -266,7 +266,12 @@ fn call_tool(
     let out = match name {
         "search" => search(c, who, args),
         "get_note" => note(s, who, args).map(|i| {
-            let md = quire_vault::render::markdown(&s.vault, i, who, &base(s, c));
+            let md = quire_vault::render::markdown(
+                &s.vault,
+                i,
+                who,
+                &crate::respond::site_base(s, &c.base),
+            );
             Text(cut(md, MARKDOWN_MAX))
         }),
         "related" => note(s, who, args).map(|i| listed(s, s.related.of(i, who).iter().copied())),
@@ -391,14 +396,6 @@ fn bounded(v: Option<&Value>, max: usize, default: usize) -> usize {
     v.and_then(Value::as_u64)
         .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX))
         .min(max)
-}
-
-fn base(s: &Snapshot, c: &Call<'_>) -> String {
-    if s.config.base_url.is_empty() {
-        c.base.clone()
-    } else {
-        s.config.base_url.clone()
-    }
 }
 
 /// `s` cut to at most `max` bytes at a character boundary, saying so.

@@ -347,8 +347,14 @@ fn login_form(s: &Snapshot, req: &Req<'_>) -> Reply {
 }
 
 fn base(s: &Snapshot, req: &Req<'_>) -> String {
+    site_base(s, &req.base)
+}
+
+/// The site's own origin for absolute links: `base_url` when set, else `asked` (the
+/// scheme and host the request came to).
+pub(crate) fn site_base(s: &Snapshot, asked: &str) -> String {
     if s.config.base_url.is_empty() {
-        req.base.clone()
+        asked.to_owned()
     } else {
         s.config.base_url.clone()
     }

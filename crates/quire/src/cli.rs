@@ -189,11 +189,17 @@ impl AdminArgs {
 
     /// `host:port` of `--server`, which must be `http://host:port`.
     pub(crate) fn authority(&self) -> anyhow::Result<&str> {
-        self.server
-            .strip_prefix("http://")
-            .map(|a| a.trim_end_matches('/'))
-            .ok_or_else(|| anyhow::anyhow!("--server must be http://host:port"))
+        authority_of(&self.server)
     }
+}
+
+/// `host:port` of a `--server` value, which must be `http://host:port` (the admin
+/// commands and `quire health` run beside the server, over plain HTTP).
+pub(crate) fn authority_of(server: &str) -> anyhow::Result<&str> {
+    server
+        .strip_prefix("http://")
+        .map(|a| a.trim_end_matches('/'))
+        .ok_or_else(|| anyhow::anyhow!("--server must be http://host:port"))
 }
 
 /// Arguments of `quire top`.

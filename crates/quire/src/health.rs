@@ -23,10 +23,7 @@ pub(crate) struct HealthArgs {
 
 /// Checks the server; `Ok(())` when it answered 200.
 pub(crate) fn run(args: &HealthArgs) -> anyhow::Result<()> {
-    let Some(authority) = args.server.strip_prefix("http://") else {
-        bail!("--server must be http://host:port (the check runs beside the server)");
-    };
-    let authority = authority.trim_end_matches('/');
+    let authority = crate::cli::authority_of(&args.server)?;
     if !(args.timeout > 0.0 && args.timeout <= 60.0) {
         bail!("--timeout must be above 0 and at most 60 seconds");
     }
