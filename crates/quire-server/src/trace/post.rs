@@ -47,7 +47,7 @@ impl Endpoint {
         ca_file: Option<std::path::PathBuf>,
     ) -> Result<Endpoint, EndpointError> {
         let bad = |why: &str| EndpointError {
-            url: url.to_owned(),
+            url: redacted(url),
             why: why.to_owned(),
         };
         let uri: Uri = url.parse().map_err(|_| bad("not a URL"))?;
@@ -88,6 +88,18 @@ impl Endpoint {
             tls,
             extra,
         })
+    }
+}
+
+/// `url` with any credentials before an `@` of its authority replaced by `…`: an
+/// error naming the endpoint goes to the log.
+fn redacted(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) if !scheme.is_empty() => format!("{scheme}://…{}", &rest[at..]),
+        Some(at) => format!("…{}", &rest[at..]),
+        None => url.to_owned(),
     }
 }
 
@@ -293,4 +305,45 @@ fn discard(conn: &mut Conn, mut n: usize, deadline: Instant) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<Endpoint, EndpointError> {
+        Endpoint::parse(url, &Default::default(), None)
+    }
+
+    #[test]
+    fn an_endpoint_gets_otlps_path_and_its_schemes_port() {
+        let e = parse("http://collector:4318").unwrap();
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("collector", 4318, "/v1/traces")
+        );
+        let e = parse("http://[::1]/custom/traces").unwrap();
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("::1", 80, "/custom/traces")
+        );
+        assert!(e.tls.is_none());
+    }
+
+    #[test]
+    fn an_unusable_endpoint_is_refused_saying_why() {
+        for (url, why) in [
+            ("collector:4318", "scheme"),
+            ("ftp://collector", "scheme"),
+            ("http://user:secret@collector", "credentials"),
+            ("not a url", "URL"),
+        ] {
+            let e = parse(url)
+                .err()
+                .unwrap_or_else(|| panic!("{url} accepted"))
+                .to_string();
+            assert!(e.contains(why), "{url}: {e}");
+            assert!(!e.contains("secret"), "credentials in an error: {e}");
+        }
+    }
 }
