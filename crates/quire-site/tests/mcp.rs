@@ -324,3 +324,16 @@ fn mcp_refuses_malformed_input_and_leaves_the_admin_api_shut() {
         assert!(!got.body.contains("quire_requests_total"), "{path}");
     }
 }
+
+/// The limit on what one call returns: a note whose markdown is past 256 KiB comes
+/// cut, saying so, whole in its own `.md`.
+#[test]
+fn get_note_returns_at_most_256_kib() {
+    let long = format!("---\nfree: true\n---\n{}\n", "quince jam. ".repeat(40_000));
+    let r = start_with(&[("long.md", long.as_str())], false);
+    let got = call(&r, None, "get_note", json!({"url": "/long"}));
+    let text = got["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() <= (256 << 10) + 128, "{} bytes", text.len());
+    assert!(text.ends_with("[… cut: the note is longer than this tool returns]\n"));
+    assert!(get(r.addr, "/long.md").body.len() > 400_000);
+}

@@ -96,4 +96,11 @@ fn quire_health_says_whether_a_quire_answers() {
     );
     let https = health("https://127.0.0.1:1");
     assert!(String::from_utf8_lossy(&https.stderr).contains("must be http://"));
+    let forever = Command::new(QUIRE)
+        .args(["health", "--timeout", "0", "--server"])
+        .arg(format!("http://{}", quire.addr))
+        .output()
+        .unwrap();
+    assert!(!forever.status.success());
+    assert!(String::from_utf8_lossy(&forever.stderr).contains("--timeout must be above 0"));
 }

@@ -87,3 +87,34 @@ impl TracingSection {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change that breaks one bound.
+    type Breaks = fn(&mut TracingSection);
+
+    /// Each bound of the section refuses what is past it, naming the key.
+    #[test]
+    fn impossible_settings_are_refused_by_name() {
+        assert!(TracingSection::default().validate().is_ok());
+        let cases: [(&str, Breaks); 7] = [
+            ("sample_ratio", |t| t.sample_ratio = 1.5),
+            ("sample_ratio", |t| t.sample_ratio = f64::NAN),
+            ("queue_spans", |t| t.queue_spans = 0),
+            ("batch_spans", |t| t.batch_spans = t.queue_spans + 1),
+            ("timeout", |t| t.timeout = Secs(std::time::Duration::ZERO)),
+            ("service_name", |t| t.service_name.clear()),
+            ("headers", |t| {
+                t.headers.insert("bad name".into(), "v".into());
+            }),
+        ];
+        for (key, break_it) in cases {
+            let mut t = TracingSection::default();
+            break_it(&mut t);
+            let e = t.validate().expect_err(key).to_string();
+            assert!(e.contains(&format!("tracing.{key}")), "{key}: {e}");
+        }
+    }
+}
