@@ -8,13 +8,7 @@
 # Needs wrk, curl, taskset, xxd, base64.
 set -euo pipefail
 Q=$1; ROUNDS=${ROUNDS:-5}; SECS=${SECS:-6}; PORT=${PORT:-18181}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d); trap 'kill "$P" 2>/dev/null || true; rm -rf "$T"' EXIT
-cp -r "$ROOT/examples/vault" "$T/vault"; rm -f "$T"/vault/.quire/*.db*
-taskset -c 0 "$Q" serve "$T/vault" --listen 127.0.0.1:$PORT --cache "$T/s.vol" --workers 1 >/dev/null 2>&1 &
-P=$!
-B=http://127.0.0.1:$PORT
-for _ in $(seq 100); do curl -sf -o /dev/null "$B/" && break; sleep 0.2; done
+. "$(dirname "$0")/serve-ab-lib.sh"
 DP=$(curl -sI "$B/" | grep -i '^link:' | sed 's/.*<\(.*\)>.*/\1/')
 H=$(curl -s "$B$DP" | sha256sum | cut -d' ' -f1 | xxd -r -p | base64)
 curl -s -o /dev/null "$B/about"
@@ -25,7 +19,6 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 [ "${got,,}" = "content-encoding: dcz" ] || { echo "no dcz answer: '$got'" >&2; exit 1; }
-cpu() { awk '{print $14+$15}' "/proc/$P/stat"; }
 for r in $(seq "$ROUNDS"); do
   for mode in br dcz; do
     if [ $mode = br ]; then A=(-H 'Accept-Encoding: gzip, br'); else A=(-H 'Accept-Encoding: gzip, br, zstd, dcz' -H "Available-Dictionary: :$H:"); fi

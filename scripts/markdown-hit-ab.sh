@@ -9,14 +9,8 @@
 # Needs wrk, curl, taskset.
 set -euo pipefail
 Q=$1; ROUNDS=${ROUNDS:-5}; SECS=${SECS:-6}; PORT=${PORT:-18182}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=$(mktemp -d); trap 'kill "$P" 2>/dev/null || true; rm -rf "$T"' EXIT
-cp -r "$ROOT/examples/vault" "$T/vault"; rm -f "$T"/vault/.quire/*.db*
-taskset -c 0 "$Q" serve "$T/vault" --listen 127.0.0.1:$PORT --cache "$T/s.vol" --workers 1 >/dev/null 2>&1 &
-P=$!
-B=http://127.0.0.1:$PORT
+. "$(dirname "$0")/serve-ab-lib.sh"
 HTML='text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'
-for _ in $(seq 100); do curl -sf -o /dev/null "$B/" && break; sleep 0.2; done
 # Both stored, and their brotli made in the background, before any round.
 for accept in "$HTML" text/markdown; do
   for _ in $(seq 150); do
@@ -27,7 +21,6 @@ for accept in "$HTML" text/markdown; do
   size=$(curl -s -H 'Accept-Encoding: gzip, br' -H "Accept: $accept" "$B/about" | wc -c)
   echo "accept '$accept': $size bytes (brotli)"
 done
-cpu() { awk '{print $14+$15}' "/proc/$P/stat"; }
 for r in $(seq "$ROUNDS"); do
   for mode in html md; do
     if [ $mode = html ]; then A="$HTML"; else A=text/markdown; fi
