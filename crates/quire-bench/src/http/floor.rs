@@ -20,6 +20,12 @@
 //!   `write_all` per request), as quire's single-worker runtime runs them. The gap
 //!   between the two floors is what the runtime costs per request before any of
 //!   quire's own work; the gap between it and quire is quire's.
+//! - **A floor over the corpus's bytes** (`--distinct N`, `--peer floor-corpus`): N
+//!   distinct responses of the same size, each request answered with the one its
+//!   head's bytes hash to. The kernel then copies from as much memory as a cache
+//!   serving N pages does (28 MB for the 2,000-page corpus) rather than from one
+//!   buffer that stays in the CPU's cache; the gap between the two epoll floors is
+//!   what the working set's size costs any server, before any work of its own.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -44,21 +50,41 @@ pub struct BenchFloorArgs {
     /// one epoll loop.
     #[arg(long)]
     pub tokio: bool,
+    /// How many distinct responses to answer from, each request getting the one its
+    /// head hashes to (1: one buffer for every request).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub distinct: u32,
 }
 
 /// Runs the floor until the process is killed.
 pub fn main(args: &BenchFloorArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args.listen)?;
-    let response = response(args.bytes);
     if args.tokio {
         tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()?
-            .block_on(serve_tokio(listener, response.into()))?;
+            .block_on(serve_tokio(listener, response(args.bytes).into()))?;
     } else {
-        serve(listener, &response, &AtomicBool::new(false))?;
+        let responses = responses(args.bytes, args.distinct as usize);
+        serve(listener, &responses, &AtomicBool::new(false))?;
     }
     Ok(())
+}
+
+/// `n` responses of `total` bytes each, every body its own bytes (so that each is
+/// its own memory, as `n` cached pages are).
+pub(crate) fn responses(total: usize, n: usize) -> Vec<Vec<u8>> {
+    let first = response(total);
+    let head = first.len() - first.rsplit(|&c| c == b'\n').next().map_or(0, <[u8]>::len);
+    (0..n)
+        .map(|i| {
+            let mut r = first.clone();
+            for (j, c) in r[head..].iter_mut().enumerate() {
+                *c = b'a' + ((i * 7 + j) % 26) as u8;
+            }
+            r
+        })
+        .collect()
 }
 
 /// The floor on tokio: a task per connection, reading and answering as [`serve`]
@@ -109,16 +135,32 @@ pub(crate) fn response(total: usize) -> Vec<u8> {
     r
 }
 
-/// How far into `\r\n\r\n` the bytes read so far have matched, across reads.
-#[derive(Debug, Default, Clone, Copy)]
-struct HeadEnds(u8);
+/// How far into `\r\n\r\n` the bytes read so far have matched, across reads, and
+/// a hash (FNV-1a) of the head being read.
+#[derive(Debug, Clone, Copy)]
+struct HeadEnds(u8, u64);
+
+impl Default for HeadEnds {
+    fn default() -> Self {
+        HeadEnds(0, FNV_OFFSET)
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl HeadEnds {
     /// How many request heads end in `b`.
     fn count(&mut self, b: &[u8]) -> u64 {
-        const END: &[u8; 4] = b"\r\n\r\n";
         let mut n = 0;
+        self.each(b, |_| n += 1);
+        n
+    }
+
+    /// Calls `end` with the hash of each request head that ends in `b`.
+    fn each(&mut self, b: &[u8], mut end: impl FnMut(u64)) {
+        const END: &[u8; 4] = b"\r\n\r\n";
         for &c in b {
+            self.1 = (self.1 ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
             self.0 = if c == END[self.0 as usize] {
                 self.0 + 1
             } else if c == b'\r' {
@@ -127,11 +169,11 @@ impl HeadEnds {
                 0
             };
             if self.0 == 4 {
-                n += 1;
+                end(self.1);
                 self.0 = 0;
+                self.1 = FNV_OFFSET;
             }
         }
-        n
     }
 }
 
@@ -139,8 +181,8 @@ impl HeadEnds {
 struct Conn {
     sock: TcpStream,
     ends: HeadEnds,
-    /// Responses owed (the first possibly begun).
-    owed: u64,
+    /// Responses owed, by index (the first possibly begun).
+    owed: std::collections::VecDeque<u32>,
     /// Bytes of the first owed response already written.
     offset: usize,
     /// Whether epoll also watches for writability.
@@ -153,9 +195,13 @@ const LISTENER: u64 = u64::MAX;
 /// Bytes read at once.
 const READ_BYTES: usize = 16 * 1024;
 
-/// Serves `response` to every request on `listener`'s connections until `stop` is
-/// set (checked at least every 200 ms).
-pub(crate) fn serve(listener: TcpListener, response: &[u8], stop: &AtomicBool) -> io::Result<()> {
+/// Serves one of `responses` to every request on `listener`'s connections until
+/// `stop` is set (checked at least every 200 ms).
+pub(crate) fn serve(
+    listener: TcpListener,
+    responses: &[Vec<u8>],
+    stop: &AtomicBool,
+) -> io::Result<()> {
     listener.set_nonblocking(true)?;
     let ep = epoll::create(epoll::CreateFlags::CLOEXEC)?;
     epoll::add(&ep, &listener, EventData::new_u64(LISTENER), EventFlags::IN)?;
@@ -183,7 +229,7 @@ pub(crate) fn serve(listener: TcpListener, response: &[u8], stop: &AtomicBool) -
                 LISTENER => accept(&ep, &listener, &mut conns),
                 i => {
                     let slot = &mut conns[i as usize];
-                    if !step(&ep, slot, i, ev.flags, &mut buf, response) {
+                    if !step(&ep, slot, i, ev.flags, &mut buf, responses) {
                         *slot = None;
                     }
                 }
@@ -208,7 +254,7 @@ fn accept(ep: &impl AsFd, listener: &TcpListener, conns: &mut Vec<Option<Conn>>)
             conns[i] = Some(Conn {
                 sock,
                 ends: HeadEnds::default(),
-                owed: 0,
+                owed: std::collections::VecDeque::new(),
                 offset: 0,
                 want_out: false,
             });
@@ -224,7 +270,7 @@ fn step(
     i: u64,
     flags: EventFlags,
     buf: &mut [u8],
-    response: &[u8],
+    responses: &[Vec<u8>],
 ) -> bool {
     let Some(c) = slot else {
         return true;
@@ -232,12 +278,15 @@ fn step(
     if flags.intersects(EventFlags::IN | EventFlags::HUP | EventFlags::ERR) {
         match c.sock.read(buf) {
             Ok(0) => return false,
-            Ok(n) => c.owed += c.ends.count(&buf[..n]),
+            Ok(n) => {
+                let (owed, count) = (&mut c.owed, responses.len() as u64);
+                c.ends.each(&buf[..n], |h| owed.push_back((h % count) as u32));
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => return false,
         }
     }
-    let Ok(blocked) = flush(c, response) else {
+    let Ok(blocked) = flush(c, responses) else {
         return false;
     };
     if blocked != c.want_out {
@@ -254,12 +303,13 @@ fn step(
 
 /// Writes what `c` is owed, one write per response; `true` when the socket filled
 /// before the last.
-fn flush(c: &mut Conn, response: &[u8]) -> io::Result<bool> {
-    while c.owed > 0 {
+fn flush(c: &mut Conn, responses: &[Vec<u8>]) -> io::Result<bool> {
+    while let Some(&i) = c.owed.front() {
+        let response = &responses[i as usize];
         match c.sock.write(&response[c.offset..]) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) if c.offset + n == response.len() => {
-                c.owed -= 1;
+                c.owed.pop_front();
                 c.offset = 0;
             }
             Ok(n) => c.offset += n,
@@ -292,11 +342,15 @@ mod tests {
     }
 
     fn start(response: Vec<u8>) -> Running {
+        start_all(vec![response])
+    }
+
+    fn start_all(responses: Vec<Vec<u8>>) -> Running {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
-        let thread = std::thread::spawn(move || serve(listener, &response, &s));
+        let thread = std::thread::spawn(move || serve(listener, &responses, &s));
         Running {
             addr,
             stop,
@@ -355,6 +409,31 @@ mod tests {
         let mut t = TcpStream::connect(floor.addr).unwrap();
         t.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!(read_exactly(&mut t, resp.len()), resp);
+    }
+
+    #[test]
+    fn distinct_responses_are_chosen_by_the_head_and_are_each_their_own_bytes() {
+        let all = responses(5_000, 8);
+        assert!(all.iter().all(|r| r.len() == 5_000 && r.starts_with(b"HTTP/1.1 200 OK")));
+        for (i, r) in all.iter().enumerate() {
+            assert!(all[i + 1..].iter().all(|o| o != r), "response {i} is repeated");
+        }
+        let floor = start_all(all.clone());
+        let mut s = TcpStream::connect(floor.addr).unwrap();
+        let mut seen = std::collections::HashMap::new();
+        for round in 0..2 {
+            for path in 0..16 {
+                write!(s, "GET /{path} HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+                let got = read_exactly(&mut s, 5_000);
+                assert!(all.contains(&got));
+                if round == 1 {
+                    assert_eq!(seen[&path], got, "/{path} got another answer");
+                }
+                seen.insert(path, got);
+            }
+        }
+        let kinds: std::collections::HashSet<_> = seen.values().collect();
+        assert!(kinds.len() > 1, "16 paths all hashed to one response");
     }
 
     #[test]

@@ -25,6 +25,8 @@
 //!   nothing parsed, pinned like the peers. Every server's CPU per request is then
 //!   also reported as a multiple of the floor's (`x floor`). `--peer floor-tokio`
 //!   adds the same floor on a current-thread tokio runtime: the runtime's own share.
+//!   `--peer floor-corpus` answers from as many distinct responses as there are URLs:
+//!   the share of the working set's size.
 //!
 //! How (`measure`): URLs from the sitemap or `--urls`, in uniform, Zipf or hot
 //! order (`urls`); every server warmed and checked to answer every URL as a hit
@@ -187,12 +189,16 @@ pub enum Peer {
     /// The floor served from a current-thread tokio runtime, a task per connection:
     /// what the runtime adds before any of quire's own work (cleartext only).
     FloorTokio,
+    /// The floor answering from as many distinct responses as the corpus has URLs
+    /// (chosen by the request head's hash), so it copies from as much memory as a
+    /// cache of the corpus does (cleartext only).
+    FloorCorpus,
 }
 
 impl Peer {
     /// Whether this peer is one of the floors (started after the warm-up).
     fn is_floor(self) -> bool {
-        matches!(self, Peer::Floor | Peer::FloorTokio)
+        matches!(self, Peer::Floor | Peer::FloorTokio | Peer::FloorCorpus)
     }
 }
 
@@ -430,7 +436,7 @@ fn start_peers(
             Peer::Nginx => servers::nginx(&origin, &args.server_cpus, pki)?,
             Peer::Varnish => servers::varnish(&origin, &args.server_cpus)?,
             // Started after the warm-up, at the size of the answers it saw.
-            Peer::Floor | Peer::FloorTokio => continue,
+            Peer::Floor | Peer::FloorTokio | Peer::FloorCorpus => continue,
         };
         subjects.push(Subject {
             name: s.kind.name().into(),
@@ -692,12 +698,16 @@ impl Bench<'_> {
         )?;
         let first = first.name.clone();
         let peers = self.args.peer.clone();
-        for tokio in [false, true] {
-            let peer = if tokio { Peer::FloorTokio } else { Peer::Floor };
+        let kinds = [
+            (Peer::Floor, servers::FloorKind::Epoll),
+            (Peer::FloorTokio, servers::FloorKind::Tokio),
+            (Peer::FloorCorpus, servers::FloorKind::Distinct(paths.len())),
+        ];
+        for (peer, how) in kinds {
             if !peers.contains(&peer) {
                 continue;
             }
-            let floor = servers::floor(bytes, &self.args.server_cpus, tokio)?;
+            let floor = servers::floor(bytes, &self.args.server_cpus, how)?;
             eprintln!(
                 "bench http: {}: {bytes}-byte responses (the mean of {first}'s answers), on CPU {}",
                 floor.kind.name(),

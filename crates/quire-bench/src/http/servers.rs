@@ -56,6 +56,8 @@ pub(crate) enum Kind {
     Floor,
     /// The floor on tokio (`quire bench floor --tokio`).
     FloorTokio,
+    /// The floor over as many distinct responses as the corpus has pages.
+    FloorCorpus,
 }
 
 impl Kind {
@@ -67,6 +69,7 @@ impl Kind {
             Kind::Varnish => "varnish",
             Kind::Floor => "floor",
             Kind::FloorTokio => "floor-tokio",
+            Kind::FloorCorpus => "floor-corpus",
         }
     }
 }
@@ -537,9 +540,18 @@ pub(crate) fn varnish(origin: &str, cpus: &str) -> anyhow::Result<Server> {
     .context("varnish (apt-get install varnish)")
 }
 
-/// Starts the machine's floor (`quire bench floor`, this binary; with `tokio`, its
-/// tokio variant) answering every request with `bytes` bytes, pinned to `cpus`.
-pub(crate) fn floor(bytes: usize, cpus: &str, tokio: bool) -> anyhow::Result<Server> {
+/// How a floor is run: `quire bench floor` as it is, on tokio, or over `distinct`
+/// responses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FloorKind {
+    Epoll,
+    Tokio,
+    Distinct(usize),
+}
+
+/// Starts the machine's floor (`quire bench floor`, this binary, as `how` says)
+/// answering every request with `bytes` bytes, pinned to `cpus`.
+pub(crate) fn floor(bytes: usize, cpus: &str, how: FloorKind) -> anyhow::Result<Server> {
     let dir = scratch()?;
     let listen = format!("127.0.0.1:{}", free_port()?);
     let exe = std::env::current_exe().context("finding the quire binary")?;
@@ -553,11 +565,22 @@ pub(crate) fn floor(bytes: usize, cpus: &str, tokio: bool) -> anyhow::Result<Ser
         "--bytes".as_ref(),
         bytes.as_ref(),
     ];
-    if tokio {
-        argv.push("--tokio".as_ref());
-    }
+    let distinct;
+    let kind = match how {
+        FloorKind::Epoll => Kind::Floor,
+        FloorKind::Tokio => {
+            argv.push("--tokio".as_ref());
+            Kind::FloorTokio
+        }
+        FloorKind::Distinct(n) => {
+            distinct = n.max(1).to_string();
+            argv.push("--distinct".as_ref());
+            argv.push(distinct.as_ref());
+            Kind::FloorCorpus
+        }
+    };
     spawn(
-        if tokio { Kind::FloorTokio } else { Kind::Floor },
+        kind,
         &argv,
         cpus,
         dir,
