@@ -179,7 +179,7 @@ pub(crate) fn serve(
     let body = if r.not_modified || r.head_only || fixed.body_len == 0 {
         None
     } else {
-        Some(p.body_at(entry, fixed.start, fixed.body_len).ok()?)
+        Some(Prepared::body_at(entry, fixed).ok()?)
     };
     out.extend_from_slice(&fixed.bytes);
     hit::write_moment(out, p, &r.status, now);

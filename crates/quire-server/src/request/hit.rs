@@ -260,19 +260,19 @@ impl Prepared {
         Ok(body::mapped(entry.clone(), v.start + from, v.start + to))
     }
 
-    /// The body at `start..start + len` of the entry's body section (a
-    /// [`FixedHead`]'s), without copying.
-    pub(crate) fn body_at(
-        &self,
-        entry: &Arc<Handle>,
-        start: u64,
-        len: u64,
-    ) -> Result<Bytes, NotServed> {
+    /// The body of `fixed` in the entry's body section, without copying. (Reads
+    /// only `fixed` and the entry: not this record, whose coding list a hit need not
+    /// bring into the CPU's cache.)
+    pub(crate) fn body_at(entry: &Arc<Handle>, fixed: &FixedHead) -> Result<Bytes, NotServed> {
         use quire_store::EntryRef;
-        if entry.body().len() as u64 != self.rec.bodies_len() {
+        if entry.body().len() as u64 != fixed.bodies_len {
             return Err(NotServed::BodyGone);
         }
-        Ok(body::mapped(entry.clone(), start, start + len))
+        Ok(body::mapped(
+            entry.clone(),
+            fixed.start,
+            fixed.start + fixed.body_len,
+        ))
     }
 
     /// Prepares `rec` for serving.
@@ -575,6 +575,9 @@ pub(crate) struct FixedHead {
     pub(crate) start: u64,
     /// Its length.
     pub(crate) body_len: u64,
+    /// The length of the whole body section its record was stored with (an entry
+    /// of another length is not this record's).
+    pub(crate) bodies_len: u64,
 }
 
 /// The [`FixedHead`] of `p` in `coding`, a 304's when `not_modified`.
@@ -608,6 +611,7 @@ pub(crate) fn fixed_head(
         bytes: out,
         start,
         body_len,
+        bodies_len: p.rec.bodies_len(),
     })
 }
 
