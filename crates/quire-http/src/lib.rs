@@ -13,6 +13,8 @@
 //!   whether an `Accept` prefers markdown to HTML.
 //! - [`dictionary`]: compression dictionaries (RFC 9842): the fields and the `dcz`
 //!   header.
+//! - [`dictionary_use`]: an origin's `Use-As-Dictionary` and the URL pattern it
+//!   names.
 //! - [`conditional`]: `If-None-Match`/`If-Modified-Since` (RFC 9110 §13) and `Range`
 //!   (RFC 9110 §14) answered from a stored response.
 //! - [`status`]: the `Cache-Status` response header (RFC 9211).
@@ -25,6 +27,7 @@ pub mod bypass;
 pub mod cache_control;
 pub mod conditional;
 pub mod dictionary;
+pub mod dictionary_use;
 pub mod encoding;
 pub mod fault;
 pub mod freshness;
