@@ -81,6 +81,14 @@ impl Dictionary {
             })
     }
 
+    /// Its hash as a client names it in `Available-Dictionary` (`:base64:`).
+    pub fn available_value(&self) -> String {
+        format!(
+            ":{}:",
+            base64::engine::general_purpose::STANDARD.encode(self.hash)
+        )
+    }
+
     /// The 40 bytes a `dcz` body against this dictionary starts with.
     pub fn dcz_header(&self) -> [u8; DCZ_HEADER_LEN] {
         let mut h = [0u8; DCZ_HEADER_LEN];
@@ -147,6 +155,7 @@ mod tests {
             base64::engine::general_purpose::STANDARD.encode(d.hash())
         );
         assert_eq!(available(&with(&[sf.as_bytes()])), Some(*d.hash()));
+        assert_eq!(d.available_value(), sf);
         assert_eq!(
             available(&with(&[format!(" {sf} ").as_bytes()])),
             Some(*d.hash())

@@ -126,6 +126,8 @@ pub struct Ctx {
     pub tunnels: crate::edge::upgrades::Tunnels,
     /// Records a refresh-ahead was started for (`crate::cache::refreshed`).
     pub(crate) refreshed: crate::cache::refreshed::Refreshed,
+    /// The dictionaries the origin named (`crate::fill::dictionaries`).
+    pub(crate) dictionaries: crate::fill::dictionaries::OriginDictionaries,
     /// The budget of uncached work every client shares (`[budget]`, see
     /// `crate::edge::budget`).
     pub budget: crate::edge::budget::Budget,
@@ -221,6 +223,7 @@ impl Ctx {
             budget,
             crawlers,
             refreshed: Default::default(),
+            dictionaries: Default::default(),
             refills: std::sync::OnceLock::new(),
             tracer,
         }))

@@ -280,7 +280,8 @@ fn step(
             Ok(0) => return false,
             Ok(n) => {
                 let (owed, count) = (&mut c.owed, responses.len() as u64);
-                c.ends.each(&buf[..n], |h| owed.push_back((h % count) as u32));
+                c.ends
+                    .each(&buf[..n], |h| owed.push_back((h % count) as u32));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => return false,
@@ -414,9 +415,14 @@ mod tests {
     #[test]
     fn distinct_responses_are_chosen_by_the_head_and_are_each_their_own_bytes() {
         let all = responses(5_000, 8);
-        assert!(all.iter().all(|r| r.len() == 5_000 && r.starts_with(b"HTTP/1.1 200 OK")));
+        assert!(all
+            .iter()
+            .all(|r| r.len() == 5_000 && r.starts_with(b"HTTP/1.1 200 OK")));
         for (i, r) in all.iter().enumerate() {
-            assert!(all[i + 1..].iter().all(|o| o != r), "response {i} is repeated");
+            assert!(
+                all[i + 1..].iter().all(|o| o != r),
+                "response {i} is repeated"
+            );
         }
         let floor = start_all(all.clone());
         let mut s = TcpStream::connect(floor.addr).unwrap();

@@ -579,13 +579,7 @@ pub(crate) fn floor(bytes: usize, cpus: &str, how: FloorKind) -> anyhow::Result<
             Kind::FloorCorpus
         }
     };
-    spawn(
-        kind,
-        &argv,
-        cpus,
-        dir,
-        (listen.clone(), Probe::Connect),
-    )
+    spawn(kind, &argv, cpus, dir, (listen.clone(), Probe::Connect))
 }
 
 /// The first CPU of a taskset list (`"0"`, `"0-1"`, `"2,3"`).

@@ -626,6 +626,14 @@ pub struct EncodingsConfig {
     /// CPU-seconds per second background compression earns back (0.25: a quarter
     /// of one core on average).
     pub background_cpu_share: f64,
+    /// Learn the dictionaries the origin names with `Use-As-Dictionary` (RFC 9842)
+    /// and store later responses their pattern matches `dcz` against them too (needs
+    /// `zstd`; see `fill::dictionaries`).
+    pub origin_dictionaries: bool,
+    /// Largest origin dictionary learned (at most 4 MiB).
+    pub origin_dictionary_max: ByteSize,
+    /// Bytes of origin dictionaries kept at once (the oldest go first).
+    pub origin_dictionaries_memory: ByteSize,
 }
 
 impl Default for EncodingsConfig {
@@ -644,6 +652,9 @@ impl Default for EncodingsConfig {
             large_bytes: ByteSize(1 << 20),
             background_cpu_burst: Secs(Duration::from_secs(10)),
             background_cpu_share: 0.25,
+            origin_dictionaries: true,
+            origin_dictionary_max: ByteSize(1 << 20),
+            origin_dictionaries_memory: ByteSize(16 << 20),
         }
     }
 }
@@ -750,6 +761,9 @@ impl Config {
         }
         if self.encodings.threads == 0 || self.encodings.threads > 64 {
             return bad("encodings.threads must be within 1..=64".into());
+        }
+        if self.encodings.origin_dictionary_max.0 > 4 << 20 {
+            return bad("encodings.origin_dictionary_max must be at most 4 MiB".into());
         }
         if self.limits.header_bytes.0 < 1024 {
             return bad("limits.header_bytes must be at least 1 KiB".into());
@@ -973,6 +987,10 @@ mod tests {
         let mut c = Config::default();
         c.cache.size = ByteSize(1000);
         assert!(c.validate().is_err());
+        let mut c = Config::default();
+        c.encodings.origin_dictionary_max = ByteSize((4 << 20) + 1);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("origin_dictionary_max"), "{e}");
         let c = Config {
             admin_token: Some("short".into()),
             ..Config::default()

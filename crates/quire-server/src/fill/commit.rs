@@ -115,6 +115,15 @@ pub(crate) async fn commit(
         }
     };
     if result == FillResult::Stored {
+        if plan.status == StatusCode::OK {
+            let cfg = &plan.policy.cfg.encodings;
+            ctx.dictionaries
+                .learn(cfg, &plan.url, &plan.headers, &identity);
+        }
+        let dictionary = ctx
+            .origin
+            .dictionary_for(&plan.headers)
+            .or_else(|| ctx.dictionaries.for_response(&plan.url, &plan.headers));
         recompress::schedule(
             ctx,
             recompress::Later {
@@ -122,7 +131,7 @@ pub(crate) async fn commit(
                 id,
                 identity,
                 compressible: wants_codings(&plan.headers, 0),
-                dictionary: ctx.origin.dictionary_for(&plan.headers),
+                dictionary,
                 start: plan.start,
                 tags: plan.tags,
             },

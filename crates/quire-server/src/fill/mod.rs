@@ -5,13 +5,15 @@
 //! [`commit`] stores it when the body ends (through [`crate::cache::put`], inside the
 //! invalidation gate); [`compress`] computes the content codings once per response
 //! on the bounded [`compress_pool`]; [`recompress`] adds the slower codings in the
-//! background. [`uncached_work`] runs an upstream's own CPU work (a render) below
+//! background, `dcz` too against a dictionary the origin named ([`dictionaries`]).
+//! [`uncached_work`] runs an upstream's own CPU work (a render) below
 //! the request workers' priority.
 
 pub(crate) mod coalesce;
 pub(crate) mod commit;
 pub mod compress;
 pub(crate) mod compress_pool;
+pub(crate) mod dictionaries;
 pub(crate) mod miss;
 pub(crate) mod recompress;
 pub mod uncached_work;

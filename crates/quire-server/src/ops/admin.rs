@@ -125,6 +125,7 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
         },
     );
     ctx.compress.write_metrics(out);
+    ctx.dictionaries.write_metrics(out);
 }
 
 /// `GET /_quire/top?n=N`: the URLs missing most and the hottest, lately (at most
