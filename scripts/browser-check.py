@@ -1058,6 +1058,87 @@ def check_dictionary(cdp, quire, vault, tmp, out, check):
         stop(server)
 
 
+def stylesheet_of(base, path):
+    """The versioned stylesheet URL (`/_static/style.css?v=...`) the page at `path`
+    links, as quire serves the page now."""
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        page = html.unescape(r.read().decode("utf-8", "replace"))
+    m = re.search(r'href="(/_static/style\.css\?v=[0-9a-f]+)"', page)
+    return m.group(1) if m else None
+
+
+def extra_headers(cdp, req_id, seconds=3):
+    """The request and response headers chromium reports for request `req_id`."""
+    sent, got = None, None
+    deadline = time.monotonic() + seconds
+    while req_id and time.monotonic() < deadline and (sent is None or got is None):
+        for e in cdp.events:
+            p = e.get("params", {})
+            if p.get("requestId") != req_id:
+                continue
+            if e.get("method") == "Network.requestWillBeSentExtraInfo":
+                sent = {k.lower(): v for k, v in p.get("headers", {}).items()}
+            elif e.get("method") == "Network.responseReceivedExtraInfo":
+                got = {k.lower(): v for k, v in p.get("headers", {}).items()}
+        if sent is None or got is None:
+            cdp.pump(0.2)
+    return sent or {}, got or {}
+
+
+def check_stylesheet_delta(cdp, quire, vault, tmp, out, check):
+    """Asset deltas (RFC 9842): the browser loads note A, whose versioned stylesheet
+    quire marks `Use-As-Dictionary` for later versions; the site is restyled (one rule
+    more in `.quire/templates/style.css`, picked up by the watcher); note B then links
+    the new version, and the browser's request for it must name the old stylesheet in
+    `Available-Dictionary`, its answer must be `Content-Encoding: dcz`, and the new
+    rule must apply to the page."""
+    name = "a restyled stylesheet arrives as a dcz delta of the one the browser holds, and applies"
+    server, base, log_path = serve_copy(quire, vault, tmp, out, "delta")
+    copy = os.path.join(tmp, "vault-delta")
+    try:
+        wait_until_up(server, base, log_path)
+        a, b = (url_of(n) for n in DICTIONARY_NOTES)
+        old_url = stylesheet_of(base, a)
+        with urllib.request.urlopen(base + old_url, timeout=10) as r:
+            old_css, use_as = r.read(), r.headers.get("Use-As-Dictionary", "")
+        cdp.events = []
+        cdp.navigate(base + a)
+        cdp.pump(1.0)  # the stylesheet is kept as a dictionary once read
+        marked = "rgb(1, 2, 3)"
+        os.makedirs(os.path.join(copy, ".quire", "templates"), exist_ok=True)
+        with open(os.path.join(copy, ".quire", "templates", "style.css"), "wb") as f:
+            f.write(old_css + b"\nbody { outline: 3px solid " + marked.encode() + b"; }\n")
+        new_url, deadline = old_url, time.monotonic() + 20
+        while new_url == old_url and time.monotonic() < deadline:
+            time.sleep(0.3)
+            new_url = stylesheet_of(base, b)
+        if new_url == old_url:
+            check(name, False, f"{b} still links {old_url} 20 s after the restyle")
+            return
+        old_hash = hashlib.sha256(old_css).hexdigest()
+        warmed = dcz_variant(base, new_url, old_hash)
+        if warmed.get("content-encoding") != "dcz":
+            check(name, False, f"quire made no dcz variant of {new_url} against {old_url} "
+                  f"(Use-As-Dictionary {use_as!r}, Content-Encoding {warmed.get('content-encoding')!r})")
+            return
+        cdp.events = []
+        status_b, _, _ = cdp.navigate(base + b)
+        req_id = next((e["params"]["requestId"] for e in cdp.events
+                       if e.get("method") == "Network.requestWillBeSent"
+                       and e["params"]["request"]["url"].endswith(new_url)), None)
+        sent, got = extra_headers(cdp, req_id)
+        outline = cdp.eval("getComputedStyle(document.body).outlineColor")
+        want = ":" + base64.b64encode(bytes.fromhex(old_hash)).decode() + ":"
+        ok = (status_b == 200 and sent.get("available-dictionary") == want
+              and got.get("content-encoding") == "dcz" and outline == marked)
+        check(name, ok,
+              f"{b}: status {status_b}; {new_url} {'requested' if req_id else 'NOT requested'} with "
+              f"Available-Dictionary {sent.get('available-dictionary')!r} (want {want!r}); response "
+              f"Content-Encoding {got.get('content-encoding')!r}; body outline {outline!r} (want {marked!r})")
+    finally:
+        stop(server)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_quire = os.path.join(ROOT, "target", "release", "quire")
@@ -1123,6 +1204,7 @@ def main():
                           lambda name: (cdp.screenshot(os.path.join(out, name)),
                                         shots.append(os.path.join(out, name))))
         check_dictionary(cdp, args.quire, vault, tmp, out, check)
+        check_stylesheet_delta(cdp, args.quire, vault, tmp, out, check)
         if tls:
             check_https(cdp, args.quire, vault, tmp, out, tls, check)
         else:

@@ -221,19 +221,35 @@ fn robots(s: &Snapshot, req: &Req<'_>) -> Reply {
     )
 }
 
-/// The stylesheet: immutable when asked for with its current version.
+/// The stylesheet: immutable when asked for with its current version, and then the
+/// dictionary its next version is sent against ([`delta_base`]).
 fn css(s: &Snapshot, req: &Req<'_>) -> Reply {
     let p = if query_param(req.query, "v").as_deref() == Some(&format!("{:016x}", s.css_version)) {
         Policy::Immutable
     } else {
         Policy::Shared(s.css_version)
     };
-    Reply::new(
+    let r = Reply::new(
         StatusCode::OK,
         "text/css; charset=utf-8",
         s.templates.css.clone(),
         p,
-    )
+    );
+    delta_base(s, r, crate::routes::CSS_PATH, "style")
+}
+
+/// `r`, a versioned asset at `path` (`?v=`), marked as the compression dictionary
+/// (RFC 9842) for the asset's later versions, when `compression_dictionary` is on: a
+/// browser keeps it, names it when it asks for the next version (the pattern has no
+/// query, so it matches any `?v=`), and the cache, which learned it when it stored
+/// this reply (`quire_server` `fill::dictionaries`), sends that version `dcz`
+/// against it: only what changed travels.
+fn delta_base(s: &Snapshot, r: Reply, path: &str, dest: &str) -> Reply {
+    if !s.config.compression_dictionary || !matches!(r.policy, Policy::Immutable) {
+        return r;
+    }
+    let field = format!("match=\"{path}\", match-dest=(\"{dest}\")");
+    r.with(quire_http::dictionary::USE_AS_DICTIONARY, field)
 }
 
 /// `/graph`: the site graph the reader's audience sees (the public one laid out when
@@ -265,12 +281,13 @@ fn script(s: &Snapshot, req: &Req<'_>) -> Reply {
     } else {
         Policy::Shared(version)
     };
-    Reply::new(
+    let r = Reply::new(
         StatusCode::OK,
         "text/javascript; charset=utf-8",
         crate::script::SCRIPT,
         p,
-    )
+    );
+    delta_base(s, r, crate::script::SCRIPT_PATH, "script")
 }
 
 /// `/_static/speculation-rules.json`: the links browsers may prefetch (a 404 when

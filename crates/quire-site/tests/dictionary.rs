@@ -129,3 +129,54 @@ fn compression_dictionary_off_means_no_link_and_no_dictionary() {
     assert_eq!(page.status, 200);
     assert!(page.header("link").is_none(), "{:?}", page.header("link"));
 }
+
+/// The stylesheet URL (`/_static/style.css?v=…`) the page at `path` links.
+fn css_url(r: &Running, path: &str) -> String {
+    let page = String::from_utf8(get(r.addr, path).bytes).unwrap();
+    let page = page.replace("&#x2f;", "/");
+    let at = page
+        .find("/_static/style.css?v=")
+        .expect("a versioned stylesheet");
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_restyled_stylesheet_goes_as_a_delta_of_the_one_the_browser_holds() {
+    let r = start(false);
+    let old_url = css_url(&r, "/");
+    let old = get(r.addr, &old_url);
+    let use_as = old.header("use-as-dictionary").expect("Use-As-Dictionary");
+    assert!(use_as.contains("match=\"/_static/style.css\""), "{use_as}");
+    assert!(use_as.contains("match-dest=(\"style\")"), "{use_as}");
+    // A new edition of the stylesheet: one rule more.
+    let mut new_css = String::from_utf8(old.bytes.clone()).unwrap();
+    new_css.push_str("\n.callout { border-left: 3px solid #7a5; }\n");
+    let css = r.vault.path().join(".quire/templates/style.css");
+    std::fs::create_dir_all(css.parent().unwrap()).unwrap();
+    std::fs::write(&css, &new_css).unwrap();
+    quire_site::watch::republish(&r.site, &r.ctx);
+    let new_url = css_url(&r, "/tags/");
+    assert_ne!(old_url, new_url, "a new version, a new URL");
+    let plain = get(r.addr, &new_url);
+    assert_eq!(plain.bytes, new_css.as_bytes());
+    let held = Dictionary::new(old.bytes.clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let delta = loop {
+        let a = ask(&r, &new_url, "gzip, br, zstd, dcz", Some(&sf(&held)));
+        if a.header("content-encoding") == Some("dcz") {
+            break a;
+        }
+        assert!(Instant::now() < deadline, "never dcz: {:?}", a.headers);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let decoded = quire_server::compress::decode_dcz(&delta.bytes, &held, 1 << 24).unwrap();
+    assert_eq!(decoded, new_css.as_bytes(), "decodes to the new stylesheet");
+    let br = ask(&r, &new_url, "br", None);
+    assert_eq!(br.header("content-encoding"), Some("br"));
+    assert!(
+        delta.bytes.len() * 4 < br.bytes.len(),
+        "a delta of {} bytes against brotli's {}",
+        delta.bytes.len(),
+        br.bytes.len()
+    );
+}
