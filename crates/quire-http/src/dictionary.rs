@@ -134,6 +134,40 @@ pub fn link(path: &str) -> String {
     format!("<{path}>; rel=\"compression-dictionary\"")
 }
 
+/// A raw dictionary of at most `max` bytes from pages that share their chrome: the
+/// first page whole, then of each other what lies between the prefix and the suffix
+/// it shares with the first (its own text and markup, not the header, navigation and
+/// footer again), until `max`. It never starts with zstd's dictionary magic, which a
+/// decoder that detects formatted dictionaries would read as one (RFC 9842 specifies
+/// raw dictionaries for `dcz`).
+pub fn assemble(pages: &[Vec<u8>], max: usize) -> Vec<u8> {
+    let Some(first) = pages.first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<u8> = first.iter().copied().take(max).collect();
+    for p in &pages[1..] {
+        let pre = first.iter().zip(p).take_while(|(a, b)| a == b).count();
+        let rest = &p[pre..];
+        let suf = first[pre..]
+            .iter()
+            .rev()
+            .zip(rest.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let middle = &rest[..rest.len() - suf];
+        let room = max - out.len();
+        if room == 0 {
+            break;
+        }
+        out.extend_from_slice(&middle[..middle.len().min(room)]);
+    }
+    if out.starts_with(&[0x37, 0xa4, 0x30, 0xec]) {
+        out.insert(0, b' ');
+        out.truncate(max);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,6 +128,9 @@ pub struct Ctx {
     pub(crate) refreshed: crate::cache::refreshed::Refreshed,
     /// The dictionaries the origin named (`crate::fill::dictionaries`).
     pub(crate) dictionaries: crate::fill::dictionaries::OriginDictionaries,
+    /// The dictionaries made from `[dictionaries]` hosts' pages
+    /// (`crate::fill::host_dictionaries`).
+    pub(crate) host_dictionaries: crate::fill::host_dictionaries::HostDictionaries,
     /// The budget of uncached work every client shares (`[budget]`, see
     /// `crate::edge::budget`).
     pub budget: crate::edge::budget::Budget,
@@ -224,6 +227,7 @@ impl Ctx {
             crawlers,
             refreshed: Default::default(),
             dictionaries: Default::default(),
+            host_dictionaries: Default::default(),
             refills: std::sync::OnceLock::new(),
             tracer,
         }))

@@ -177,3 +177,100 @@ async fn a_dictionary_quire_cannot_read_or_hold_is_never_used() {
     assert_eq!(metric(&text, "quire_origin_dictionaries_bytes"), 0.0);
     q.shutdown().await;
 }
+
+/// An HTML page of a site whose pages share their chrome.
+fn html_page(i: usize) -> Vec<u8> {
+    let nav: String = (0..60)
+        .map(|n| format!("<li><a href=\"/p/{n}\">Chapter {n} of the handbook</a></li>"))
+        .collect();
+    format!(
+        "<!doctype html><html><head><title>Page {i}</title><link rel=stylesheet href=/s.css></head>\
+         <body><nav><ul>{nav}</ul></nav><main><h1>Page {i}</h1><p>{}</p></main>\
+         <footer>Published with care. Every page ends like this one.</footer></body></html>",
+        format!("Words of page {i}. ").repeat(20)
+    )
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn a_hosts_pages_get_a_dictionary_made_of_them_and_go_dcz_against_it() {
+    let origin = Origin::start().await;
+    for i in 0..6 {
+        origin.route(
+            &format!("/p/{i}"),
+            Route::ok(
+                html_page(i),
+                &[
+                    ("content-type", "text/html; charset=utf-8"),
+                    ("cache-control", "max-age=600"),
+                ],
+            ),
+        );
+    }
+    let mut q = Quire::start(&origin, |c| {
+        c.dictionaries.hosts = vec!["127.0.0.1".into()];
+        c.dictionaries.sample_pages = 3;
+    })
+    .await;
+    for i in 0..3 {
+        assert_eq!(get(&q, &format!("/p/{i}"), &[]).await.status, 200);
+        settle(&q).await;
+    }
+    let built = || async {
+        metric(
+            &metrics_text(&q).await,
+            "quire_host_dictionaries_built_total",
+        )
+    };
+    for _ in 0..200 {
+        if built().await == 1.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(built().await, 1.0, "no dictionary made of three pages");
+    // A page stored since names the dictionary.
+    assert_eq!(get(&q, "/p/3", &[]).await.status, 200);
+    settle(&q).await;
+    let hit = get(&q, "/p/3", &[]).await;
+    let link = hit
+        .header("link")
+        .expect("a Link to the dictionary")
+        .to_owned();
+    assert!(link.contains("rel=\"compression-dictionary\""), "{link}");
+    let path = link
+        .split_once('<')
+        .and_then(|(_, l)| l.split_once('>'))
+        .unwrap()
+        .0
+        .to_owned();
+    let d = get(&q, &path, &[]).await;
+    assert_eq!(d.status, 200, "served without the admin token");
+    assert!(d
+        .header("use-as-dictionary")
+        .unwrap()
+        .contains("match=\"/*\""));
+    assert!(d.header("cache-control").unwrap().contains("immutable"));
+    let dict = Dictionary::new(d.body.to_vec());
+    assert!(path.contains(&dict.hex()), "{path} is named by its hash");
+    let br = get(&q, &path, &[("accept-encoding", "br")]).await;
+    assert_eq!(br.header("content-encoding"), Some("br"));
+    assert_eq!(decode("br", &br.body), d.body);
+    // The page goes dcz to a browser holding it, and decodes to the page.
+    let got = until_dcz(&q, "/p/3", &dict.available_value()).await;
+    let decoded = quire_server::compress::decode_dcz(&got.body, &dict, 1 << 24).unwrap();
+    assert_eq!(decoded, html_page(3));
+    let brotli = get(&q, "/p/3", &[("accept-encoding", "br")]).await;
+    assert!(
+        got.body.len() * 2 < brotli.body.len(),
+        "dcz {} against brotli {}",
+        got.body.len(),
+        brotli.body.len()
+    );
+    // Not on another host, not at another hash, and the admin API is still shut.
+    let other = get(&q, &path, &[("host", "elsewhere.test")]).await;
+    assert_eq!(other.status, 404);
+    assert_eq!(get(&q, "/_quire/dictionary/00.dict", &[]).await.status, 404);
+    assert_ne!(get(&q, "/_quire/metrics", &[]).await.status, 200);
+    q.shutdown().await;
+}

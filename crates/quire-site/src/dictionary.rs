@@ -73,32 +73,7 @@ impl Set {
 
 /// The dictionary's bytes from rendered pages (module doc).
 pub fn assemble(pages: &[Vec<u8>]) -> Vec<u8> {
-    let Some(first) = pages.first() else {
-        return Vec::new();
-    };
-    let mut out: Vec<u8> = first.iter().copied().take(BYTES_MAX).collect();
-    for p in &pages[1..] {
-        let pre = first.iter().zip(p).take_while(|(a, b)| a == b).count();
-        let rest = &p[pre..];
-        let suf = first[pre..]
-            .iter()
-            .rev()
-            .zip(rest.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let middle = &rest[..rest.len() - suf];
-        let room = BYTES_MAX - out.len();
-        if room == 0 {
-            break;
-        }
-        out.extend_from_slice(&middle[..middle.len().min(room)]);
-    }
-    // A raw dictionary must not look like a formatted zstd one (module doc).
-    if out.starts_with(&[0x37, 0xa4, 0x30, 0xec]) {
-        out.insert(0, b' ');
-        out.truncate(BYTES_MAX);
-    }
-    out
+    quire_http::dictionary::assemble(pages, BYTES_MAX)
 }
 
 #[cfg(test)]

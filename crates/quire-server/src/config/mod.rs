@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 mod agents;
 pub(crate) mod budget;
 mod cluster;
+pub(crate) mod dictionaries;
 mod error;
 mod log;
 mod origin_url;
@@ -33,6 +34,7 @@ mod units;
 pub use agents::AgentsSection;
 pub use budget::{BudgetSection, CrawlerClass};
 pub use cluster::{ClusterSection, ClusterSectionError, Secret, SESSION_SECRET_LEN_MIN};
+pub use dictionaries::DictionariesSection;
 pub use error::ConfigError;
 pub use log::{Format, LogSection};
 pub use origin_url::{OriginUrl, OriginUrlError};
@@ -108,6 +110,8 @@ pub struct Config {
     pub rate_limit: RateLimitSection,
     /// The budget of uncached work all clients share (see `budget`).
     pub budget: BudgetSection,
+    /// Compression dictionaries made from an origin's pages, per host.
+    pub dictionaries: DictionariesSection,
     /// Self-identified AI crawlers refused before the cache (none by default).
     pub agents: AgentsSection,
     /// Several nodes sharing invalidations and filling from each other (off when
@@ -142,6 +146,7 @@ impl Default for Config {
             log: LogSection::default(),
             rate_limit: RateLimitSection::default(),
             budget: BudgetSection::default(),
+            dictionaries: DictionariesSection::default(),
             agents: AgentsSection::default(),
             cluster: None,
             tracing: TracingSection::default(),
@@ -779,6 +784,7 @@ impl Config {
         self.keys.query.rules()?;
         self.rate_limit.validate()?;
         self.budget.validate()?;
+        self.dictionaries.validate()?;
         self.agents.validate()?;
         self.tracing.validate()?;
         if let Some(origin) = &self.origin {

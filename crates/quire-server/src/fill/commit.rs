@@ -106,7 +106,18 @@ pub(crate) async fn commit(
     let identity = coded.identity.clone();
     let ctx2 = ctx.clone();
     let plan2 = plan.clone();
-    let written = tokio::task::spawn_blocking(move || write(&ctx2, &plan2, coded)).await;
+    // A page of a `[dictionaries]` host names its host's dictionary (and is made
+    // `dcz` against that one below), unless the upstream has its own for it.
+    let own = ctx.origin.dictionary_for(&plan.headers);
+    let hosts = &ctx.host_dictionaries;
+    let made = own
+        .is_none()
+        .then(|| hosts.for_page(&plan.policy.cfg.dictionaries, &plan.url, &plan.headers))
+        .flatten();
+    let link = made
+        .as_ref()
+        .map(|m| quire_http::dictionary::link(&m.path()));
+    let written = tokio::task::spawn_blocking(move || write(&ctx2, &plan2, coded, link)).await;
     let (result, id) = match written {
         Ok(r) => r,
         Err(e) => {
@@ -115,15 +126,12 @@ pub(crate) async fn commit(
         }
     };
     if result == FillResult::Stored {
-        if plan.status == StatusCode::OK {
-            let cfg = &plan.policy.cfg.encodings;
-            ctx.dictionaries
-                .learn(cfg, &plan.url, &plan.headers, &identity);
-        }
-        let dictionary = ctx
-            .origin
-            .dictionary_for(&plan.headers)
+        let dictionary = own
+            .or_else(|| made.map(|m| m.dictionary.clone()))
             .or_else(|| ctx.dictionaries.for_response(&plan.url, &plan.headers));
+        if plan.status == StatusCode::OK {
+            learn(ctx, &plan, &identity);
+        }
         recompress::schedule(
             ctx,
             recompress::Later {
@@ -139,6 +147,29 @@ pub(crate) async fn commit(
         return (result, Some(id));
     }
     (result, None)
+}
+
+/// What a stored `200` teaches: an origin's own dictionary
+/// ([`crate::fill::dictionaries`]), or a page of its host's next one
+/// ([`crate::fill::host_dictionaries`], made on the blocking pool when due).
+fn learn(ctx: &Arc<Ctx>, plan: &StorePlan, identity: &Bytes) {
+    let cfg = &plan.policy.cfg;
+    ctx.dictionaries
+        .learn(&cfg.encodings, &plan.url, &plan.headers, identity);
+    let hosts = &ctx.host_dictionaries;
+    if let Some((host, pages)) =
+        hosts.observe(&cfg.dictionaries, &plan.url, &plan.headers, identity)
+    {
+        let max = usize::try_from(cfg.dictionaries.max_bytes.0).unwrap_or(usize::MAX);
+        let ctx = ctx.clone();
+        tokio::task::spawn_blocking(move || {
+            let made = crate::fill::host_dictionaries::make(&pages, max);
+            if let Some(m) = &made {
+                tracing::info!(host = %host, pages = pages.len(), bytes = m.dictionary.bytes().len(), "compression dictionary made");
+            }
+            ctx.host_dictionaries.install(host, made);
+        });
+    }
 }
 
 /// Whether a body of `len` bytes (0: unknown yet) with these headers gets codings.
@@ -195,7 +226,7 @@ async fn encode(ctx: &Arc<Ctx>, plan: &StorePlan, body: Bytes) -> Result<Coded, 
 /// Builds the record and writes it (with the URL's `Vary` record) through the
 /// invalidation gate. Blocking: run on the blocking pool. Returns what became of it
 /// and the record's id.
-fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
+fn write(ctx: &Ctx, p: &StorePlan, coded: Coded, link: Option<String>) -> (FillResult, u64) {
     let mut bodies: Vec<(Coding, &[u8])> = vec![(Coding::Identity, &coded.identity)];
     if let Some(g) = &coded.gzip {
         bodies.push((Coding::Gzip, g));
@@ -212,6 +243,9 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded) -> (FillResult, u64) {
         codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
         meta: response_meta(p, coded.identity.len() as u64),
     };
+    if let Some(v) = link.and_then(|l| http::HeaderValue::from_str(&l).ok()) {
+        rec.meta.headers.push((header::LINK, v));
+    }
     let parts: Vec<&[u8]> = bodies.iter().map(|(_, b)| *b).collect();
     let result = ctx.invalidations.commit(p.start, &p.tags, |v| {
         match v {

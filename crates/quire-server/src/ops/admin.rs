@@ -50,6 +50,9 @@ pub async fn handle(
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return (r, Outcome::Admin);
     }
+    if path.starts_with(crate::fill::host_dictionaries::PATH_PREFIX) {
+        return (dictionary(ctx, &req, path), Outcome::Admin);
+    }
     if let Some(denied) = authorise(ctx, &req) {
         return (denied, Outcome::Admin);
     }
@@ -72,6 +75,60 @@ pub async fn handle(
         _ => error(StatusCode::NOT_FOUND, "no such admin endpoint"),
     };
     (resp, Outcome::Admin)
+}
+
+/// `GET /_quire/dictionary/<sha256>.dict`: a `[dictionaries]` host's compression
+/// dictionary (public, like the pages it compresses; `crate::fill::host_dictionaries`),
+/// as brotli when the request takes it.
+fn dictionary(ctx: &Ctx, req: &Request<OutBody>, path: &str) -> Response<Body> {
+    use quire_http::dictionary::{use_as_dictionary, USE_AS_DICTIONARY};
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    }
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let policy = ctx.peek();
+    let Some(made) = ctx
+        .host_dictionaries
+        .served(&policy.cfg.dictionaries, host, path)
+    else {
+        return error(StatusCode::NOT_FOUND, "no such dictionary");
+    };
+    let accept = quire_http::encoding::parse_accept_encoding(req.headers());
+    // Identity unless brotli is preferred to it (as the hit path chooses).
+    let br = made.br.clone().filter(|_| {
+        use quire_http::encoding::{choose, Coding, DEFAULT_PREFS};
+        choose(&accept, &[Coding::Identity, Coding::Br], &DEFAULT_PREFS) == Some(Coding::Br)
+    });
+    let body = br
+        .clone()
+        .unwrap_or_else(|| bytes::Bytes::copy_from_slice(made.dictionary.bytes()));
+    let body = if req.method() == Method::HEAD {
+        Body::Empty
+    } else {
+        Body::full(body)
+    };
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    h.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if br.is_some() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("br"));
+    }
+    if let Ok(v) = HeaderValue::from_str(&use_as_dictionary("/*", &made.dictionary.hex()[..16])) {
+        h.insert(USE_AS_DICTIONARY, v);
+    }
+    r
 }
 
 /// Every Prometheus family of `/_quire/metrics`, and the one place a feature's
@@ -126,6 +183,7 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
     );
     ctx.compress.write_metrics(out);
     ctx.dictionaries.write_metrics(out);
+    ctx.host_dictionaries.write_metrics(out);
 }
 
 /// `GET /_quire/top?n=N`: the URLs missing most and the hottest, lately (at most
