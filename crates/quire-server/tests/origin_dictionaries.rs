@@ -274,3 +274,49 @@ async fn a_hosts_pages_get_a_dictionary_made_of_them_and_go_dcz_against_it() {
     assert_ne!(get(&q, "/_quire/metrics", &[]).await.status, 200);
     q.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_configured_asset_pattern_makes_each_version_the_dictionary_of_the_next() {
+    let origin = Origin::start().await;
+    let script = |n: usize| {
+        let mut s = String::new();
+        for i in 0..300 {
+            s.push_str(&format!(
+                "function step{i}(x) {{ return x * {} + {i}; }}\n",
+                if i == 150 { n } else { 7 }
+            ));
+        }
+        s.into_bytes()
+    };
+    for v in 1..=2 {
+        origin.route(
+            &format!("/static/app.v{v}.js"),
+            Route::ok(
+                script(v),
+                &[
+                    ("content-type", "text/javascript"),
+                    ("cache-control", "max-age=600"),
+                ],
+            ),
+        );
+    }
+    let mut q = Quire::start(&origin, |c| {
+        c.dictionaries.assets = vec!["/static/app.*.js".into()]
+    })
+    .await;
+    assert_eq!(get(&q, "/static/app.v1.js", &[]).await.body, script(1));
+    settle(&q).await;
+    let hit = get(&q, "/static/app.v1.js", &[]).await;
+    assert_eq!(
+        hit.header("use-as-dictionary"),
+        Some(r#"match="/static/app.*.js", match-dest=("script")"#),
+        "the stored version is marked"
+    );
+    assert_eq!(get(&q, "/static/app.v2.js", &[]).await.body, script(2));
+    let dict = Dictionary::new(script(1));
+    let got = until_dcz(&q, "/static/app.v2.js", &dict.available_value()).await;
+    let decoded = quire_server::compress::decode_dcz(&got.body, &dict, 1 << 24).unwrap();
+    assert_eq!(decoded, script(2));
+    assert!(got.body.len() < 200, "a delta of {} bytes", got.body.len());
+    q.shutdown().await;
+}

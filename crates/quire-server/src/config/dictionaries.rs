@@ -26,6 +26,11 @@ pub struct DictionariesSection {
     /// How long a dictionary is used before one is made from a new sample (the
     /// previous one is still served to browsers that hold it).
     pub rebuild_after: Secs,
+    /// URL patterns of versioned assets (`/static/app.*.js`: literal text and `*`,
+    /// any host): a stored response whose URL one matches, and that names no
+    /// dictionary itself, is marked `Use-As-Dictionary` with that pattern, so its
+    /// next version travels as a delta of it.
+    pub assets: Vec<String>,
 }
 
 /// Hosts at most.
@@ -39,6 +44,7 @@ impl Default for DictionariesSection {
             sample_wait: Secs(Duration::from_secs(60)),
             max_bytes: ByteSize(128 << 10),
             rebuild_after: Secs(Duration::from_secs(86_400)),
+            assets: Vec::new(),
         }
     }
 }
@@ -70,7 +76,40 @@ impl DictionariesSection {
         if self.sample_wait.0.is_zero() || self.rebuild_after.0 < Duration::from_secs(60) {
             return bad("sample_wait must be above 0 and rebuild_after at least 1m");
         }
+        if self.assets.len() > HOSTS_MAX {
+            return bad(&format!("assets: at most {HOSTS_MAX}"));
+        }
+        for a in &self.assets {
+            let read = a.starts_with('/')
+                && !a.contains('"')
+                && quire_http::dictionary_use::Pattern::parse(a, "http://h/").is_some();
+            if !read {
+                return bad(&format!(
+                    "assets: {a:?} is not a path pattern of literal text and * (at most {} bytes)",
+                    quire_http::dictionary_use::PATTERN_MAX
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The `Use-As-Dictionary` value quire gives a stored response at `url` with
+    /// `content_type`: the first of [`Self::assets`] that matches the URL.
+    pub fn asset_field(&self, url: &str, content_type: &str) -> Option<String> {
+        use quire_http::dictionary_use::Pattern;
+        let pattern = self
+            .assets
+            .iter()
+            .find(|a| Pattern::parse(a, url).is_some_and(|p| p.matches(url)))?;
+        let ct = content_type.trim_start().to_ascii_lowercase();
+        let dest = if ct.starts_with("text/css") {
+            ", match-dest=(\"style\")"
+        } else if ct.contains("javascript") {
+            ", match-dest=(\"script\")"
+        } else {
+            ""
+        };
+        Some(format!("match=\"{pattern}\"{dest}"))
     }
 
     /// Whether `host` (lower-case, no port) is one of [`Self::hosts`].
@@ -99,10 +138,38 @@ mod tests {
         assert!(with(&|d| d.sample_pages = 1).is_err());
         assert!(with(&|d| d.max_bytes = ByteSize(2 << 20)).is_err());
         assert!(with(&|d| d.rebuild_after = Secs(Duration::from_secs(1))).is_err());
+        assert!(with(&|d| d.assets = vec!["/static/app.*.js".into()]).is_ok());
+        for bad in ["static/*.js", "/a/:v.js", "/a\"b", "/(x)"] {
+            assert!(with(&|d| d.assets = vec![bad.into()]).is_err(), "{bad:?}");
+        }
         let d = DictionariesSection {
             hosts: vec!["a.test".into()],
             ..DictionariesSection::default()
         };
         assert!(d.covers("a.test") && !d.covers("b.test"));
+    }
+
+    #[test]
+    fn an_asset_pattern_marks_the_responses_it_matches() {
+        let d = DictionariesSection {
+            assets: vec!["/static/app.*.js".into(), "/css/*".into()],
+            ..DictionariesSection::default()
+        };
+        let js = d.asset_field("https://a.test/static/app.v1.js?x=1", "text/javascript");
+        assert_eq!(
+            js.as_deref(),
+            Some("match=\"/static/app.*.js\", match-dest=(\"script\")")
+        );
+        let css = d.asset_field("http://b.test/css/site.css", "text/css; charset=utf-8");
+        assert_eq!(
+            css.as_deref(),
+            Some("match=\"/css/*\", match-dest=(\"style\")")
+        );
+        assert_eq!(
+            d.asset_field("https://a.test/static/other.js", "text/javascript"),
+            None
+        );
+        let read = quire_http::dictionary_use::UseAsDictionary::parse(js.unwrap().as_bytes());
+        assert!(read.is_some(), "what quire writes, it reads back");
     }
 }

@@ -117,7 +117,12 @@ pub(crate) async fn commit(
     let link = made
         .as_ref()
         .map(|m| quire_http::dictionary::link(&m.path()));
-    let written = tokio::task::spawn_blocking(move || write(&ctx2, &plan2, coded, link)).await;
+    let asset = asset_field(&plan);
+    let added = Added {
+        link,
+        asset: asset.clone(),
+    };
+    let written = tokio::task::spawn_blocking(move || write(&ctx2, &plan2, coded, added)).await;
     let (result, id) = match written {
         Ok(r) => r,
         Err(e) => {
@@ -130,7 +135,7 @@ pub(crate) async fn commit(
             .or_else(|| made.map(|m| m.dictionary.clone()))
             .or_else(|| ctx.dictionaries.for_response(&plan.url, &plan.headers));
         if plan.status == StatusCode::OK {
-            learn(ctx, &plan, &identity);
+            learn(ctx, &plan, asset, &identity);
         }
         recompress::schedule(
             ctx,
@@ -152,10 +157,19 @@ pub(crate) async fn commit(
 /// What a stored `200` teaches: an origin's own dictionary
 /// ([`crate::fill::dictionaries`]), or a page of its host's next one
 /// ([`crate::fill::host_dictionaries`], made on the blocking pool when due).
-fn learn(ctx: &Arc<Ctx>, plan: &StorePlan, identity: &Bytes) {
+fn learn(ctx: &Arc<Ctx>, plan: &StorePlan, asset: Option<String>, identity: &Bytes) {
     let cfg = &plan.policy.cfg;
-    ctx.dictionaries
-        .learn(&cfg.encodings, &plan.url, &plan.headers, identity);
+    let origins = &ctx.dictionaries;
+    match asset.and_then(|a| http::HeaderValue::from_str(&a).ok()) {
+        Some(field) => {
+            let mut h = plan.headers.clone();
+            h.insert(quire_http::dictionary::USE_AS_DICTIONARY, field);
+            origins.learn(&cfg.encodings, &plan.url, &h, identity);
+        }
+        None => {
+            origins.learn(&cfg.encodings, &plan.url, &plan.headers, identity);
+        }
+    }
     let hosts = &ctx.host_dictionaries;
     if let Some((host, pages)) =
         hosts.observe(&cfg.dictionaries, &plan.url, &plan.headers, identity)
@@ -170,6 +184,27 @@ fn learn(ctx: &Arc<Ctx>, plan: &StorePlan, identity: &Bytes) {
             ctx.host_dictionaries.install(host, made);
         });
     }
+}
+
+/// Fields quire adds to a stored response: the `Link` to its host's dictionary, and
+/// `Use-As-Dictionary` for a configured asset.
+struct Added {
+    link: Option<String>,
+    asset: Option<String>,
+}
+
+/// The `Use-As-Dictionary` a `200` gets from `[dictionaries] assets`, when it names
+/// no dictionary itself.
+fn asset_field(plan: &StorePlan) -> Option<String> {
+    let h = &plan.headers;
+    if plan.status != StatusCode::OK || h.contains_key(quire_http::dictionary::USE_AS_DICTIONARY) {
+        return None;
+    }
+    let ct = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    plan.policy.cfg.dictionaries.asset_field(&plan.url, ct)
 }
 
 /// Whether a body of `len` bytes (0: unknown yet) with these headers gets codings.
@@ -226,7 +261,7 @@ async fn encode(ctx: &Arc<Ctx>, plan: &StorePlan, body: Bytes) -> Result<Coded, 
 /// Builds the record and writes it (with the URL's `Vary` record) through the
 /// invalidation gate. Blocking: run on the blocking pool. Returns what became of it
 /// and the record's id.
-fn write(ctx: &Ctx, p: &StorePlan, coded: Coded, link: Option<String>) -> (FillResult, u64) {
+fn write(ctx: &Ctx, p: &StorePlan, coded: Coded, added: Added) -> (FillResult, u64) {
     let mut bodies: Vec<(Coding, &[u8])> = vec![(Coding::Identity, &coded.identity)];
     if let Some(g) = &coded.gzip {
         bodies.push((Coding::Gzip, g));
@@ -243,8 +278,14 @@ fn write(ctx: &Ctx, p: &StorePlan, coded: Coded, link: Option<String>) -> (FillR
         codings: bodies.iter().map(|(c, b)| (*c, b.len() as u64)).collect(),
         meta: response_meta(p, coded.identity.len() as u64),
     };
-    if let Some(v) = link.and_then(|l| http::HeaderValue::from_str(&l).ok()) {
-        rec.meta.headers.push((header::LINK, v));
+    let to_add = [
+        (header::LINK, added.link),
+        (quire_http::dictionary::USE_AS_DICTIONARY, added.asset),
+    ];
+    for (name, value) in to_add {
+        if let Some(v) = value.and_then(|v| http::HeaderValue::from_str(&v).ok()) {
+            rec.meta.headers.push((name, v));
+        }
     }
     let parts: Vec<&[u8]> = bodies.iter().map(|(_, b)| *b).collect();
     let result = ctx.invalidations.commit(p.start, &p.tags, |v| {
