@@ -24,7 +24,7 @@ the default budget, and the reader with the crowd and the budget opened wide
 
   scripts/crowd-figures.py QUIRE_BINARY [--mode serve|proxy] [--addresses 2000]
                            [--spread nets|few] [--seconds 20] [--vault DIR]
-                           [--slots N]
+                           [--slots N] [--config TOML]
 
 Needs taskset.
 """
@@ -227,6 +227,8 @@ def start_quire(a, scratch, slots, origin):
     with open(cfg, "w") as f:
         f.write(f"[budget]\nslots = {slots}\n[rate_limit]\nmisses_per_sec = 0\nhits_per_sec = 0\n")
         f.write("[limits]\nconnections_per_client = 100000\n")
+        if a.config:
+            f.write(a.config.replace("\\n", "\n") + "\n")
     cache = os.path.join(scratch, f"cache-{slots}.vol")
     if a.mode == "serve":
         vault = os.path.join(scratch, "vault")
@@ -263,6 +265,9 @@ def main():
     ap.add_argument("--vault", default="examples/vault")
     ap.add_argument("--slots", type=int, default=0,
                     help="budget.slots of the crowd run (default 0: the automatic size)")
+    ap.add_argument("--config", default="",
+                    help="more TOML for quire's configuration (sections other than budget, "
+                         "rate_limit and limits; \\n for a new line)")
     a = ap.parse_args()
     os.sched_setaffinity(0, {1})
     scratch = tempfile.mkdtemp(prefix="crowd-figures-")
