@@ -21,11 +21,15 @@
 //! - **Renewed, never swapped under a reader**: after `rebuild_after`, a new sample
 //!   makes a new dictionary; the previous one is still served, so browsers that hold
 //!   it, and pages stored against it, keep working until they move on.
-//! - **Bounded**: samples of at most [`SAMPLE_PAGE_MAX`] bytes each and
-//!   `sample_pages` pages per host, at most 64 hosts (the config's limit), a
+//! - **Bounded**: samples of at most [`SAMPLE_PAGE_MAX`] bytes each,
+//!   `sample_pages` pages and [`SAMPLE_BYTES_PER_MAX`] × `max_bytes` bytes per host
+//!   (a full sample is made into a dictionary), at most 64 hosts (the config's limit), a
 //!   dictionary of `max_bytes` (1 MiB at most); it is made on the blocking pool (the
 //!   brotli copy served to browsers too), one host at a time.
 //!   `quire_host_dictionaries_built_total` and `quire_host_dictionaries_bytes`.
+//! - **Public pages only**: the dictionary is served to anyone, so a page that is
+//!   not the same for every reader (`private`, `no-store`, `Set-Cookie`, `Vary:
+//!   Cookie`/`Authorization`) is never sampled, whatever quire was told to store.
 //! - **Each cluster node makes its own** from what it stores: a browser moving
 //!   between nodes may hold another node's dictionary, and then gets brotli.
 
@@ -45,6 +49,10 @@ pub(crate) const PATH_PREFIX: &str = "/_quire/dictionary/";
 
 /// The largest page sampled (larger pages are mostly their own text).
 pub(crate) const SAMPLE_PAGE_MAX: usize = 512 << 10;
+
+/// A host's sample holds at most this many times `max_bytes` (more is never used:
+/// a dictionary keeps the first page and what the others add, up to `max_bytes`).
+pub(crate) const SAMPLE_BYTES_PER_MAX: usize = 4;
 
 /// A dictionary made, with the brotli copy it is served as.
 pub(crate) struct Made {
@@ -102,6 +110,31 @@ pub(crate) fn strip_port(authority: &str) -> &str {
     }
 }
 
+/// Whether a stored response is the same for every reader, so that its bytes may go
+/// into a dictionary anyone can fetch: not `private` or `no-store` (a signed-in
+/// reader's page in `quire serve`, a private cache's entries), no `Set-Cookie`, and
+/// not varying on the reader's credentials.
+fn for_everyone(headers: &HeaderMap) -> bool {
+    let tokens = |name| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(|t| t.trim().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    };
+    let cc = tokens(header::CACHE_CONTROL);
+    let personal = cc
+        .iter()
+        .any(|t| t.starts_with("private") || t.starts_with("no-store"));
+    let vary = tokens(header::VARY);
+    let per_reader = vary
+        .iter()
+        .any(|t| t == "*" || t == "cookie" || t == "authorization");
+    !personal && !per_reader && !headers.contains_key(header::SET_COOKIE)
+}
+
 fn is_html(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -121,7 +154,11 @@ impl HostDictionaries {
         body: &[u8],
     ) -> Option<(String, Vec<Vec<u8>>)> {
         let host = host_of(url).filter(|h| cfg.covers(h))?;
-        if !is_html(headers) || body.is_empty() || body.len() > SAMPLE_PAGE_MAX {
+        if !is_html(headers)
+            || !for_everyone(headers)
+            || body.is_empty()
+            || body.len() > SAMPLE_PAGE_MAX
+        {
             return None;
         }
         let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
@@ -133,12 +170,17 @@ impl HostDictionaries {
         if !renew {
             return None;
         }
-        if h.sample.len() < cfg.sample_pages && !h.sample.iter().any(|(u, _)| u == url) {
+        let max = usize::try_from(cfg.max_bytes.0).unwrap_or(usize::MAX);
+        let held: usize = h.sample.iter().map(|(_, b)| b.len()).sum();
+        let room = held + body.len() <= max.saturating_mul(SAMPLE_BYTES_PER_MAX);
+        let full = h.sample.len() >= cfg.sample_pages || !room;
+        if !full && !h.sample.iter().any(|(u, _)| u == url) {
             h.sample.push((url.to_owned(), body.to_vec()));
             h.first.get_or_insert_with(Instant::now);
         }
         let waited = h.first.is_some_and(|t| t.elapsed() >= cfg.sample_wait.0);
-        let due = h.sample.len() >= cfg.sample_pages || (waited && h.sample.len() >= 2);
+        let full = full || h.sample.len() >= cfg.sample_pages;
+        let due = (full || waited) && h.sample.len() >= 2;
         if !due || self.making.swap(true, Ordering::AcqRel) {
             return None;
         }
@@ -334,6 +376,75 @@ mod tests {
             .observe(&c, "http://a.test/5", &html(), &page(5))
             .is_none());
         assert!(d.hosts.lock().unwrap()["a.test"].sample.is_empty());
+    }
+
+    /// A reader's own page never goes into a dictionary anyone can fetch.
+    /// A sample stops at four times the dictionary's size, whatever the pages.
+    #[test]
+    fn a_hosts_sample_is_bounded_by_bytes() {
+        let d = HostDictionaries::default();
+        let mut c = cfg(256);
+        c.max_bytes = crate::config::ByteSize(4096);
+        let big = |i: usize| {
+            let mut p = page(i);
+            p.resize(5000, b' ');
+            p
+        };
+        // Three pages of 5,000 bytes fit in 16 KiB; the fourth makes the sample due.
+        for i in 0..3 {
+            assert!(d
+                .observe(&c, &format!("http://a.test/{i}"), &html(), &big(i))
+                .is_none());
+        }
+        let (_, pages) = d.observe(&c, "http://a.test/3", &html(), &big(3)).unwrap();
+        assert_eq!(pages.len(), 3);
+    }
+
+    #[test]
+    fn private_pages_are_never_sampled() {
+        let d = HostDictionaries::default();
+        let c = cfg(2);
+        let with = |name: &str, value: &str| {
+            let mut h = html();
+            h.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+            h
+        };
+        for (i, h) in [
+            with("cache-control", "private, no-cache"),
+            with("cache-control", "max-age=60, No-Store"),
+            with("set-cookie", "sid=1"),
+            with("vary", "Accept-Encoding, Cookie"),
+            with("vary", "authorization"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let secret = format!("secret {i}").into_bytes();
+            assert!(d
+                .observe(&c, &format!("http://a.test/{i}"), h, &secret)
+                .is_none());
+        }
+        assert!(d
+            .hosts
+            .lock()
+            .unwrap()
+            .get("a.test")
+            .is_none_or(|h| h.sample.is_empty()));
+        // Public pages are.
+        assert!(d
+            .observe(
+                &c,
+                "http://a.test/p",
+                &with("cache-control", "public, max-age=60"),
+                &page(1)
+            )
+            .is_none());
+        assert!(d
+            .observe(&c, "http://a.test/q", &html(), &page(2))
+            .is_some());
     }
 
     #[test]
