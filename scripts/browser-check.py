@@ -1235,7 +1235,9 @@ def main():
         ignored = [p for p in cdp.problems if expected(p)]
         check("no console errors or CSP violations", not problems,
               "; ".join(f"[{p['source']}] {p['text'][:200]} (at {p['where']})" for p in problems[:5]))
-        # ... and that check can see one: break the page's CSP on purpose.
+        # ... and that check can see one: break a page's CSP on purpose (on one of the
+        # main server's pages: the checks before left theirs for about:blank).
+        cdp.navigate(base + "/")
         seen = len(cdp.problems)
         cdp.eval("(() => { const s = document.createElement('script'); s.textContent = '1';"
                  " document.head.appendChild(s); return 1; })()")
