@@ -159,17 +159,9 @@ pub(crate) async fn commit(
 /// ([`crate::fill::host_dictionaries`], made on the blocking pool when due).
 fn learn(ctx: &Arc<Ctx>, plan: &StorePlan, asset: Option<String>, identity: &Bytes) {
     let cfg = &plan.policy.cfg;
-    let origins = &ctx.dictionaries;
-    match asset.and_then(|a| http::HeaderValue::from_str(&a).ok()) {
-        Some(field) => {
-            let mut h = plan.headers.clone();
-            h.insert(quire_http::dictionary::USE_AS_DICTIONARY, field);
-            origins.learn(&cfg.encodings, &plan.url, &h, identity);
-        }
-        None => {
-            origins.learn(&cfg.encodings, &plan.url, &plan.headers, identity);
-        }
-    }
+    let response = (plan.url.as_str(), &plan.headers);
+    ctx.dictionaries
+        .learn(&cfg.encodings, response, asset.as_deref(), identity);
     let hosts = &ctx.host_dictionaries;
     if let Some((host, pages)) =
         hosts.observe(&cfg.dictionaries, &plan.url, &plan.headers, identity)

@@ -80,7 +80,6 @@ struct Known {
 #[derive(Default)]
 struct Inner {
     known: Vec<Known>,
-    bytes: usize,
     seq: u64,
 }
 
@@ -102,20 +101,24 @@ impl std::fmt::Debug for OriginDictionaries {
 
 impl OriginDictionaries {
     /// Learns the stored response at `url` (its `headers` and decoded `body`) if it
-    /// names itself a dictionary; `None` when it does not, or learning is off.
+    /// names itself a dictionary, or if quire gave it the `Use-As-Dictionary` value
+    /// `given` (`[dictionaries] assets`); `None` when neither, or learning is off.
     pub(crate) fn learn(
         &self,
         cfg: &EncodingsConfig,
-        url: &str,
-        headers: &HeaderMap,
+        (url, headers): (&str, &HeaderMap),
+        given: Option<&str>,
         body: &[u8],
     ) -> Option<Learned> {
         if !cfg.origin_dictionaries {
             return None;
         }
         let mut lines = headers.get_all(USE_AS_DICTIONARY).iter();
-        let line = lines.next()?;
-        let read = UseAsDictionary::parse(line.as_bytes())
+        let line = match given {
+            Some(g) => Some(g.as_bytes()).filter(|_| lines.next().is_none()),
+            None => lines.next().map(http::HeaderValue::as_bytes),
+        }?;
+        let read = UseAsDictionary::parse(line)
             .filter(|_| lines.next().is_none())
             .and_then(|f| Some((Pattern::parse(&f.pattern, url)?, f)));
         let result = match read {
@@ -130,8 +133,7 @@ impl OriginDictionaries {
                 Learned::Kept
             }
         };
-        let i = Learned::ALL.iter().position(|l| *l == result).unwrap_or(0);
-        self.learned[i].fetch_add(1, Ordering::Relaxed);
+        self.learned[result as usize].fetch_add(1, Ordering::Relaxed);
         Some(result)
     }
 
@@ -167,7 +169,6 @@ impl OriginDictionaries {
             inner.known.clear();
             bytes = 0;
         }
-        inner.bytes = bytes;
         self.bytes.store(bytes as u64, Ordering::Relaxed);
     }
 
@@ -238,7 +239,12 @@ mod tests {
         let css = "text/css";
         let v1 = headers(Some(r#"match="/app.*.css""#), css);
         assert_eq!(
-            d.learn(&cfg(), "https://a.test/app.v1.css", &v1, b"body{color:red}"),
+            d.learn(
+                &cfg(),
+                ("https://a.test/app.v1.css", &v1),
+                None,
+                b"body{color:red}"
+            ),
             Some(Learned::Kept)
         );
         let got = d.for_response("https://a.test/app.v2.css", &headers(None, css));
@@ -253,14 +259,14 @@ mod tests {
             .is_none());
         // A more specific pattern wins; among equals, the newest.
         let wide = headers(Some(r#"match="/*""#), css);
-        d.learn(&cfg(), "https://a.test/all.css", &wide, b"wide");
+        d.learn(&cfg(), ("https://a.test/all.css", &wide), None, b"wide");
         let got = d.for_response("https://a.test/app.v2.css", &headers(None, css));
         assert_eq!(got.unwrap().bytes(), b"body{color:red}");
-        d.learn(&cfg(), "https://a.test/app.v0.css", &v1, b"newer");
+        d.learn(&cfg(), ("https://a.test/app.v0.css", &v1), None, b"newer");
         let got = d.for_response("https://a.test/app.v2.css", &headers(None, css));
         assert_eq!(got.unwrap().bytes(), b"newer");
         // A new version at the same URL replaces the old one.
-        d.learn(&cfg(), "https://a.test/app.v0.css", &v1, b"newest");
+        d.learn(&cfg(), ("https://a.test/app.v0.css", &v1), None, b"newest");
         assert_eq!(d.inner.lock().unwrap().known.len(), 3);
     }
 
@@ -268,7 +274,7 @@ mod tests {
     fn match_dest_limits_the_types_a_dictionary_is_used_for() {
         let d = OriginDictionaries::default();
         let doc = headers(Some(r#"match="/*", match-dest=("document")"#), "text/html");
-        d.learn(&cfg(), "https://a.test/d", &doc, b"<html>");
+        d.learn(&cfg(), ("https://a.test/d", &doc), None, b"<html>");
         assert!(d
             .for_response("https://a.test/p", &headers(None, "text/html"))
             .is_some());
@@ -283,35 +289,45 @@ mod tests {
         let mut c = cfg();
         let h = headers(Some(r#"match="/:id""#), "text/css");
         assert_eq!(
-            d.learn(&c, "https://a.test/x", &h, b"x"),
+            d.learn(&c, ("https://a.test/x", &h), None, b"x"),
             Some(Learned::Unsupported)
         );
         assert_eq!(
-            d.learn(&c, "https://a.test/x", &headers(None, "text/css"), b"x"),
+            d.learn(
+                &c,
+                ("https://a.test/x", &headers(None, "text/css")),
+                None,
+                b"x"
+            ),
             None
         );
         let h = headers(Some(r#"match="/*""#), "text/css");
         c.origin_dictionary_max = ByteSize(4);
         assert_eq!(
-            d.learn(&c, "https://a.test/x", &h, b"12345"),
+            d.learn(&c, ("https://a.test/x", &h), None, b"12345"),
             Some(Learned::Size)
         );
         assert_eq!(
-            d.learn(&c, "https://a.test/x", &h, b""),
+            d.learn(&c, ("https://a.test/x", &h), None, b""),
             Some(Learned::Size)
         );
         c.origin_dictionaries = false;
-        assert_eq!(d.learn(&c, "https://a.test/x", &h, b"1"), None);
+        assert_eq!(d.learn(&c, ("https://a.test/x", &h), None, b"1"), None);
         // Past the memory cap the oldest go; past the count cap too.
         let mut c = cfg();
         c.origin_dictionaries_memory = ByteSize(10);
         for i in 0..5u8 {
-            d.learn(&c, &format!("https://a.test/{i}"), &h, &[i; 4]);
+            d.learn(&c, (&format!("https://a.test/{i}"), &h), None, &[i; 4]);
         }
         assert_eq!(d.bytes.load(Ordering::Relaxed), 8);
         let c = cfg();
         for i in 0..(COUNT_MAX as u32 + 10) {
-            d.learn(&c, &format!("https://a.test/n{i}"), &h, &i.to_le_bytes());
+            d.learn(
+                &c,
+                (&format!("https://a.test/n{i}"), &h),
+                None,
+                &i.to_le_bytes(),
+            );
         }
         assert_eq!(d.inner.lock().unwrap().known.len(), COUNT_MAX);
         let mut out = String::new();

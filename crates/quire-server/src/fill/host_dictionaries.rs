@@ -379,6 +379,23 @@ mod tests {
     }
 
     /// A reader's own page never goes into a dictionary anyone can fetch.
+    /// A page over [`SAMPLE_PAGE_MAX`] is not sampled.
+    #[test]
+    fn a_page_past_the_sample_limit_is_not_sampled() {
+        let d = HostDictionaries::default();
+        let mut c = cfg(2);
+        c.max_bytes = crate::config::ByteSize(1 << 20);
+        let huge = vec![b'x'; SAMPLE_PAGE_MAX + 1];
+        assert!(d.observe(&c, "http://a.test/big", &html(), &huge).is_none());
+        assert!(d.hosts.lock().unwrap().get("a.test").is_none());
+        assert!(d
+            .observe(&c, "http://a.test/1", &html(), &page(1))
+            .is_none());
+        assert!(d
+            .observe(&c, "http://a.test/2", &html(), &page(2))
+            .is_some());
+    }
+
     /// A sample stops at four times the dictionary's size, whatever the pages.
     #[test]
     fn a_hosts_sample_is_bounded_by_bytes() {
