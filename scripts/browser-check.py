@@ -1028,20 +1028,8 @@ def check_dictionary(cdp, quire, vault, tmp, out, check):
                        if e.get("method") == "Network.requestWillBeSent"
                        and e["params"].get("type") == "Document"
                        and urllib.parse.urlsplit(e["params"]["request"]["url"]).path == b), None)
-        sent, got = None, None
-        deadline = time.monotonic() + 3
-        while req_id and time.monotonic() < deadline and (sent is None or got is None):
-            for e in cdp.events:
-                p = e.get("params", {})
-                if p.get("requestId") != req_id:
-                    continue
-                if e.get("method") == "Network.requestWillBeSentExtraInfo":
-                    sent = {k.lower(): v for k, v in p.get("headers", {}).items()}
-                elif e.get("method") == "Network.responseReceivedExtraInfo":
-                    got = {k.lower(): v for k, v in p.get("headers", {}).items()}
-            if sent is None or got is None:
-                cdp.pump(0.2)
-        sent, got = sent or {}, got or doc_headers
+        sent, got = extra_headers(cdp, req_id)
+        got = got or doc_headers
         want_avail = ":" + base64.b64encode(bytes.fromhex(dict_hash)).decode() + ":"
         vary = [v.strip().lower() for v in re.split(r"[,\n]", got.get("vary", ""))]
 
