@@ -131,6 +131,8 @@ pub struct Ctx {
     /// The dictionaries made from `[dictionaries]` hosts' pages
     /// (`crate::fill::host_dictionaries`).
     pub(crate) host_dictionaries: crate::fill::host_dictionaries::HostDictionaries,
+    /// Stored entries whose slow codings wait for a second read.
+    pub(crate) deferred: crate::fill::deferred::Deferred,
     /// The budget of uncached work every client shares (`[budget]`, see
     /// `crate::edge::budget`).
     pub budget: crate::edge::budget::Budget,
@@ -228,6 +230,7 @@ impl Ctx {
             refreshed: Default::default(),
             dictionaries: Default::default(),
             host_dictionaries: Default::default(),
+            deferred: Default::default(),
             refills: std::sync::OnceLock::new(),
             tracer,
         }))

@@ -57,6 +57,9 @@ async fn every_encoding_is_served_from_one_fill() {
     let q = Quire::start(&o, |_| {}).await;
     get(&q, "/p", &[]).await;
     settle(&q).await;
+    // A second read has brotli and zstd made (`fill::deferred`).
+    get(&q, "/p", &[]).await;
+    settle(&q).await;
     for (ae, want) in [
         ("gzip", "gzip"),
         ("br", "br"),
@@ -773,7 +776,7 @@ async fn expose_key_puts_the_normalised_url_in_cache_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brotli_is_made_at_high_quality_in_the_background() {
     // The commit stores identity and gzip; brotli joins the entry afterwards, off the
-    // request path, at the upgrade quality.
+    // request path, at the upgrade quality, once the entry is read a second time.
     let o = Origin::start().await;
     let body = page(60_000);
     o.route(
@@ -797,6 +800,16 @@ async fn brotli_is_made_at_high_quality_in_the_background() {
         "{}",
         first.cache_status()
     );
+    settle(&q).await;
+    // Nothing was made for a page read once: the first hit finds gzip alone.
+    let again = get(&q, "/b", &[("accept-encoding", "br")]).await;
+    assert!(again.cache_status().contains("hit"));
+    assert_eq!(
+        again.header("content-encoding"),
+        None,
+        "brotli before a second read"
+    );
+    assert_eq!(again.body, body);
     settle(&q).await;
     let r = get(&q, "/b", &[("accept-encoding", "br")]).await;
     assert!(r.cache_status().contains("hit"));

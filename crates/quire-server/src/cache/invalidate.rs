@@ -107,6 +107,11 @@ impl Tags {
         }
     }
 
+    /// How many tags.
+    pub(crate) fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
     fn matches(&self, e: &Entry) -> bool {
         (!self.keys_known && e.kind == TagKind::Key) || self.hashes.contains(&e.tag)
     }
@@ -206,6 +211,12 @@ impl Invalidations {
         let r = write(v);
         drop(log);
         r
+    }
+
+    /// Whether the log still holds everything logged since `since`: a writer that
+    /// started there would not be refused for an overrun now.
+    pub fn covers(&self, since: u64) -> bool {
+        since >= self.read().complete_from
     }
 
     /// Writers that found the log trimmed past their start.

@@ -5,7 +5,8 @@
 //! - **A response is a hit as soon as it ends.** The commit makes identity and gzip
 //!   only (gzip is the coding nearly every client takes, and libdeflate makes it in
 //!   about a millisecond for a 50 KB page); brotli and zstd are added to the entry in
-//!   the background ([`crate::fill::recompress`]). Past the compression budget the entry is
+//!   the background ([`crate::fill::recompress`]) once it is read again
+//!   ([`crate::fill::deferred`]). Past the compression budget the entry is
 //!   committed in identity alone.
 //! - **Every write passes the invalidation gate** ([`crate::cache::invalidate`]) with the
 //!   fill's start in the log and the response's tags: a response a purge overtook is
@@ -137,18 +138,15 @@ pub(crate) async fn commit(
         if plan.status == StatusCode::OK {
             learn(ctx, &plan, asset, &identity);
         }
-        recompress::schedule(
-            ctx,
-            recompress::Later {
-                key: plan.record_key,
-                id,
-                identity,
-                compressible: wants_codings(&plan.headers, 0),
-                dictionary,
-                start: plan.start,
-                tags: plan.tags,
-            },
-        );
+        let later = recompress::Later {
+            key: plan.record_key,
+            id,
+            compressible: wants_codings(&plan.headers, 0),
+            dictionary,
+            start: plan.start,
+            tags: plan.tags,
+        };
+        recompress::defer(ctx, later, identity.len());
         return (result, Some(id));
     }
     (result, None)

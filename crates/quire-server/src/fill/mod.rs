@@ -5,7 +5,7 @@
 //! [`commit`] stores it when the body ends (through [`crate::cache::put`], inside the
 //! invalidation gate); [`compress`] computes the content codings once per response
 //! on the bounded [`compress_pool`]; [`recompress`] adds the slower codings in the
-//! background, `dcz` too against a dictionary the origin named ([`dictionaries`]) or
+//! background once the entry is read again ([`deferred`]), `dcz` too against a dictionary the origin named ([`dictionaries`]) or
 //! one made from its host's pages ([`host_dictionaries`]).
 //! [`uncached_work`] runs an upstream's own CPU work (a render) below
 //! the request workers' priority.
@@ -14,6 +14,7 @@ pub(crate) mod coalesce;
 pub(crate) mod commit;
 pub mod compress;
 pub(crate) mod compress_pool;
+pub(crate) mod deferred;
 pub(crate) mod dictionaries;
 pub(crate) mod host_dictionaries;
 pub(crate) mod miss;

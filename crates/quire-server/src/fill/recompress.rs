@@ -4,7 +4,8 @@
 //! version and no invalidation overtook it. So is `dcz`, against the dictionary the
 //! upstream names for the response (`Upstream::dictionary_for`; RFC 9842), when zstd
 //! is on: the body names its dictionary in its first 40 bytes, and the hit path sends
-//! it only to a client holding that dictionary.
+//! it only to a client holding that dictionary. When the job runs is
+//! [`crate::fill::deferred`]'s decision: on the entry's second read, not at its commit.
 //!
 //! Brotli is made at `encodings.brotli_upgrade_level` (11) for bodies up to
 //! [`UPGRADE_BYTES_MAX`], at `encodings.brotli_level` above: measured on 40 pages of
@@ -15,12 +16,13 @@
 //! Key decisions:
 //! - **Never on the request path and bounded**: the pool's budget refuses a job
 //!   rather than queue it; a refused entry keeps identity and gzip.
-//! - **A queued job owns a copy of its body.** The identity body a fill hands over
-//!   is often a slice of the origin client's read buffer (hyper hands out body
-//!   chunks as slices of it, up to ~400 KiB); kept in a queued job, the slice pins the
-//!   whole buffer, so the budget, which counts the body's length, would not bound the
-//!   memory. quire-chaos's soak found it: with the background queue full, quire's
-//!   anonymous memory grew by ~3 MiB/s (350 MiB to 1 GiB in ten minutes).
+//! - **A job reads its body from the store, and owns a copy.** Nothing waiting for
+//!   its job holds a body; the job copies the identity body out of the entry when it
+//!   starts (the pool's budget counts it) and lets the entry go, so a long brotli
+//!   never pins a store region. (An earlier version queued the body the fill handed
+//!   over, a slice of the origin client's read buffer — up to ~400 KiB pinned per
+//!   job, which the budget, counting the body's length, did not bound: quire-chaos's
+//!   soak saw anonymous memory grow by ~3 MiB/s with the background queue full.)
 //! - **Only the same version is rewritten, through the invalidation gate**: the entry
 //!   is re-read inside [`crate::cache::invalidate::Invalidations::commit`] with the fill's
 //!   start and tags, and its object id compared; a refill, purge or eviction in
@@ -31,45 +33,25 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use quire_http::dictionary::Dictionary;
 use quire_http::encoding::Coding;
 use quire_store::EntryRef;
 
-use crate::cache::invalidate::{Tags, Verdict};
+use crate::cache::invalidate::Verdict;
 use crate::cache::object::{self, Record};
 use crate::cache::put::{make_stale, put_record};
 use crate::fill::compress;
 use crate::fill::compress_pool::Priority;
+pub(crate) use crate::fill::deferred::Later;
+use crate::fill::deferred::Outcome;
 use crate::metrics::FillResult;
 use crate::state::Ctx;
 
 /// Largest identity body brotli is made for at the upgrade level.
 pub(crate) const UPGRADE_BYTES_MAX: usize = 1 << 20;
 
-/// A committed entry waiting for its other codings.
-#[derive(Debug, Clone)]
-pub(crate) struct Later {
-    /// Where the entry is.
-    pub key: Vec<u8>,
-    /// The record's id as committed.
-    pub id: u64,
-    /// Its identity body.
-    pub identity: Bytes,
-    /// Whether its type and size are worth compressing.
-    pub compressible: bool,
-    /// The dictionary it is also made `dcz` against (the upstream's choice).
-    pub dictionary: Option<Arc<Dictionary>>,
-    /// The fill's start in the invalidation log.
-    pub start: u64,
-    /// The record's tags.
-    pub tags: Tags,
-}
-
 /// The codings still to make for an entry, with the brotli level to use: `dcz`
 /// too when the entry has a dictionary and zstd is on.
-fn wanted(ctx: &Ctx, later: &Later) -> (Vec<Coding>, compress::Levels) {
-    let identity_len = later.identity.len();
+fn wanted(ctx: &Ctx, later: &Later, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
     let policy = ctx.peek();
     let mut codings: Vec<Coding> = policy
         .codings
@@ -88,44 +70,96 @@ fn wanted(ctx: &Ctx, later: &Later) -> (Vec<Coding>, compress::Levels) {
     (codings, ctx.compress.levels_for(levels, identity_len))
 }
 
-/// Queues the other codings of a committed entry on the pool's background queue,
-/// if it has room (else the entry keeps what it has).
-pub(crate) fn schedule(ctx: &Arc<Ctx>, later: Later) {
-    if !later.compressible || later.identity.len() < compress::MIN_COMPRESS_BYTES {
+/// What a read asked of [`on_read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// Nothing (more) to do for this version: its job is queued, or nothing waited.
+    Done,
+    /// The pool refused the job; ask again on a later read.
+    Again,
+}
+
+/// Leaves `later` to wait for the entry's second read, if it has codings to make
+/// (`identity_len`: its identity body's length).
+pub(crate) fn defer(ctx: &Ctx, later: Later, identity_len: usize) {
+    if !has_work(ctx, &later, identity_len) {
         return;
     }
-    let has_codings = ctx
-        .peek()
-        .codings
-        .iter()
-        .any(|c| matches!(c, Coding::Br | Coding::Zstd));
-    if !has_codings {
-        return;
-    }
-    let cost = later.identity.len() as u64;
-    let later = Later {
-        // Exactly its own bytes, not a slice of a larger buffer (see the module doc).
-        identity: Bytes::copy_from_slice(&later.identity),
-        ..later
+    ctx.deferred.count(Outcome::Deferred);
+    ctx.deferred.put(later);
+}
+
+/// A reader was served the entry under `key` (identity body `identity_len` bytes)
+/// from the store: queues the codings that wait for it, if any.
+pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], identity_len: u64) -> Asked {
+    let Some(later) = ctx.deferred.take(key) else {
+        return Asked::Done;
     };
+    if !ctx.invalidations.covers(later.start) {
+        ctx.deferred.count(Outcome::Expired);
+        return Asked::Done;
+    }
     let ctx2 = ctx.clone();
-    ctx.compress.try_spawn(Priority::Background, cost, move || {
-        add_codings(&ctx2, &later);
-    });
+    let job = later.clone();
+    if ctx
+        .compress
+        .try_spawn(Priority::Background, identity_len, move || {
+            make(&ctx2, &job);
+        })
+    {
+        ctx.deferred.count(Outcome::Queued);
+        return Asked::Done;
+    }
+    ctx.deferred.count(Outcome::Refused);
+    ctx.deferred.put(later);
+    Asked::Again
+}
+
+/// Whether `later` has codings to make at all: a compressible body big enough, and
+/// brotli or zstd on.
+pub(crate) fn has_work(ctx: &Ctx, later: &Later, identity_len: usize) -> bool {
+    later.compressible
+        && identity_len >= compress::MIN_COMPRESS_BYTES
+        && ctx
+            .peek()
+            .codings
+            .iter()
+            .any(|c| matches!(c, Coding::Br | Coding::Zstd))
+}
+
+/// The job [`on_read`] queues: copies the identity body of version
+/// `later.id` out of the store, makes the missing codings, and rewrites the entry if
+/// it still holds that version. `None` when the entry changed or went first, or when
+/// nothing was worth keeping.
+pub(crate) fn make(ctx: &Ctx, later: &Later) -> Option<FillResult> {
+    let identity = {
+        let h = ctx.store.get_quiet(&later.key)?;
+        let Some(Record::Object(rec)) = object::decode(h.meta()) else {
+            return None;
+        };
+        if rec.id != later.id || h.body().len() as u64 != rec.bodies_len() {
+            return None;
+        }
+        let (start, end) = rec.coding_range(Coding::Identity)?;
+        let range = usize::try_from(start).ok()?..usize::try_from(end).ok()?;
+        // A copy: the entry (and its region) is let go before the codecs run.
+        h.body().get(range)?.to_vec()
+    };
+    add_codings(ctx, later, &identity)
 }
 
 /// Makes the missing codings and rewrites the entry if it is still version
 /// `later.id`. Returns what the rewrite did, if it ran.
-pub(crate) fn add_codings(ctx: &Ctx, later: &Later) -> Option<FillResult> {
-    let (codings, levels) = wanted(ctx, later);
+pub(crate) fn add_codings(ctx: &Ctx, later: &Later, identity: &[u8]) -> Option<FillResult> {
+    let (codings, levels) = wanted(ctx, later, identity.len());
     let mut made: Vec<(Coding, Vec<u8>)> = Vec::new();
     for c in codings {
         let coded = match (c, &later.dictionary) {
-            (Coding::Dcz, Some(d)) => compress::encode_dcz(&later.identity, d, levels.zstd),
-            _ => compress::encode(c, &later.identity, &levels),
+            (Coding::Dcz, Some(d)) => compress::encode_dcz(identity, d, levels.zstd),
+            _ => compress::encode(c, identity, &levels),
         };
         match coded {
-            Ok(b) if compress::worth_keeping(later.identity.len(), b.len()) => made.push((c, b)),
+            Ok(b) if compress::worth_keeping(identity.len(), b.len()) => made.push((c, b)),
             Ok(_) => {}
             Err(e) => tracing::warn!(coding = %c, error = %e, "compression failed"),
         }
@@ -183,12 +217,12 @@ fn rewrite(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ByteSize, Config};
 
-    /// The soak's memory growth: a queued job kept the origin read buffer its body
-    /// was a slice of.
+    /// A read that finds the pool's budget full leaves the entry waiting for the
+    /// next read, which queues it.
     #[test]
-    fn a_queued_job_does_not_pin_the_buffer_its_body_came_from() {
+    fn a_refused_job_waits_for_the_next_read() {
+        use crate::config::{ByteSize, Config};
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config {
             origin: Some("http://127.0.0.1:9".to_string()),
@@ -197,28 +231,37 @@ mod tests {
         cfg.cache.path = dir.path().join("test.vol");
         cfg.cache.size = ByteSize(16 << 20);
         cfg.encodings.threads = 1;
+        cfg.encodings.budget = ByteSize(64 << 10);
         let ctx = Ctx::new(cfg).unwrap();
-        // Keep the pool's only thread busy, so the job below stays queued.
+        defer(&ctx, crate::fill::deferred::tests::later(b"k", 1), 8_000);
+        assert_eq!(ctx.deferred.waiting(), 1, "a compressible page waits");
+        // The budget, held whole by a job that does not end yet.
         let (release, wait) = std::sync::mpsc::channel::<()>();
-        assert!(ctx.compress.try_spawn(Priority::Commit, 1, move || {
+        assert!(ctx.compress.try_spawn(Priority::Commit, 64 << 10, move || {
             let _ = wait.recv();
         }));
-        let buffer = Bytes::from(vec![b'a'; 400_000]);
-        let held_before = ctx.compress.held_bytes();
-        schedule(
-            &ctx,
-            Later {
-                key: b"k".to_vec(),
-                id: 1,
-                identity: buffer.slice(..8_000),
-                compressible: true,
-                dictionary: None,
-                start: 0,
-                tags: Tags::default(),
-            },
-        );
-        assert_eq!(ctx.compress.held_bytes(), held_before + 8_000, "not queued");
-        assert!(buffer.is_unique(), "the queued job holds the 400 KB buffer");
+        assert_eq!(on_read(&ctx, b"k", 8_000), Asked::Again);
+        assert_eq!(ctx.deferred.waiting(), 1, "put back for the next read");
         drop(release);
+        let idle = std::time::Instant::now();
+        while ctx.compress.held_bytes() > 0 {
+            assert!(idle.elapsed().as_secs() < 10, "the pool never went idle");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(on_read(&ctx, b"k", 8_000), Asked::Done);
+        assert_eq!(ctx.deferred.waiting(), 0);
+        let mut m = String::new();
+        ctx.deferred.write_metrics(&mut m);
+        for r in [
+            "deferred\"} 1",
+            "queued\"} 1",
+            "refused\"} 1",
+            "expired\"} 0",
+        ] {
+            assert!(m.contains(r), "{r} in {m}");
+        }
+        // Too small to compress: nothing waits.
+        defer(&ctx, crate::fill::deferred::tests::later(b"small", 1), 100);
+        assert_eq!(ctx.deferred.waiting(), 0);
     }
 }

@@ -82,7 +82,7 @@ pub(crate) struct Answer {
 /// from; `None` when the request is the service's to answer (a range, a bypass, a
 /// precondition for the origin, an admin call, nothing stored).
 pub(crate) fn prepare(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     policy: &Policy,
     req: &Plain,
     peer: Peer,

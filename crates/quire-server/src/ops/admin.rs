@@ -182,6 +182,7 @@ fn fill_path_metrics(ctx: &Ctx, out: &mut String) {
         },
     );
     ctx.compress.write_metrics(out);
+    ctx.deferred.write_metrics(out);
     ctx.dictionaries.write_metrics(out);
     ctx.host_dictionaries.write_metrics(out);
 }

@@ -78,6 +78,9 @@ pub struct Prepared {
     /// The dictionary a stored `dcz` body names, read from the body the first time
     /// a request could take it (`None` inside: no `dcz`, or an unreadable one).
     dcz: std::sync::OnceLock<Option<dictionary::Hash>>,
+    /// This version has neither brotli nor zstd, and no read has asked for them yet
+    /// ([`crate::fill::deferred`]).
+    codings_unasked: std::sync::atomic::AtomicBool,
 }
 
 /// The representation a request gets, and the per-response fields that go with it.
@@ -188,6 +191,24 @@ impl Prepared {
             status,
             upstream: &self.upstream,
         })
+    }
+
+    /// Whether this read is the first to ask for this version's slow codings
+    /// ([`crate::fill::deferred`]); marks them asked. One load on every hit after.
+    pub(crate) fn ask_codings(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.codings_unasked.load(Relaxed) && self.codings_unasked.swap(false, Relaxed)
+    }
+
+    /// Lets a later read ask again (the pool refused the job).
+    pub(crate) fn ask_codings_again(&self) {
+        self.codings_unasked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The length of the identity body, if stored.
+    pub(crate) fn identity_len(&self) -> Option<u64> {
+        self.rec.coding_range(Coding::Identity).map(|(s, e)| e - s)
     }
 
     /// The stored fields as HTTP/1.1 field lines (`name: value\r\n` each).
@@ -333,7 +354,10 @@ impl Prepared {
             })
             .collect();
         let available = rec.available();
+        let slow = available.contains(&Coding::Br) || available.contains(&Coding::Zstd);
+        let unasked = !slow && available.contains(&Coding::Identity);
         Prepared {
+            codings_unasked: std::sync::atomic::AtomicBool::new(unasked),
             without_dcz: available
                 .iter()
                 .copied()

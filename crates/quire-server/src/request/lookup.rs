@@ -13,6 +13,7 @@ use quire_http::key::{MethodClass, NormalizedUrl, VaryFields};
 use quire_http::status::CacheStatus;
 use quire_store::{Cold, Engine, EntryRef, Fetched, Handle};
 
+use crate::fill::recompress;
 use crate::request::hit::{Cached, Prepared};
 use crate::state::{Ctx, Scope};
 
@@ -52,7 +53,7 @@ impl Lookup {
 /// `ctx.key_version(url)`, or an audience's): primary record, then the variant
 /// record when the URL varies. An entry not in memory is not read (`cold`).
 pub(crate) fn lookup(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     class: MethodClass,
     url: &NormalizedUrl,
     headers: &HeaderMap,
@@ -77,10 +78,39 @@ pub(crate) enum Reading {
 
 /// [`lookup`], reading the store as `reading` says.
 pub(crate) fn lookup_as(
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     class: MethodClass,
     url: &NormalizedUrl,
     headers: &HeaderMap,
+    scope: Scope,
+    reading: Reading,
+) -> Lookup {
+    let look = read_records(ctx, class, (url, headers), scope, reading);
+    if !matches!(reading, Reading::Quiet) {
+        if let Some(p) = &look.record {
+            ask_codings(ctx, look.record_key(), p);
+        }
+    }
+    look
+}
+
+/// A reader was served `p` (stored under `key`): the first read of a version that
+/// waits for its slow codings queues them ([`crate::fill::deferred`]).
+fn ask_codings(ctx: &Arc<Ctx>, key: &[u8], p: &Prepared) {
+    if !p.ask_codings() {
+        return;
+    }
+    let len = p.identity_len().unwrap_or(0);
+    if recompress::on_read(ctx, key, len) == recompress::Asked::Again {
+        p.ask_codings_again();
+    }
+}
+
+/// The records [`lookup_as`] finds.
+fn read_records(
+    ctx: &Ctx,
+    class: MethodClass,
+    (url, headers): (&NormalizedUrl, &HeaderMap),
     scope: Scope,
     reading: Reading,
 ) -> Lookup {

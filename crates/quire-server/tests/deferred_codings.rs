@@ -1,0 +1,56 @@
+//! Brotli and zstd are made for an entry on its second read, not at its commit
+//! (`fill::deferred`): a crowd of pages read once costs gzip alone.
+
+use quire_testkit::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
+    let o = Origin::start().await;
+    o.fallback(Route::ok(
+        page(20_000),
+        &[
+            ("cache-control", "max-age=600"),
+            ("content-type", "text/html"),
+        ],
+    ));
+    let q = Quire::start(&o, |_| {}).await;
+    for i in 0..40 {
+        let r = get(
+            &q,
+            &format!("/crowd/{i}"),
+            &[("accept-encoding", "br, gzip")],
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+    settle(&q).await;
+    let m = metrics_text(&q).await;
+    let series = |r: &str| format!("quire_deferred_codings_total{{result=\"{r}\"}}");
+    assert_eq!(metric(&m, &series("deferred")), 40.0);
+    assert_eq!(metric(&m, &series("queued")), 0.0, "no page was read twice");
+    assert_eq!(metric(&m, "quire_deferred_codings_waiting"), 40.0);
+
+    // The second read of one page is served what the commit made, and asks for more.
+    let second = get(&q, "/crowd/7", &[("accept-encoding", "br, gzip")]).await;
+    assert!(
+        second.cache_status().contains("hit"),
+        "{}",
+        second.cache_status()
+    );
+    assert_eq!(second.header("content-encoding"), Some("gzip"));
+    settle(&q).await;
+    let third = get(&q, "/crowd/7", &[("accept-encoding", "br, gzip")]).await;
+    assert_eq!(third.header("content-encoding"), Some("br"));
+    assert_eq!(decode("br", &third.body), page(20_000));
+    let zstd = get(&q, "/crowd/7", &[("accept-encoding", "zstd")]).await;
+    assert_eq!(zstd.header("content-encoding"), Some("zstd"));
+    assert_eq!(decode("zstd", &zstd.body), page(20_000));
+    // Once per version: the later reads queued nothing more.
+    let m = metrics_text(&q).await;
+    assert_eq!(metric(&m, &series("queued")), 1.0);
+    assert_eq!(metric(&m, "quire_deferred_codings_waiting"), 39.0);
+    // A page read once still has gzip and identity, and nothing else.
+    let once = get(&q, "/crowd/8", &[("accept-encoding", "zstd")]).await;
+    assert_eq!(once.header("content-encoding"), None);
+    assert_eq!(once.body, page(20_000));
+}
