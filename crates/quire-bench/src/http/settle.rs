@@ -1,7 +1,8 @@
 //! Waiting, after the warm-up, until each started server has gone quiet.
 //!
-//! Why: a warm-up stores every page, and quire then adds the slower codings
-//! (brotli, zstd) in the background, at nice 10, once per stored response. On the
+//! Why: a warm-up stores every page and reads it again (the check that it is a
+//! hit), and quire then adds the slower codings (brotli, zstd) in the background, at
+//! nice 10, once per stored response read a second time. On the
 //! peer corpus that is about two minutes of one core; measured right after the
 //! warm-up, the first rounds share the server's CPU with that one-time work, and
 //! the CPU per request counts it. A site in production pays it once per page

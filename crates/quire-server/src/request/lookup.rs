@@ -5,6 +5,10 @@
 //! ([`crate::http1::fastpath`]) for a fresh hit off the socket, and the service
 //! ([`crate::request::service`]) for everything else — so the two can never disagree on
 //! which stored response a request selects.
+//!
+//! A reader's lookup (not the cache's own quiet ones) that finds a stored response is
+//! that response's read: the first one after its commit queues the codings it waits
+//! for ([`crate::fill::deferred`]), at the cost of one flag load on every later hit.
 
 use std::sync::Arc;
 
