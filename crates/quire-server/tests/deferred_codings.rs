@@ -54,3 +54,54 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
     assert_eq!(once.header("content-encoding"), None);
     assert_eq!(once.body, page(20_000));
 }
+
+/// What waited for a second read is lost with the process; a page stored before a
+/// restart and read after it is recovered from its own record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it() {
+    let o = Origin::start().await;
+    o.fallback(Route::ok(
+        page(20_000),
+        &[
+            ("cache-control", "max-age=600"),
+            ("content-type", "text/html"),
+        ],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let volume = dir.path().join("kept.vol");
+    let at = |c: &mut quire_server::config::Config| c.cache.path = volume.clone();
+    let mut q = Quire::start(&o, at).await;
+    let stored = get(&q, "/kept", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(stored.status, 200);
+    settle(&q).await;
+    let addr = q.addr;
+    q.shutdown().await;
+    drop(q);
+
+    // The same address: the host a page is keyed under is the one it was asked of.
+    let q = Quire::start(&o, |c| {
+        at(c);
+        c.listen = addr;
+    })
+    .await;
+    let first = get(&q, "/kept", &[("accept-encoding", "br, gzip")]).await;
+    assert!(
+        first.cache_status().contains("hit"),
+        "{}",
+        first.cache_status()
+    );
+    assert_eq!(first.header("content-encoding"), Some("gzip"));
+    settle(&q).await;
+    let then = get(&q, "/kept", &[("accept-encoding", "br, gzip")]).await;
+    assert_eq!(then.header("content-encoding"), Some("br"));
+    assert_eq!(decode("br", &then.body), page(20_000));
+    let m = metrics_text(&q).await;
+    let series = |r: &str| format!("quire_deferred_codings_total{{result=\"{r}\"}}");
+    assert_eq!(metric(&m, &series("recovered")), 1.0);
+    assert_eq!(metric(&m, &series("queued")), 1.0);
+    assert_eq!(
+        o.hits("/kept"),
+        1,
+        "served from the volume kept across the restart"
+    );
+}

@@ -132,9 +132,7 @@ pub(crate) async fn commit(
         }
     };
     if result == FillResult::Stored {
-        let dictionary = own
-            .or_else(|| made.map(|m| m.dictionary.clone()))
-            .or_else(|| ctx.dictionaries.for_response(&plan.url, &plan.headers));
+        let dictionary = recompress::dcz_dictionary(ctx, (own, made), &plan.url, &plan.headers);
         if plan.status == StatusCode::OK {
             learn(ctx, &plan, asset, &identity);
         }

@@ -25,12 +25,16 @@
 //!   cost their keys and tags, not their pages.
 //! - **Bounded**: at most [`WAITING_BYTES_MAX`] of keys and tags wait (about 16,000
 //!   entries of a 100-byte URL); past it the cache's eviction drops the entries not
-//!   read since (quick_cache's CLOCK). A dropped entry keeps identity and gzip until
-//!   it is filled again. So are entries committed before a restart and not read again
-//!   before it: nothing waits across restarts.
+//!   read since (quick_cache's CLOCK). Nothing waits across restarts either. An entry
+//!   with gzip but neither brotli nor zstd that is read with nothing waiting for it is
+//!   **recovered from its own record** (`recompress::on_read`): its tags are rebuilt
+//!   from it and, its fill's start being unknown, the whole invalidation log since
+//!   this process started is checked against them — so a URL purged earlier in this
+//!   process keeps identity and gzip until it is filled again (a lost store, never a
+//!   lost purge).
 //! - **Once per version**: a read takes out what waits ([`Deferred::take`]), so two
 //!   readers never queue one entry twice; the decoded record remembers it asked
-//!   (`Prepared::wants_codings`), so later hits on it do not even look. A job the pool
+//!   (`Prepared::ask_codings`), so later hits on it do not even look. A job the pool
 //!   refuses (budget full) is put back to wait for the next read.
 //! - **No invalidation is lost**: the job runs through the gate with the fill's own
 //!   start, exactly as a job queued at the commit did; an entry whose start the log
@@ -79,9 +83,13 @@ pub(crate) enum Outcome {
     Refused = 2,
     /// The invalidation log no longer covers its fill: dropped.
     Expired = 3,
+    /// Read with nothing waiting for it though it lacks its slow codings (stored
+    /// before this process started, or dropped from the list): queued on its own
+    /// record's terms (`recompress::on_read`).
+    Recovered = 4,
 }
 
-const RESULTS: [&str; 4] = ["deferred", "queued", "refused", "expired"];
+const RESULTS: [&str; 5] = ["deferred", "queued", "refused", "expired", "recovered"];
 
 /// Weighs a waiting entry by what it holds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -97,7 +105,7 @@ impl quick_cache::Weighter<Vec<u8>, Later> for ByBytes {
 #[derive(Debug)]
 pub(crate) struct Deferred {
     waiting: quick_cache::sync::Cache<Vec<u8>, Later, ByBytes>,
-    counts: [AtomicU64; 4],
+    counts: [AtomicU64; 5],
 }
 
 impl Default for Deferred {
@@ -136,7 +144,7 @@ impl Deferred {
         use std::fmt::Write as _;
         let _ = writeln!(
             out,
-            "# HELP quire_deferred_codings_total Stored entries whose brotli, zstd and dcz wait for a second read: deferred at the commit, queued on a read, refused by the compression budget (asked again on a later read), expired (the invalidation log no longer covers the fill).\n\
+            "# HELP quire_deferred_codings_total Stored entries whose brotli, zstd and dcz wait for a second read: deferred at the commit, queued on a read, refused by the compression budget (asked again on a later read), expired (the invalidation log no longer covers the fill), recovered (read with nothing waiting: stored before a restart, or dropped from the list).\n\
              # TYPE quire_deferred_codings_total counter"
         );
         for (i, r) in RESULTS.iter().enumerate() {

@@ -33,16 +33,18 @@
 
 use std::sync::Arc;
 
+use quire_http::dictionary::Dictionary;
 use quire_http::encoding::Coding;
 use quire_store::EntryRef;
 
 use crate::cache::invalidate::Verdict;
-use crate::cache::object::{self, Record};
-use crate::cache::put::{make_stale, put_record};
+use crate::cache::object::{self, ObjectRecord, Record};
+use crate::cache::put::{make_stale, put_record, record_tags};
 use crate::fill::compress;
 use crate::fill::compress_pool::Priority;
 pub(crate) use crate::fill::deferred::Later;
 use crate::fill::deferred::Outcome;
+use crate::fill::host_dictionaries::Made;
 use crate::metrics::FillResult;
 use crate::state::Ctx;
 
@@ -91,10 +93,18 @@ pub(crate) fn defer(ctx: &Ctx, later: Later, identity_len: usize) {
 
 /// A reader was served the entry under `key` (identity body `identity_len` bytes)
 /// from the store: queues the codings that wait for it, if any.
-pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], identity_len: u64) -> Asked {
-    let Some(later) = ctx.deferred.take(key) else {
-        return Asked::Done;
+pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord) -> Asked {
+    let later = match ctx.deferred.take(key) {
+        Some(l) => l,
+        None => match unrecorded(ctx, key, rec) {
+            Some(l) => {
+                ctx.deferred.count(Outcome::Recovered);
+                l
+            }
+            None => return Asked::Done,
+        },
     };
+    let identity_len = rec.coding_range(Coding::Identity).map_or(0, |(s, e)| e - s);
     if !ctx.invalidations.covers(later.start) {
         ctx.deferred.count(Outcome::Expired);
         return Asked::Done;
@@ -115,6 +125,50 @@ pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], identity_len: u64) -> Asked {
     Asked::Again
 }
 
+/// What an entry that lacks its slow codings, and for which nothing waits, needs to
+/// get them: one stored before this process started (what waited was lost with it),
+/// or one dropped from the waiting list. Only an entry with gzip qualifies (its body
+/// is worth compressing). Its fill's start in the invalidation log is not known, so
+/// the log's beginning stands in for it: every invalidation this process logged is
+/// checked against the entry's tags, at worst refusing a rewrite it could have made
+/// (a lost store, never a lost purge; see [`crate::cache::invalidate`]).
+fn unrecorded(ctx: &Ctx, key: &[u8], rec: &ObjectRecord) -> Option<Later> {
+    let has = |c| rec.coding_range(c).is_some();
+    if !has(Coding::Gzip) || has(Coding::Br) || has(Coding::Zstd) {
+        return None;
+    }
+    let headers: http::HeaderMap = rec.meta.headers.iter().cloned().collect();
+    let own = ctx.origin.dictionary_for(&headers);
+    let made = own
+        .is_none()
+        .then(|| {
+            let cfg = &ctx.peek().cfg.dictionaries;
+            ctx.host_dictionaries.for_page(cfg, &rec.url, &headers)
+        })
+        .flatten();
+    Some(Later {
+        key: key.to_vec(),
+        id: rec.id,
+        compressible: true,
+        dictionary: dcz_dictionary(ctx, (own, made), &rec.url, &headers),
+        start: 0,
+        tags: record_tags(&rec.url, &rec.meta.tags),
+    })
+}
+
+/// The dictionary a stored response is also made `dcz` against: the upstream's own
+/// (`own`), else its host's (`made`, `[dictionaries] hosts`), else one the origin
+/// named whose `match` covers it.
+pub(crate) fn dcz_dictionary(
+    ctx: &Ctx,
+    (own, made): (Option<Arc<Dictionary>>, Option<Arc<Made>>),
+    url: &str,
+    headers: &http::HeaderMap,
+) -> Option<Arc<Dictionary>> {
+    own.or_else(|| made.map(|m| m.dictionary.clone()))
+        .or_else(|| ctx.dictionaries.for_response(url, headers))
+}
+
 /// Whether `later` has codings to make at all: a compressible body big enough, and
 /// brotli or zstd on.
 pub(crate) fn has_work(ctx: &Ctx, later: &Later, identity_len: usize) -> bool {
@@ -132,6 +186,14 @@ pub(crate) fn has_work(ctx: &Ctx, later: &Later, identity_len: usize) -> bool {
 /// it still holds that version. `None` when the entry changed or went first, or when
 /// nothing was worth keeping.
 pub(crate) fn make(ctx: &Ctx, later: &Later) -> Option<FillResult> {
+    // Nothing to compress for if the gate would refuse the rewrite already.
+    if ctx
+        .invalidations
+        .between(later.start, u64::MAX, &later.tags)
+        == Verdict::Hard
+    {
+        return Some(FillResult::Invalidated);
+    }
     let identity = {
         let h = ctx.store.get_quiet(&later.key)?;
         let Some(Record::Object(rec)) = object::decode(h.meta()) else {
@@ -240,7 +302,13 @@ mod tests {
         assert!(ctx.compress.try_spawn(Priority::Commit, 64 << 10, move || {
             let _ = wait.recv();
         }));
-        assert_eq!(on_read(&ctx, b"k", 8_000), Asked::Again);
+        let rec = ObjectRecord {
+            id: 7,
+            url: "http://h/k".into(),
+            codings: vec![(Coding::Identity, 8_000), (Coding::Gzip, 900)],
+            meta: object::tests::sample_meta(),
+        };
+        assert_eq!(on_read(&ctx, b"k", &rec), Asked::Again);
         assert_eq!(ctx.deferred.waiting(), 1, "put back for the next read");
         drop(release);
         let idle = std::time::Instant::now();
@@ -248,16 +316,27 @@ mod tests {
             assert!(idle.elapsed().as_secs() < 10, "the pool never went idle");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert_eq!(on_read(&ctx, b"k", 8_000), Asked::Done);
+        assert_eq!(on_read(&ctx, b"k", &rec), Asked::Done);
         assert_eq!(ctx.deferred.waiting(), 0);
+        // Read again with nothing waiting, still without brotli or zstd (as after a
+        // restart): recovered from the record and queued once more.
+        assert_eq!(on_read(&ctx, b"k", &rec), Asked::Done);
+        // An entry without gzip is not worth it.
+        let plain = ObjectRecord {
+            codings: vec![(Coding::Identity, 8_000)],
+            ..rec.clone()
+        };
+        assert_eq!(on_read(&ctx, b"k", &plain), Asked::Done);
         let mut m = String::new();
         ctx.deferred.write_metrics(&mut m);
-        for r in [
+        let counts = [
             "deferred\"} 1",
-            "queued\"} 1",
+            "queued\"} 2",
             "refused\"} 1",
             "expired\"} 0",
-        ] {
+            "recovered\"} 1",
+        ];
+        for r in counts {
             assert!(m.contains(r), "{r} in {m}");
         }
         // Too small to compress: nothing waits.

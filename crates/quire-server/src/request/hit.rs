@@ -206,11 +206,6 @@ impl Prepared {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The length of the identity body, if stored.
-    pub(crate) fn identity_len(&self) -> Option<u64> {
-        self.rec.coding_range(Coding::Identity).map(|(s, e)| e - s)
-    }
-
     /// The stored fields as HTTP/1.1 field lines (`name: value\r\n` each).
     pub fn head_block(&self) -> &[u8] {
         &self.head_block

@@ -104,8 +104,7 @@ fn ask_codings(ctx: &Arc<Ctx>, key: &[u8], p: &Prepared) {
     if !p.ask_codings() {
         return;
     }
-    let len = p.identity_len().unwrap_or(0);
-    if recompress::on_read(ctx, key, len) == recompress::Asked::Again {
+    if recompress::on_read(ctx, key, &p.rec) == recompress::Asked::Again {
         p.ask_codings_again();
     }
 }
