@@ -25,9 +25,11 @@ the default budget, and the reader with the crowd and the budget opened wide
   scripts/crowd-figures.py QUIRE_BINARY [--mode serve|proxy] [--addresses 2000]
                            [--spread nets|few] [--seconds 20] [--vault DIR]
                            [--slots N] [--config TOML] [--runs quiet,crowd]
+                           [--reader-process]
 
 The reader shares CPU 1's event loop with the crowd, so its latencies include the
 client's own scheduling: compare builds in alternating runs, not against a figure.
+`--reader-process` runs it in a process of its own on the same CPU instead.
 
 Needs taskset.
 """
@@ -196,7 +198,28 @@ def pct(xs, p):
     return round(xs[min(len(xs) - 1, int(len(xs) * p / 100))] * 1000, 2)
 
 
-async def one_run(port, mode, hit_path, addresses, seconds):
+async def reader_alone(port, mode, hit_path, seconds):
+    """The reader for `seconds`, on its own event loop (`--reader-process`)."""
+    stop = asyncio.Event()
+    out = {"hits": [], "misses": [], "errors": 0, "miss_statuses": []}
+    reader = asyncio.create_task(reader_loop(port, mode, hit_path, stop, out))
+    await asyncio.sleep(seconds)
+    stop.set()
+    await asyncio.wait_for(reader, 30)
+    return out
+
+
+async def reader_in_process(port, mode, hit_path, seconds):
+    """The reader in a process of its own (same CPU), so its latencies are not the
+    crowd's event loop's: the kernel wakes it when its answer arrives."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, os.path.abspath(__file__), "--reader-only",
+        f"{port},{mode},{hit_path},{seconds}", stdout=asyncio.subprocess.PIPE)
+    got, _ = await proc.communicate()
+    return json.loads(got)
+
+
+async def one_run(port, mode, hit_path, addresses, seconds, own_process=False):
     stop = asyncio.Event()
     out = {"hits": [], "misses": [], "errors": 0, "miss_statuses": []}
     counts = {}
@@ -205,10 +228,14 @@ async def one_run(port, mode, hit_path, addresses, seconds):
     # least once): while a crowd arrives, all its networks are new to the budget and
     # a reader's first miss waits behind their first requests (see docs).
     await asyncio.sleep(WARMUP_S if addresses else 0)
-    reader = asyncio.create_task(reader_loop(port, mode, hit_path, stop, out))
-    await asyncio.sleep(seconds)
+    if own_process:
+        out = await reader_in_process(port, mode, hit_path, seconds)
+    else:
+        reader = asyncio.create_task(reader_loop(port, mode, hit_path, stop, out))
+        await asyncio.sleep(seconds)
+        stop.set()
+        await asyncio.wait_for(reader, 30)
     stop.set()
-    await asyncio.wait_for(reader, 30)
     if tasks:
         await asyncio.wait(tasks, timeout=30)
     return {
@@ -260,6 +287,11 @@ def start_quire(a, scratch, slots, origin):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--reader-only":
+        port, mode, hit_path, seconds = sys.argv[2].split(",")
+        out = asyncio.run(reader_alone(int(port), mode, hit_path, int(seconds)))
+        print(json.dumps(out))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("quire")
     ap.add_argument("--mode", choices=["serve", "proxy"], default="proxy")
@@ -272,6 +304,9 @@ def main():
     ap.add_argument("--config", default="",
                     help="more TOML for quire's configuration (sections other than budget, "
                          "rate_limit and limits; \\n for a new line)")
+    ap.add_argument("--reader-process", action="store_true",
+                    help="run the reader in a process of its own (same CPU) rather than on "
+                         "the crowd's event loop")
     ap.add_argument("--runs", default="quiet,crowd,crowd_no_budget",
                     help="which runs, comma-separated (quiet, crowd, crowd_no_budget)")
     a = ap.parse_args()
@@ -295,7 +330,8 @@ def main():
                     origin.take()
                 before = metrics(base)
                 t0 = time.time()
-                r = asyncio.run(one_run(port, a.mode, hit_path, crowd, a.seconds))
+                r = asyncio.run(one_run(port, a.mode, hit_path, crowd, a.seconds,
+                                        a.reader_process))
                 took = time.time() - t0
                 after = metrics(base)
                 admitted = sum(v for k, v in after.items() if k.startswith("quire_budget_admitted_total")) - \
