@@ -91,8 +91,8 @@ pub(crate) fn defer(ctx: &Ctx, later: Later, identity_len: usize) {
     ctx.deferred.put(later);
 }
 
-/// A reader was served the entry under `key` (identity body `identity_len` bytes)
-/// from the store: queues the codings that wait for it, if any.
+/// A reader was served the entry under `key` (holding `rec`) from the store: queues
+/// the codings that wait for it, or that it lacks ([`unrecorded`]), if any.
 pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord) -> Asked {
     let later = match ctx.deferred.take(key) {
         Some(l) => l,
