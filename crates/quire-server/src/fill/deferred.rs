@@ -64,7 +64,7 @@ pub(crate) struct Later {
     pub id: u64,
     /// Whether its type and size are worth compressing.
     pub compressible: bool,
-    /// The dictionary it is also made `dcz` against (the upstream's choice).
+    /// The dictionary it is also made `dcz` against (`recompress::dcz_dictionary`).
     pub dictionary: Option<Arc<Dictionary>>,
     /// The fill's start in the invalidation log.
     pub start: u64,
@@ -101,7 +101,7 @@ impl quick_cache::Weighter<Vec<u8>, Later> for ByBytes {
     }
 }
 
-/// The entries waiting for their second read (one per server, in [`Ctx`]).
+/// The entries waiting for their second read (one per server, in `Ctx`).
 #[derive(Debug)]
 pub(crate) struct Deferred {
     waiting: quick_cache::sync::Cache<Vec<u8>, Later, ByBytes>,
