@@ -378,7 +378,6 @@ mod tests {
         assert!(d.hosts.lock().unwrap()["a.test"].sample.is_empty());
     }
 
-    /// A reader's own page never goes into a dictionary anyone can fetch.
     /// A page over [`SAMPLE_PAGE_MAX`] is not sampled.
     #[test]
     fn a_page_past_the_sample_limit_is_not_sampled() {
@@ -417,6 +416,7 @@ mod tests {
         assert_eq!(pages.len(), 3);
     }
 
+    /// A reader's own page never goes into a dictionary anyone can fetch.
     #[test]
     fn private_pages_are_never_sampled() {
         let d = HostDictionaries::default();
