@@ -108,13 +108,9 @@ pub(crate) async fn commit(
     let ctx2 = ctx.clone();
     let plan2 = plan.clone();
     // A page of a `[dictionaries]` host names its host's dictionary (and is made
-    // `dcz` against that one below), unless the upstream has its own for it.
-    let own = ctx.origin.dictionary_for(&plan.headers);
-    let hosts = &ctx.host_dictionaries;
-    let made = own
-        .is_none()
-        .then(|| hosts.for_page(&plan.policy.cfg.dictionaries, &plan.url, &plan.headers))
-        .flatten();
+    // `dcz` against that one later), unless the upstream has its own for it.
+    let cfg = &plan.policy.cfg.dictionaries;
+    let (own, made) = recompress::page_dictionaries(ctx, cfg, &plan.url, &plan.headers);
     let link = made
         .as_ref()
         .map(|m| quire_http::dictionary::link(&m.path()));

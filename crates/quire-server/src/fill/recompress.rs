@@ -138,22 +138,31 @@ fn unrecorded(ctx: &Ctx, key: &[u8], rec: &ObjectRecord) -> Option<Later> {
         return None;
     }
     let headers: http::HeaderMap = rec.meta.headers.iter().cloned().collect();
-    let own = ctx.origin.dictionary_for(&headers);
-    let made = own
-        .is_none()
-        .then(|| {
-            let cfg = &ctx.peek().cfg.dictionaries;
-            ctx.host_dictionaries.for_page(cfg, &rec.url, &headers)
-        })
-        .flatten();
+    let page = page_dictionaries(ctx, &ctx.peek().cfg.dictionaries, &rec.url, &headers);
     Some(Later {
         key: key.to_vec(),
         id: rec.id,
         compressible: true,
-        dictionary: dcz_dictionary(ctx, (own, made), &rec.url, &headers),
+        dictionary: dcz_dictionary(ctx, page, &rec.url, &headers),
         start: 0,
         tags: record_tags(&rec.url, &rec.meta.tags),
     })
+}
+
+/// The dictionaries of the page at `url`: the upstream's own for it, else, for a page
+/// of a `[dictionaries]` host, its host's (whose `Link` the stored page carries).
+pub(crate) fn page_dictionaries(
+    ctx: &Ctx,
+    cfg: &crate::config::DictionariesSection,
+    url: &str,
+    headers: &http::HeaderMap,
+) -> (Option<Arc<Dictionary>>, Option<Arc<Made>>) {
+    let own = ctx.origin.dictionary_for(headers);
+    let made = own
+        .is_none()
+        .then(|| ctx.host_dictionaries.for_page(cfg, url, headers))
+        .flatten();
+    (own, made)
 }
 
 /// The dictionary a stored response is also made `dcz` against: the upstream's own
