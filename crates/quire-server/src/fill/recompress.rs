@@ -289,21 +289,37 @@ fn rewrite(
 mod tests {
     use super::*;
 
-    /// A read that finds the pool's budget full leaves the entry waiting for the
-    /// next read, which queues it.
-    #[test]
-    fn a_refused_job_waits_for_the_next_read() {
+    /// A server on an empty 16 MiB volume with one compression thread and a 64 KiB
+    /// compression budget.
+    fn small_ctx(dir: &std::path::Path) -> Arc<Ctx> {
         use crate::config::{ByteSize, Config};
-        let dir = tempfile::tempdir().unwrap();
         let mut cfg = Config {
             origin: Some("http://127.0.0.1:9".to_string()),
             ..Config::default()
         };
-        cfg.cache.path = dir.path().join("test.vol");
+        cfg.cache.path = dir.join("test.vol");
         cfg.cache.size = ByteSize(16 << 20);
         cfg.encodings.threads = 1;
         cfg.encodings.budget = ByteSize(64 << 10);
-        let ctx = Ctx::new(cfg).unwrap();
+        Ctx::new(cfg).unwrap()
+    }
+
+    /// The record of an 8,000-byte page stored with gzip alone.
+    fn gzip_only() -> ObjectRecord {
+        ObjectRecord {
+            id: 7,
+            url: "http://h/k".into(),
+            codings: vec![(Coding::Identity, 8_000), (Coding::Gzip, 900)],
+            meta: object::tests::sample_meta(),
+        }
+    }
+
+    /// A read that finds the pool's budget full leaves the entry waiting for the
+    /// next read, which queues it.
+    #[test]
+    fn a_refused_job_waits_for_the_next_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = small_ctx(dir.path());
         defer(&ctx, crate::fill::deferred::tests::later(b"k", 1), 8_000);
         assert_eq!(ctx.deferred.waiting(), 1, "a compressible page waits");
         // The budget, held whole by a job that does not end yet.
@@ -311,12 +327,7 @@ mod tests {
         assert!(ctx.compress.try_spawn(Priority::Commit, 64 << 10, move || {
             let _ = wait.recv();
         }));
-        let rec = ObjectRecord {
-            id: 7,
-            url: "http://h/k".into(),
-            codings: vec![(Coding::Identity, 8_000), (Coding::Gzip, 900)],
-            meta: object::tests::sample_meta(),
-        };
+        let rec = gzip_only();
         assert_eq!(on_read(&ctx, b"k", &rec), Asked::Again);
         assert_eq!(ctx.deferred.waiting(), 1, "put back for the next read");
         drop(release);
@@ -351,5 +362,30 @@ mod tests {
         // Too small to compress: nothing waits.
         defer(&ctx, crate::fill::deferred::tests::later(b"small", 1), 100);
         assert_eq!(ctx.deferred.waiting(), 0);
+    }
+
+    /// An entry whose fill started before the oldest invalidation the log still
+    /// holds costs nothing: the gate would refuse its rewrite, so no job is queued,
+    /// whether it waited or is recovered from its record.
+    #[test]
+    fn an_entry_the_log_no_longer_covers_queues_nothing() {
+        use crate::cache::invalidate::{TagKind, LOG_ENTRIES_MAX};
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = small_ctx(dir.path());
+        defer(&ctx, crate::fill::deferred::tests::later(b"k", 1), 8_000);
+        let other = [("u:http://h/other".to_string(), TagKind::Url)];
+        for _ in 0..=LOG_ENTRIES_MAX {
+            ctx.invalidations.record(&other, false);
+        }
+        let rec = gzip_only();
+        assert_eq!(on_read(&ctx, b"k", &rec), Asked::Done);
+        assert_eq!(on_read(&ctx, b"k", &rec), Asked::Done, "recovered, start 0");
+        assert_eq!(ctx.deferred.waiting(), 0);
+        assert_eq!(ctx.compress.held_bytes(), 0, "no job was queued");
+        let mut m = String::new();
+        ctx.deferred.write_metrics(&mut m);
+        for r in ["queued\"} 0", "expired\"} 2", "recovered\"} 1"] {
+            assert!(m.contains(r), "{r} in {m}");
+        }
     }
 }
