@@ -3,8 +3,8 @@
 
 use quire_testkit::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
+/// An origin answering every path with the same 20 KB HTML page, cacheable.
+async fn pages() -> Origin {
     let o = Origin::start().await;
     o.fallback(Route::ok(
         page(20_000),
@@ -13,6 +13,20 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
             ("content-type", "text/html"),
         ],
     ));
+    o
+}
+
+/// The count of `quire_deferred_codings_total` for `result` in `metrics`.
+fn deferred(metrics: &str, result: &str) -> f64 {
+    metric(
+        metrics,
+        &format!("quire_deferred_codings_total{{result=\"{result}\"}}"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
+    let o = pages().await;
     let q = Quire::start(&o, |_| {}).await;
     for i in 0..40 {
         let r = get(
@@ -25,9 +39,8 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
     }
     settle(&q).await;
     let m = metrics_text(&q).await;
-    let series = |r: &str| format!("quire_deferred_codings_total{{result=\"{r}\"}}");
-    assert_eq!(metric(&m, &series("deferred")), 40.0);
-    assert_eq!(metric(&m, &series("queued")), 0.0, "no page was read twice");
+    assert_eq!(deferred(&m, "deferred"), 40.0);
+    assert_eq!(deferred(&m, "queued"), 0.0, "no page was read twice");
     assert_eq!(metric(&m, "quire_deferred_codings_waiting"), 40.0);
 
     // The second read of one page is served what the commit made, and asks for more.
@@ -47,7 +60,7 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
     assert_eq!(decode("zstd", &zstd.body), page(20_000));
     // Once per version: the later reads queued nothing more.
     let m = metrics_text(&q).await;
-    assert_eq!(metric(&m, &series("queued")), 1.0);
+    assert_eq!(deferred(&m, "queued"), 1.0);
     assert_eq!(metric(&m, "quire_deferred_codings_waiting"), 39.0);
     // A page read once still has gzip and identity, and nothing else.
     let once = get(&q, "/crowd/8", &[("accept-encoding", "zstd")]).await;
@@ -59,14 +72,7 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
 /// restart and read after it is recovered from its own record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it() {
-    let o = Origin::start().await;
-    o.fallback(Route::ok(
-        page(20_000),
-        &[
-            ("cache-control", "max-age=600"),
-            ("content-type", "text/html"),
-        ],
-    ));
+    let o = pages().await;
     let dir = tempfile::tempdir().unwrap();
     let volume = dir.path().join("kept.vol");
     let at = |c: &mut quire_server::config::Config| c.cache.path = volume.clone();
@@ -96,9 +102,8 @@ async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it
     assert_eq!(then.header("content-encoding"), Some("br"));
     assert_eq!(decode("br", &then.body), page(20_000));
     let m = metrics_text(&q).await;
-    let series = |r: &str| format!("quire_deferred_codings_total{{result=\"{r}\"}}");
-    assert_eq!(metric(&m, &series("recovered")), 1.0);
-    assert_eq!(metric(&m, &series("queued")), 1.0);
+    assert_eq!(deferred(&m, "recovered"), 1.0);
+    assert_eq!(deferred(&m, "queued"), 1.0);
     assert_eq!(
         o.hits("/kept"),
         1,
