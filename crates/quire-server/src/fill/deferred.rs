@@ -84,8 +84,8 @@ pub(crate) enum Outcome {
     /// The invalidation log no longer covers its fill: dropped.
     Expired = 3,
     /// Read with nothing waiting for it though it lacks its slow codings (stored
-    /// before this process started, or dropped from the list): queued on its own
-    /// record's terms (`recompress::on_read`).
+    /// before this process started, or dropped from the list): its job queued on
+    /// its own record's terms (`recompress::on_read`).
     Recovered = 4,
 }
 

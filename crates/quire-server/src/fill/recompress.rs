@@ -92,19 +92,13 @@ pub(crate) fn defer(ctx: &Ctx, later: Later, identity_len: usize) {
 }
 
 /// A reader was served the entry under `key` (holding `rec`) from the store: queues
-/// the codings that wait for it, or that it lacks ([`unrecorded`]), if any.
+/// the codings that wait for it, or that it lacks ([`recover`]), if any. Runs on the
+/// request's worker, once per version: a lookup, a budget check and a queue push.
 pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord) -> Asked {
-    let later = match ctx.deferred.take(key) {
-        Some(l) => l,
-        None => match unrecorded(ctx, key, rec) {
-            Some(l) => {
-                ctx.deferred.count(Outcome::Recovered);
-                l
-            }
-            None => return Asked::Done,
-        },
-    };
     let identity_len = rec.coding_range(Coding::Identity).map_or(0, |(s, e)| e - s);
+    let Some(later) = ctx.deferred.take(key) else {
+        return recover(ctx, key, rec, identity_len);
+    };
     if !ctx.invalidations.covers(later.start) {
         ctx.deferred.count(Outcome::Expired);
         return Asked::Done;
@@ -125,23 +119,56 @@ pub(crate) fn on_read(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord) -> Asked {
     Asked::Again
 }
 
-/// What an entry that lacks its slow codings, and for which nothing waits, needs to
-/// get them: one stored before this process started (what waited was lost with it),
-/// or one dropped from the waiting list. Only an entry with gzip qualifies (its body
-/// is worth compressing). Its fill's start in the invalidation log is not known, so
-/// the log's beginning stands in for it: every invalidation this process logged is
+/// Queues the slow codings of an entry that lacks them and for which nothing waits:
+/// one stored before this process started (what waited was lost with it), or one
+/// dropped from the waiting list. Only an entry with gzip qualifies (its body is
+/// worth compressing). Its fill's start in the invalidation log is not known, so the
+/// log's beginning stands in for it: every invalidation this process logged is
 /// checked against the entry's tags, at worst refusing a rewrite it could have made
-/// (a lost store, never a lost purge; see [`crate::cache::invalidate`]).
-fn unrecorded(ctx: &Ctx, key: &[u8], rec: &ObjectRecord) -> Option<Later> {
+/// (a lost store, never a lost purge; see [`crate::cache::invalidate`]). What the job
+/// needs is rebuilt from the stored record on the pool ([`unrecorded`]), not here.
+fn recover(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord, identity_len: u64) -> Asked {
     let has = |c| rec.coding_range(c).is_some();
     if !has(Coding::Gzip) || has(Coding::Br) || has(Coding::Zstd) {
-        return None;
+        return Asked::Done;
     }
+    if !ctx.invalidations.covers(0) {
+        ctx.deferred.count(Outcome::Expired);
+        return Asked::Done;
+    }
+    let (ctx2, key, id) = (ctx.clone(), key.to_vec(), rec.id);
+    let job = move || {
+        if let Some(later) = unrecorded(&ctx2, &key, id) {
+            make(&ctx2, &later);
+        }
+    };
+    if ctx
+        .compress
+        .try_spawn(Priority::Background, identity_len, job)
+    {
+        ctx.deferred.count(Outcome::Recovered);
+        return Asked::Done;
+    }
+    ctx.deferred.count(Outcome::Refused);
+    Asked::Again
+}
+
+/// What the job of a recovered entry needs, from the record of version `id` stored
+/// under `key` (`None` if another version or nothing is there now): its tags rebuilt
+/// from its URL and surrogate keys, its dictionary chosen as at a commit, start 0.
+fn unrecorded(ctx: &Ctx, key: &[u8], id: u64) -> Option<Later> {
+    let rec = {
+        let h = ctx.store.get_quiet(key)?;
+        match object::decode(h.meta()) {
+            Some(Record::Object(rec)) if rec.id == id => rec,
+            _ => return None,
+        }
+    };
     let headers: http::HeaderMap = rec.meta.headers.iter().cloned().collect();
     let page = page_dictionaries(ctx, &ctx.peek().cfg.dictionaries, &rec.url, &headers);
     Some(Later {
         key: key.to_vec(),
-        id: rec.id,
+        id,
         compressible: true,
         dictionary: dcz_dictionary(ctx, page, &rec.url, &headers),
         start: 0,
@@ -351,7 +378,7 @@ mod tests {
         ctx.deferred.write_metrics(&mut m);
         let counts = [
             "deferred\"} 1",
-            "queued\"} 2",
+            "queued\"} 1",
             "refused\"} 1",
             "expired\"} 0",
             "recovered\"} 1",
@@ -384,7 +411,7 @@ mod tests {
         assert_eq!(ctx.compress.held_bytes(), 0, "no job was queued");
         let mut m = String::new();
         ctx.deferred.write_metrics(&mut m);
-        for r in ["queued\"} 0", "expired\"} 2", "recovered\"} 1"] {
+        for r in ["queued\"} 0", "expired\"} 2", "recovered\"} 0"] {
             assert!(m.contains(r), "{r} in {m}");
         }
     }
