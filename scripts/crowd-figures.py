@@ -24,7 +24,7 @@ the default budget, and the reader with the crowd and the budget opened wide
 
   scripts/crowd-figures.py QUIRE_BINARY [--mode serve|proxy] [--addresses 2000]
                            [--spread nets|few] [--seconds 20] [--vault DIR]
-                           [--slots N] [--config TOML] [--runs quiet,crowd]
+                           [--slots N] [--busy-max F] [--config TOML] [--runs quiet,crowd]
                            [--reader-process]
 
 The reader shares CPU 1's event loop with the crowd, so its latencies include the
@@ -256,7 +256,8 @@ def start_quire(a, scratch, slots, origin):
     port = free_port()
     cfg = os.path.join(scratch, f"quire-{slots}.toml")
     with open(cfg, "w") as f:
-        f.write(f"[budget]\nslots = {slots}\n[rate_limit]\nmisses_per_sec = 0\nhits_per_sec = 0\n")
+        busy = f"cpu_busy_max = {a.busy_max}\n" if a.busy_max is not None else ""
+        f.write(f"[budget]\nslots = {slots}\n{busy}[rate_limit]\nmisses_per_sec = 0\nhits_per_sec = 0\n")
         f.write("[limits]\nconnections_per_client = 100000\n")
         if a.config:
             f.write(a.config.replace("\\n", "\n") + "\n")
@@ -298,6 +299,8 @@ def main():
     ap.add_argument("--addresses", type=int, default=2000)
     ap.add_argument("--spread", choices=["nets", "few"], default="few")
     ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--busy-max", type=float, default=None,
+                    help="budget.cpu_busy_max (default: quire's)")
     ap.add_argument("--vault", default="examples/vault")
     ap.add_argument("--slots", type=int, default=0,
                     help="budget.slots of the crowd run (default 0: the automatic size)")

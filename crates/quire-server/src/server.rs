@@ -273,14 +273,25 @@ fn adopt_listener(l: std::net::TcpListener, addr: SocketAddr) -> Result<TcpListe
         .map_err(|source| StartError::Listen { addr, source })
 }
 
-/// Starts what runs beside the listener until shutdown: ACME renewal, and the
-/// plain-HTTP listener that redirects to this one.
+/// Starts what runs beside the listener until shutdown: the pace of the budget for
+/// uncached work, ACME renewal, and the plain-HTTP listener that redirects to this
+/// one.
 fn spawn_companions(
     ctx: &Arc<Ctx>,
     redirect: Option<TcpListener>,
     listener: &TcpListener,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) {
+    {
+        let (c, mut stop) = (ctx.clone(), stop.clone());
+        tokio::spawn(async move {
+            let max = || c.policy().cfg.budget.cpu_busy_max;
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            c.budget.pace(max, stopped).await;
+        });
+    }
     if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
         tokio::spawn(crate::edge::tls::acme::run(tls, stop.clone()));
     }

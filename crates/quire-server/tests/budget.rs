@@ -396,3 +396,85 @@ async fn budget_a_verified_crawler_takes_its_own_slots_and_a_claimed_one_waits_w
         1
     );
 }
+
+/// The value of the metrics line that starts with `name` followed by a space, as a
+/// float (gauges written with decimals).
+async fn gauge(q: &Quire, name: &str) -> f64 {
+    let metrics = get(
+        q,
+        "/_quire/metrics",
+        &[("authorization", &format!("Bearer {TOKEN}"))],
+    )
+    .await;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    let line = format!("{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line} missing"))
+}
+
+/// Uncached work cheap enough to finish at once is bounded in rate, not only in
+/// count: a crowd of misses an origin answers at once keeps the process busier than
+/// `budget.cpu_busy_max`, so the budget hands out its slots at a pace (the gauge
+/// says so), and every request of the crowd is still answered, not refused (the
+/// pace never falls below 50 a second per slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_a_crowd_of_cheap_misses_is_paced_and_still_answered() {
+    let origin = Origin::start().await;
+    origin.route(
+        "/stored",
+        Route::ok("stored page", &[("cache-control", "max-age=600")]),
+    );
+    origin.fallback(Route::ok("a page", &[("cache-control", "max-age=600")]));
+    let mut q = Quire::start(&origin, |c| {
+        c.budget.slots = 2;
+        c.budget.cpu_busy_max = 0.1;
+        c.rate_limit.misses_per_sec = 0.0;
+    })
+    .await;
+    let local = IpAddr::from([127, 0, 0, 1]);
+    assert_eq!(get_from(local, q.addr, "/stored", &[]).await.status, 200);
+    settle(&q).await;
+    assert_eq!(
+        gauge(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await,
+        0.0,
+        "not paced before the crowd"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks = run_crowd(q.addr, direct_crowd(4, 8), stop.clone());
+    let mut paced = 0.0;
+    for _ in 0..500 {
+        paced = gauge(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await;
+        if paced > 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        paced >= 100.0,
+        "paced at {paced} a second: at least the floor"
+    );
+    let busy = gauge(&q, "quire_budget_cpu_busy{class=\"everyone\"}").await;
+    assert!((0.0..=1.0).contains(&busy), "{busy}");
+    // A reader's hit meanwhile never waits on the budget.
+    let hit = get_from(IpAddr::from([127, 9, 9, 9]), q.addr, "/stored", &[]).await;
+    assert_eq!(hit.status, 200);
+    assert!(
+        hit.field("cache-status").unwrap().contains("hit"),
+        "{}",
+        hit.head
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut answered = 0;
+    for t in tasks {
+        for status in t.await.unwrap() {
+            assert_eq!(status, 200, "a crowd request refused while paced");
+            answered += 1;
+        }
+    }
+    assert!(answered > 0);
+    assert_eq!(refused(&q, "deadline").await, 0);
+    q.shutdown().await;
+}

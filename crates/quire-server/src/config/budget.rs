@@ -24,9 +24,17 @@ pub struct BudgetSection {
     pub queue_per_client: usize,
     /// Requests waiting in all; more are answered `503` at once.
     pub queue_max: usize,
+    /// The share of its cores (0–1) the process may use past which, while requests
+    /// wait for a slot, slots are handed out at a rate instead of as they free, so
+    /// cheap uncached work cannot fill the cores and slow the hits; 1 = never.
+    pub cpu_busy_max: f64,
     /// Crawlers given slots of their own (`[[budget.crawlers]]`), checked in order.
     pub crawlers: Vec<CrawlerClass>,
 }
+
+/// The default `cpu_busy_max`: see `crate::edge::budget::pace` for what it was
+/// measured at.
+pub(crate) const CPU_BUSY_MAX: f64 = 0.5;
 
 /// Crawler classes at most.
 pub(crate) const CRAWLER_CLASSES_MAX: usize = 16;
@@ -103,6 +111,7 @@ impl Default for BudgetSection {
             queue_timeout: Secs(Duration::from_secs(5)),
             queue_per_client: 8,
             queue_max: 4096,
+            cpu_busy_max: CPU_BUSY_MAX,
             crawlers: Vec::new(),
         }
     }
@@ -120,6 +129,12 @@ impl BudgetSection {
             return Err(ConfigError::new(
                 "budget.queue_per_client and budget.queue_max must be at least 1".into(),
             ));
+        }
+        if !(0.1..=1.0).contains(&self.cpu_busy_max) {
+            return Err(ConfigError::new(format!(
+                "budget.cpu_busy_max must be from 0.1 to 1 (1: never paced), not {}",
+                self.cpu_busy_max
+            )));
         }
         if self.crawlers.len() > CRAWLER_CLASSES_MAX {
             return Err(ConfigError::new(format!(
@@ -174,6 +189,17 @@ mod tests {
             .to_string()
             .contains("queue_per_client"));
         assert!(toml::from_str::<crate::Config>("[budget]\nslot = 4\n").is_err());
+        let c: crate::Config = toml::from_str("[budget]\ncpu_busy_max = 1.0\n").unwrap();
+        assert_eq!(c.budget.cpu_busy_max, 1.0);
+        assert_eq!(BudgetSection::default().cpu_busy_max, CPU_BUSY_MAX);
+        for bad in [0.0, 0.05, 1.5, f64::NAN] {
+            let b = BudgetSection {
+                cpu_busy_max: bad,
+                ..BudgetSection::default()
+            };
+            let e = b.validate().unwrap_err().to_string();
+            assert!(e.contains("budget.cpu_busy_max"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -42,6 +42,10 @@
 //!   (its waiter is removed under the lock); a slot granted to a request that left at
 //!   that moment is given on, never lost. Every slot is a [`Slot`] that gives itself
 //!   back when dropped, whatever path the work took.
+//! - **Bounded in rate too, while the cores are busy** ([`pace`]): slots bound the
+//!   work in progress, not how much of it a second; when the process uses more of
+//!   its cores than `budget.cpu_busy_max` and requests wait, slots are handed out at
+//!   a pace, so a crowd of cheap misses cannot fill the cores the hits need.
 //! - **Sized to the machine.** `budget.slots = 0` (the default) means twice the
 //!   cores when the upstream works on this machine (`quire serve` renders: more
 //!   would only queue for the cores), and sixteen per core, at least 32, for a
@@ -57,6 +61,9 @@ use tokio::sync::oneshot;
 
 pub(crate) use crate::config::BudgetSection;
 use crate::edge::conns::ClientKey;
+use pace::Pace;
+
+mod pace;
 
 /// Why a request got no slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +168,8 @@ pub(crate) const SPARSE_IDLE: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 struct State {
     in_use: usize,
+    /// The rate slots are handed out at while the workers are busy (`pace`).
+    pace: Pace,
     limit: usize,
     waiting: usize,
     next_id: u64,
@@ -177,6 +186,7 @@ impl State {
     fn new(limit: usize, sparse_idle: Duration) -> State {
         State {
             in_use: 0,
+            pace: Pace::new(Instant::now()),
             limit: limit.max(1),
             waiting: 0,
             next_id: 0,
@@ -341,7 +351,8 @@ impl State {
 
     /// Hands free slots to waiters in turn while both last.
     fn grant(&mut self) {
-        while self.in_use < self.limit {
+        let now = Instant::now();
+        while self.in_use < self.limit && self.waiting > 0 && self.pace.take(now) {
             let Some(w) = self.next() else { return };
             // A waiter whose request left has removed itself under this lock, so
             // the send fails only if the receiver is dropping right now; its drop
@@ -466,7 +477,7 @@ impl Budget {
         let start = Instant::now();
         let mut place = {
             let mut s = self.inner.lock();
-            if s.waiting == 0 && s.in_use < s.limit {
+            if s.waiting == 0 && s.in_use < s.limit && s.pace.take(start) {
                 s.in_use += 1;
                 s.net(Network::of(key), start).held += 1;
                 self.inner.counters.at_once.fetch_add(1, Ordering::Relaxed);
@@ -510,11 +521,59 @@ impl Budget {
     /// such as a refresh-ahead, never queues ahead of a request).
     pub fn try_acquire(&self) -> Option<Slot> {
         let mut s = self.inner.lock();
-        if s.waiting > 0 || s.in_use >= s.limit {
+        if s.waiting > 0 || s.in_use >= s.limit || !s.pace.take(Instant::now()) {
             return None;
         }
         s.in_use += 1;
         Some(self.slot(None))
+    }
+
+    /// Whether slots are handed out at a rate and requests wait for them: the
+    /// controller then grants every [`pace::GRANT_EVERY`].
+    pub(crate) fn paced_with_waiters(&self) -> bool {
+        let s = self.inner.lock();
+        s.pace.paced() && s.waiting > 0
+    }
+
+    /// Hands out the slots free and the tokens accrued.
+    pub(crate) fn grant_paced(&self) {
+        self.inner.lock().grant();
+    }
+
+    /// One tick of the pace's controller (see [`pace`]): the process used `share` of
+    /// its cores over the last `dt`, and may use `max` before uncached work is paced.
+    pub(crate) fn adjust_pace(&self, share: f64, max: f64, dt: Duration) {
+        let mut s = self.inner.lock();
+        let (waiting, limit) = (s.waiting > 0, s.limit);
+        s.pace.adjust(share, max, waiting, dt, limit);
+        s.grant();
+    }
+
+    /// Paces this budget by the process's share of its cores, until `stop`; `max` reads `budget.cpu_busy_max`.
+    pub async fn pace(&self, max: impl Fn() -> f64, stop: impl std::future::Future<Output = ()>) {
+        let mut busy = pace::Busy::here();
+        let mut next_tick = Instant::now() + pace::TICK;
+        tokio::pin!(stop);
+        loop {
+            let fine = self.paced_with_waiters();
+            let nap = if fine {
+                pace::GRANT_EVERY
+            } else {
+                next_tick.saturating_duration_since(Instant::now())
+            };
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(nap) => {}
+            }
+            if fine {
+                self.grant_paced();
+            }
+            if Instant::now() >= next_tick {
+                let (share, dt) = busy.sample();
+                self.adjust_pace(share, max(), dt);
+                next_tick = Instant::now() + pace::TICK;
+            }
+        }
     }
 
     fn slot(&self, net: Option<Network>) -> Slot {
@@ -550,9 +609,9 @@ impl Budget {
 
     /// The budget's gauges and counters now.
     pub fn snapshot(&self) -> Snapshot {
-        let (limit, in_use, waiting) = {
+        let (limit, in_use, waiting, (pace, busy)) = {
             let s = self.inner.lock();
-            (s.limit, s.in_use, s.waiting)
+            (s.limit, s.in_use, s.waiting, s.pace.gauges())
         };
         let c = &self.inner.counters;
         Snapshot {
@@ -563,6 +622,8 @@ impl Budget {
             after_wait: c.after_wait.load(Ordering::Relaxed),
             wait_seconds: c.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
             refused: std::array::from_fn(|i| c.refused[i].load(Ordering::Relaxed)),
+            pace,
+            busy,
         }
     }
 }
@@ -577,6 +638,10 @@ pub struct Snapshot {
     after_wait: u64,
     wait_seconds: f64,
     refused: [u64; 3],
+    /// Slots a second it hands out now; 0 when not paced.
+    pace: f64,
+    /// The process's share of its cores last measured, for the budget paced by it.
+    busy: Option<f64>,
 }
 
 /// Budgets' metrics in Prometheus text format, each family's lines together, one
@@ -628,6 +693,18 @@ pub(crate) fn write_metrics(out: &mut String, budgets: &[(&str, Snapshot)]) {
         "counter",
         "Time requests given a slot after waiting spent waiting.",
         &|s| one(format!("{:.6}", s.wait_seconds)),
+    );
+    family(
+        "quire_budget_pace_per_second",
+        "gauge",
+        "Slots a second the budget hands out while the process uses more of its cores than budget.cpu_busy_max and requests wait; 0 when not paced.",
+        &|s| one(format!("{:.1}", s.pace)),
+    );
+    family(
+        "quire_budget_cpu_busy",
+        "gauge",
+        "Share of its cores the process used over the last 25 ms, as the budget's pace reads it.",
+        &|s| s.busy.map(|b| one(format!("{b:.3}"))).unwrap_or_default(),
     );
     family(
         "quire_budget_refused_total",

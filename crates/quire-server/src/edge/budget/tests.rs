@@ -13,6 +13,7 @@ fn cfg() -> BudgetSection {
         queue_timeout: Secs(Duration::from_secs(60)),
         queue_per_client: 8,
         queue_max: 100,
+        cpu_busy_max: 0.6,
         crawlers: Vec::new(),
     }
 }
