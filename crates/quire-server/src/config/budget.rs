@@ -34,7 +34,7 @@ pub struct BudgetSection {
 
 /// The default `cpu_busy_max`: see `crate::edge::budget::pace` for what it was
 /// measured at.
-pub(crate) const CPU_BUSY_MAX: f64 = 0.5;
+pub(crate) const CPU_BUSY_MAX: f64 = 0.4;
 
 /// Crawler classes at most.
 pub(crate) const CRAWLER_CLASSES_MAX: usize = 16;
