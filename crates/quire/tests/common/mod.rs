@@ -23,7 +23,7 @@ pub(crate) struct Process {
 
 impl Process {
     /// Starts `cmd` (stderr collected, no admin token from the environment) and
-    /// waits for its `serving` line.
+    /// waits for its `serving` line (`quire serve`) or `proxying` line (`quire proxy`).
     pub(crate) fn start(cmd: &mut Command) -> Process {
         let mut child = cmd
             .env_remove("QUIRE_ADMIN_TOKEN")
@@ -44,9 +44,13 @@ impl Process {
             lines,
             addr: "127.0.0.1:1".parse().unwrap(),
         };
-        let line = p.wait_line("serving");
-        // `on http://ADDR` or `on https://ADDR`
-        let addr = line.rsplit("://").next().unwrap();
+        let line = p.wait_line_of(&["serving", "proxying"]);
+        // `serving ... on http://ADDR`, `serving ... on https://ADDR`, or
+        // `proxying http://ADDR -> ORIGIN`
+        let addr = match line.split_once("proxying http://") {
+            Some((_, rest)) => rest,
+            None => line.rsplit("://").next().unwrap(),
+        };
         let addr = addr.split(' ').next().unwrap();
         p.addr = addr
             .parse()
@@ -61,14 +65,21 @@ impl Process {
 
     /// The first stderr line containing `what` (waiting up to 90 s for it: a debug build on a loaded machine).
     pub(crate) fn wait_line(&self, what: &str) -> String {
+        self.wait_line_of(&[what])
+    }
+
+    /// The first stderr line containing one of `any` (waiting up to 90 s).
+    pub(crate) fn wait_line_of(&self, any: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(90);
         while Instant::now() < deadline {
-            if let Some(l) = self.lines.lock().unwrap().iter().find(|l| l.contains(what)) {
+            let lines = self.lines.lock().unwrap();
+            if let Some(l) = lines.iter().find(|l| any.iter().any(|w| l.contains(w))) {
                 return l.clone();
             }
+            drop(lines);
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("no `{what}` in {:#?}", self.lines.lock().unwrap());
+        panic!("none of {any:?} in {:#?}", self.lines.lock().unwrap());
     }
 }
 
