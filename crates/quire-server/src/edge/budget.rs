@@ -168,7 +168,7 @@ pub(crate) const SPARSE_IDLE: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 struct State {
     in_use: usize,
-    /// The rate slots are handed out at while the workers are busy (`pace`).
+    /// The rate slots are handed out at while the process is busy (`pace`).
     pace: Pace,
     limit: usize,
     waiting: usize,
@@ -549,7 +549,8 @@ impl Budget {
         s.grant();
     }
 
-    /// Paces this budget by the process's share of its cores, until `stop`; `max` reads `budget.cpu_busy_max`.
+    /// Paces this budget by the process's share of its cores, until `stop` (see
+    /// [`pace`]); `max` reads `budget.cpu_busy_max` as configured now.
     pub async fn pace(&self, max: impl Fn() -> f64, stop: impl std::future::Future<Output = ()>) {
         let mut busy = pace::Busy::here();
         let mut next_tick = Instant::now() + pace::TICK;
