@@ -191,6 +191,7 @@ impl Server {
         let volume = (sendfile_min > 0).then(|| Volume::new(ctx.clone(), sendfile_min as usize));
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         spawn_companions(&ctx, redirect, &listener, &stop_rx);
+        let pace = spawn_pace(&ctx);
         let permits = Arc::new(Semaphore::new(limits.connections));
         let conns = Conns::new(limits.connections_per_client, start.trusted_proxies.clone());
         tokio::pin!(shutdown);
@@ -245,6 +246,10 @@ impl Server {
         // Fast-path connections close when idle; hyper's get the graceful signal.
         let _ = stop_tx.send(true);
         drain(&permits, limits.connections, limits.shutdown_grace.0).await;
+        // Paced until the drain ends (a drained request may still wait for a slot);
+        // then the task, and the `Ctx` it holds, are gone before `run` returns, so
+        // the volume can be opened again at once.
+        pace.stop().await;
         if let Some(log) = ctx.policy().access_log.clone() {
             // The lines of the drained requests; a writer blocked (a FIFO nobody
             // reads) is left behind rather than waited for.
@@ -265,6 +270,34 @@ impl Server {
     }
 }
 
+/// The pace of the budget for uncached work (`crate::edge::budget`), running until
+/// [`Pace::stop`].
+struct Pace {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Pace {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+fn spawn_pace(ctx: &Arc<Ctx>) -> Pace {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let c = ctx.clone();
+    let task = tokio::spawn(async move {
+        let max = || c.policy().cfg.budget.cpu_busy_max;
+        c.budget
+            .pace(max, async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Pace { stop, task }
+}
+
 /// A listening socket from elsewhere, on the runtime (`addr`: what errors name).
 fn adopt_listener(l: std::net::TcpListener, addr: SocketAddr) -> Result<TcpListener, StartError> {
     let addr = l.local_addr().unwrap_or(addr);
@@ -273,25 +306,14 @@ fn adopt_listener(l: std::net::TcpListener, addr: SocketAddr) -> Result<TcpListe
         .map_err(|source| StartError::Listen { addr, source })
 }
 
-/// Starts what runs beside the listener until shutdown: the pace of the budget for
-/// uncached work, ACME renewal, and the plain-HTTP listener that redirects to this
-/// one.
+/// Starts what runs beside the listener until shutdown: ACME renewal, and the
+/// plain-HTTP listener that redirects to this one.
 fn spawn_companions(
     ctx: &Arc<Ctx>,
     redirect: Option<TcpListener>,
     listener: &TcpListener,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) {
-    {
-        let (c, mut stop) = (ctx.clone(), stop.clone());
-        tokio::spawn(async move {
-            let max = || c.policy().cfg.budget.cpu_busy_max;
-            let stopped = async move {
-                let _ = stop.wait_for(|s| *s).await;
-            };
-            c.budget.pace(max, stopped).await;
-        });
-    }
     if let Some(tls) = ctx.tls.clone().filter(|t| t.acme().is_some()) {
         tokio::spawn(crate::edge::tls::acme::run(tls, stop.clone()));
     }

@@ -563,7 +563,7 @@ impl Budget {
                 next_tick.saturating_duration_since(Instant::now())
             };
             tokio::select! {
-                () = &mut stop => return,
+                () = &mut stop => break,
                 () = tokio::time::sleep(nap) => {}
             }
             if fine {
@@ -575,6 +575,8 @@ impl Budget {
                 next_tick = Instant::now() + pace::TICK;
             }
         }
+        // Nobody sets the pace any more: lifted, and whoever waits is granted.
+        self.adjust_pace(0.0, 1.0, pace::TICK);
     }
 
     fn slot(&self, net: Option<Network>) -> Slot {
