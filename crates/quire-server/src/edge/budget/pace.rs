@@ -110,8 +110,8 @@ impl Pace {
     }
 
     /// One tick of the controller: the process used `busy` of its cores (a share,
-    /// 0–1) over the last `dt`; `waiting` is whether requests wait for a slot now. A `max` of 1
-    /// or more never paces.
+    /// 0–1) over the last `dt`; `waiting` is whether requests wait for a slot now.
+    /// A `max` of 1 or more never paces.
     pub(crate) fn adjust(
         &mut self,
         busy: f64,
@@ -133,7 +133,10 @@ impl Pace {
         } else if busy <= max {
             match self.rate {
                 Some(_) if !waiting => self.rate = None,
-                Some(r) => self.set_rate(r * GROWTH),
+                // Grown, but never past twice what was granted: a pace the
+                // slots (not the tokens) held back would otherwise grow without
+                // bound, and stop pacing long after it should have.
+                Some(r) => self.set_rate((r * GROWTH).min(2.0 * observed.max(floor))),
                 None => {}
             }
         }
@@ -261,6 +264,27 @@ mod tests {
         assert!(!p.paced());
         p.adjust(1.0, 1.0, true, DT, 2);
         assert!(!p.paced(), "a share of 1 never paces");
+    }
+
+    #[test]
+    fn the_rate_grows_to_twice_what_was_granted_at_most() {
+        let t0 = Instant::now();
+        let mut p = Pace::new(t0);
+        for _ in 0..100 {
+            p.take(t0);
+        }
+        p.adjust(1.0, 0.5, true, DT, 1);
+        assert_eq!(p.gauges().0, 2000.0);
+        // Slot-bound: 10 grants a tick (400 a second) while the pace allows more.
+        for _ in 0..10_000 {
+            for _ in 0..10 {
+                p.granted += 1;
+            }
+            p.adjust(0.1, 0.5, true, DT, 1);
+            let r = p.gauges().0;
+            assert!(r.is_finite() && r <= 2000.0 * 1.1, "{r}");
+        }
+        assert!((p.gauges().0 - 800.0).abs() < 1.0, "{}", p.gauges().0);
     }
 
     #[test]
