@@ -238,29 +238,15 @@ fn behind_proxy(
     })
 }
 
-/// `quire_budget_refused_total{reason}` of everyone's class from the metrics.
-async fn refused(q: &Quire, reason: &str) -> u64 {
-    metric(
-        q,
-        &format!("quire_budget_refused_total{{reason=\"{reason}\",class=\"everyone\"}}"),
-    )
-    .await
+/// The value of `name` (with its labels) in `q`'s metrics now.
+async fn series(q: &Quire, name: &str) -> f64 {
+    metric(&metrics_text(q).await, name)
 }
 
-/// The value of the metrics line that starts with `name` followed by a space.
-async fn metric(q: &Quire, name: &str) -> u64 {
-    let metrics = get(
-        q,
-        "/_quire/metrics",
-        &[("authorization", &format!("Bearer {TOKEN}"))],
-    )
-    .await;
-    let text = String::from_utf8_lossy(&metrics.body).into_owned();
-    let line = format!("{name} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&line))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line} missing"))
+/// `quire_budget_refused_total{reason}` of everyone's class from the metrics.
+async fn refused(q: &Quire, reason: &str) -> u64 {
+    let name = format!("quire_budget_refused_total{{reason=\"{reason}\",class=\"everyone\"}}");
+    series(q, &name).await as u64
 }
 
 /// A request that waits past the deadline is answered 503 with `Retry-After`; a
@@ -359,16 +345,16 @@ async fn budget_a_verified_crawler_takes_its_own_slots_and_a_claimed_one_waits_w
     assert_eq!(origin.hits("/reader"), 1);
     let local = "class=\"local\"";
     assert_eq!(
-        metric(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
-        1
+        series(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
+        1.0
     );
     assert_eq!(
-        metric(
+        series(
             &q,
             &format!("quire_budget_admitted_total{{waited=\"no\",{local}}}")
         )
         .await,
-        1
+        1.0
     );
     // The same name from an unnamed address waits in everyone's queue.
     let claimed = tokio::spawn(async move {
@@ -380,38 +366,21 @@ async fn budget_a_verified_crawler_takes_its_own_slots_and_a_claimed_one_waits_w
         q.ctx.budget.load()
     );
     // Refused (or, with a resolver that cannot answer in time, busy): anyone's.
-    let refused = metric(&q, "quire_crawler_checks_total{result=\"refused\"}").await;
-    let busy = metric(&q, "quire_crawler_checks_total{result=\"busy\"}").await;
-    assert_eq!(refused + busy, 1);
+    let refused = series(&q, "quire_crawler_checks_total{result=\"refused\"}").await;
+    let busy = series(&q, "quire_crawler_checks_total{result=\"busy\"}").await;
+    assert_eq!(refused + busy, 1.0);
     assert_eq!(
-        metric(&q, "quire_crawler_checks_total{result=\"verified\"}").await,
-        1
+        series(&q, "quire_crawler_checks_total{result=\"verified\"}").await,
+        1.0
     );
     let got = crawler.await.unwrap();
     assert_eq!(got.status, 200, "{}", got.head);
     assert_eq!(reader.await.unwrap().status, 200);
     assert_eq!(claimed.await.unwrap().status, 200);
     assert_eq!(
-        metric(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
-        1
+        series(&q, &format!("quire_crawler_requests_total{{{local}}}")).await,
+        1.0
     );
-}
-
-/// The value of the metrics line that starts with `name` followed by a space, as a
-/// float (gauges written with decimals).
-async fn gauge(q: &Quire, name: &str) -> f64 {
-    let metrics = get(
-        q,
-        "/_quire/metrics",
-        &[("authorization", &format!("Bearer {TOKEN}"))],
-    )
-    .await;
-    let text = String::from_utf8_lossy(&metrics.body).into_owned();
-    let line = format!("{name} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&line))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line} missing"))
 }
 
 /// Uncached work cheap enough to finish at once is bounded in rate, not only in
@@ -437,7 +406,7 @@ async fn budget_a_crowd_of_cheap_misses_is_paced_and_still_answered() {
     assert_eq!(get_from(local, q.addr, "/stored", &[]).await.status, 200);
     settle(&q).await;
     assert_eq!(
-        gauge(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await,
+        series(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await,
         0.0,
         "not paced before the crowd"
     );
@@ -445,7 +414,7 @@ async fn budget_a_crowd_of_cheap_misses_is_paced_and_still_answered() {
     let tasks = run_crowd(q.addr, direct_crowd(4, 8), stop.clone());
     let mut paced = 0.0;
     for _ in 0..500 {
-        paced = gauge(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await;
+        paced = series(&q, "quire_budget_pace_per_second{class=\"everyone\"}").await;
         if paced > 0.0 {
             break;
         }
@@ -455,7 +424,7 @@ async fn budget_a_crowd_of_cheap_misses_is_paced_and_still_answered() {
         paced >= 100.0,
         "paced at {paced} a second: at least the floor"
     );
-    let busy = gauge(&q, "quire_budget_cpu_busy{class=\"everyone\"}").await;
+    let busy = series(&q, "quire_budget_cpu_busy{class=\"everyone\"}").await;
     assert!((0.0..=1.0).contains(&busy), "{busy}");
     // A reader's hit meanwhile never waits on the budget.
     let hit = get_from(IpAddr::from([127, 9, 9, 9]), q.addr, "/stored", &[]).await;
