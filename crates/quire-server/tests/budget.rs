@@ -4,113 +4,19 @@
 //! real sockets from many source addresses (127.0.0.0/8 is all loopback), directly
 //! and through a trusted proxy's `X-Forwarded-For`.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use quire_server::config::Secs;
 use quire_testkit::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// An answer as a raw client read it: status and head.
-struct Answer {
-    status: u16,
-    head: String,
-}
-
-impl Answer {
-    fn field(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-}
-
-/// One `GET path` to `to`, sent from source address `from`, with `fields`.
-async fn get_from(from: IpAddr, to: SocketAddr, path: &str, fields: &[(&str, &str)]) -> Answer {
-    let sock = tokio::net::TcpSocket::new_v4().unwrap();
-    sock.bind(SocketAddr::new(from, 0)).unwrap();
-    let mut s = sock.connect(to).await.unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n");
-    for (k, v) in fields {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let head = text.split("\r\n\r\n").next().unwrap_or("").to_owned();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Answer { status, head }
-}
 
 /// An origin where every path takes `delay` and is cacheable.
 async fn slow_origin(delay: Duration) -> Origin {
     let origin = Origin::start().await;
     origin.fallback(Route::ok("a page", &[("cache-control", "max-age=600")]).delay(delay));
     origin
-}
-
-/// Where the crowd's requests come from: `nets` networks (/24) of `per_net`
-/// addresses each, as (source address, what the request says the client is).
-type Crowd = Vec<(IpAddr, Option<String>)>;
-
-fn direct_crowd(nets: u8, per_net: u8) -> Crowd {
-    let mut v = Vec::new();
-    for n in 0..nets {
-        for a in 1..=per_net {
-            v.push((IpAddr::from([127, 1, n, a]), None));
-        }
-    }
-    v
-}
-
-fn forwarded_crowd(nets: u8, per_net: u8) -> Crowd {
-    let mut v = Vec::new();
-    for n in 0..nets {
-        for a in 1..=per_net {
-            v.push((IpAddr::from([127, 0, 0, 1]), Some(format!("203.0.{n}.{a}"))));
-        }
-    }
-    v
-}
-
-/// Runs the crowd until `stop`: each member asks for new URLs, one at a time, on
-/// two connections; what it was answered is counted by status.
-fn run_crowd(
-    q: SocketAddr,
-    crowd: Crowd,
-    stop: Arc<AtomicBool>,
-) -> Vec<tokio::task::JoinHandle<Vec<u16>>> {
-    let mut tasks = Vec::new();
-    for (i, (from, forwarded)) in crowd.into_iter().enumerate() {
-        for lane in 0..2 {
-            let stop = stop.clone();
-            let forwarded = forwarded.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut statuses = Vec::new();
-                let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    n += 1;
-                    let path = format!("/crowd/{i}/{lane}/{n}");
-                    let fields: Vec<(&str, &str)> = forwarded
-                        .as_deref()
-                        .map(|f| vec![("x-forwarded-for", f)])
-                        .unwrap_or_default();
-                    statuses.push(get_from(from, q, &path, &fields).await.status);
-                }
-                statuses
-            }));
-        }
-    }
-    tasks
 }
 
 /// The crowd fills the queue, then a reader from another network misses once: it

@@ -16,6 +16,9 @@ pub mod raw_h1;
 pub mod redis;
 pub mod tools;
 
+mod crowd;
+pub use crowd::{direct_crowd, forwarded_crowd, get_from, run_crowd, Answer, Crowd};
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -15,53 +15,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Process, QUIRE};
-use quire_testkit::{Origin, Route};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use quire_testkit::{
+    direct_crowd, forwarded_crowd, get_from, metric, raw, run_crowd, Origin, Route,
+};
 
 const TOKEN: &str = "crowd-test-admin-token-0123456789abcdef";
 const SLOTS: usize = 2;
 const NETS: u8 = 6;
 const PER_NET: u8 = 6;
 
-/// Status and head of one `GET path` sent from source address `from`, with
-/// `forwarded` as its `X-Forwarded-For` if given.
-async fn get_from(
-    from: IpAddr,
-    to: SocketAddr,
-    path: &str,
-    forwarded: Option<&str>,
-) -> (u16, String) {
-    let sock = tokio::net::TcpSocket::new_v4().unwrap();
-    sock.bind(SocketAddr::new(from, 0)).unwrap();
-    let mut s = sock.connect(to).await.unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n");
-    if let Some(f) = forwarded {
-        req.push_str(&format!("X-Forwarded-For: {f}\r\n"));
-    }
-    if path.starts_with("/_quire/") {
-        req.push_str(&format!("Authorization: Bearer {TOKEN}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, text)
-}
-
 /// `quire_budget_waiting` of everyone's class, read from the admin API.
 async fn waiting(q: SocketAddr) -> usize {
-    let (status, text) = get_from(IpAddr::from([127, 0, 0, 1]), q, "/_quire/metrics", None).await;
-    assert_eq!(status, 200, "{text}");
-    text.lines()
-        .find_map(|l| l.strip_prefix("quire_budget_waiting{class=\"everyone\"} "))
-        .and_then(|n| n.parse().ok())
-        .expect("quire_budget_waiting")
+    let request = format!(
+        "GET /_quire/metrics HTTP/1.1\r\nHost: site.test\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    );
+    let text = tokio::task::spawn_blocking(move || raw(q, request.as_bytes()))
+        .await
+        .unwrap();
+    metric(&text, "quire_budget_waiting{class=\"everyone\"}") as usize
 }
 
 /// `quire proxy` in front of `origin`, one budget of [`SLOTS`], trusting
@@ -90,21 +61,6 @@ fn proxy(dir: &Path, origin: &str) -> Process {
     Process::start(&mut cmd)
 }
 
-/// Where each member of the crowd sends from, and whom it says it carries.
-fn crowd(forwarded: bool) -> Vec<(IpAddr, Option<String>)> {
-    let mut v = Vec::new();
-    for n in 0..NETS {
-        for a in 1..=PER_NET {
-            v.push(if forwarded {
-                (IpAddr::from([127, 0, 0, 1]), Some(format!("203.0.{n}.{a}")))
-            } else {
-                (IpAddr::from([127, 1, n, a]), None)
-            });
-        }
-    }
-    v
-}
-
 /// The crowd asks, then a reader of another network misses once: see the module
 /// documentation.
 fn a_reader_is_served_within_a_turn_per_network(forwarded: bool) {
@@ -121,25 +77,14 @@ fn a_reader_is_served_within_a_turn_per_network(forwarded: bool) {
         );
         let dir = tempfile::tempdir().unwrap();
         let q = proxy(dir.path(), &origin.url());
-        let members = crowd(forwarded);
+        let members = if forwarded {
+            forwarded_crowd(NETS, PER_NET)
+        } else {
+            direct_crowd(NETS, PER_NET)
+        };
         let size = members.len();
         let stop = Arc::new(AtomicBool::new(false));
-        let mut tasks = Vec::new();
-        for (i, (from, carried)) in members.into_iter().enumerate() {
-            for lane in 0..2 {
-                let (stop, carried, addr) = (stop.clone(), carried.clone(), q.addr);
-                tasks.push(tokio::spawn(async move {
-                    let mut statuses = Vec::new();
-                    let mut n = 0;
-                    while !stop.load(Ordering::Relaxed) {
-                        n += 1;
-                        let path = format!("/crowd/{i}/{lane}/{n}");
-                        statuses.push(get_from(from, addr, &path, carried.as_deref()).await.0);
-                    }
-                    statuses
-                }));
-            }
-        }
+        let tasks = run_crowd(q.addr, members, stop.clone());
         // Most of the crowd queued behind the slots.
         let deadline = Instant::now() + Duration::from_secs(60);
         while waiting(q.addr).await < size {
@@ -150,14 +95,15 @@ fn a_reader_is_served_within_a_turn_per_network(forwarded: bool) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let before = origin.seen_all().len();
-        let (reader, carried) = if forwarded {
-            (IpAddr::from([127, 0, 0, 1]), Some("198.51.100.7"))
+        let via = [("x-forwarded-for", "198.51.100.7")];
+        let (reader, carried): (_, &[(&str, &str)]) = if forwarded {
+            (IpAddr::from([127, 0, 0, 1]), &via)
         } else {
-            (IpAddr::from([127, 200, 0, 1]), None)
+            (IpAddr::from([127, 200, 0, 1]), &[])
         };
-        let (status, text) = get_from(reader, q.addr, "/reader/page", carried).await;
+        let got = get_from(reader, q.addr, "/reader/page", carried).await;
         stop.store(true, Ordering::Relaxed);
-        assert_eq!(status, 200, "{text}");
+        assert_eq!(got.status, 200, "{}", got.head);
         let seen = origin.seen_all();
         let ahead = seen[before..]
             .iter()
