@@ -33,8 +33,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -49,7 +48,8 @@ use crate::edge::h2conn::cork::Cork;
 use crate::edge::h2conn::inline::InlineFirst;
 use crate::edge::sendfile::Volume;
 use crate::edge::wire::Wire;
-use crate::http1::fastpath;
+use crate::http1::fastpath::{self, Start};
+use crate::http1::hit_loop::{Handoff, Held, Loops, Parked, Spawn, To};
 use crate::metrics::{Handshake, Outcome};
 use crate::policy::StartError;
 use crate::request::service;
@@ -194,6 +194,18 @@ impl Server {
         let pace = spawn_pace(&ctx);
         let permits = Arc::new(Semaphore::new(limits.connections));
         let conns = Conns::new(limits.connections_per_client, start.trusted_proxies.clone());
+        // The hit loops take cleartext connections (not with sendfile, whose pins
+        // need a task's waits).
+        let loops = (ctx.tls.is_none() && volume.is_none())
+            .then(|| start_loops(&ctx, &builder, &stop_rx, &conns));
+        let place = Place {
+            ctx: ctx.clone(),
+            builder,
+            volume,
+            stop: stop_rx,
+            conns: conns.clone(),
+            loops: loops.clone(),
+        };
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -215,37 +227,16 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            let Some(admitted) = conns.admit(peer.ip()) else {
-                // Over the per-client cap: a 429 it can read, then closed. (A fresh
-                // socket's send buffer takes these few bytes without blocking.)
-                ctx.metrics.record_connection_refused();
-                let _ = stream.try_write(conns::TOO_MANY);
-                let _ = rustix::net::shutdown(&stream, rustix::net::Shutdown::Write);
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
-            let conn = Connection {
-                ctx: ctx.clone(),
-                peer: Peer {
-                    addr: peer,
-                    tls: ctx.tls.is_some(),
-                },
-                builder: builder.clone(),
-                volume: volume.clone(),
-                stop: stop_rx.clone(),
-                reap: conns.reaper(),
-            };
-            tokio::spawn(async move {
-                conn.serve(stream).await;
-                drop(admitted);
-                drop(permit);
-            });
+            place.connection(stream, peer, permit);
         }
         drop(listener);
+        drop(place);
         // Fast-path connections close when idle; hyper's get the graceful signal.
         let _ = stop_tx.send(true);
         drain(&permits, limits.connections, limits.shutdown_grace.0).await;
+        if let Some(loops) = &loops {
+            loops.stop().await;
+        }
         // Paced until the drain ends (a drained request may still wait for a slot);
         // then the task, and the `Ctx` it holds, are gone before `run` returns, so
         // the volume can be opened again at once.
@@ -268,6 +259,105 @@ impl Server {
             let _ = tokio::task::spawn_blocking(move || tracer.shutdown(wait)).await;
         }
     }
+}
+
+/// Where the listener puts each connection it accepts, and what it gives it.
+struct Place {
+    ctx: Arc<Ctx>,
+    builder: auto::Builder<InlineFirst>,
+    volume: Option<Volume>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    conns: Arc<Conns>,
+    loops: Option<Arc<Loops>>,
+}
+
+impl Place {
+    /// Counts an accepted connection in (or refuses it: its client holds too
+    /// many), and hands it to a hit loop (cleartext) or a task of its own.
+    fn connection(
+        &self,
+        stream: tokio::net::TcpStream,
+        peer: SocketAddr,
+        permit: OwnedSemaphorePermit,
+    ) {
+        let ctx = &self.ctx;
+        let Some(admitted) = self.conns.admit(peer.ip()) else {
+            // Over the per-client cap: a 429 it can read, then closed. (A fresh
+            // socket's send buffer takes these few bytes without blocking.)
+            ctx.metrics.record_connection_refused();
+            let _ = rustix::io::write(&stream, conns::TOO_MANY);
+            let _ = rustix::net::shutdown(&stream, rustix::net::Shutdown::Write);
+            return;
+        };
+        let _ = stream.set_nodelay(true);
+        let held = Held::new(ctx.clone(), admitted, permit);
+        let peer = Peer {
+            addr: peer,
+            tls: ctx.tls.is_some(),
+        };
+        if let Some(loops) = &self.loops {
+            // Cleartext: the hit loop serves it from its first request.
+            if let Ok(stream) = stream.into_std() {
+                let bufs = fastpath::Bufs::new();
+                loops.park(Parked {
+                    stream,
+                    peer,
+                    held,
+                    bufs,
+                });
+            }
+            return;
+        }
+        let conn = Connection {
+            ctx: ctx.clone(),
+            peer,
+            builder: self.builder.clone(),
+            volume: self.volume.clone(),
+            stop: self.stop.clone(),
+            reap: self.conns.reaper(),
+            loops: None,
+            held,
+        };
+        tokio::spawn(conn.serve(stream));
+    }
+}
+
+/// The hit loops, one per worker (`crate::http1::hit_loop`), and the tasks they
+/// hand connections to: a task per connection on the fast path or hyper, which
+/// parks the connection in a loop again once it is idle.
+fn start_loops(
+    ctx: &Arc<Ctx>,
+    builder: &auto::Builder<InlineFirst>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+    conns: &Arc<Conns>,
+) -> Arc<Loops> {
+    let cell: Arc<OnceLock<Weak<Loops>>> = Arc::default();
+    let spawn: Spawn = {
+        let (ctx, builder, stop, conns, cell) = (
+            ctx.clone(),
+            builder.clone(),
+            stop.clone(),
+            conns.clone(),
+            cell.clone(),
+        );
+        Arc::new(move |h: Handoff| {
+            let conn = Connection {
+                ctx: ctx.clone(),
+                peer: h.peer,
+                builder: builder.clone(),
+                volume: None,
+                stop: stop.clone(),
+                reap: conns.reaper(),
+                loops: cell.get().and_then(Weak::upgrade),
+                held: h.held,
+            };
+            tokio::spawn(conn.resume(h.stream, h.to));
+        })
+    };
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let loops = Loops::start(ctx, workers, stop, &conns.reaper(), spawn);
+    let _ = cell.set(Arc::downgrade(&loops));
+    loops
 }
 
 /// The pace of the budget for uncached work (`crate::edge::budget`), running until
@@ -374,41 +464,84 @@ struct Connection {
     stop: tokio::sync::watch::Receiver<bool>,
     /// Changes when the server is full and idle connections should close.
     reap: tokio::sync::watch::Receiver<u64>,
+    /// Where an idle cleartext connection goes back to; `None` without hit loops.
+    loops: Option<Arc<Loops>>,
+    /// Its slots and its place in the gauge (dropped last).
+    held: Held,
 }
 
 impl Connection {
-    /// Serves the connection to its end: the fast path first (hits off the socket,
+    /// Serves a new connection to its end: the fast path first (hits off the socket,
     /// plain requests through the service); from the first request that needs
     /// protocol machinery on, hyper (see [`crate::http1::fastpath`]).
-    async fn serve(mut self, stream: tokio::net::TcpStream) {
-        let ctx = self.ctx.clone();
+    async fn serve(self, stream: tokio::net::TcpStream) {
         match self.wire(stream).await {
             Some((wire, true)) => self.on_hyper(wire, bytes::Bytes::new(), true).await,
-            Some((mut wire, false)) => {
-                let signals = fastpath::Signals {
-                    shutdown: &mut self.stop,
-                    reap: self.reap.clone(),
-                };
-                let volume = self.volume.as_ref();
-                let exit = fastpath::run(&ctx, &mut wire, self.peer, volume, signals).await;
-                match exit {
-                    Ok(fastpath::Exit::Handover(prefix)) => {
-                        ctx.metrics.record_handover();
-                        self.on_hyper(wire, prefix, false).await;
-                    }
-                    Ok(fastpath::Exit::Closed) => {}
-                    Err(e) => {
-                        if e.kind() == std::io::ErrorKind::TimedOut {
-                            // Only writes time out there: limits.send_stall.
-                            ctx.metrics.record_send_stalls(0, 1);
-                        }
-                        tracing::debug!(error = %e, peer = %self.peer.addr, "connection failed")
-                    }
-                }
-            }
+            Some((wire, false)) => self.fast(wire, Start::new()).await,
             None => {}
         }
-        ctx.metrics.connections().fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Serves a connection a hit loop handed over, from where the loop left it.
+    async fn resume(self, stream: std::net::TcpStream, to: To) {
+        let Ok(stream) = tokio::net::TcpStream::from_std(stream) else {
+            return;
+        };
+        match to {
+            To::Fast(start) => self.fast(Wire::Plain(stream), *start).await,
+            To::Hyper(prefix) => {
+                // The socket was registered with the reactor a moment ago: until
+                // tokio has seen it writable, hyper's first write waits, and hyper
+                // closes a connection it answers without reading its request's body
+                // (a refused upgrade with a body) before that write is made.
+                let _ = stream.writable().await;
+                let wire = Wire::Plain(stream);
+                self.ctx.metrics.record_handover();
+                self.on_hyper(wire, prefix, false).await;
+            }
+        }
+    }
+
+    /// The fast path from `start`; then hyper, a hit loop, or the end.
+    async fn fast(mut self, mut wire: Wire, start: Start) {
+        let ctx = self.ctx.clone();
+        let signals = fastpath::Signals {
+            shutdown: &mut self.stop,
+            reap: self.reap.clone(),
+            park: self.loops.is_some() && wire.plain().is_some(),
+        };
+        let volume = self.volume.as_ref();
+        let exit = fastpath::run(&ctx, &mut wire, self.peer, volume, signals, start).await;
+        match exit {
+            Ok(fastpath::Exit::Handover(prefix)) => {
+                ctx.metrics.record_handover();
+                self.on_hyper(wire, prefix, false).await;
+            }
+            Ok(fastpath::Exit::Park(bufs)) => self.park(wire, bufs),
+            Ok(fastpath::Exit::Closed) => {}
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    // Only writes time out there: limits.send_stall.
+                    ctx.metrics.record_send_stalls(0, 1);
+                }
+                tracing::debug!(error = %e, peer = %self.peer.addr, "connection failed")
+            }
+        }
+    }
+
+    /// Puts the idle connection back into a hit loop.
+    fn park(self, wire: Wire, bufs: fastpath::Bufs) {
+        let (Some(loops), Wire::Plain(stream)) = (self.loops, wire) else {
+            return;
+        };
+        if let Ok(stream) = stream.into_std() {
+            loops.park(Parked {
+                stream,
+                peer: self.peer,
+                held: self.held,
+                bufs,
+            });
+        }
     }
 
     /// The connection's transport, and whether it goes straight to hyper (HTTPS

@@ -71,7 +71,7 @@ pub(crate) async fn run(
         };
         let Some(admitted) = per_client.admit(peer.ip()) else {
             ctx.metrics.record_connection_refused();
-            let _ = stream.try_write(crate::edge::conns::TOO_MANY);
+            let _ = rustix::io::write(&stream, crate::edge::conns::TOO_MANY);
             continue;
         };
         let _ = stream.set_nodelay(true);

@@ -87,10 +87,13 @@ impl Wire {
 
     /// Writes what the socket takes of `b` now, without waiting (a refusal written
     /// as a connection is dropped). On TLS, `b` is sealed whole and as much of the
-    /// records as fits is sent.
+    /// records as fits is sent. The write goes to the socket whatever tokio last
+    /// saw of its readiness: a socket registered a moment ago (a connection the hit
+    /// loop handed over) has no readiness yet, and tokio's `try_write` would give
+    /// up on it without a system call.
     pub(crate) fn try_write_now(&mut self, b: &[u8]) -> usize {
         match self {
-            Wire::Plain(s) => s.try_write(b).unwrap_or(0),
+            Wire::Plain(s) => rustix::io::write(&*s, b).unwrap_or(0),
             Wire::Tls(t) => {
                 let (tcp, session) = t.get_mut();
                 if io::Write::write_all(&mut session.writer(), b).is_err() {
@@ -108,16 +111,17 @@ impl Wire {
     }
 }
 
-/// A non-blocking `io::Write` over a tokio socket (for rustls' `write_tls`).
+/// A non-blocking `io::Write` over a tokio socket (for rustls' `write_tls`),
+/// straight to the socket (see [`Wire::try_write_now`]).
 struct TryWriter<'a>(&'a TcpStream);
 
 impl io::Write for TryWriter<'_> {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.try_write(b)
+        Ok(rustix::io::write(self.0, b)?)
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.0.try_write_vectored(bufs)
+        Ok(rustix::io::writev(self.0, bufs)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {

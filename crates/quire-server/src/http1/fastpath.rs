@@ -54,12 +54,55 @@ use crate::ops::access_log::{self, AccessLog, Entry};
 use crate::state::Ctx;
 
 /// What ended the fast path on a connection.
-#[derive(Debug)]
 pub(crate) enum Exit {
     /// The client closed, went idle, or the server is shutting down.
     Closed,
     /// Hand the connection to hyper with these unanswered bytes.
     Handover(Bytes),
+    /// Idle between requests, nothing unanswered or in flight: back to the hit
+    /// loop ([`crate::http1::hit_loop`]) with its buffers.
+    Park(Bufs),
+}
+
+/// Where a connection's fast path starts: its buffers (with any bytes not yet
+/// answered) and what is owed first.
+pub(crate) struct Start {
+    pub(crate) bufs: Bufs,
+    pub(crate) first: Option<First>,
+}
+
+impl Start {
+    /// A new connection: nothing read, nothing owed.
+    pub(crate) fn new() -> Start {
+        Start {
+            bufs: Bufs::new(),
+            first: None,
+        }
+    }
+}
+
+/// What the hit loop hands a connection over with: what it could not finish
+/// without waiting.
+pub(crate) enum First {
+    /// A request the service answers (not a fresh hit).
+    Request(Plain),
+    /// A fresh hit, its head (or what is left of it) in the buffers' `out`, and
+    /// what its client's rate said.
+    Hit {
+        answer: Answer,
+        asker: Asker,
+        at: (std::time::Instant, Duration),
+        admit: Admit,
+    },
+}
+
+/// What the rate limit said of a hit handed over.
+pub(crate) enum Admit {
+    /// Its token was taken, and part of the answer may have been written
+    /// (`answer.body` is then what is left of the body).
+    Taken,
+    /// Over the client's rate: a 429, to ask again after this wait.
+    Refused(Duration),
 }
 
 /// Most sent-by-sendfile bodies a connection keeps pinned before it waits for its
@@ -128,9 +171,10 @@ pub(crate) async fn run(
     peer: Peer,
     volume: Option<&Volume>,
     signals: Signals<'_>,
+    start: Start,
 ) -> io::Result<Exit> {
     let mut in_flight = InFlight::default();
-    let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight).await;
+    let exit = serve(ctx, wire, peer, volume, signals, &mut in_flight, start).await;
     let stall = ctx.peek().cfg.limits.send_stall.0;
     let drained = in_flight.settle(wire.tcp(), stall).await;
     if !drained {
@@ -149,6 +193,8 @@ pub(crate) struct Signals<'a> {
     pub shutdown: &'a mut tokio::sync::watch::Receiver<bool>,
     /// The server is full: close if idle (see [`crate::edge::conns`]).
     pub reap: tokio::sync::watch::Receiver<u64>,
+    /// Whether an idle connection goes back to the hit loop ([`Exit::Park`]).
+    pub park: bool,
 }
 
 /// Resolves when `rx` sees a new value, handing it back (never, once the sender is
@@ -174,14 +220,46 @@ struct Conn<'a> {
     /// How long a response's bytes may stay still (`limits.send_stall`): a socket
     /// left full, sent bytes left unacknowledged.
     stall: Duration,
+    b: Bufs,
+}
+
+/// A connection's buffers, which go with it between its task and the hit loop.
+pub(crate) struct Bufs {
     /// Request bytes read and not yet answered.
-    buf: BytesMut,
+    pub(crate) buf: BytesMut,
     /// Response heads are built here, reused for the life of the connection.
-    out: Vec<u8>,
+    pub(crate) out: Vec<u8>,
     /// The last hit's request fields, cleared: the next request's are parsed into
     /// the same map, so a keep-alive hit allocates none (a request the service
     /// answers takes the map with it).
-    fields: HeaderMap,
+    pub(crate) fields: HeaderMap,
+}
+
+impl Bufs {
+    pub(crate) fn new() -> Bufs {
+        Bufs {
+            buf: BytesMut::with_capacity(8 * 1024),
+            out: Vec::with_capacity(1024),
+            fields: HeaderMap::new(),
+        }
+    }
+
+    /// Buffers with no memory yet (what a connection leaving the hit loop leaves
+    /// behind).
+    pub(crate) fn empty() -> Bufs {
+        Bufs {
+            buf: BytesMut::new(),
+            out: Vec::new(),
+            fields: HeaderMap::new(),
+        }
+    }
+
+    /// Takes back the field map of an answered request, for the next one.
+    pub(crate) fn reuse(&mut self, asker: Asker) {
+        if let Asker::Parsed(req) = asker {
+            self.fields = req.into_fields();
+        }
+    }
 }
 
 /// What a connection waits on besides its socket: one timer and one shutdown
@@ -213,8 +291,13 @@ async fn serve(
     volume: Option<&Volume>,
     signals: Signals<'_>,
     in_flight: &mut InFlight,
+    start: Start,
 ) -> io::Result<Exit> {
-    let Signals { shutdown, reap } = signals;
+    let Signals {
+        shutdown,
+        reap,
+        park,
+    } = signals;
     let (idle, stall) = {
         let limits = &ctx.peek().cfg.limits;
         (limits.client_idle_timeout.0, limits.send_stall.0)
@@ -226,10 +309,28 @@ async fn serve(
         volume,
         idle,
         stall,
-        buf: BytesMut::with_capacity(8 * 1024),
-        out: Vec::with_capacity(1024),
-        fields: HeaderMap::new(),
+        b: start.bufs,
     };
+    let answered = match start.first {
+        None => true,
+        Some(First::Request(req)) => c.serve_other(req, in_flight).await?,
+        Some(First::Hit {
+            answer,
+            asker,
+            at,
+            admit,
+        }) => {
+            let admit = match admit {
+                Admit::Taken => Ok(()),
+                Admit::Refused(wait) => Err(wait),
+            };
+            c.answer_hit(answer, asker, at, Some(admit), in_flight)
+                .await?
+        }
+    };
+    if !answered {
+        return Ok(Exit::Closed);
+    }
     let stopping = *shutdown.borrow();
     let changed = shutdown.changed();
     tokio::pin!(changed);
@@ -242,14 +343,16 @@ async fn serve(
         reap: Box::pin(next_change(reap)),
     };
     loop {
+        if park && c.b.buf.is_empty() && in_flight.0.is_empty() && !waits.stopping {
+            return Ok(Exit::Park(c.b));
+        }
         let end = match c.read_head(&mut waits).await? {
             Read::Head(end) => end,
             Read::Exit(e) => return Ok(e),
         };
-        c.out.clear();
-        let log = ctx.peek().access_log.clone();
+        c.b.out.clear();
         let start = std::time::Instant::now();
-        let (answer, asker) = match c.fresh_hit(end) {
+        let (answer, asker) = match c.b.fresh_hit(ctx, peer, end) {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
                 // Not a fresh hit: the service answers, and the connection stays here.
@@ -263,39 +366,40 @@ async fn serve(
         // Its head is in the output buffer: what `quire_request_duration_seconds`
         // measures (not the body's writing, which a slow client sets).
         let took = start.elapsed();
-        let sent = match admit_hit(ctx, asker.client(ctx, peer)) {
-            Ok(()) => c.send_hit(&answer, in_flight).await?.then_some((
-                Outcome::Hit,
-                answer.status,
-                answer.body_len,
-            )),
-            Err(wait) => {
-                drop(answer);
-                c.send_limited(wait, asker.method() == "HEAD").await?
-            }
-        };
-        let Some((outcome, status, bytes)) = sent else {
+        if !c
+            .answer_hit(answer, asker, (start, took), None, in_flight)
+            .await?
+        {
             return Ok(Exit::Closed);
-        };
-        ctx.metrics.record_request(outcome, status, bytes);
-        ctx.metrics.record_duration(outcome, took);
-        if let Some(tracer) = &ctx.tracer {
-            trace_hit(tracer, ctx, &asker, peer, (start, took), (outcome, status));
-        }
-        if outcome == Outcome::Hit {
-            ctx.metrics.record_hot(asker.target());
-        }
-        if let Some(log) = log {
-            log_answer(&log, ctx, &asker, peer, (outcome, status, bytes), start);
-        }
-        if let Asker::Parsed(req) = asker {
-            c.fields = req.into_fields();
         }
     }
 }
 
+/// The bookkeeping of a fresh hit (or its 429) written: metrics, the hot URLs, the
+/// trace and the access log. `at`: when its head was read, and how long its answer
+/// took to make.
+pub(crate) fn answered(
+    ctx: &Ctx,
+    asker: &Asker,
+    peer: Peer,
+    (outcome, status, bytes): (Outcome, u16, u64),
+    (start, took): (std::time::Instant, Duration),
+) {
+    ctx.metrics.record_request(outcome, status, bytes);
+    ctx.metrics.record_duration(outcome, took);
+    if let Some(tracer) = &ctx.tracer {
+        trace_hit(tracer, ctx, asker, peer, (start, took), (outcome, status));
+    }
+    if outcome == Outcome::Hit {
+        ctx.metrics.record_hot(asker.target());
+    }
+    if let Some(log) = &ctx.peek().access_log {
+        log_answer(log, ctx, asker, peer, (outcome, status, bytes), start);
+    }
+}
+
 /// What the head at the front of a connection's buffer gets.
-enum Fresh {
+pub(crate) enum Fresh {
     /// A fresh hit, its head in the connection's output buffer.
     Hit(Answer, Asker),
     /// Not a fresh hit: the service's to answer.
@@ -309,14 +413,14 @@ enum Fresh {
 // (Boxing the parsed head would cost an allocation per hit; the value lives on the
 // stack for one request.)
 #[expect(clippy::large_enum_variant, reason = "an allocation per hit to box it")]
-enum Asker {
+pub(crate) enum Asker {
     Parsed(Plain),
     Kept(Arc<Kept>),
 }
 
 impl Asker {
     /// The client the request is from (`[rate_limit]`, the access log).
-    fn client(&self, ctx: &Ctx, peer: Peer) -> std::net::IpAddr {
+    pub(crate) fn client(&self, ctx: &Ctx, peer: Peer) -> std::net::IpAddr {
         match self {
             Asker::Parsed(req) => {
                 access_log::client_ip(peer.addr, &req.headers, &ctx.peek().trusted_proxies)
@@ -325,7 +429,7 @@ impl Asker {
         }
     }
 
-    fn method(&self) -> &str {
+    pub(crate) fn method(&self) -> &str {
         match self {
             Asker::Parsed(req) => req.method.as_str(),
             Asker::Kept(k) => k.method(),
@@ -353,7 +457,7 @@ impl Asker {
 
 /// Takes a hit token for `client` (`[rate_limit]`); the wait until one is back
 /// when it has none.
-fn admit_hit(ctx: &Ctx, client: std::net::IpAddr) -> Result<(), Duration> {
+pub(crate) fn admit_hit(ctx: &Ctx, client: std::net::IpAddr) -> Result<(), Duration> {
     let now = std::time::Instant::now();
     ctx.limiter
         .admit(client, Class::Hit, &ctx.peek().cfg.rate_limit, now)
@@ -419,12 +523,11 @@ fn log_answer(
     });
 }
 
-impl Conn<'_> {
+impl Bufs {
     /// What the head ending at `end` of the buffer gets: a repeat answered from a
     /// kept recipe ([`repeat`]), or a head parsed now, answered if it is a fresh hit
     /// (and its recipe kept), else the service's or hyper's.
-    fn fresh_hit(&mut self, end: usize) -> Fresh {
-        let (ctx, peer) = (self.ctx, self.peer);
+    pub(crate) fn fresh_hit(&mut self, ctx: &Arc<Ctx>, peer: Peer, end: usize) -> Fresh {
         let policy = ctx.peek();
         if let Some(k) = repeat::find(&self.buf[..end], peer, &policy) {
             if let Some(answer) = repeat::answer(ctx, &policy, &k, peer, &mut self.out) {
@@ -453,7 +556,9 @@ impl Conn<'_> {
         repeat::keep(&head, &req, peer, &policy, recipe);
         Fresh::Hit(answer, Asker::Parsed(req))
     }
+}
 
+impl Conn<'_> {
     /// A complete head in the buffer, or read more. The wait for a head — idle
     /// between requests, or a head trickling in — is bounded as a whole (a client
     /// sending a byte a minute does not hold the connection forever).
@@ -461,17 +566,17 @@ impl Conn<'_> {
         let limit = self.ctx.peek().cfg.limits.header_bytes.0 as usize;
         let deadline = tokio::time::Instant::now() + self.idle;
         loop {
-            if let Some(e) = head_end(&self.buf) {
+            if let Some(e) = head_end(&self.b.buf) {
                 return Ok(Read::Head(e));
             }
-            if self.buf.len() > limit.min(64 * 1024) {
-                return Ok(Read::Exit(Exit::Handover(self.buf.split().freeze())));
+            if self.b.buf.len() > limit.min(64 * 1024) {
+                return Ok(Read::Exit(Exit::Handover(self.b.buf.split().freeze())));
             }
-            if w.stopping && self.buf.is_empty() {
+            if w.stopping && self.b.buf.is_empty() {
                 return Ok(Read::Exit(Exit::Closed));
             }
             let read = tokio::select! {
-                r = self.wire.read_some(&mut self.buf) => r?,
+                r = self.wire.read_some(&mut self.b.buf) => r?,
                 // (a dropped sender also means the server is going away)
                 _ = w.changed.as_mut(), if !w.stopping => {
                     w.stopping = true;
@@ -486,7 +591,7 @@ impl Conn<'_> {
                 }
                 rx = w.reap.as_mut() => {
                     let idle_since = deadline - self.idle;
-                    if self.buf.is_empty() && idle_since.elapsed() >= crate::edge::conns::REAP_IDLE_MIN {
+                    if self.b.buf.is_empty() && idle_since.elapsed() >= crate::edge::conns::REAP_IDLE_MIN {
                         self.ctx.metrics.record_connection_reaped();
                         return Ok(Read::Exit(Exit::Closed));
                     }
@@ -495,10 +600,10 @@ impl Conn<'_> {
                 }
             };
             if read == 0 {
-                return Ok(Read::Exit(if self.buf.is_empty() {
+                return Ok(Read::Exit(if self.b.buf.is_empty() {
                     Exit::Closed
                 } else {
-                    Exit::Handover(self.buf.split().freeze())
+                    Exit::Handover(self.b.buf.split().freeze())
                 }));
             }
         }
@@ -516,12 +621,44 @@ impl Conn<'_> {
             return Ok(false);
         }
         let resp = crate::request::service::handle(self.ctx.clone(), req, self.peer).await;
-        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.b.out, self.stall);
         if after.await? == h1::After::Close {
             // A clean end (FIN after the answer), as hyper ends a connection.
             self.wire.close_write().await;
             return Ok(false);
         }
+        Ok(true)
+    }
+
+    /// Answers a fresh hit whose head is in `out`: its body, or a 429 when its
+    /// client is over its hit rate (`admit`: what the rate limit said already, if
+    /// it was asked); `false` when the connection is to close.
+    async fn answer_hit(
+        &mut self,
+        answer: Answer,
+        asker: Asker,
+        at: (std::time::Instant, Duration),
+        admit: Option<Result<(), Duration>>,
+        in_flight: &mut InFlight,
+    ) -> io::Result<bool> {
+        let (ctx, peer) = (self.ctx, self.peer);
+        let admit = admit.unwrap_or_else(|| admit_hit(ctx, asker.client(ctx, peer)));
+        let sent = match admit {
+            Ok(()) => self.send_hit(&answer, in_flight).await?.then_some((
+                Outcome::Hit,
+                answer.status,
+                answer.body_len,
+            )),
+            Err(wait) => {
+                drop(answer);
+                self.send_limited(wait, asker.method() == "HEAD").await?
+            }
+        };
+        let Some(sent) = sent else {
+            return Ok(false);
+        };
+        answered(ctx, &asker, peer, sent, at);
+        self.b.reuse(asker);
         Ok(true)
     }
 
@@ -539,7 +676,7 @@ impl Conn<'_> {
         } else {
             resp.body().size_hint().exact().unwrap_or(0)
         };
-        let after = h1::write_response(self.wire, resp, head_only, &mut self.out, self.stall);
+        let after = h1::write_response(self.wire, resp, head_only, &mut self.b.out, self.stall);
         Ok((after.await? == h1::After::KeepAlive).then_some((Outcome::Error, 429, len)))
     }
 
@@ -558,7 +695,7 @@ impl Conn<'_> {
             self.ctx.metrics.record_send_stalls(0, 1);
             return Ok(false);
         }
-        match write_answer(self.wire, &self.out, answer, self.volume, self.stall).await {
+        match write_answer(self.wire, &self.b.out, answer, self.volume, self.stall).await {
             Ok(false) => {}
             Ok(true) => in_flight.0.extend(answer.body.clone()),
             Err(e) => {
@@ -583,7 +720,7 @@ fn rejoin(head: &[u8], rest: &[u8]) -> Bytes {
 
 /// The end of the first request head in `b` (after its blank line). Leading empty
 /// lines are not skipped here: such a request fails to parse and goes to hyper.
-fn head_end(b: &[u8]) -> Option<usize> {
+pub(crate) fn head_end(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 

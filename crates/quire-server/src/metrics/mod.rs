@@ -297,6 +297,10 @@ pub struct Metrics {
     refresh_ahead: [AtomicU64; 2],
     fills_busy: AtomicU64,
     handovers: AtomicU64,
+    /// Connections the hit loops hold (`crate::http1::hit_loop`).
+    parked: AtomicI64,
+    /// Connections the hit loops handed to a task of their own.
+    handoffs: AtomicU64,
     purged: AtomicU64,
     connections: AtomicI64,
     connections_refused: AtomicU64,
@@ -331,6 +335,8 @@ impl Metrics {
             refresh_ahead: Default::default(),
             fills_busy: AtomicU64::new(0),
             handovers: AtomicU64::new(0),
+            parked: AtomicI64::new(0),
+            handoffs: AtomicU64::new(0),
             purged: AtomicU64::new(0),
             connections: AtomicI64::new(0),
             connections_refused: AtomicU64::new(0),
@@ -494,6 +500,26 @@ impl Metrics {
     /// A connection left the HTTP/1.1 fast path for the general one.
     pub fn record_handover(&self) {
         self.handovers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections held by the hit loops: into (`by` 1) and out of (-1) a loop.
+    pub(crate) fn record_parked(&self, by: i64) {
+        self.parked.fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// A hit loop handed a connection to a task of its own.
+    pub(crate) fn record_loop_handoff(&self) {
+        self.handoffs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Connections the hit loops handed to tasks so far.
+    pub fn loop_handoffs(&self) -> u64 {
+        self.handoffs.load(Ordering::Relaxed)
+    }
+
+    /// Connections the hit loops hold now.
+    pub fn parked(&self) -> i64 {
+        self.parked.load(Ordering::Relaxed)
     }
 
     /// Connections handed over so far.

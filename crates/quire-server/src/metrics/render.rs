@@ -144,6 +144,18 @@ impl Metrics {
             "Connections handed from the HTTP/1.1 fast path (fresh hits) to the general path.",
             self.handovers.load(Ordering::Relaxed),
         )?;
+        counter(
+            out,
+            "quire_fastpath_handoffs_total",
+            "Connections the hit loops handed to a task of their own (a request the service answers, a 429, a write the socket did not take whole, a long pipeline, hyper).",
+            self.handoffs.load(Ordering::Relaxed),
+        )?;
+        gauge(
+            out,
+            "quire_fastpath_parked",
+            "Idle HTTP/1.1 connections held by the hit loops (one task per worker, no task per connection).",
+            self.parked.load(Ordering::Relaxed).max(0) as u64,
+        )?;
         gauge(
             out,
             "quire_fastpath_repeat_bytes",

@@ -404,6 +404,8 @@ fn render_is_well_formed() {
         "quire_fastpath_handovers_total",
         "quire_fastpath_repeats_total",
         "quire_fastpath_repeat_bytes",
+        "quire_fastpath_parked",
+        "quire_fastpath_handoffs_total",
         "quire_tls_handshakes_total",
         "quire_connections_refused_total",
         "quire_connections_reaped_total",
@@ -430,7 +432,7 @@ fn render_is_well_formed() {
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 42);
+    assert_eq!(types.len(), 44);
 
     for line in [
         "quire_store_hits_total 1",

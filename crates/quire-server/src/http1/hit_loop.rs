@@ -1,0 +1,527 @@
+//! The hit loop: idle cleartext keep-alive connections, and the fresh hits they ask
+//! for, served by one task per worker from an epoll set of its own, without a task
+//! per connection.
+//!
+//! With a task per connection, each keep-alive hit costs tokio's work around it: the
+//! reactor sets the socket's readiness and wakes the task, the scheduler polls it,
+//! and the connection's future polls its socket, its idle timer, its shutdown and
+//! its reap waiters (`select!`) before the hit is read. The loop takes that away
+//! for the hits that need nothing else: tokio wakes one task when the loop's epoll
+//! set (level-triggered, nested in tokio's) has ready sockets, and the task reads,
+//! answers and writes each ready connection's hits in turn, by the same code the
+//! fast path answers with ([`fastpath::Bufs::fresh_hit`], [`fastpath::answered`]).
+//!
+//! Anything that would wait goes to a task of its own, with its buffers and what it
+//! owes ([`Handoff`]; the server spawns it): a request the service answers (a miss,
+//! a stale entry, an admin call), a hit over its client's rate (the 429), a write the
+//! socket did not take whole, pipelining past [`PIPELINED_MAX`] heads at once, and
+//! anything for hyper. Such a connection comes back when it is idle again
+//! ([`fastpath::Exit::Park`]). New cleartext connections start here (the server
+//! parks them as they are accepted).
+//!
+//! What a task per connection kept, the loop keeps:
+//! - **The idle limit** (`limits.client_idle_timeout`) bounds the wait for each head
+//!   from the moment the last answer was written (bytes trickling in do not extend
+//!   it), checked every quarter of the limit (at least every 10 ms, at most every
+//!   second): a connection is closed up to a quarter late, never early.
+//! - **Shutdown**: idle connections close at once; one with a head partly read
+//!   closes when it has been answered, or at its idle limit.
+//! - **A full server** (`crate::edge::conns`): connections idle for at least
+//!   `REAP_IDLE_MIN` close when asked.
+//! - **Bounded work**: the loop holds only connections that already hold a slot of
+//!   `limits.connections`; a turn reads once from each ready connection and answers
+//!   at most [`PIPELINED_MAX`] of its heads; heads past the header limit go to hyper
+//!   (which refuses them). `quire_fastpath_parked` counts the connections it holds,
+//!   `quire_fastpath_handoffs_total` those it handed to tasks.
+
+use std::io::{self, IoSlice};
+use std::net::TcpStream;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use rustix::event::epoll::{self, Event, EventData, EventFlags};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+
+use crate::edge::client::Peer;
+use crate::edge::conns::{Admitted, REAP_IDLE_MIN};
+use crate::http1::fastpath::{self, Admit, Bufs, First, Fresh, Start};
+use crate::metrics::Outcome;
+use crate::state::Ctx;
+
+/// Most heads of one connection answered in one turn; a client pipelining more is
+/// handed to a task (which answers them in order), so it cannot hold the loop.
+pub(crate) const PIPELINED_MAX: usize = 16;
+
+/// Ready connections taken from the epoll set at once.
+const EVENTS: usize = 256;
+
+/// What an open connection holds for its life, wherever it is served: its client's
+/// count (`limits.connections_per_client`), its slot of `limits.connections`, and
+/// its place in the open-connections gauge. Dropping it gives all three back (the
+/// slot last: the drain waits for the slots, and nothing of the server may be held
+/// after it).
+pub(crate) struct Held {
+    ctx: Arc<Ctx>,
+    _admitted: Admitted,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Held {
+    /// Counts the connection open.
+    pub(crate) fn new(ctx: Arc<Ctx>, admitted: Admitted, permit: OwnedSemaphorePermit) -> Held {
+        ctx.metrics.connections().fetch_add(1, Ordering::Relaxed);
+        Held {
+            ctx,
+            _admitted: admitted,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.ctx
+            .metrics
+            .connections()
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// An idle connection on its way into the loop.
+pub(crate) struct Parked {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: Peer,
+    pub(crate) held: Held,
+    pub(crate) bufs: Bufs,
+}
+
+/// A connection leaving the loop for a task of its own.
+pub(crate) struct Handoff {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: Peer,
+    pub(crate) held: Held,
+    pub(crate) to: To,
+}
+
+/// Where a connection leaving the loop goes.
+pub(crate) enum To {
+    /// The fast path, owing what the loop could not finish (boxed: the buffers
+    /// and a hit's answer are a few hundred bytes, and a hand-off is rare).
+    Fast(Box<Start>),
+    /// hyper, with every unanswered byte.
+    Hyper(Bytes),
+}
+
+/// What starts the task a connection is handed to (the server's: it holds what a
+/// connection on hyper needs).
+pub(crate) type Spawn = Arc<dyn Fn(Handoff) + Send + Sync>;
+
+/// The server's hit loops, one per worker.
+pub(crate) struct Loops {
+    senders: Vec<mpsc::UnboundedSender<Parked>>,
+    next: AtomicUsize,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Loops {
+    /// Starts `n` loops, running until `stop` turns true and their connections
+    /// have closed (or [`Loops::stop`]).
+    pub(crate) fn start(
+        ctx: &Arc<Ctx>,
+        n: usize,
+        stop: &watch::Receiver<bool>,
+        reap: &watch::Receiver<u64>,
+        spawn: Spawn,
+    ) -> Arc<Loops> {
+        let mut senders = Vec::new();
+        let mut tasks = Vec::new();
+        for _ in 0..n.max(1) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let ends = Ends {
+                stop: stop.clone(),
+                reap: reap.clone(),
+            };
+            tasks.push(tokio::spawn(run(ctx.clone(), rx, ends, spawn.clone())));
+            senders.push(tx);
+        }
+        Arc::new(Loops {
+            senders,
+            next: AtomicUsize::new(0),
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// Puts an idle connection into a loop (in turn). Once the loops have ended (the
+    /// server is stopping) it is closed instead.
+    pub(crate) fn park(&self, p: Parked) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        // (A send to an ended loop drops the connection: closed, its slot freed.)
+        let _ = self.senders[i].send(p);
+    }
+
+    /// Ends the loops, closing what they still hold, and waits until they are gone
+    /// (each holds the server's state).
+    pub(crate) async fn stop(&self) {
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in tasks {
+            t.abort();
+            let _ = t.await;
+        }
+    }
+}
+
+/// What ends a loop's connections besides their clients.
+struct Ends {
+    /// Turns true when the server shuts down.
+    stop: watch::Receiver<bool>,
+    /// Changes when the server is full and idle connections should close.
+    reap: watch::Receiver<u64>,
+}
+
+/// A connection in the loop.
+struct Conn {
+    stream: TcpStream,
+    peer: Peer,
+    held: Held,
+    b: Bufs,
+    /// When the wait for the next head began (the last answer written, or the
+    /// connection parked).
+    idle_since: Instant,
+}
+
+/// A loop's connections, by their key in its epoll set.
+struct Set<'ep> {
+    ep: BorrowedFd<'ep>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    ctx: Arc<Ctx>,
+    spawn: Spawn,
+    idle: Duration,
+    stopping: bool,
+}
+
+/// What a turn left a connection with.
+enum After {
+    Keep,
+    Close,
+    Leave(To),
+}
+
+async fn run(
+    ctx: Arc<Ctx>,
+    mut parked: mpsc::UnboundedReceiver<Parked>,
+    mut ends: Ends,
+    spawn: Spawn,
+) {
+    let ep = match crate::edge::sys::epoll_set() {
+        Ok(ep) => ep,
+        Err(e) => {
+            // No loop: every connection parked here gets a task of its own.
+            tracing::warn!(error = %e, "no epoll set for the hit loop; a task per connection");
+            while let Some(p) = parked.recv().await {
+                spawn(Handoff {
+                    stream: p.stream,
+                    peer: p.peer,
+                    held: p.held,
+                    to: To::Fast(Box::new(Start {
+                        bufs: p.bufs,
+                        first: None,
+                    })),
+                });
+            }
+            return;
+        }
+    };
+    let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
+    let mut set = Set {
+        ep: ep.get_ref().as_fd(),
+        conns: Vec::new(),
+        free: Vec::new(),
+        ctx,
+        spawn,
+        idle,
+        stopping: *ends.stop.borrow(),
+    };
+    let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut parked_open = true;
+    let mut reap_open = true;
+    loop {
+        tokio::select! {
+            ready = ep.readable() => {
+                let Ok(mut ready) = ready else { break };
+                // Cleared only when the set has nothing ready: its sockets are
+                // level-triggered, so one with bytes left unread stays ready, and
+                // tokio's edge would not come again for it.
+                if set.turn() == 0 {
+                    ready.clear_ready();
+                }
+            }
+            p = parked.recv(), if parked_open => match p {
+                Some(p) => set.add(p),
+                None => parked_open = false,
+            },
+            _ = sweeps.tick() => set.sweep(),
+            _ = ends.stop.changed(), if !set.stopping => {
+                set.stopping = true;
+                set.close_idle(Duration::ZERO);
+            }
+            r = ends.reap.changed(), if reap_open => {
+                if r.is_err() {
+                    // (The server is going away: its stop follows.)
+                    reap_open = false;
+                    continue;
+                }
+                let n = set.close_idle(REAP_IDLE_MIN);
+                for _ in 0..n {
+                    set.ctx.metrics.record_connection_reaped();
+                }
+            }
+        }
+        if set.stopping && set.open() == 0 {
+            break;
+        }
+    }
+}
+
+impl Set<'_> {
+    /// Connections the loop holds.
+    fn open(&self) -> usize {
+        self.conns.len() - self.free.len()
+    }
+
+    fn add(&mut self, p: Parked) {
+        if self.stopping && p.bufs.buf.is_empty() {
+            return; // idle at shutdown: closed
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        let data = EventData::new_u64(i as u64);
+        if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN) {
+            tracing::debug!(error = %e, "a connection could not join the hit loop");
+            self.free.push(i);
+            self.leave(
+                p.stream,
+                p.peer,
+                p.held,
+                To::Fast(Box::new(Start {
+                    bufs: p.bufs,
+                    first: None,
+                })),
+            );
+            return;
+        }
+        self.conns[i] = Some(Conn {
+            stream: p.stream,
+            peer: p.peer,
+            held: p.held,
+            b: p.bufs,
+            idle_since: Instant::now(),
+        });
+        self.ctx.metrics.record_parked(1);
+    }
+
+    /// Serves every ready connection once; how many were ready.
+    fn turn(&mut self) -> usize {
+        let mut events = [Event {
+            flags: EventFlags::empty(),
+            data: EventData::new_u64(0),
+        }; EVENTS];
+        let n = match epoll::wait(self.ep, &mut events[..], Some(&ZERO)) {
+            Ok(n) => n,
+            Err(_) => return 0,
+        };
+        for ev in &events[..n] {
+            let i = ev.data.u64() as usize;
+            let Some(Some(c)) = self.conns.get_mut(i) else {
+                continue;
+            };
+            let after = step(&self.ctx, c);
+            let after = match after {
+                After::Keep if self.stopping && c.b.buf.is_empty() => After::Close,
+                a => a,
+            };
+            match after {
+                After::Keep => {}
+                After::Close => drop(self.take(i)),
+                After::Leave(to) => {
+                    if let Some(c) = self.take(i) {
+                        self.leave(c.stream, c.peer, c.held, to);
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Takes connection `i` out of the loop (and its epoll set).
+    fn take(&mut self, i: usize) -> Option<Conn> {
+        let c = self.conns.get_mut(i)?.take()?;
+        let _ = epoll::delete(self.ep, &c.stream);
+        self.free.push(i);
+        self.ctx.metrics.record_parked(-1);
+        Some(c)
+    }
+
+    fn leave(&self, stream: TcpStream, peer: Peer, held: Held, to: To) {
+        self.ctx.metrics.record_loop_handoff();
+        (self.spawn)(Handoff {
+            stream,
+            peer,
+            held,
+            to,
+        });
+    }
+
+    /// Closes the connections whose wait for a head passed the idle limit.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        let late: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let c = c.as_ref()?;
+                (now.duration_since(c.idle_since) >= self.idle).then_some(i)
+            })
+            .collect();
+        for i in late {
+            drop(self.take(i));
+        }
+    }
+
+    /// Closes the connections idle (nothing read of a next head) for at least
+    /// `min`; how many.
+    fn close_idle(&mut self, min: Duration) -> usize {
+        let now = Instant::now();
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let c = c.as_ref()?;
+                (c.b.buf.is_empty() && now.duration_since(c.idle_since) >= min).then_some(i)
+            })
+            .collect();
+        let n = idle.len();
+        for i in idle {
+            drop(self.take(i));
+        }
+        n
+    }
+}
+
+const ZERO: rustix::time::Timespec = rustix::time::Timespec {
+    tv_sec: 0,
+    tv_nsec: 0,
+};
+
+/// One turn of a ready connection: read what arrived, answer the fresh hits it
+/// completes (at most [`PIPELINED_MAX`]).
+fn step(ctx: &Arc<Ctx>, c: &mut Conn) -> After {
+    if c.b.buf.capacity() - c.b.buf.len() < 4096 {
+        c.b.buf.reserve(8192);
+    }
+    match crate::edge::sys::recv_into_spare(&c.stream, &mut c.b.buf) {
+        Ok((0, _)) if c.b.buf.is_empty() => return After::Close,
+        // The client ended in the middle of a head: hyper's to refuse.
+        Ok((0, _)) => return After::Leave(To::Hyper(c.b.buf.split().freeze())),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return After::Keep,
+        Err(_) => return After::Close,
+    }
+    let limit = ctx.peek().cfg.limits.header_bytes.0 as usize;
+    for _ in 0..PIPELINED_MAX {
+        let Some(end) = fastpath::head_end(&c.b.buf) else {
+            if c.b.buf.len() > limit.min(64 * 1024) {
+                return After::Leave(To::Hyper(c.b.buf.split().freeze()));
+            }
+            return After::Keep;
+        };
+        match answer(ctx, c, end) {
+            After::Keep => {}
+            other => return other,
+        }
+        if c.b.buf.is_empty() {
+            // Answered: the wait for the next head starts now.
+            c.idle_since = Instant::now();
+            return After::Keep;
+        }
+    }
+    // More heads than a turn answers: a task answers the rest in order.
+    After::Leave(To::Fast(Box::new(Start {
+        bufs: std::mem::replace(&mut c.b, Bufs::empty()),
+        first: None,
+    })))
+}
+
+/// Answers the head ending at `end`: a fresh hit written whole stays in the loop;
+/// anything else leaves it.
+fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize) -> After {
+    let peer = c.peer;
+    c.b.out.clear();
+    let start = Instant::now();
+    let (answer, asker) = match c.b.fresh_hit(ctx, peer, end) {
+        Fresh::Hit(answer, asker) => (answer, asker),
+        Fresh::Other(req) => return leave_fast(c, First::Request(req)),
+        Fresh::Handover(rest) => return After::Leave(To::Hyper(rest)),
+    };
+    let took = start.elapsed();
+    if let Err(wait) = fastpath::admit_hit(ctx, asker.client(ctx, peer)) {
+        // Over its rate: a task writes the 429.
+        let first = First::Hit {
+            answer,
+            asker,
+            at: (start, took),
+            admit: Admit::Refused(wait),
+        };
+        return leave_fast(c, first);
+    }
+    let body: &[u8] = answer.body.as_deref().unwrap_or(&[]);
+    let head_len = c.b.out.len();
+    let written = match write_some(&c.stream, &c.b.out, body) {
+        Ok(n) => n,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+        Err(_) => return After::Close,
+    };
+    if written == head_len + body.len() {
+        let sent = (Outcome::Hit, answer.status, answer.body_len);
+        fastpath::answered(ctx, &asker, peer, sent, (start, took));
+        c.b.reuse(asker);
+        return After::Keep;
+    }
+    // The socket took part of it: a task writes the rest, waiting for room.
+    let mut answer = answer;
+    c.b.out.drain(..written.min(head_len));
+    if let Some(b) = answer.body.as_mut() {
+        b.advance(written.saturating_sub(head_len));
+    }
+    let first = First::Hit {
+        answer,
+        asker,
+        at: (start, took),
+        admit: Admit::Taken,
+    };
+    leave_fast(c, first)
+}
+
+/// The connection leaves for the fast path's task, owing `first`.
+fn leave_fast(c: &mut Conn, first: First) -> After {
+    After::Leave(To::Fast(Box::new(Start {
+        bufs: std::mem::replace(&mut c.b, Bufs::empty()),
+        first: Some(first),
+    })))
+}
+
+/// One non-blocking vectored write of a hit's head and body: what the socket took.
+fn write_some(stream: &TcpStream, head: &[u8], body: &[u8]) -> io::Result<usize> {
+    let parts = [IoSlice::new(head), IoSlice::new(body)];
+    let n = if body.is_empty() { 1 } else { 2 };
+    Ok(rustix::io::writev(stream, &parts[..n])?)
+}

@@ -1,0 +1,279 @@
+//! The hit loop (`http1::hit_loop`): idle cleartext connections and their hits
+//! served by one task per worker, and everything that would wait handed to a task
+//! of its own and back. Each attack on what the loop holds has its test here: a
+//! client that never reads, one that pipelines without end, one that trickles a head,
+//! and a shutdown with connections parked.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use quire_testkit::raw_h1::{exchange, parse_responses};
+use quire_testkit::*;
+
+fn get_req(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: site.test\r\nAccept-Encoding: gzip\r\n\r\n")
+}
+
+/// A connection to `addr` whose first request (a hit) was answered.
+fn connect_and_hit(addr: std::net::SocketAddr, path: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(get_req(path).as_bytes()).unwrap();
+    let r = read_response(&mut s).expect("an answer");
+    assert!(
+        r.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&r)
+    );
+    s
+}
+
+/// Reads until the server closes; how long that took, and whether anything came.
+fn until_closed(s: &mut TcpStream) -> (Duration, usize) {
+    let t = Instant::now();
+    let mut got = 0;
+    let mut b = [0u8; 4096];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return (t.elapsed(), got),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (t.elapsed(), got),
+            Err(e) => panic!("never closed: {e}"),
+        }
+    }
+}
+
+async fn cached(o: &Origin, q: &Quire, paths: &[(&str, usize)]) {
+    for &(p, len) in paths {
+        o.route(
+            p,
+            Route::ok(vec![b'x'; len], &[("cache-control", "max-age=600")]),
+        );
+        assert_eq!(get(q, p, &[]).await.status, 200);
+    }
+    settle(q).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_hits_are_answered_by_the_loop_with_the_connection_parked() {
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |_| {}).await;
+    cached(&o, &q, &[("/a", 100), ("/b", 2000)]).await;
+    let qa = q.addr;
+    let s = tokio::task::spawn_blocking(move || connect_and_hit(qa, "/a"))
+        .await
+        .unwrap();
+    assert!(
+        wait_for(|| q.ctx.metrics.parked() >= 1).await,
+        "never parked"
+    );
+    let hits = |mut s: TcpStream| {
+        let mut lens = Vec::new();
+        for p in ["/a", "/b", "/a", "/b"] {
+            s.write_all(get_req(p).as_bytes()).unwrap();
+            let r = read_response(&mut s).expect("an answer");
+            lens.push(parse_responses(&r, false)[0].2.len());
+        }
+        (lens, s)
+    };
+    // Once (a head new to the worker may be the service's: its first answer makes
+    // the codings it asks for), then again, counted.
+    let (lens, s) = tokio::task::spawn_blocking(move || hits(s)).await.unwrap();
+    assert_eq!(lens, vec![100, 2000, 100, 2000]);
+    settle(&q).await;
+    assert!(wait_for(|| q.ctx.metrics.parked() >= 1).await);
+    let handoffs = q.ctx.metrics.loop_handoffs();
+    let (lens, _s) = tokio::task::spawn_blocking(move || hits(s)).await.unwrap();
+    assert_eq!(lens, vec![100, 2000, 100, 2000]);
+    // All four were answered in the loop: the connection never left it.
+    assert_eq!(q.ctx.metrics.loop_handoffs(), handoffs);
+    assert!(q.ctx.metrics.parked() >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_longer_than_a_turn_is_answered_in_order() {
+    // A client pipelining without end cannot hold the loop: a turn answers at most
+    // PIPELINED_MAX heads and hands the rest to a task, in order.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |_| {}).await;
+    cached(&o, &q, &[("/a", 10), ("/b", 20)]).await;
+    let n = 100;
+    let reqs: String = (0..n)
+        .map(|i| get_req(if i % 2 == 0 { "/a" } else { "/b" }))
+        .collect();
+    let got = exchange(q.addr, reqs, n).await;
+    assert_eq!(got.len(), n);
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.0, 200);
+        assert_eq!(r.2.len(), if i % 2 == 0 { 10 } else { 20 }, "answer {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_is_dropped_and_others_hits_go_on() {
+    // Slow readers: a client pipelines hits of a large page and reads nothing. Its
+    // socket fills, the loop hands it to a task (which waits at most send_stall),
+    // and a reader on another connection keeps getting its hits meanwhile.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |c| {
+        c.limits.send_stall = quire_server::config::Secs(Duration::from_millis(500));
+    })
+    .await;
+    cached(&o, &q, &[("/big", 512 << 10), ("/a", 10)]).await;
+    let addr = q.addr;
+    let stalls_before = q.ctx.metrics.send_stalls().1;
+    let sink = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let reqs: String = (0..64).map(|_| get_req("/big")).collect();
+        s.write_all(reqs.as_bytes()).unwrap();
+        s // held open, never read
+    })
+    .await
+    .unwrap();
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for _ in 0..50 {
+            s.write_all(get_req("/a").as_bytes()).unwrap();
+            let r = read_response(&mut s).expect("the reader's hit");
+            assert!(r.starts_with(b"HTTP/1.1 200"));
+        }
+    });
+    reader.await.unwrap();
+    assert!(
+        wait_for(|| q.ctx.metrics.send_stalls().1 > stalls_before).await,
+        "the client that never reads was never dropped"
+    );
+    drop(sink);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_connection_closes_at_the_idle_limit_never_before() {
+    let o = Origin::start().await;
+    let idle = Duration::from_millis(400);
+    let q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(idle);
+    })
+    .await;
+    cached(&o, &q, &[("/a", 10)]).await;
+    let addr = q.addr;
+    let (waited, got) = tokio::task::spawn_blocking(move || {
+        let mut s = connect_and_hit(addr, "/a");
+        until_closed(&mut s)
+    })
+    .await
+    .unwrap();
+    assert_eq!(got, 0, "nothing after the answer");
+    assert!(
+        waited >= idle - Duration::from_millis(20),
+        "closed early: {waited:?}"
+    );
+    assert!(wait_for(|| q.ctx.metrics.parked() == 0).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_trickled_into_the_loop_is_bounded_by_the_idle_limit() {
+    // Slowloris on a parked connection: a byte of a head every 100 ms does not
+    // extend the wait; the connection closes at the idle limit.
+    let o = Origin::start().await;
+    let idle = Duration::from_millis(600);
+    let q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(idle);
+    })
+    .await;
+    cached(&o, &q, &[("/a", 10)]).await;
+    let addr = q.addr;
+    let closed_after = tokio::task::spawn_blocking(move || {
+        let mut s = connect_and_hit(addr, "/a");
+        s.set_nonblocking(true).unwrap();
+        let t = Instant::now();
+        let head = get_req("/a");
+        for &b in head.as_bytes().iter().cycle().take(400) {
+            if b == b'\n' {
+                continue; // never a complete head
+            }
+            if s.write_all(&[b]).is_err() {
+                return Some(t.elapsed());
+            }
+            let mut probe = [0u8; 64];
+            match s.read(&mut probe) {
+                Ok(0) => return Some(t.elapsed()),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Ok(_) => panic!("an answer to half a head"),
+                Err(_) => return Some(t.elapsed()),
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    })
+    .await
+    .unwrap();
+    let closed_after = closed_after.expect("the trickle kept the connection for 40 s");
+    assert!(
+        closed_after >= idle - Duration::from_millis(150),
+        "{closed_after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_parked_connections_and_the_drain_ends() {
+    let o = Origin::start().await;
+    let mut q = Quire::start(&o, |c| {
+        c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_secs(60));
+        c.limits.shutdown_grace = quire_server::config::Secs(Duration::from_secs(30));
+    })
+    .await;
+    cached(&o, &q, &[("/a", 10)]).await;
+    let addr = q.addr;
+    let mut parked: Vec<TcpStream> =
+        tokio::task::spawn_blocking(move || (0..8).map(|_| connect_and_hit(addr, "/a")).collect())
+            .await
+            .unwrap();
+    assert!(wait_for(|| q.ctx.metrics.parked() >= 8).await);
+    let t = Instant::now();
+    q.shutdown().await;
+    // Well inside the grace (30 s): the drain did not wait for the idle parked ones.
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    for s in &mut parked {
+        let (_, got) = until_closed(s);
+        assert_eq!(got, 0);
+    }
+    assert_eq!(q.ctx.metrics.parked(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_miss_leaves_the_loop_and_the_connection_comes_back() {
+    let o = Origin::start().await;
+    o.route("/m", Route::ok("M", &[("cache-control", "no-store")]));
+    let q = Quire::start(&o, |_| {}).await;
+    cached(&o, &q, &[("/a", 10)]).await;
+    let addr = q.addr;
+    let mut s = tokio::task::spawn_blocking(move || connect_and_hit(addr, "/a"))
+        .await
+        .unwrap();
+    assert!(wait_for(|| q.ctx.metrics.parked() >= 1).await);
+    let s = tokio::task::spawn_blocking(move || {
+        // Miss (the service, on a task), hit, miss, hit: each answered in order.
+        for (p, body) in [("/m", "M"), ("/a", ""), ("/m", "M")] {
+            s.write_all(get_req(p).as_bytes()).unwrap();
+            let r = read_response(&mut s).expect("an answer");
+            let got = parse_responses(&r, false);
+            assert_eq!(got[0].0, 200, "{p}");
+            if !body.is_empty() {
+                assert_eq!(got[0].2, body.as_bytes());
+            }
+        }
+        s
+    })
+    .await
+    .unwrap();
+    // Each miss left the loop; idle again after the task's answer, it came back.
+    assert!(q.ctx.metrics.loop_handoffs() >= 2);
+    assert!(
+        wait_for(|| q.ctx.metrics.parked() >= 1).await,
+        "never came back"
+    );
+    assert_eq!(o.hits("/m"), 2);
+    drop(s);
+}
