@@ -1,7 +1,11 @@
 //! The HTTP/1.1 fast path: fresh hits answered straight off the socket, without
 //! hyper.
 //!
-//! Each new connection starts here. Request heads are parsed with `httparse`
+//! A connection's hits are answered here, on its own task (a TLS connection, or a
+//! cleartext one a hit loop handed over: [`crate::http1::hit_loop`], which answers
+//! an idle cleartext connection's hits with this module's [`Bufs::fresh_hit`] and
+//! [`answered`], and takes the connection back once it is idle, [`Exit::Park`]).
+//! Request heads are parsed with `httparse`
 //! ([`crate::http1::head`]; a head this worker answered as a fresh hit before is not
 //! parsed again, [`crate::http1::repeat`]); a
 //! plain `GET`/`HEAD` that is a fresh hit (no body, no range or origin-bound

@@ -19,6 +19,13 @@
 //! ([`fastpath::Exit::Park`]). New cleartext connections start here (the server
 //! parks them as they are accepted).
 //!
+//! **Invalidations.** The loop keeps nothing of a response between requests: a
+//! connection holds only its buffers, and every hit asks the key version and the
+//! store again through the fast path's code (a repeat as in
+//! [`crate::http1::repeat`]), so a purge, an edit or a refill reaches the loop's
+//! next hit exactly as it reaches a task's (`tests/repeat.rs` races purges against
+//! keep-alive connections, which are the loop's).
+//!
 //! What a task per connection kept, the loop keeps:
 //! - **The idle limit** (`limits.client_idle_timeout`) bounds the wait for each head
 //!   from the moment the last answer was written (bytes trickling in do not extend
