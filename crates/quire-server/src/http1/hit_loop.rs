@@ -334,7 +334,8 @@ impl Set<'_> {
         self.ctx.metrics.record_parked(1);
     }
 
-    /// Serves every ready connection once; how many were ready.
+    /// Serves every ready connection once; how many were ready (0 only when the set
+    /// is known to have none: then its readiness may be cleared).
     fn turn(&mut self) -> usize {
         let mut events = [Event {
             flags: EventFlags::empty(),
@@ -342,7 +343,12 @@ impl Set<'_> {
         }; EVENTS];
         let n = match epoll::wait(self.ep, &mut events[..], Some(&ZERO)) {
             Ok(n) => n,
-            Err(_) => return 0,
+            // Not known to be empty: look again (readiness stays set).
+            Err(rustix::io::Errno::INTR) => return 1,
+            Err(e) => {
+                tracing::warn!(error = %e, "the hit loop's epoll set failed");
+                return 0;
+            }
         };
         for ev in &events[..n] {
             let i = ev.data.u64() as usize;
