@@ -394,39 +394,33 @@ impl Set<'_> {
 
     /// Closes the connections whose wait for a head passed the idle limit.
     fn sweep(&mut self) {
-        let now = Instant::now();
-        let late: Vec<usize> = self
-            .conns
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let c = c.as_ref()?;
-                (now.duration_since(c.idle_since) >= self.idle).then_some(i)
-            })
-            .collect();
-        for i in late {
-            drop(self.take(i));
-        }
+        let idle = self.idle;
+        self.close_where(|c, since| since >= idle);
     }
 
     /// Closes the connections idle (nothing read of a next head) for at least
     /// `min`; how many.
     fn close_idle(&mut self, min: Duration) -> usize {
+        self.close_where(|c, since| c.b.buf.is_empty() && since >= min)
+    }
+
+    /// Closes the connections `close` picks, given how long each has waited for
+    /// its next head; how many.
+    fn close_where(&mut self, close: impl Fn(&Conn, Duration) -> bool) -> usize {
         let now = Instant::now();
-        let idle: Vec<usize> = self
+        let picked: Vec<usize> = self
             .conns
             .iter()
             .enumerate()
             .filter_map(|(i, c)| {
                 let c = c.as_ref()?;
-                (c.b.buf.is_empty() && now.duration_since(c.idle_since) >= min).then_some(i)
+                close(c, now.duration_since(c.idle_since)).then_some(i)
             })
             .collect();
-        let n = idle.len();
-        for i in idle {
+        for &i in &picked {
             drop(self.take(i));
         }
-        n
+        picked.len()
     }
 }
 
