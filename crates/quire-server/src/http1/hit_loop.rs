@@ -395,7 +395,7 @@ impl Set<'_> {
     /// Closes the connections whose wait for a head passed the idle limit.
     fn sweep(&mut self) {
         let idle = self.idle;
-        self.close_where(|c, since| since >= idle);
+        self.close_where(|_, since| since >= idle);
     }
 
     /// Closes the connections idle (nothing read of a next head) for at least
