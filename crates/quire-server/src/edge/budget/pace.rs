@@ -266,20 +266,24 @@ mod tests {
         assert!(!p.paced(), "a share of 1 never paces");
     }
 
-    #[test]
-    fn the_rate_grows_to_twice_what_was_granted_at_most() {
+    /// An unpaced bucket that has granted `n` slots in its first tick.
+    fn granted(n: usize) -> Pace {
         let t0 = Instant::now();
         let mut p = Pace::new(t0);
-        for _ in 0..100 {
-            p.take(t0);
+        for _ in 0..n {
+            assert!(p.take(t0));
         }
+        p
+    }
+
+    #[test]
+    fn the_rate_grows_to_twice_what_was_granted_at_most() {
+        let mut p = granted(100);
         p.adjust(1.0, 0.5, true, DT, 1);
         assert_eq!(p.gauges().0, 2000.0);
         // Slot-bound: 10 grants a tick (400 a second) while the pace allows more.
         for _ in 0..10_000 {
-            for _ in 0..10 {
-                p.granted += 1;
-            }
+            p.granted += 10;
             p.adjust(0.1, 0.5, true, DT, 1);
             let r = p.gauges().0;
             assert!(r.is_finite() && r <= 2000.0 * 1.1, "{r}");
@@ -289,11 +293,7 @@ mod tests {
 
     #[test]
     fn one_tick_cuts_the_rate_by_half_at_most() {
-        let t0 = Instant::now();
-        let mut p = Pace::new(t0);
-        for _ in 0..1000 {
-            p.take(t0);
-        }
+        let mut p = granted(1000);
         p.adjust(1.0, 0.1, true, DT, 1);
         assert!((p.gauges().0 - 20_000.0).abs() < 1.0, "{}", p.gauges().0);
     }
