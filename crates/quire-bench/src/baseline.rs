@@ -737,6 +737,7 @@ impl Engine for FileStore {
             index_bytes: 0,
             tag_index_bytes: 0,
             ram_bytes: 0,
+            huge_pages: false,
         }
     }
 

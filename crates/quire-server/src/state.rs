@@ -66,6 +66,7 @@ fn open_store(cfg: &Config) -> Result<Store, StartError> {
         admission: cfg.cache.admission,
         ram_tier_bytes: cfg.cache.ram_tier.0,
         residency: cfg.cache.residency.into(),
+        huge_pages: cfg.cache.huge_pages.into(),
         ..Options::default()
     };
     Store::open(&cfg.cache.path, cfg.cache.size.0, options).map_err(|source| StartError::Store {

@@ -84,6 +84,8 @@ pub struct Stats {
     pub tag_index_bytes: u64,
     /// Bytes held by the RAM tier.
     pub ram_bytes: u64,
+    /// Whether the volume's mapping asks for 2 MiB pages (`HugePages`).
+    pub huge_pages: bool,
 }
 
 /// A storage engine: see the module doc for the contract.

@@ -31,6 +31,8 @@ pub struct Options {
     /// When [`crate::Store::get_resident`] checks that an entry is in memory before
     /// reading it (see `crate::residency`).
     pub residency: crate::residency::Residency,
+    /// Whether the volume's mapping asks for 2 MiB pages (see `crate::huge_pages`).
+    pub huge_pages: crate::huge_pages::HugePages,
 }
 
 impl Default for Options {
@@ -43,6 +45,7 @@ impl Default for Options {
             carry_share: 0.5,
             verify_reads: false,
             residency: crate::residency::Residency::Auto,
+            huge_pages: crate::huge_pages::HugePages::Auto,
         }
     }
 }

@@ -99,17 +99,16 @@ pub(crate) struct Recovered {
     pub(crate) space: SpaceInit,
 }
 
-/// Writes a fresh header and erases every region header: an empty volume.
+/// Writes a fresh header on a volume `Volume::open` has just emptied: an empty
+/// volume. Its region headers are not written: the file was truncated to nothing and
+/// extended, so they read as zeros, which is a free region. (Writing them would fault
+/// in and dirty a page per region, a 2 MiB folio with `crate::huge_pages`, and write
+/// it back: the whole volume, once.)
 pub(crate) fn format(volume: &Volume, header: &VolumeHeader) -> Result<Recovered> {
     let mut h = [0u8; 64];
     header.encode(&mut h);
     // SAFETY: the store is not built yet; this thread is the only one with the volume.
-    unsafe {
-        volume.write(0, &h);
-        for r in 0..header.region_count {
-            volume.write(header.region_start(r), &[0u8; REGION_HEADER_BYTES as usize]);
-        }
-    }
+    unsafe { volume.write(0, &h) };
     volume.flush()?;
     Ok(Recovered {
         index: Index::new(),

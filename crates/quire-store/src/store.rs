@@ -116,7 +116,17 @@ impl Store {
         let probe = recovery::probe(path, &header)?;
         let usable = matches!(probe, Probe::Usable { .. });
         let used = header.region_start(header.region_count);
-        let (volume, wiped) = Volume::open(path, cap_bytes, used, !usable)?;
+        let (mut volume, wiped) = Volume::open(path, cap_bytes, used, !usable)?;
+        // Before the scan or format touches a page, so every folio they bring in is
+        // already of the size the hits will read.
+        let memory = crate::huge_pages::memory_limit();
+        let huge_pages = options.huge_pages.wanted(cap_bytes, memory) && volume.advise_huge();
+        tracing::info!(
+            path = %path.display(),
+            huge_pages,
+            memory_limit = memory,
+            "volume mapped"
+        );
         let mut report = OpenReport::default();
         let recovered = match probe {
             Probe::Usable { clean } if !wiped => {
@@ -134,6 +144,9 @@ impl Store {
                     tracing::warn!(path = %path.display(), reason = %why, "volume unusable: starting cold");
                 }
                 report.cold_start = Some(why);
+                // Only an emptied file may be formatted: format leaves the region
+                // headers as the zeros the truncation made.
+                assert!(wiped, "formatting a volume that was not emptied");
                 recovery::format(&volume, &header)?
             }
         };
@@ -144,7 +157,8 @@ impl Store {
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
         report.entries = recovered.index.len();
 
-        let shared = Shared::new(volume, header, recovered, options, object_bytes_max);
+        let mut shared = Shared::new(volume, header, recovered, options, object_bytes_max);
+        shared.huge_pages = huge_pages;
         Ok((
             Store {
                 shared: Arc::new(shared),
@@ -575,6 +589,7 @@ impl Engine for Store {
             index_bytes: s.index.bytes(),
             tag_index_bytes: s.lock_tags().bytes(),
             ram_bytes: s.ram.as_ref().map_or(0, RamTier::bytes),
+            huge_pages: s.huge_pages,
         }
     }
 

@@ -33,6 +33,8 @@ pub(crate) struct Volume {
     file: File,
     map: MmapRaw,
     len: u64,
+    /// Whether the mapping asked for 2 MiB pages ([`Volume::advise_huge`]).
+    huge: bool,
 }
 
 impl Volume {
@@ -119,6 +121,7 @@ impl Volume {
                 file,
                 map,
                 len,
+                huge: false,
             },
             fresh,
         ))
@@ -131,6 +134,13 @@ impl Volume {
 
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
+    }
+
+    /// Asks the kernel to back the mapping with 2 MiB pages where the filesystem can
+    /// (`crate::huge_pages`); `false` if it refused the advice.
+    pub(crate) fn advise_huge(&mut self) -> bool {
+        self.huge = self.map.advise(memmap2::Advice::HugePage).is_ok();
+        self.huge
     }
 
     /// The mapping's address and length (bytes at `addr + off` are the file's bytes
@@ -296,7 +306,16 @@ impl Volume {
     /// Drops `[off, off+len)` from memory (written back first), as memory pressure
     /// would: for tests and benchmarks of cold reads. The caller holds no borrow of
     /// those bytes across this call.
+    /// With huge pages, the whole 2 MiB folios around the range go, as pressure
+    /// takes them (the kernel does not evict part of a folio).
     pub(crate) fn page_out(&self, off: u64, len: u64) -> Result<()> {
+        let (off, len) = if self.huge {
+            let start = off - off % HUGE_PAGE_BYTES;
+            let end = (off + len).div_ceil(HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES;
+            (start, end.min(self.len) - start)
+        } else {
+            (off, len)
+        };
         self.flush_range(off, len)?;
         let (at, span) = self.pages_of(off, len);
         let io = |e| StoreError::io(format!("paging out {}", self.path.display()), e);
@@ -333,6 +352,9 @@ fn punch_tail(file: &File, used: u64, len: u64) {
         let _ = rustix::fs::fallocate(file, flags, used, len - used);
     }
 }
+
+/// The size of a huge page (a PMD's span on x86-64 and arm64 with 4 KiB pages).
+const HUGE_PAGE_BYTES: u64 = 2 << 20;
 
 /// The system's page size.
 fn page_bytes() -> u64 {

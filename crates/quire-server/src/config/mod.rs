@@ -333,6 +333,34 @@ pub struct CacheConfig {
     /// the process has had major page faults lately: a volume bigger than the
     /// memory it may use), `always` or `never`.
     pub residency: Residency,
+    /// Whether the volume's mapping asks the kernel for 2 MiB pages, which makes a
+    /// hit's copy into the socket cheaper where the filesystem has large folios:
+    /// `auto` (when the volume is at most half of the memory the process may use),
+    /// `always` or `never`.
+    pub huge_pages: HugePages,
+}
+
+/// `cache.huge_pages`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HugePages {
+    /// When the volume fits in memory twice over.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl From<HugePages> for quire_store::HugePages {
+    fn from(h: HugePages) -> Self {
+        match h {
+            HugePages::Auto => quire_store::HugePages::Auto,
+            HugePages::Always => quire_store::HugePages::Always,
+            HugePages::Never => quire_store::HugePages::Never,
+        }
+    }
 }
 
 /// `cache.residency`.
@@ -366,6 +394,7 @@ impl Default for CacheConfig {
             ram_tier: ByteSize(0),
             admission: true,
             residency: Residency::Auto,
+            huge_pages: HugePages::Auto,
         }
     }
 }

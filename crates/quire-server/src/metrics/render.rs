@@ -327,7 +327,7 @@ fn write_store(out: &mut String, s: &Stats) -> fmt::Result {
     for (name, help, v) in counters {
         counter(out, name, help, v)?;
     }
-    let gauges: [(&str, &str, u64); 7] = [
+    let gauges: [(&str, &str, u64); 8] = [
         (
             "quire_store_bytes_used",
             "Bytes the store occupies for data.",
@@ -358,6 +358,11 @@ fn write_store(out: &mut String, s: &Stats) -> fmt::Result {
             "quire_store_ram_bytes",
             "Bytes held by the RAM tier.",
             s.ram_bytes,
+        ),
+        (
+            "quire_store_huge_pages",
+            "1 when the volume's mapping asks for 2 MiB pages (cache.huge_pages).",
+            u64::from(s.huge_pages),
         ),
     ];
     for (name, help, v) in gauges {

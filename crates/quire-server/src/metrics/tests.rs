@@ -334,6 +334,7 @@ fn render_is_well_formed() {
         index_bytes: 12,
         tag_index_bytes: 13,
         ram_bytes: 14,
+        huge_pages: true,
     };
     let t = m.render(&store, Duration::from_millis(1500));
     assert!(t.ends_with('\n'));
@@ -428,11 +429,12 @@ fn render_is_well_formed() {
         "quire_store_index_bytes",
         "quire_store_tag_index_bytes",
         "quire_store_ram_bytes",
+        "quire_store_huge_pages",
         "quire_request_duration_seconds",
     ] {
         assert!(sampled.contains(name), "missing family {name}");
     }
-    assert_eq!(types.len(), 44);
+    assert_eq!(types.len(), 45);
 
     for line in [
         "quire_store_hits_total 1",
@@ -449,6 +451,7 @@ fn render_is_well_formed() {
         "quire_store_index_bytes 12",
         "quire_store_tag_index_bytes 13",
         "quire_store_ram_bytes 14",
+        "quire_store_huge_pages 1",
         "quire_uptime_seconds 1.5",
         "# TYPE quire_origin_request_duration_seconds histogram",
         "# TYPE quire_hit_ratio gauge",
