@@ -432,7 +432,10 @@ fn expect_cold(path: &Path, cap: u64, opts: Options, ctx: &str) {
     assert!(report.cold_start.is_none(), "{ctx}: reopened: {report:?}");
     assert_eq!(report.entries, 1, "{ctx}: reopened: {report:?}");
     for k in 1..KEYS {
-        assert!(store.get(&key_bytes(k)).is_none(), "{ctx}: reopened: stale key {k}");
+        assert!(
+            store.get(&key_bytes(k)).is_none(),
+            "{ctx}: reopened: stale key {k}"
+        );
     }
     store.close().unwrap();
 }

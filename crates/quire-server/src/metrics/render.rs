@@ -327,6 +327,11 @@ fn write_store(out: &mut String, s: &Stats) -> fmt::Result {
     for (name, help, v) in counters {
         counter(out, name, help, v)?;
     }
+    write_store_gauges(out, s)
+}
+
+/// The store's gauges: space, entries, the indexes' RAM, the RAM tier, huge pages.
+fn write_store_gauges(out: &mut String, s: &Stats) -> fmt::Result {
     let gauges: [(&str, &str, u64); 8] = [
         (
             "quire_store_bytes_used",
