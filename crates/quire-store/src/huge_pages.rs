@@ -173,6 +173,31 @@ mod tests {
         );
     }
 
+    /// The store says which it did: never when told never, and always when told
+    /// always wherever the kernel has transparent huge pages to ask for; the volume
+    /// reads back what was written either way.
+    #[test]
+    fn the_store_asks_as_told_and_reads_back_its_entries() {
+        use crate::{Engine as _, EntryRef as _, Options, Store};
+        let thp = Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+        for (mode, want) in [(HugePages::Never, false), (HugePages::Always, thp)] {
+            let dir = tempfile::tempdir().unwrap();
+            let options = Options {
+                huge_pages: mode,
+                ..Options::default()
+            };
+            let path = dir.path().join("v");
+            let store = Store::open(&path, 16 << 20, options.clone()).unwrap();
+            assert_eq!(store.stats().huge_pages, want, "{mode:?}");
+            let body = vec![7u8; 100_000];
+            store.put(b"k", b"meta", &body, &[]).unwrap();
+            store.close().unwrap();
+            let store = Store::open(&path, 16 << 20, options).unwrap();
+            let h = store.get(b"k").expect("kept across a reopen");
+            assert_eq!((h.meta(), h.body()), (&b"meta"[..], &body[..]), "{mode:?}");
+        }
+    }
+
     /// On this machine the limit is some positive number no larger than `MemTotal`.
     #[test]
     fn the_memory_limit_is_at_most_the_machine_s() {
