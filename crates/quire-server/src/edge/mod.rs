@@ -12,7 +12,8 @@
 //! ([`sendfile`]); what quire adds around HTTP/2 ([`h2conn`]).
 //!
 //! All of the crate's `unsafe` is on this floor, in two files: [`sys`] (the socket
-//! calls with no safe form, and the hit loop's epoll set handed to tokio) and [`inherit`] (owning a descriptor handed over by
+//! calls with no safe form, the hit loop's epoll set handed to tokio, and a cache
+//! prefetch hint for repeat hits) and [`inherit`] (owning a descriptor handed over by
 //! number). The crate root denies `unsafe_code`; only those two modules are let off.
 
 pub(crate) mod budget;
@@ -32,7 +33,7 @@ pub(crate) mod sendfile;
 pub(crate) mod stall;
 #[expect(
     unsafe_code,
-    reason = "the socket calls with no safe form, and an epoll set handed to tokio; see the module doc"
+    reason = "the socket calls with no safe form, an epoll set handed to tokio, a prefetch hint; see the module doc"
 )]
 pub(crate) mod sys;
 pub mod tls;

@@ -1,4 +1,5 @@
-//! Three socket calls with no safe form in rustix, and one registration with tokio: one of the server's two files with
+//! Three socket calls with no safe form in rustix, one registration with tokio and a
+//! CPU hint: one of the server's two files with
 //! `unsafe` code, both on the edge floor (the other, `crate::edge::inherit`, owns the
 //! descriptors handed over at exec). Everything else in the crate is checked by
 //! `#![deny(unsafe_code)]`; these two modules are the named exceptions
@@ -13,6 +14,9 @@
 //! - [`epoll_set`]: a new epoll set, watched by tokio's reactor (the hit loop's,
 //!   see [`crate::http1::hit_loop`]); tokio's registration is `unsafe` because it
 //!   cannot check that the descriptor stays the same, which an owned one does.
+//! - [`prefetch`]: asks the CPU to load cache lines ahead of use (a repeat hit's
+//!   recipe, see [`crate::http1::repeat`]); the intrinsic is `unsafe` only because
+//!   it needs SSE, which every x86-64 CPU has.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -46,6 +50,21 @@ pub(crate) fn recv_into_spare(sock: impl AsFd, buf: &mut BytesMut) -> io::Result
     // lie within the allocation (`got <= room`, asserted above).
     unsafe { buf.set_len(buf.len() + got) };
     Ok((got, room))
+}
+
+/// A hint to the CPU to load the cache lines of `len` bytes at `at` (at most 8
+/// lines; see `crate::http1::repeat`): nothing is read, no address faults.
+pub(crate) fn prefetch(at: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..len.min(8 * 64)).step_by(64) {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: `prefetcht0` needs SSE, which every x86-64 CPU has; it reads no
+        // memory the program sees and never faults, whatever the address (one out
+        // of bounds is ignored), so no pointer here has to be valid.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, len);
 }
 
 /// Whether `SIOCOUTQ` is known here: Linux, where it equals `TIOCOUTQ` (0x5411) on
