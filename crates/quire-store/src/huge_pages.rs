@@ -27,6 +27,26 @@
 
 use std::path::Path;
 
+/// Lets go of what the recovery scan brought into memory for the regions it found
+/// free. The scan reads every region's header through the mapping, and with huge
+/// pages each read brings in the header's whole 2 MiB folio: measured on a restarted
+/// 1 GiB volume holding 1.5 MB of entries, 256 MB of page cache for its 128 regions
+/// (`Pss_File`), against 14 MB before the restart. Those bytes are clean (the scan
+/// only reads), so they are dropped, not written; a writer that opens the region
+/// later brings its pages in again. Where a folio also holds a neighbour's bytes,
+/// those are dropped too and read again when asked for. Errors are ignored: this
+/// only returns memory.
+pub(crate) fn release_free_regions(
+    volume: &crate::volume::Volume,
+    header: &crate::layout::VolumeHeader,
+    free: &[u32],
+) {
+    for &r in free {
+        let at = header.region_start(r);
+        let _ = volume.page_out(at, crate::layout::REGION_HEADER_BYTES);
+    }
+}
+
 /// Whether the volume's mapping asks for 2 MiB pages (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HugePages {
@@ -196,6 +216,38 @@ mod tests {
             let h = store.get(b"k").expect("kept across a reopen");
             assert_eq!((h.meta(), h.body()), (&b"meta"[..], &body[..]), "{mode:?}");
         }
+    }
+
+    /// Reopened with huge pages, a volume keeps none of its free regions' headers in
+    /// memory (the scan's 2 MiB each are let go), and its entry still reads back.
+    #[test]
+    fn a_reopened_volume_lets_its_free_regions_go() {
+        use crate::{Engine as _, EntryRef as _, Options, Store};
+        if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v");
+        let options = Options {
+            huge_pages: HugePages::Always,
+            region_bytes: Some(4 << 20),
+            ..Options::default()
+        };
+        let store = Store::open(&path, 64 << 20, options.clone()).unwrap();
+        store.put(b"k", b"m", &[1u8; 5000], &[]).unwrap();
+        store.close().unwrap();
+        let store = Store::open(&path, 64 << 20, options).unwrap();
+        let s = store.shared();
+        let free: Vec<u32> = (0..s.header.region_count)
+            .filter(|&r| !s.volume.resident(s.header.region_start(r), 64))
+            .collect();
+        assert!(
+            free.len() + 1 >= s.header.region_count as usize,
+            "only the entry's region may stay in memory: {} of {} left",
+            free.len(),
+            s.header.region_count
+        );
+        assert_eq!(store.get(b"k").expect("kept").body(), &[1u8; 5000][..]);
     }
 
     /// On this machine the limit is some positive number no larger than `MemTotal`.

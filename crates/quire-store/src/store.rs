@@ -155,6 +155,9 @@ impl Store {
             .header_word(layout::VOLUME_CLEAN_AT)
             .store(0, Ordering::SeqCst);
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
+        if huge_pages && !wiped {
+            crate::huge_pages::release_free_regions(&volume, &header, &recovered.space.free);
+        }
         report.entries = recovered.index.len();
 
         let mut shared = Shared::new(volume, header, recovered, options, object_bytes_max);
@@ -311,6 +314,12 @@ impl Store {
                 .is_none_or(|(h, off)| s.volume.resident(off, h.stride()));
         s.regions.unpin(loc.region);
         resident
+    }
+
+    /// The store's state, for the crate's own tests.
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Drops `key`'s entry from memory as pressure would (tests of cold reads).
