@@ -7,7 +7,7 @@
 //! page tables: in a profile of quire proxy at saturation that copy was 1.42x the
 //! same copy from the heap's huge pages (`bench http --peer floor-corpus`). Asked
 //! for huge pages (`madvise(MADV_HUGEPAGE)`), a filesystem with large folios (ext4
-//! and xfs since Linux 6.16, tmpfs mounted `huge=`) reads the volume in 2 MiB folios
+//! since Linux 6.16, xfs before it, tmpfs mounted `huge=`) reads the volume in 2 MiB folios
 //! and maps them whole; the copy then cost what the heap's did, and a hit about 6 %
 //! less CPU (`docs/performance.md`, "A hit against the machine's floor"). Where the
 //! filesystem or kernel cannot, the advice does nothing.
