@@ -18,7 +18,9 @@
 //!   the volume tends to be resident whole (clean page cache, which the kernel may
 //!   drop), and under memory pressure the hot set is kept and lost 2 MiB at a time. A
 //!   volume bigger than the memory the process may use is the case `crate::residency`
-//!   handles, and there huge pages would make every cold read read 2 MiB.
+//!   handles, and there huge pages would make every cold read read 2 MiB. A restart's
+//!   scan reads every region's header, so the free regions' folios are let go after
+//!   it ([`release_free_regions`]).
 //! - **Writes**: a write through the mapping marks its whole folio dirty, so writeback
 //!   writes 2 MiB for a small entry, a flags update or a region header. Puts append
 //!   within a region, so a folio is filled by consecutive puts and written back a few
