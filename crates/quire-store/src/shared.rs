@@ -50,8 +50,6 @@ pub(crate) struct Shared {
     pub(crate) abandoned: AtomicBool,
     /// Whether lookups check residency now (`crate::residency`).
     pub(crate) pressure: std::sync::Arc<crate::residency::Pressure>,
-    /// Whether the mapping asked for 2 MiB pages (`crate::huge_pages`).
-    pub(crate) huge_pages: bool,
 }
 
 impl Shared {
@@ -73,7 +71,6 @@ impl Shared {
             boundary: Boundary::default(),
             ram: (options.ram_tier_bytes > 0).then(|| RamTier::new(options.ram_tier_bytes)),
             pressure: crate::residency::Pressure::start(options.residency),
-            huge_pages: false,
             options,
             object_bytes_max,
             space: Space::new(recovered.space),

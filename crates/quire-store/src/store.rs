@@ -120,7 +120,8 @@ impl Store {
         // Before the scan or format touches a page, so every folio they bring in is
         // already of the size the hits will read.
         let memory = crate::huge_pages::memory_limit();
-        let huge_pages = options.huge_pages.wanted(cap_bytes, memory) && volume.advise_huge();
+        let huge_pages = options.huge_pages.wanted(cap_bytes, memory)
+            && volume.advise_huge(crate::huge_pages::huge_page_bytes());
         tracing::info!(
             path = %path.display(),
             huge_pages,
@@ -155,13 +156,12 @@ impl Store {
             .header_word(layout::VOLUME_CLEAN_AT)
             .store(0, Ordering::SeqCst);
         volume.flush_range(0, VOLUME_HEADER_BYTES)?;
-        if huge_pages && !wiped {
+        if !wiped {
             crate::huge_pages::release_free_regions(&volume, &header, &recovered.space.free);
         }
         report.entries = recovered.index.len();
 
-        let mut shared = Shared::new(volume, header, recovered, options, object_bytes_max);
-        shared.huge_pages = huge_pages;
+        let shared = Shared::new(volume, header, recovered, options, object_bytes_max);
         Ok((
             Store {
                 shared: Arc::new(shared),
@@ -598,7 +598,7 @@ impl Engine for Store {
             index_bytes: s.index.bytes(),
             tag_index_bytes: s.lock_tags().bytes(),
             ram_bytes: s.ram.as_ref().map_or(0, RamTier::bytes),
-            huge_pages: s.huge_pages,
+            huge_pages: s.volume.huge().is_some(),
         }
     }
 

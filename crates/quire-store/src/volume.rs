@@ -33,8 +33,8 @@ pub(crate) struct Volume {
     file: File,
     map: MmapRaw,
     len: u64,
-    /// Whether the mapping asked for 2 MiB pages ([`Volume::advise_huge`]).
-    huge: bool,
+    /// The huge page's size when the mapping asked for them ([`Volume::advise_huge`]).
+    huge: Option<u64>,
 }
 
 impl Volume {
@@ -121,7 +121,7 @@ impl Volume {
                 file,
                 map,
                 len,
-                huge: false,
+                huge: None,
             },
             fresh,
         ))
@@ -136,10 +136,17 @@ impl Volume {
         self.file.as_fd()
     }
 
-    /// Asks the kernel to back the mapping with 2 MiB pages where the filesystem can
-    /// (`crate::huge_pages`); `false` if it refused the advice.
-    pub(crate) fn advise_huge(&mut self) -> bool {
-        self.huge = self.map.advise(memmap2::Advice::HugePage).is_ok();
+    /// Asks the kernel to back the mapping with huge pages of `size` bytes where the
+    /// filesystem can; `false` if it refused the advice. (Whether to ask is the
+    /// store's to decide, by its huge-pages module.)
+    pub(crate) fn advise_huge(&mut self, size: u64) -> bool {
+        let asked = self.map.advise(memmap2::Advice::HugePage).is_ok();
+        self.huge = asked.then_some(size);
+        asked
+    }
+
+    /// The huge page's size, when the mapping asked for huge pages.
+    pub(crate) fn huge(&self) -> Option<u64> {
         self.huge
     }
 
@@ -304,17 +311,19 @@ impl Volume {
     }
 
     /// Drops `[off, off+len)` from memory (written back first), as memory pressure
-    /// would: for tests and benchmarks of cold reads. The caller holds no borrow of
-    /// those bytes across this call.
-    /// With huge pages, the whole 2 MiB folios around the range go, as pressure
-    /// takes them (the kernel does not evict part of a folio).
+    /// would: for tests and benchmarks of cold reads, and for the free regions after
+    /// a restart's scan (by the store's huge-pages module). The caller holds
+    /// no borrow of those bytes across this call. With huge pages, the whole huge
+    /// pages around the range go, as pressure takes them (the kernel does not evict
+    /// part of a folio).
     pub(crate) fn page_out(&self, off: u64, len: u64) -> Result<()> {
-        let (off, len) = if self.huge {
-            let start = off - off % HUGE_PAGE_BYTES;
-            let end = (off + len).div_ceil(HUGE_PAGE_BYTES) * HUGE_PAGE_BYTES;
-            (start, end.min(self.len) - start)
-        } else {
-            (off, len)
+        let (off, len) = match self.huge {
+            Some(huge) => {
+                let start = off - off % huge;
+                let end = (off + len).div_ceil(huge) * huge;
+                (start, end.min(self.len) - start)
+            }
+            None => (off, len),
         };
         self.flush_range(off, len)?;
         let (at, span) = self.pages_of(off, len);
@@ -352,9 +361,6 @@ fn punch_tail(file: &File, used: u64, len: u64) {
         let _ = rustix::fs::fallocate(file, flags, used, len - used);
     }
 }
-
-/// The size of a huge page (a PMD's span on x86-64 and arm64 with 4 KiB pages).
-const HUGE_PAGE_BYTES: u64 = 2 << 20;
 
 /// The system's page size.
 fn page_bytes() -> u64 {
