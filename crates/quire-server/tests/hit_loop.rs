@@ -305,3 +305,82 @@ async fn a_miss_leaves_the_loop_and_the_connection_comes_back() {
     assert_eq!(o.hits("/m"), 2);
     drop(s);
 }
+
+/// Reads from `s` until `n` whole responses have come or the server closes; the
+/// responses read.
+fn responses(s: &mut TcpStream, n: usize) -> Vec<quire_testkit::raw_h1::Raw> {
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        let parsed = parse_responses(&got, false);
+        if parsed.len() >= n {
+            return parsed;
+        }
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => return parsed,
+            Ok(k) => got.extend_from_slice(&b[..k]),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_ready_in_one_turn_are_each_answered_as_if_alone() {
+    // A turn reads every ready connection before it answers any (so that their
+    // lookups' cache misses overlap): what each read found must stay with its own
+    // connection. Connections that ask for different pages, pipeline two, end, end
+    // in the middle of a head or send half a head all become ready at once; each
+    // page has its own length, so an answer given to the wrong connection shows.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |c| c.limits.connections_per_client = 1000).await;
+    let pages: Vec<(String, usize)> = (0..10).map(|i| (format!("/p{i}"), 10 + 7 * i)).collect();
+    let paths: Vec<(&str, usize)> = pages.iter().map(|(p, n)| (p.as_str(), *n)).collect();
+    cached(&o, &q, &paths).await;
+    let addr = q.addr;
+    tokio::task::spawn_blocking(move || {
+        let page = |j: usize| &pages[j % pages.len()];
+        let mut conns: Vec<TcpStream> = (0..200)
+            .map(|j| connect_and_hit(addr, &page(j).0))
+            .collect();
+        // Every connection parked and idle; now all at once.
+        for (j, s) in conns.iter_mut().enumerate() {
+            let ask = get_req(&page(j).0);
+            match j % 5 {
+                0 => s.write_all(ask.as_bytes()).unwrap(),
+                1 => s
+                    .write_all((ask + &get_req(&page(j + 1).0)).as_bytes())
+                    .unwrap(),
+                2 => {
+                    s.write_all(&ask.as_bytes()[..12]).unwrap();
+                    s.shutdown(std::net::Shutdown::Write).unwrap();
+                }
+                3 => s.shutdown(std::net::Shutdown::Write).unwrap(),
+                _ => s.write_all(&ask.as_bytes()[..12]).unwrap(),
+            }
+        }
+        for (j, s) in conns.iter_mut().enumerate() {
+            if j % 5 == 4 {
+                s.write_all(&get_req(&page(j).0).as_bytes()[12..]).unwrap();
+            }
+        }
+        for (j, s) in conns.iter_mut().enumerate() {
+            let (want, asked): (Vec<usize>, usize) = match j % 5 {
+                1 => (vec![page(j).1, page(j + 1).1], 2),
+                0 | 4 => (vec![page(j).1], 1),
+                // Ended: no page, and the connection closes.
+                _ => (vec![], 1),
+            };
+            let got = responses(s, asked);
+            let ok: Vec<usize> = got
+                .iter()
+                .filter(|r| r.0 == 200)
+                .map(|r| r.2.len())
+                .collect();
+            assert_eq!(ok, want, "connection {j} (kind {})", j % 5);
+            if want.is_empty() {
+                assert_eq!(until_closed(s).1, 0, "connection {j} closed");
+            }
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -223,10 +223,7 @@ fn after_chunk_size(line: &[u8]) -> State {
 }
 
 fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
-    buf.get(from..)?
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|p| from + p + 4)
+    crate::edge::wire::head_end(buf.get(from..)?).map(|end| from + end)
 }
 
 enum Judgement {

@@ -13,6 +13,8 @@
 //! Both wait for a full socket at most `limits.send_stall` without a byte taken: a
 //! client that stops reading cannot hold a response (and the store region its body
 //! is pinned in), while one that reads slowly is served to the end.
+//!
+//! Every reader of request heads finds where one ends by [`head_end`].
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -298,4 +300,38 @@ pub(crate) async fn write_all_with(
         }
     }
     Ok(())
+}
+
+/// The end of the first request head in `b` (after its blank line). Leading empty
+/// lines are not skipped here: such a request fails to parse and goes to hyper.
+pub(crate) fn head_end(b: &[u8]) -> Option<usize> {
+    // (A finder made once: by `memchr`'s vector search, a browser's head of half a
+    // kilobyte is scanned several times faster than byte by byte.)
+    static BLANK_LINE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
+    BLANK_LINE.find(b).map(|p| p + 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_end;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn a_head_ends_after_its_first_blank_line_as_a_byte_by_byte_scan_finds() {
+        // The model: the plain scan `head_end` replaced, on buffers of every length up
+        // to a browser's head, made mostly of the bytes a blank line is made of.
+        let model = |b: &[u8]| b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..20_000 {
+            let len = rng.random_range(0..600);
+            let b: Vec<u8> = (0..len)
+                .map(|_| b"\r\n\r\nab"[rng.random_range(0..6)])
+                .collect();
+            assert_eq!(head_end(&b), model(&b), "{:?}", String::from_utf8_lossy(&b));
+        }
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
+        assert_eq!(head_end(head), Some(27));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r"), None);
+    }
 }

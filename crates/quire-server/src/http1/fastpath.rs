@@ -48,7 +48,7 @@ use tokio::net::TcpStream;
 use crate::edge::client::Peer;
 use crate::edge::rate_limit::Class;
 use crate::edge::sendfile::Volume;
-use crate::edge::wire::Wire;
+use crate::edge::wire::{head_end, Wire};
 use crate::http1::fresh::{self, Answer};
 use crate::http1::h1;
 use crate::http1::head::{parse, Plain};
@@ -720,12 +720,6 @@ fn rejoin(head: &[u8], rest: &[u8]) -> Bytes {
     all.extend_from_slice(head);
     all.extend_from_slice(rest);
     all.freeze()
-}
-
-/// The end of the first request head in `b` (after its blank line). Leading empty
-/// lines are not skipped here: such a request fails to parse and goes to hyper.
-pub(crate) fn head_end(b: &[u8]) -> Option<usize> {
-    b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
 /// Writes a hit's head and body (see [`Wire::write_all`]); `true` when the body

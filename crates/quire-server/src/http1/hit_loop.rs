@@ -54,7 +54,9 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 
 use crate::edge::client::Peer;
 use crate::edge::conns::{Admitted, REAP_IDLE_MIN};
+use crate::edge::wire::head_end;
 use crate::http1::fastpath::{self, Admit, Bufs, First, Fresh, Start};
+use crate::http1::repeat;
 use crate::metrics::Outcome;
 use crate::state::Ctx;
 
@@ -336,6 +338,16 @@ impl Set<'_> {
 
     /// Serves every ready connection once; how many were ready (0 only when the set
     /// is known to have none: then its readiness may be cleared).
+    ///
+    /// In passes over the ready connections, so that the cache misses of one
+    /// connection's repeat overlap with the others' work instead of following one
+    /// another: each is read, and its head's recipe set asked of the CPU
+    /// ([`repeat::prefetch_set`]); then the recipes in those sets
+    /// ([`repeat::prefetch_recipes`]); then what those recipes point at
+    /// ([`repeat::prefetch_recipe_reads`]); then each is answered. (The recipes
+    /// of a few thousand pages do not stay in the CPU's caches between two
+    /// requests for the same page, and a repeat's reads depend on one another:
+    /// the set, then the recipe, then what the recipe points at.)
     fn turn(&mut self) -> usize {
         let mut events = [Event {
             flags: EventFlags::empty(),
@@ -350,12 +362,42 @@ impl Set<'_> {
                 return 0;
             }
         };
-        for ev in &events[..n] {
+        let events = &events[..n];
+        let mut got = [Got::Gone; EVENTS];
+        let mut ends = [None; EVENTS];
+        let mut hashes = [None; EVENTS];
+        let policy = self.ctx.peek();
+        for (k, ev) in events.iter().enumerate() {
+            let Some(Some(c)) = self.conns.get_mut(ev.data.u64() as usize) else {
+                continue;
+            };
+            got[k] = receive(c);
+            if got[k] == Got::Bytes {
+                ends[k] = head_end(&c.b.buf);
+                let head = ends[k].map(|end| &c.b.buf[..end]);
+                hashes[k] = head.and_then(|h| repeat::prefetch_set(h, c.peer, &policy));
+            }
+        }
+        drop(policy);
+        for hash in hashes[..n].iter().flatten() {
+            repeat::prefetch_recipes(*hash);
+        }
+        for hash in hashes[..n].iter().flatten() {
+            repeat::prefetch_recipe_reads(*hash);
+        }
+        for (k, ev) in events.iter().enumerate() {
             let i = ev.data.u64() as usize;
             let Some(Some(c)) = self.conns.get_mut(i) else {
                 continue;
             };
-            let after = step(&self.ctx, c);
+            let after = match got[k] {
+                Got::Gone => continue,
+                Got::Bytes => serve(&self.ctx, c, ends[k]),
+                Got::Nothing => After::Keep,
+                Got::Closed => After::Close,
+                // The client ended in the middle of a head: hyper's to refuse.
+                Got::EndedInHead => After::Leave(To::Hyper(c.b.buf.split().freeze())),
+            };
             let after = match after {
                 After::Keep if self.stopping && c.b.buf.is_empty() => After::Close,
                 a => a,
@@ -429,23 +471,47 @@ const ZERO: rustix::time::Timespec = rustix::time::Timespec {
     tv_nsec: 0,
 };
 
-/// One turn of a ready connection: read what arrived, answer the fresh hits it
-/// completes (at most [`PIPELINED_MAX`]).
-fn step(ctx: &Arc<Ctx>, c: &mut Conn) -> After {
+/// What reading a ready connection found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Got {
+    /// Not read: no longer in the loop.
+    Gone,
+    /// Bytes (perhaps only more of a head).
+    Bytes,
+    /// Nothing yet.
+    Nothing,
+    /// The end of the connection, or an error: it is closed.
+    Closed,
+    /// The client ended in the middle of a head.
+    EndedInHead,
+}
+
+/// Reads what arrived on a ready connection.
+fn receive(c: &mut Conn) -> Got {
     if c.b.buf.capacity() - c.b.buf.len() < 4096 {
         c.b.buf.reserve(8192);
     }
     match crate::edge::sys::recv_into_spare(&c.stream, &mut c.b.buf) {
-        Ok((0, _)) if c.b.buf.is_empty() => return After::Close,
-        // The client ended in the middle of a head: hyper's to refuse.
-        Ok((0, _)) => return After::Leave(To::Hyper(c.b.buf.split().freeze())),
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return After::Keep,
-        Err(_) => return After::Close,
+        Ok((0, _)) if c.b.buf.is_empty() => Got::Closed,
+        Ok((0, _)) => Got::EndedInHead,
+        Ok(_) => Got::Bytes,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Got::Nothing,
+        Err(_) => Got::Closed,
     }
+}
+
+/// Answers the fresh hits a connection's buffer holds (at most [`PIPELINED_MAX`]),
+/// once bytes have arrived; `first_end` is where its first head ends, if it has
+/// one.
+fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first_end: Option<usize>) -> After {
     let limit = ctx.peek().cfg.limits.header_bytes.0 as usize;
-    for _ in 0..PIPELINED_MAX {
-        let Some(end) = fastpath::head_end(&c.b.buf) else {
+    for turn in 0..PIPELINED_MAX {
+        let end = if turn == 0 {
+            first_end
+        } else {
+            head_end(&c.b.buf)
+        };
+        let Some(end) = end else {
             if c.b.buf.len() > limit.min(64 * 1024) {
                 return After::Leave(To::Hyper(c.b.buf.split().freeze()));
             }

@@ -189,6 +189,51 @@ pub(crate) fn find(head: &[u8], peer: Peer, policy: &Arc<Policy>) -> Option<Arc<
     })
 }
 
+/// Asks the CPU to start loading the set `head`'s recipe would be kept in, on a
+/// connection like `peer`'s: the first of a repeat's dependent reads, started while
+/// the hit loop reads its other ready sockets. The head's hash, for
+/// [`prefetch_recipes`] once the line has arrived; `None` for a head never kept.
+pub(crate) fn prefetch_set(head: &[u8], peer: Peer, policy: &Policy) -> Option<u64> {
+    if head.len() > HEAD_MAX {
+        return None;
+    }
+    let hash = hash(head, conn_flags(peer, policy));
+    KEPT.with_borrow(|table| {
+        let set = table.sets.get(set(hash))?;
+        crate::edge::sys::prefetch(std::ptr::from_ref(set).cast(), size_of::<Set>());
+        Some(hash)
+    })
+}
+
+/// The second of a repeat's dependent reads, asked for ahead: the recipes kept
+/// under `hash`, read from their set's line (asked for by [`prefetch_set`]).
+pub(crate) fn prefetch_recipes(hash: u64) {
+    each_kept(hash, |k| {
+        crate::edge::sys::prefetch(std::ptr::from_ref(k).cast(), size_of::<Kept>());
+    });
+}
+
+/// The third of a repeat's dependent reads, asked for ahead: what the recipes kept
+/// under `hash` point at (their heads, to be compared, and [`prefetch_kept`]'s),
+/// read from the recipes asked for by [`prefetch_recipes`].
+pub(crate) fn prefetch_recipe_reads(hash: u64) {
+    each_kept(hash, |k| {
+        crate::edge::sys::prefetch(k.head.as_ptr(), k.head.len());
+        prefetch_kept(k);
+    });
+}
+
+/// Calls `f` with each recipe kept under `hash` on this thread.
+fn each_kept(hash: u64, f: impl Fn(&Kept)) {
+    KEPT.with_borrow(|table| {
+        let Some(set) = table.sets.get(set(hash)) else {
+            return;
+        };
+        let kept = (0..WAYS).filter(|&w| set.hashes[w] == hash);
+        kept.filter_map(|w| set.kept[w].as_deref()).for_each(f);
+    });
+}
+
 /// Asks the CPU to start loading what a repeat of `k` reads besides its head: its
 /// fixed response head, the stored record (its timing) and its target. By the next
 /// request for the same URL they have left the caches (the recipes of 2,000 pages
