@@ -1,8 +1,8 @@
 //! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
 //! each connection sends its next request once the previous answer is complete
 //! (after the batch of events that completed it). Open loop (`rate`): requests fall
-//! due on the [`Schedule`], `epoll_wait`'s own (nanosecond) timeout wakes the loop at
-//! the next due time, a due request goes to a free connection or waits for one, and
+//! due on the [`Schedule`], the wait's own (nanosecond: [`super::wait`]) timeout wakes
+//! the loop at the next due time, a due request goes to a free connection or waits for one, and
 //! its latency counts from when it was due. At the end no new request is sent and the
 //! ones in flight are awaited (up to the timeout), so every request the server
 //! answered is counted.
@@ -18,13 +18,13 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-use rustix::event::epoll::{self, Event, EventData, EventFlags};
-use rustix::time::Timespec;
+use rustix::event::epoll::{self, EventData, EventFlags};
 
 use super::conn::{self, Conn, Phase};
 use super::request::Requests;
 use super::schedule::Schedule;
 use super::stats::Stats;
+use super::wait::wait;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -97,23 +97,11 @@ pub(crate) fn run(cfg: &Config, reqs: &Requests) -> io::Result<Stats> {
     Ok(e.stats)
 }
 
-fn timespec(d: Duration) -> Timespec {
-    Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
-    }
-}
-
 impl Engine<'_> {
     fn run(&mut self) -> io::Result<()> {
         let deadline = self.t0 + self.cfg.duration;
-        let mut events = vec![
-            Event {
-                flags: EventFlags::empty(),
-                data: EventData::new_u64(0),
-            };
-            256
-        ];
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+        let mut fine = true;
         for i in 0..self.conns.len() {
             self.connect(i, self.t0);
         }
@@ -163,15 +151,15 @@ impl Engine<'_> {
                     }
                 }
             }
-            let timeout = timespec(wake.saturating_duration_since(now));
-            let n = match epoll::wait(&self.epoll, &mut events[..], Some(&timeout)) {
+            let timeout = wake.saturating_duration_since(now);
+            let n = match wait(&self.epoll, &mut events, timeout, &mut fine) {
                 Ok(n) => n,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
             };
             for ev in &events[..n] {
-                let key = ev.data.u64();
-                self.event(key as usize, ev.flags);
+                let (key, flags) = (ev.u64, ev.events);
+                self.event(key as usize, EventFlags::from_bits_retain(flags));
             }
         }
     }

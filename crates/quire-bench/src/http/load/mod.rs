@@ -24,6 +24,7 @@ mod schedule;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod wait;
 
 use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
