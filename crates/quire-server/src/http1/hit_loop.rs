@@ -7,9 +7,11 @@
 //! and the connection's future polls its socket, its idle timer, its shutdown and
 //! its reap waiters (`select!`) before the hit is read. The loop takes that away
 //! for the hits that need nothing else: tokio wakes one task when the loop's epoll
-//! set (level-triggered, nested in tokio's) has ready sockets, and the task reads,
-//! answers and writes each ready connection's hits in turn, by the same code the
-//! fast path answers with ([`fastpath::Bufs::fresh_hit`], [`fastpath::answered`]).
+//! set (level-triggered, nested in tokio's) has ready sockets, and the task reads
+//! every ready connection, then answers and writes each one's hits in turn, by the
+//! same code the fast path answers with ([`fastpath::Bufs::fresh_hit`],
+//! [`fastpath::answered`]). Reading them all first lets the CPU fetch what their
+//! answers will read while it works on the others (`Set::turn`).
 //!
 //! Anything that would wait goes to a task of its own, with its buffers and what it
 //! owes ([`Handoff`]; the server spawns it): a request the service answers (a miss,
