@@ -459,10 +459,14 @@ impl Asker {
     }
 }
 
-/// Takes a hit token for `client` (`[rate_limit]`); the wait until one is back
-/// when it has none.
-pub(crate) fn admit_hit(ctx: &Ctx, client: std::net::IpAddr) -> Result<(), Duration> {
-    let now = std::time::Instant::now();
+/// Takes a hit token for `client` (`[rate_limit]`) at `now`, the moment the hit's
+/// answer began (read once for the hit's timing and its token: a clock read less
+/// per hit); the wait until one is back when it has none.
+pub(crate) fn admit_hit(
+    ctx: &Ctx,
+    client: std::net::IpAddr,
+    now: std::time::Instant,
+) -> Result<(), Duration> {
     ctx.limiter
         .admit(client, Class::Hit, &ctx.peek().cfg.rate_limit, now)
 }
@@ -646,7 +650,7 @@ impl Conn<'_> {
         in_flight: &mut InFlight,
     ) -> io::Result<bool> {
         let (ctx, peer) = (self.ctx, self.peer);
-        let admit = admit.unwrap_or_else(|| admit_hit(ctx, asker.client(ctx, peer)));
+        let admit = admit.unwrap_or_else(|| admit_hit(ctx, asker.client(ctx, peer), at.0));
         let sent = match admit {
             Ok(()) => self.send_hit(&answer, in_flight).await?.then_some((
                 Outcome::Hit,

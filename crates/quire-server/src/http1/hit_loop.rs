@@ -212,6 +212,8 @@ struct Set<'ep> {
     spawn: Spawn,
     idle: Duration,
     stopping: bool,
+    /// What a turn's first pass read from each ready connection.
+    ready: Vec<Ready>,
 }
 
 /// What a turn left a connection with.
@@ -255,6 +257,7 @@ async fn run(
         spawn,
         idle,
         stopping: *ends.stop.borrow(),
+        ready: Vec::new(),
     };
     let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
@@ -351,10 +354,7 @@ impl Set<'_> {
     /// requests for the same page, and a repeat's reads depend on one another:
     /// the set, then the recipe, then what the recipe points at.)
     fn turn(&mut self) -> usize {
-        let mut events = [Event {
-            flags: EventFlags::empty(),
-            data: EventData::new_u64(0),
-        }; EVENTS];
+        let mut events = [EMPTY; EVENTS];
         let n = match epoll::wait(self.ep, &mut events[..], Some(&ZERO)) {
             Ok(n) => n,
             // Not known to be empty: look again (readiness stays set).
@@ -364,37 +364,39 @@ impl Set<'_> {
                 return 0;
             }
         };
-        let events = &events[..n];
-        let mut got = [Got::Gone; EVENTS];
-        let mut ends = [None; EVENTS];
-        let mut hashes = [None; EVENTS];
+        // (The set's, kept between turns: a turn clears it rather than filling an
+        // array for a turn's most events each time.)
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
         let policy = self.ctx.peek();
-        for (k, ev) in events.iter().enumerate() {
-            let Some(Some(c)) = self.conns.get_mut(ev.data.u64() as usize) else {
-                continue;
-            };
-            got[k] = receive(c);
-            if got[k] == Got::Bytes {
-                ends[k] = head_end(&c.b.buf);
-                let head = ends[k].map(|end| &c.b.buf[..end]);
-                hashes[k] = head.and_then(|h| repeat::prefetch_set(h, c.peer, &policy));
-            }
-        }
-        drop(policy);
-        for hash in hashes[..n].iter().flatten() {
-            repeat::prefetch_recipes(*hash);
-        }
-        for hash in hashes[..n].iter().flatten() {
-            repeat::prefetch_recipe_reads(*hash);
-        }
-        for (k, ev) in events.iter().enumerate() {
+        for ev in &events[..n] {
             let i = ev.data.u64() as usize;
             let Some(Some(c)) = self.conns.get_mut(i) else {
                 continue;
             };
-            let after = match got[k] {
-                Got::Gone => continue,
-                Got::Bytes => serve(&self.ctx, c, ends[k]),
+            let got = receive(c);
+            let end = if got == Got::Bytes {
+                head_end(&c.b.buf)
+            } else {
+                None
+            };
+            let head = end.map(|end| &c.b.buf[..end]);
+            let hash = head.and_then(|h| repeat::prefetch_set(h, c.peer, &policy));
+            ready.push(Ready { i, got, end, hash });
+        }
+        drop(policy);
+        for hash in ready.iter().filter_map(|r| r.hash) {
+            repeat::prefetch_recipes(hash);
+        }
+        for hash in ready.iter().filter_map(|r| r.hash) {
+            repeat::prefetch_recipe_reads(hash);
+        }
+        for r in &ready {
+            let Some(Some(c)) = self.conns.get_mut(r.i) else {
+                continue;
+            };
+            let after = match r.got {
+                Got::Bytes => serve(&self.ctx, c, r.end),
                 Got::Nothing => After::Keep,
                 Got::Closed => After::Close,
                 // The client ended in the middle of a head: hyper's to refuse.
@@ -406,14 +408,15 @@ impl Set<'_> {
             };
             match after {
                 After::Keep => {}
-                After::Close => drop(self.take(i)),
+                After::Close => drop(self.take(r.i)),
                 After::Leave(to) => {
-                    if let Some(c) = self.take(i) {
+                    if let Some(c) = self.take(r.i) {
                         self.leave(c.stream, c.peer, c.held, to);
                     }
                 }
             }
         }
+        self.ready = ready;
         n
     }
 
@@ -468,6 +471,23 @@ impl Set<'_> {
     }
 }
 
+/// A ready connection, as a turn's first pass left it for the next ones.
+struct Ready {
+    /// Its key in the set.
+    i: usize,
+    got: Got,
+    /// Where its first head ends, if it has one.
+    end: Option<usize>,
+    /// Its first head's hash, when a recipe may be kept for it
+    /// ([`repeat::prefetch_set`]).
+    hash: Option<u64>,
+}
+
+const EMPTY: Event = Event {
+    flags: EventFlags::empty(),
+    data: EventData::new_u64(0),
+};
+
 const ZERO: rustix::time::Timespec = rustix::time::Timespec {
     tv_sec: 0,
     tv_nsec: 0,
@@ -476,8 +496,6 @@ const ZERO: rustix::time::Timespec = rustix::time::Timespec {
 /// What reading a ready connection found.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Got {
-    /// Not read: no longer in the loop.
-    Gone,
     /// Bytes (perhaps only more of a head).
     Bytes,
     /// Nothing yet.
@@ -548,7 +566,7 @@ fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize) -> After {
         Fresh::Handover(rest) => return After::Leave(To::Hyper(rest)),
     };
     let took = start.elapsed();
-    if let Err(wait) = fastpath::admit_hit(ctx, asker.client(ctx, peer)) {
+    if let Err(wait) = fastpath::admit_hit(ctx, asker.client(ctx, peer), start) {
         // Over its rate: a task writes the 429.
         let first = First::Hit {
             answer,

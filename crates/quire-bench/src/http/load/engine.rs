@@ -1,11 +1,11 @@
 //! The event loop: one thread, one epoll set, N keep-alive connections. Closed loop:
 //! each connection sends its next request once the previous answer is complete
 //! (after the batch of events that completed it). Open loop (`rate`): requests fall
-//! due on the [`Schedule`], the wait's own (nanosecond: [`super::wait`]) timeout wakes
-//! the loop at the next due time, a due request goes to a free connection or waits for one, and
-//! its latency counts from when it was due. At the end no new request is sent and the
-//! ones in flight are awaited (up to the timeout), so every request the server
-//! answered is counted.
+//! due on the [`Schedule`], the wait's own (nanosecond: [`super::wait`]) timeout
+//! wakes the loop at the next due time, a due request goes to a free connection or
+//! waits for one, and its latency counts from when it was due. At the end no new
+//! request is sent and the ones in flight are awaited (up to the timeout), so every
+//! request the server answered is counted.
 //!
 //! Cost: closed loop is about one `send`, one `recv` and a twentieth of an
 //! `epoll_wait` per request (about 9 µs of CPU per request: 74 % of its core at
