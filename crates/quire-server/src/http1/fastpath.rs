@@ -356,7 +356,7 @@ async fn serve(
         };
         c.b.out.clear();
         let start = std::time::Instant::now();
-        let (answer, asker) = match c.b.fresh_hit(ctx, peer, end) {
+        let (answer, asker) = match c.b.fresh_hit(ctx, peer, end, None) {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
                 // Not a fresh hit: the service answers, and the connection stays here.
@@ -535,9 +535,16 @@ impl Bufs {
     /// What the head ending at `end` of the buffer gets: a repeat answered from a
     /// kept recipe ([`repeat`]), or a head parsed now, answered if it is a fresh hit
     /// (and its recipe kept), else the service's or hyper's.
-    pub(crate) fn fresh_hit(&mut self, ctx: &Arc<Ctx>, peer: Peer, end: usize) -> Fresh {
+    /// `hashed`: the head's hash, if already taken ([`repeat::find`]).
+    pub(crate) fn fresh_hit(
+        &mut self,
+        ctx: &Arc<Ctx>,
+        peer: Peer,
+        end: usize,
+        hashed: Option<u64>,
+    ) -> Fresh {
         let policy = ctx.peek();
-        if let Some(k) = repeat::find(&self.buf[..end], peer, &policy) {
+        if let Some(k) = repeat::find(&self.buf[..end], peer, &policy, hashed) {
             if let Some(answer) = repeat::answer(ctx, &policy, &k, peer, &mut self.out) {
                 self.buf.advance(end);
                 ctx.metrics.record_repeat();

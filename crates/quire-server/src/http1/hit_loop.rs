@@ -396,7 +396,7 @@ impl Set<'_> {
                 continue;
             };
             let after = match r.got {
-                Got::Bytes => serve(&self.ctx, c, r.end),
+                Got::Bytes => serve(&self.ctx, c, (r.end, r.hash)),
                 Got::Nothing => After::Keep,
                 Got::Closed => After::Close,
                 // The client ended in the middle of a head: hyper's to refuse.
@@ -521,15 +521,15 @@ fn receive(c: &mut Conn) -> Got {
 }
 
 /// Answers the fresh hits a connection's buffer holds (at most [`PIPELINED_MAX`]),
-/// once bytes have arrived; `first_end` is where its first head ends, if it has
-/// one.
-fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first_end: Option<usize>) -> After {
+/// once bytes have arrived; `first` is where its first head ends, if it has one,
+/// and that head's hash, if the first pass took it.
+fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first: (Option<usize>, Option<u64>)) -> After {
     let limit = ctx.peek().cfg.limits.header_bytes.0 as usize;
     for turn in 0..PIPELINED_MAX {
-        let end = if turn == 0 {
-            first_end
+        let (end, hashed) = if turn == 0 {
+            first
         } else {
-            head_end(&c.b.buf)
+            (head_end(&c.b.buf), None)
         };
         let Some(end) = end else {
             if c.b.buf.len() > limit.min(64 * 1024) {
@@ -537,7 +537,7 @@ fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first_end: Option<usize>) -> After {
             }
             return After::Keep;
         };
-        match answer(ctx, c, end) {
+        match answer(ctx, c, end, hashed) {
             After::Keep => {}
             other => return other,
         }
@@ -554,13 +554,13 @@ fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first_end: Option<usize>) -> After {
     })))
 }
 
-/// Answers the head ending at `end`: a fresh hit written whole stays in the loop;
-/// anything else leaves it.
-fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize) -> After {
+/// Answers the head ending at `end` (`hashed`: its hash, if taken already): a fresh
+/// hit written whole stays in the loop; anything else leaves it.
+fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize, hashed: Option<u64>) -> After {
     let peer = c.peer;
     c.b.out.clear();
     let start = Instant::now();
-    let (answer, asker) = match c.b.fresh_hit(ctx, peer, end) {
+    let (answer, asker) = match c.b.fresh_hit(ctx, peer, end, hashed) {
         Fresh::Hit(answer, asker) => (answer, asker),
         Fresh::Other(req) => return leave_fast(c, First::Request(req)),
         Fresh::Handover(rest) => return After::Leave(To::Hyper(rest)),

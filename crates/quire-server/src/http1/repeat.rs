@@ -168,12 +168,22 @@ fn set(hash: u64) -> usize {
 }
 
 /// The recipe kept for `head` on a connection like `peer`'s under `policy`.
-pub(crate) fn find(head: &[u8], peer: Peer, policy: &Arc<Policy>) -> Option<Arc<Kept>> {
+/// `hashed`: the head's hash if [`prefetch_set`] already took it for this head and
+/// connection (the hit loop's first pass), so it is not taken twice. It only picks
+/// the set to look in: a recipe must still match the head's bytes, the connection's
+/// flags and the policy exactly, so a hint taken under a policy since replaced can
+/// only miss, never answer with another head's recipe.
+pub(crate) fn find(
+    head: &[u8],
+    peer: Peer,
+    policy: &Arc<Policy>,
+    hashed: Option<u64>,
+) -> Option<Arc<Kept>> {
     if head.len() > HEAD_MAX {
         return None;
     }
     let conn = conn_flags(peer, policy);
-    let hash = hash(head, conn);
+    let hash = hashed.unwrap_or_else(|| hash(head, conn));
     KEPT.with_borrow(|table| {
         let set = table.sets.get(set(hash))?;
         let k = (0..WAYS)
