@@ -24,6 +24,10 @@ mod schedule;
 mod stats;
 #[cfg(test)]
 mod tests;
+#[expect(
+    unsafe_code,
+    reason = "epoll_pwait2, which rustix calls only when built for Linux 5.11; see the module doc"
+)]
 mod wait;
 
 use std::net::ToSocketAddrs;
