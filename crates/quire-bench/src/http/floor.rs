@@ -1,7 +1,8 @@
 //! The machine's floor, `quire bench floor` (hidden; `quire bench http --peer floor`
 //! starts it): what answering a keep-alive HTTP/1.1 request costs when nothing but the
 //! kernel's work is done. One thread, one epoll set, non-blocking sockets; it reads
-//! until a request's blank line (`\r\n\r\n`, nothing else is parsed) and answers each
+//! until a request's blank line (`\r\n\r\n`, found with the same vector search as
+//! quire's; nothing else is parsed) and answers each
 //! request with one `write` of a response built once at start, of the size of the
 //! corpus's mean answer. Every server's CPU per request is then reported as a multiple
 //! of this one's, so a figure says how far it is from what the machine allows.
@@ -22,7 +23,7 @@
 //!   quire's own work; the gap between it and quire is quire's.
 //! - **A floor over the corpus's bytes** (`--distinct N`, `--peer floor-corpus`): N
 //!   distinct responses of the same size, each request answered with the one its
-//!   head's bytes hash to. The kernel then copies from as much memory as a cache
+//!   request line hashes to. The kernel then copies from as much memory as a cache
 //!   serving N pages does (28 MB for the 2,000-page corpus) rather than from one
 //!   buffer that stays in the CPU's cache; the gap between the two epoll floors is
 //!   what the working set's size costs any server, before any work of its own.
@@ -135,45 +136,137 @@ pub(crate) fn response(total: usize) -> Vec<u8> {
     r
 }
 
-/// How far into `\r\n\r\n` the bytes read so far have matched, across reads, and
-/// a hash (FNV-1a) of the head being read.
+/// Where request heads end in the bytes a connection sends, across reads, and (for the
+/// floor over N bodies) a hash of each head's request line to pick its answer by.
+///
+/// It finds a head's end with `memchr`'s vector search, as quire does
+/// (`edge::wire::head_end`), so the yardstick pays no more per byte than the server it
+/// measures. Only the request line is hashed (FNV-1a, byte by byte so that a line split
+/// across reads hashes alike): it is all that tells one page's request from another's.
 #[derive(Debug, Clone, Copy)]
-struct HeadEnds(u8, u64);
+struct HeadEnds {
+    /// The last bytes read since the last head's end (at most 3): a blank line may
+    /// begin in them and end in the next read.
+    tail: [u8; 3],
+    tail_len: u8,
+    /// The request line's hash so far.
+    hash: u64,
+    /// Whether the request line's `\n` is still to come.
+    in_line: bool,
+}
 
 impl Default for HeadEnds {
     fn default() -> Self {
-        HeadEnds(0, FNV_OFFSET)
+        HeadEnds {
+            tail: [0; 3],
+            tail_len: 0,
+            hash: FNV_OFFSET,
+            in_line: true,
+        }
     }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
+/// The blank line that ends a head.
+static BLANK_LINE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
+
 impl HeadEnds {
     /// How many request heads end in `b`.
     fn count(&mut self, b: &[u8]) -> u64 {
         let mut n = 0;
-        self.each(b, |_| n += 1);
+        self.each(b, false, |_| n += 1);
         n
     }
 
-    /// Calls `end` with the hash of each request head that ends in `b`.
-    fn each(&mut self, b: &[u8], mut end: impl FnMut(u64)) {
-        const END: &[u8; 4] = b"\r\n\r\n";
-        for &c in b {
-            self.1 = (self.1 ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
-            self.0 = if c == END[self.0 as usize] {
-                self.0 + 1
-            } else if c == b'\r' {
-                1
-            } else {
-                0
-            };
-            if self.0 == 4 {
-                end(self.1);
-                self.0 = 0;
-                self.1 = FNV_OFFSET;
+    /// Calls `end` for each request head that ends in `b`, with its request line's
+    /// hash when `hashing` (0 otherwise).
+    fn each(&mut self, b: &[u8], hashing: bool, mut end: impl FnMut(u64)) {
+        let mut at = self.spanning_end(b, hashing, &mut end);
+        while let Some(p) = BLANK_LINE.find(&b[at..]) {
+            let head = &b[at..at + p + 4];
+            if hashing {
+                self.hash_line(head);
             }
+            end(self.take_hash(hashing));
+            at += p + 4;
         }
+        if hashing {
+            self.hash_line(&b[at..]);
+        }
+        self.keep_tail(b, at);
+    }
+
+    /// Where in `b` a blank line begun in the last read's tail ends (0 when none does),
+    /// calling `end` for its head.
+    fn spanning_end(&mut self, b: &[u8], hashing: bool, end: &mut impl FnMut(u64)) -> usize {
+        let k = usize::from(self.tail_len);
+        if k == 0 {
+            return 0;
+        }
+        // A blank line that starts in the tail ends within `b`'s first 3 bytes.
+        let m = b.len().min(3);
+        let mut joined = [0u8; 6];
+        joined[..k].copy_from_slice(&self.tail[..k]);
+        joined[k..k + m].copy_from_slice(&b[..m]);
+        let Some(p) = BLANK_LINE.find(&joined[..k + m]) else {
+            return 0;
+        };
+        debug_assert!(p < k, "4 bytes cannot fit in b's first 3");
+        let e = p + 4 - k;
+        if hashing {
+            self.hash_line(&b[..e]);
+        }
+        end(self.take_hash(hashing));
+        self.tail_len = 0;
+        e
+    }
+
+    /// Hashes the request line's bytes in `b` while the line lasts.
+    fn hash_line(&mut self, b: &[u8]) {
+        if !self.in_line {
+            return;
+        }
+        let line = match memchr::memchr(b'\n', b) {
+            Some(i) => {
+                self.in_line = false;
+                &b[..=i]
+            }
+            None => b,
+        };
+        for &c in line {
+            self.hash = (self.hash ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    /// The ended head's hash (0 when not `hashing`), starting the next head's.
+    fn take_hash(&mut self, hashing: bool) -> u64 {
+        let h = if hashing { self.hash } else { 0 };
+        self.hash = FNV_OFFSET;
+        self.in_line = true;
+        h
+    }
+
+    /// Keeps the last 3 bytes of the stream since the last head's end, which ended at
+    /// `b[at]` (or before `b`, when `at` is 0 and no head ended in `b`).
+    fn keep_tail(&mut self, b: &[u8], at: usize) {
+        let rest = &b[at..];
+        if rest.len() >= 3 || at > 0 {
+            let n = rest.len().min(3);
+            self.tail[..n].copy_from_slice(&rest[rest.len() - n..]);
+            self.tail_len = n as u8;
+            return;
+        }
+        // Fewer than 3 new bytes: some of the old tail stays.
+        let mut joined = [0u8; 5];
+        let k = usize::from(self.tail_len);
+        joined[..k].copy_from_slice(&self.tail[..k]);
+        joined[k..k + rest.len()].copy_from_slice(rest);
+        let all = &joined[..k + rest.len()];
+        let n = all.len().min(3);
+        self.tail[..n].copy_from_slice(&all[all.len() - n..]);
+        self.tail_len = n as u8;
     }
 }
 
@@ -281,7 +374,7 @@ fn step(
             Ok(n) => {
                 let (owed, count) = (&mut c.owed, responses.len() as u64);
                 c.ends
-                    .each(&buf[..n], |h| owed.push_back((h % count) as u32));
+                    .each(&buf[..n], count > 1, |h| owed.push_back((h % count) as u32));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => return false,
@@ -395,6 +488,55 @@ mod tests {
         // A stray `\r` restarts the match at itself.
         assert_eq!(e.count(b"x\r\r\n\r\n"), 1);
         assert_eq!(e.count(b"\r\n\n\r\n"), 0);
+    }
+
+    /// The model [`HeadEnds`] replaced: a byte-by-byte match of `\r\n\r\n`, hashing
+    /// each head's bytes up to its first `\n`.
+    fn model_ends(stream: &[u8]) -> Vec<u64> {
+        const END: &[u8; 4] = b"\r\n\r\n";
+        let (mut matched, mut hash, mut in_line, mut ends) = (0, FNV_OFFSET, true, vec![]);
+        for &c in stream {
+            if in_line {
+                hash = (hash ^ u64::from(c)).wrapping_mul(0x100_0000_01b3);
+                in_line = c != b'\n';
+            }
+            matched = if c == END[matched] {
+                matched + 1
+            } else {
+                usize::from(c == b'\r')
+            };
+            if matched == 4 {
+                ends.push(hash);
+                (matched, hash, in_line) = (0, FNV_OFFSET, true);
+            }
+        }
+        ends
+    }
+
+    #[test]
+    fn head_ends_and_line_hashes_match_a_byte_by_byte_scan_however_the_reads_split() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+        let alphabet = b"\r\r\r\n\n\nGa/ ";
+        for _ in 0..5_000 {
+            let len = rng.random_range(0..80);
+            let stream: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                .collect();
+            let want = model_ends(&stream);
+            let (mut ends, mut got, mut counted) = (HeadEnds::default(), vec![], 0);
+            let mut counter = HeadEnds::default();
+            let mut at = 0;
+            while at < stream.len() {
+                let n = rng.random_range(1..=(stream.len() - at).min(9));
+                let read = &stream[at..at + n];
+                ends.each(read, true, |h| got.push(h));
+                counted += counter.count(read);
+                at += n;
+            }
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&stream));
+            assert_eq!(counted, want.len() as u64);
+        }
     }
 
     #[test]
