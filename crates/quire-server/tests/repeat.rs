@@ -335,8 +335,8 @@ async fn heads_made_to_fill_the_kept_recipes_are_bounded_in_bytes() {
     }
     assert_eq!(answered, sent, "every head answered");
     let held = repeat_bytes(&q).await;
-    // Without the cap the 4,096 slots would hold about 2.5 KB each, 10 MB; other
-    // tests' servers in this process keep a few small ones.
+    // Without the cap the 16,384 slots would hold nearly all 6,000 heads, at about
+    // 2.5 KB each 15 MB; other tests' servers in this process keep a few small ones.
     eprintln!("{held} bytes kept");
     assert!(held > 0 && held <= CAP + (1 << 20), "{held} bytes kept");
 }
