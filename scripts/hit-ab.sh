@@ -15,6 +15,9 @@
 #                                              # [encodings] br = false, zstd = false:
 #                                              # no background compression to wait out)
 #   CONFIG_A=a.toml CONFIG_B=b.toml scripts/hit-ab.sh Q Q   # one binary, two configs
+#   RATE=40000 scripts/hit-ab.sh A B           # open loop at this offered load (CPU
+#                                              # per hit where the floor is compared;
+#                                              # closed loop, the default, saturates)
 #
 # Needs the corpus of ../shared/bench/peers (gen_corpus.py + gzip, or setup.sh) in
 # $SITE (default /tmp/peerbench/site).
@@ -89,7 +92,7 @@ rate() {
   hz="$(getconf CLK_TCK)"
   c0="$(cpu "$2")"
   taskset -c 1 "$B" bench load --host "127.0.0.1:$1" --paths "$SITE/urls.txt" \
-    --connections 64 --duration "$SECS" --accept-encoding gzip >"$WORK/round.out"
+    --connections 64 --duration "$SECS" --accept-encoding gzip ${RATE:+--rate "$RATE"} >"$WORK/round.out"
   c1="$(cpu "$2")"
   sed -n 's/^QUIRE-LOAD //p' "$WORK/round.out" | python3 -c '
 import json, sys

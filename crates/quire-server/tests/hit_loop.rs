@@ -384,3 +384,28 @@ async fn connections_ready_in_one_turn_are_each_answered_as_if_alone() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heads_larger_than_a_read_are_all_answered_with_no_more_bytes_sent() {
+    // A turn reads a connection once. When that read fills the room it had, bytes
+    // may be left in the socket, and nothing new will arrive to signal them: the
+    // loop must look again rather than wait for a next edge. Four heads of 5 KB in
+    // one write, more than one read takes, and then the client only reads.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |_| {}).await;
+    cached(&o, &q, &[("/big", 300)]).await;
+    let addr = q.addr;
+    tokio::task::spawn_blocking(move || {
+        let mut s = connect_and_hit(addr, "/big");
+        let pad = "p".repeat(5_000);
+        let head = format!(
+            "GET /big HTTP/1.1\r\nHost: site.test\r\nAccept-Encoding: gzip\r\nX-Pad: {pad}\r\n\r\n"
+        );
+        s.write_all(head.repeat(4).as_bytes()).unwrap();
+        let got = responses(&mut s, 4);
+        assert_eq!(got.len(), 4, "every head answered without more bytes sent");
+        assert!(got.iter().all(|r| r.0 == 200 && r.2.len() == 300));
+    })
+    .await
+    .unwrap();
+}
