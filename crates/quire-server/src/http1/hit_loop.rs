@@ -226,7 +226,7 @@ enum After {
 async fn run(
     ctx: Arc<Ctx>,
     mut parked: mpsc::UnboundedReceiver<Parked>,
-    mut ends: Ends,
+    ends: Ends,
     spawn: Spawn,
 ) {
     let ep = match crate::edge::sys::epoll_set() {
@@ -264,9 +264,16 @@ async fn run(
     sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut parked_open = true;
     let mut reap_open = true;
+    // The two signals' waits live across the loop's wake-ups: a `changed()` made
+    // afresh at each `select!` joins the channel's waiters and leaves them again
+    // every time, twice per wake-up at thousands of wake-ups a second.
+    let mut stop = std::pin::pin!(next_change(ends.stop));
+    let mut reap = std::pin::pin!(next_change(ends.reap));
     loop {
         tokio::select! {
-            ready = ep.readable() => {
+            // (`poll_read_ready` keeps the task's waker in the file's one reader
+            // slot; `readable()` would join and leave a list of waiters each time.)
+            ready = std::future::poll_fn(|cx| ep.poll_read_ready(cx)) => {
                 let Ok(mut ready) = ready else { break };
                 // Cleared only when the set has nothing ready: its sockets are
                 // level-triggered, so one with bytes left unread stays ready, and
@@ -281,16 +288,19 @@ async fn run(
                 None => parked_open = false,
             },
             _ = sweeps.tick() => set.sweep(),
-            _ = ends.stop.changed(), if !set.stopping => {
+            // (Ended, each is not polled again: `stopping` stays set, `reap_open`
+            // cleared, or a new wait takes its place.)
+            _ = &mut stop, if !set.stopping => {
                 set.stopping = true;
                 set.close_idle(Duration::ZERO);
             }
-            r = ends.reap.changed(), if reap_open => {
-                if r.is_err() {
+            (changed, rx) = &mut reap, if reap_open => {
+                if !changed {
                     // (The server is going away: its stop follows.)
                     reap_open = false;
                     continue;
                 }
+                reap.set(next_change(rx));
                 let n = set.close_idle(REAP_IDLE_MIN);
                 for _ in 0..n {
                     set.ctx.metrics.record_connection_reaped();
@@ -301,6 +311,13 @@ async fn run(
             break;
         }
     }
+}
+
+/// `rx`'s next change (`false`: its sender is gone), with `rx` back for the wait
+/// after it.
+async fn next_change<T>(mut rx: watch::Receiver<T>) -> (bool, watch::Receiver<T>) {
+    let changed = rx.changed().await.is_ok();
+    (changed, rx)
 }
 
 impl Set<'_> {
