@@ -52,9 +52,9 @@ const HITS: u64 = 400;
 
 /// Most heap allocations a fresh keep-alive hit may make on the fast path. The
 /// same head over and over is a repeat (`http1::repeat`): no parse, no key made; what
-/// is left is the store handle's `Arc` and the body's owner. (A head seen for the
+/// is left is the body's owner, which holds the store handle. (A head seen for the
 /// first time made 8 when this was measured.)
-const PER_HIT_MAX: u64 = 2;
+const PER_HIT_MAX: u64 = 1;
 
 /// Allocations the server's other tasks may make during the window.
 const SLACK: u64 = 100;

@@ -563,7 +563,7 @@ impl Bufs {
         };
         let now = ctx.clock.now();
         let at = (req.path(), peer);
-        let Some(answer) = fresh::serve(ctx, &policy, &recipe, &entry, at, now, &mut self.out)
+        let Some(answer) = fresh::serve(ctx, &policy, &recipe, entry, at, now, &mut self.out)
         else {
             self.out.clear();
             return Fresh::Other(req);

@@ -148,19 +148,22 @@ pub(crate) fn prepare(
     Some((recipe, entry))
 }
 
-/// The fresh-hit answer of `r` now, from `entry` (which holds `r`'s record), its
-/// head written to `out`; `None` when it is not fresh (or due for refresh-ahead):
-/// the service's to answer. `path` is the request's target, `peer` its connection's
-/// far end.
-pub(crate) fn serve(
+/// The fresh-hit answer of `r` now, from `entry` (which holds `r`'s record: the
+/// store's handle, or an `Arc` of one), its head written to `out`; `None` when it
+/// is not fresh (or due for refresh-ahead): the service's to answer. `path` is the
+/// request's target, `peer` its connection's far end.
+pub(crate) fn serve<H>(
     ctx: &Ctx,
     policy: &Policy,
     r: &Recipe,
-    entry: &Arc<Handle>,
+    entry: H,
     (path, peer): (&str, Peer),
     now: SystemTime,
     out: &mut Vec<u8>,
-) -> Option<Answer> {
+) -> Option<Answer>
+where
+    H: std::borrow::Borrow<Handle> + Send + 'static,
+{
     let timing = ctx.timing_of(&r.record);
     if freshness::reuse(&timing, &r.req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;

@@ -223,12 +223,7 @@ enum After {
     Leave(To),
 }
 
-async fn run(
-    ctx: Arc<Ctx>,
-    mut parked: mpsc::UnboundedReceiver<Parked>,
-    ends: Ends,
-    spawn: Spawn,
-) {
+async fn run(ctx: Arc<Ctx>, mut parked: mpsc::UnboundedReceiver<Parked>, ends: Ends, spawn: Spawn) {
     let ep = match crate::edge::sys::epoll_set() {
         Ok(ep) => ep,
         Err(e) => {

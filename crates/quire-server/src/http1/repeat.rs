@@ -288,7 +288,7 @@ pub(crate) fn answer(
         ctx,
         policy,
         r,
-        &entry,
+        entry,
         (&k.target, peer),
         ctx.clock.now(),
         out,

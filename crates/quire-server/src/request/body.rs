@@ -10,9 +10,9 @@
 //!   every waiter (see [`crate::fill::coalesce`]); an error there aborts the response, so a
 //!   client never takes a truncated body for a whole one.
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -24,24 +24,29 @@ use crate::fill::coalesce::{Chunk, FillBody};
 /// A body error: the stream was cut (origin failure mid-body).
 pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A stored body range kept alive by its handle.
+/// A stored body range kept alive by its handle: the handle itself, or an `Arc`
+/// of one that other owners share (a repeat's hit owns its handle alone, and
+/// wrapping it in an `Arc` would cost an allocation per hit).
 #[derive(Debug)]
-pub(crate) struct Mapped {
-    handle: Arc<Handle>,
+pub(crate) struct Mapped<H> {
+    handle: H,
     start: usize,
     end: usize,
 }
 
-impl AsRef<[u8]> for Mapped {
+impl<H: Borrow<Handle>> AsRef<[u8]> for Mapped<H> {
     fn as_ref(&self) -> &[u8] {
-        &self.handle.body()[self.start..self.end]
+        &self.handle.borrow().body()[self.start..self.end]
     }
 }
 
 /// `Bytes` over `handle.body()[start..end]` without copying. Out-of-range bounds
 /// are clamped (callers pass ranges checked against the body length).
-pub(crate) fn mapped(handle: Arc<Handle>, start: u64, end: u64) -> Bytes {
-    let len = handle.body().len();
+pub(crate) fn mapped<H>(handle: H, start: u64, end: u64) -> Bytes
+where
+    H: Borrow<Handle> + Send + 'static,
+{
+    let len = handle.borrow().body().len();
     let end = usize::try_from(end).unwrap_or(len).min(len);
     let start = usize::try_from(start).unwrap_or(end).min(end);
     Bytes::from_owner(Mapped { handle, start, end })

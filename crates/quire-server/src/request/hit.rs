@@ -279,13 +279,16 @@ impl Prepared {
     /// The body of `fixed` in the entry's body section, without copying. (Reads
     /// only `fixed` and the entry: not this record, whose coding list a hit need not
     /// bring into the CPU's cache.)
-    pub(crate) fn body_at(entry: &Arc<Handle>, fixed: &FixedHead) -> Result<Bytes, NotServed> {
+    pub(crate) fn body_at<H>(entry: H, fixed: &FixedHead) -> Result<Bytes, NotServed>
+    where
+        H: std::borrow::Borrow<Handle> + Send + 'static,
+    {
         use quire_store::EntryRef;
-        if entry.body().len() as u64 != fixed.bodies_len {
+        if entry.borrow().body().len() as u64 != fixed.bodies_len {
             return Err(NotServed::BodyGone);
         }
         Ok(body::mapped(
-            entry.clone(),
+            entry,
             fixed.start,
             fixed.start + fixed.body_len,
         ))

@@ -170,12 +170,13 @@ fn read_records(
 /// the store still holds there, in memory, the records with the identities given
 /// (key, identity): what a recipe kept from an earlier lookup of the same request
 /// reads ([`crate::http1::repeat`]). Counts as a hit, as [`lookup`] does; `None`
-/// when either record changed or went, or is not in memory.
+/// when either record changed or went, or is not in memory. (The handle alone, not
+/// in an `Arc`: a repeat's answer is its one owner.)
 pub(crate) fn again(
     ctx: &Ctx,
     primary: (&[u8], u64),
     variant: Option<(&[u8], u64)>,
-) -> Option<Arc<Handle>> {
+) -> Option<Handle> {
     let same = |(key, id): (&[u8], u64)| match ctx.store.get_resident(key) {
         Fetched::Hit(h) => (crate::cache::object::identity(h.meta()) == id).then_some(h),
         Fetched::Miss | Fetched::Cold(_) => None,
@@ -188,7 +189,7 @@ pub(crate) fn again(
             same(v)?
         }
     };
-    Some(Arc::new(h))
+    Some(h)
 }
 
 /// The entry under `key`, read as `reading` says.
