@@ -55,6 +55,7 @@ use crate::http1::head::{parse, Plain};
 use crate::http1::repeat::{self, Kept};
 use crate::metrics::Outcome;
 use crate::ops::access_log::{self, AccessLog, Entry};
+use crate::policy::Policy;
 use crate::state::Ctx;
 
 /// What ended the fast path on a connection.
@@ -356,7 +357,7 @@ async fn serve(
         };
         c.b.out.clear();
         let start = std::time::Instant::now();
-        let (answer, asker) = match c.b.fresh_hit(ctx, peer, end, None) {
+        let (answer, asker) = match c.b.fresh_hit(ctx, &ctx.peek(), peer, end, None) {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
                 // Not a fresh hit: the service answers, and the connection stays here.
@@ -381,9 +382,10 @@ async fn serve(
 
 /// The bookkeeping of a fresh hit (or its 429) written: metrics, the hot URLs, the
 /// trace and the access log. `at`: when its head was read, and how long its answer
-/// took to make.
+/// took to make. `policy`: the one the answer was made under.
 pub(crate) fn answered(
     ctx: &Ctx,
+    policy: &Policy,
     asker: &Asker,
     peer: Peer,
     (outcome, status, bytes): (Outcome, u16, u64),
@@ -397,7 +399,7 @@ pub(crate) fn answered(
     if outcome == Outcome::Hit {
         ctx.metrics.record_hot(asker.target());
     }
-    if let Some(log) = &ctx.peek().access_log {
+    if let Some(log) = &policy.access_log {
         log_answer(log, ctx, asker, peer, (outcome, status, bytes), start);
     }
 }
@@ -464,11 +466,12 @@ impl Asker {
 /// per hit); the wait until one is back when it has none.
 pub(crate) fn admit_hit(
     ctx: &Ctx,
+    policy: &Policy,
     client: std::net::IpAddr,
     now: std::time::Instant,
 ) -> Result<(), Duration> {
     ctx.limiter
-        .admit(client, Class::Hit, &ctx.peek().cfg.rate_limit, now)
+        .admit(client, Class::Hit, &policy.cfg.rate_limit, now)
 }
 
 /// The spans of an answer the fast path wrote, when its request is traced
@@ -535,17 +538,18 @@ impl Bufs {
     /// What the head ending at `end` of the buffer gets: a repeat answered from a
     /// kept recipe ([`repeat`]), or a head parsed now, answered if it is a fresh hit
     /// (and its recipe kept), else the service's or hyper's.
-    /// `hashed`: the head's hash, if already taken ([`repeat::find`]).
+    /// `hashed`: the head's hash, if already taken ([`repeat::find`]); `policy`: the
+    /// one in force, which the caller read (the hit loop once per turn).
     pub(crate) fn fresh_hit(
         &mut self,
         ctx: &Arc<Ctx>,
+        policy: &Arc<Policy>,
         peer: Peer,
         end: usize,
         hashed: Option<u64>,
     ) -> Fresh {
-        let policy = ctx.peek();
-        if let Some(k) = repeat::find(&self.buf[..end], peer, &policy, hashed) {
-            if let Some(answer) = repeat::answer(ctx, &policy, &k, peer, &mut self.out) {
+        if let Some(k) = repeat::find(&self.buf[..end], peer, policy, hashed) {
+            if let Some(answer) = repeat::answer(ctx, policy, &k, peer, &mut self.out) {
                 self.buf.advance(end);
                 ctx.metrics.record_repeat();
                 return Fresh::Hit(answer, Asker::Kept(k));
@@ -558,17 +562,16 @@ impl Bufs {
         let Some(req) = parse(&head, std::mem::take(&mut self.fields)) else {
             return Fresh::Handover(rejoin(&head, &self.buf));
         };
-        let Some((recipe, entry)) = fresh::prepare(ctx, &policy, &req, peer) else {
+        let Some((recipe, entry)) = fresh::prepare(ctx, policy, &req, peer) else {
             return Fresh::Other(req);
         };
         let now = ctx.clock.now();
         let at = (req.path(), peer);
-        let Some(answer) = fresh::serve(ctx, &policy, &recipe, entry, at, now, &mut self.out)
-        else {
+        let Some(answer) = fresh::serve(ctx, policy, &recipe, entry, at, now, &mut self.out) else {
             self.out.clear();
             return Fresh::Other(req);
         };
-        repeat::keep(&head, &req, peer, &policy, recipe);
+        repeat::keep(&head, &req, peer, policy, recipe);
         Fresh::Hit(answer, Asker::Parsed(req))
     }
 }
@@ -657,7 +660,8 @@ impl Conn<'_> {
         in_flight: &mut InFlight,
     ) -> io::Result<bool> {
         let (ctx, peer) = (self.ctx, self.peer);
-        let admit = admit.unwrap_or_else(|| admit_hit(ctx, asker.client(ctx, peer), at.0));
+        let admit =
+            admit.unwrap_or_else(|| admit_hit(ctx, &ctx.peek(), asker.client(ctx, peer), at.0));
         let sent = match admit {
             Ok(()) => self.send_hit(&answer, in_flight).await?.then_some((
                 Outcome::Hit,
@@ -672,7 +676,7 @@ impl Conn<'_> {
         let Some(sent) = sent else {
             return Ok(false);
         };
-        answered(ctx, &asker, peer, sent, at);
+        answered(ctx, &ctx.peek(), &asker, peer, sent, at);
         self.b.reuse(asker);
         Ok(true)
     }

@@ -60,6 +60,7 @@ use crate::edge::wire::head_end;
 use crate::http1::fastpath::{self, Admit, Bufs, First, Fresh, Start};
 use crate::http1::repeat;
 use crate::metrics::Outcome;
+use crate::policy::Policy;
 use crate::state::Ctx;
 
 /// Most heads of one connection answered in one turn; a client pipelining more is
@@ -391,6 +392,8 @@ impl Set<'_> {
         // array for a turn's most events each time.)
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
+        // (Read once for the turn: every hit of the turn is answered under it. A
+        // reload lands at the next turn, a few microseconds on.)
         let policy = self.ctx.peek();
         for ev in events.iter() {
             let i = ev.data.u64() as usize;
@@ -408,7 +411,6 @@ impl Set<'_> {
             let hash = head.and_then(|h| repeat::prefetch_set(h, c.peer, &policy));
             ready.push(Ready { i, got, end, hash });
         }
-        drop(policy);
         for hash in ready.iter().filter_map(|r| r.hash) {
             repeat::prefetch_recipes(hash);
         }
@@ -420,7 +422,7 @@ impl Set<'_> {
                 continue;
             };
             let after = match r.got {
-                Got::Bytes => serve(&self.ctx, c, (r.end, r.hash)),
+                Got::Bytes => serve(&self.ctx, &policy, c, (r.end, r.hash)),
                 Got::Nothing => After::Keep,
                 Got::Closed => After::Close,
                 // The client ended in the middle of a head: hyper's to refuse.
@@ -543,8 +545,13 @@ fn receive(c: &mut Conn) -> (Got, bool) {
 /// Answers the fresh hits a connection's buffer holds (at most [`PIPELINED_MAX`]),
 /// once bytes have arrived; `first` is where its first head ends, if it has one,
 /// and that head's hash, if the first pass took it.
-fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first: (Option<usize>, Option<u64>)) -> After {
-    let limit = ctx.peek().cfg.limits.header_bytes.0 as usize;
+fn serve(
+    ctx: &Arc<Ctx>,
+    policy: &Arc<Policy>,
+    c: &mut Conn,
+    first: (Option<usize>, Option<u64>),
+) -> After {
+    let limit = policy.cfg.limits.header_bytes.0 as usize;
     for turn in 0..PIPELINED_MAX {
         let (end, hashed) = if turn == 0 {
             first
@@ -557,7 +564,7 @@ fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first: (Option<usize>, Option<u64>)) -> A
             }
             return After::Keep;
         };
-        match answer(ctx, c, end, hashed) {
+        match answer(ctx, policy, c, end, hashed) {
             After::Keep => {}
             other => return other,
         }
@@ -576,17 +583,23 @@ fn serve(ctx: &Arc<Ctx>, c: &mut Conn, first: (Option<usize>, Option<u64>)) -> A
 
 /// Answers the head ending at `end` (`hashed`: its hash, if taken already): a fresh
 /// hit written whole stays in the loop; anything else leaves it.
-fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize, hashed: Option<u64>) -> After {
+fn answer(
+    ctx: &Arc<Ctx>,
+    policy: &Arc<Policy>,
+    c: &mut Conn,
+    end: usize,
+    hashed: Option<u64>,
+) -> After {
     let peer = c.peer;
     c.b.out.clear();
     let start = Instant::now();
-    let (answer, asker) = match c.b.fresh_hit(ctx, peer, end, hashed) {
+    let (answer, asker) = match c.b.fresh_hit(ctx, policy, peer, end, hashed) {
         Fresh::Hit(answer, asker) => (answer, asker),
         Fresh::Other(req) => return leave_fast(c, First::Request(req)),
         Fresh::Handover(rest) => return After::Leave(To::Hyper(rest)),
     };
     let took = start.elapsed();
-    if let Err(wait) = fastpath::admit_hit(ctx, asker.client(ctx, peer), start) {
+    if let Err(wait) = fastpath::admit_hit(ctx, policy, asker.client(ctx, peer), start) {
         // Over its rate: a task writes the 429.
         let first = First::Hit {
             answer,
@@ -605,7 +618,7 @@ fn answer(ctx: &Arc<Ctx>, c: &mut Conn, end: usize, hashed: Option<u64>) -> Afte
     };
     if written == head_len + body.len() {
         let sent = (Outcome::Hit, answer.status, answer.body_len);
-        fastpath::answered(ctx, &asker, peer, sent, (start, took));
+        fastpath::answered(ctx, policy, &asker, peer, sent, (start, took));
         c.b.reuse(asker);
         return After::Keep;
     }
