@@ -409,3 +409,32 @@ async fn heads_larger_than_a_read_are_all_answered_with_no_more_bytes_sent() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_sent_with_the_clients_end_is_answered_and_the_connection_closed() {
+    // A client that writes its head and at once ends its side: one read returns the
+    // head, and only the next sees the end. The end arrived before that first read,
+    // so nothing new signals it: a turn that saw it (`RDHUP`) must look again, or
+    // the connection waits out its idle limit with the client waiting for the close.
+    // Fifty times, so that the end lands before the loop's read in some of them.
+    let o = Origin::start().await;
+    let q = Quire::start(&o, |_| {}).await;
+    cached(&o, &q, &[("/e", 100)]).await;
+    let addr = q.addr;
+    tokio::task::spawn_blocking(move || {
+        for i in 0..50 {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(get_req("/e").as_bytes()).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut raw = Vec::new();
+            let read = s.read_to_end(&mut raw);
+            assert!(read.is_ok(), "round {i}: never closed: {read:?}");
+            let got = parse_responses(&raw, false);
+            assert_eq!(got.len(), 1, "round {i}");
+            assert_eq!((got[0].0, got[0].2.len()), (200, 100), "round {i}");
+        }
+    })
+    .await
+    .unwrap();
+}

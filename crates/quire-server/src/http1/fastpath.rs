@@ -357,7 +357,10 @@ async fn serve(
         };
         c.b.out.clear();
         let start = std::time::Instant::now();
-        let (answer, asker) = match c.b.fresh_hit(ctx, &ctx.peek(), peer, end, None) {
+        // (Its own statement: the policy's guard ends with it, not held through the
+        // service's answer below.)
+        let fresh = c.b.fresh_hit(ctx, &ctx.peek(), peer, end, None);
+        let (answer, asker) = match fresh {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
                 // Not a fresh hit: the service answers, and the connection stays here.

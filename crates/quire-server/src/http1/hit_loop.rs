@@ -331,7 +331,9 @@ impl Set<'_> {
             self.conns.len() - 1
         });
         let data = EventData::new_u64(i as u64);
-        if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN) {
+        // (`RDHUP`: a turn must know when the client's end came with its last bytes,
+        // see `Set::turn`.)
+        if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN | EventFlags::RDHUP) {
             tracing::debug!(error = %e, "a connection could not join the hit loop");
             self.free.push(i);
             self.leave(
@@ -358,13 +360,16 @@ impl Set<'_> {
     /// Serves every ready connection once; whether the set may still have ready
     /// connections (`false`: its readiness may be cleared).
     ///
-    /// It may not when the look took fewer than [`EVENTS`] and every read left its
-    /// socket empty (it returned less than the room it had): no connection was
-    /// left ready then, and any that became ready after the look did so by bytes
-    /// arriving, which wakes the set's own file in tokio's epoll set (an epoll file
-    /// signals its waiters at each readiness of its sockets), so tokio sees a new
-    /// edge. A turn that found the set empty costs a look and a trip through the
-    /// loop's `select!` at every wake-up, which this saves.
+    /// It may not when the look took fewer than [`EVENTS`], every read left its
+    /// socket empty (it returned less than the room it had), and no client's end
+    /// or error had come (`RDHUP`, `HUP`, `ERR`: a read returns the bytes before an
+    /// end, and only the next one sees the end, with nothing new to signal it). No
+    /// connection was left ready then, and any that became ready after the look did
+    /// so by bytes (or an end) arriving, which wakes the set's own file in tokio's
+    /// epoll set (an epoll file signals its waiters at each readiness of its
+    /// sockets), so tokio sees a new edge. A turn that found the set empty costs a
+    /// look and a trip through the loop's `select!` at every wake-up, which this
+    /// saves.
     ///
     /// In passes over the ready connections, so that the cache misses of one
     /// connection's repeat overlap with the others' work instead of following one
@@ -401,7 +406,9 @@ impl Set<'_> {
                 continue;
             };
             let (got, drained) = receive(c);
-            more |= !drained;
+            let ended = EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR;
+            let flags = ev.flags; // (a copy: the event is a packed struct)
+            more |= !drained || flags.intersects(ended);
             let end = if got == Got::Bytes {
                 head_end(&c.b.buf)
             } else {
