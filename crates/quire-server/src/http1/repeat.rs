@@ -47,7 +47,8 @@ use crate::state::Ctx;
 pub(crate) const HEAD_MAX: usize = 2048;
 
 /// Recipes kept per worker thread (a power of two). [`BYTES_MAX`] is the bound
-/// meant to bind (about 8,000 recipes of a kilobyte). Heads that hash to a full
+/// meant to bind (about 7,000 recipes: 2,000 of the peer corpus's held 2.3 MB,
+/// `quire_fastpath_repeat_bytes`). Heads that hash to a full
 /// set push one another out: with 4,096 slots in sets of [`WAYS`], 3.6 % of a
 /// 2,000-page site's repeats missed and took the full path (a profile put that
 /// path at 1.8 % of the worker's CPU); with 16,384, 0.03 %, and 0.3 % at 4,000
