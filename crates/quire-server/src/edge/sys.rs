@@ -1,4 +1,4 @@
-//! Three socket calls with no safe form in rustix, one registration with tokio and a
+//! Three socket calls with no safe form in rustix and a
 //! CPU hint: one of the server's two files with
 //! `unsafe` code, both on the edge floor (the other, `crate::edge::inherit`, owns the
 //! descriptors handed over at exec). Everything else in the crate is checked by
@@ -11,9 +11,6 @@
 //!   decides when a body sent by sendfile may be unpinned, see [`crate::edge::sendfile`]).
 //! - [`reverse_name`]: `getnameinfo` with `NI_NAMEREQD`, an address's reverse DNS
 //!   name (crawler classes' checks, see [`crate::edge::crawlers`]).
-//! - [`epoll_set`]: a new epoll set, watched by tokio's reactor (the hit loop's,
-//!   see [`crate::http1::hit_loop`]); tokio's registration is `unsafe` because it
-//!   cannot check that the descriptor stays the same, which an owned one does.
 //! - [`prefetch`]: asks the CPU to load cache lines ahead of use (a repeat hit's
 //!   recipe, see [`crate::http1::repeat`]); the intrinsic is `unsafe` only because
 //!   it needs SSE, which every x86-64 CPU has.
@@ -23,18 +20,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsFd;
 
 use bytes::BytesMut;
-
-/// A new epoll set (close-on-exec), registered with the current tokio runtime's
-/// reactor for readability: it is readable when a descriptor in it is ready.
-pub(crate) fn epoll_set() -> io::Result<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
-    let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)?;
-    let readable = tokio::io::Interest::READABLE;
-    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which owns it from here on:
-    // the descriptor stays open, and names the same epoll set, until the `AsyncFd`
-    // drops (no one else holds it to close or replace it).
-    unsafe { tokio::io::unix::AsyncFd::register_with_interest(ep, readable) }
-        .map_err(io::Error::from)
-}
 
 /// Receives what the socket holds into the spare capacity of `buf` (one `recv`,
 /// non-blocking as the socket is) and extends `buf` by it. Returns the bytes

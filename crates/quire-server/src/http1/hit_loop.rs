@@ -1,17 +1,29 @@
 //! The hit loop: idle cleartext keep-alive connections, and the fresh hits they ask
-//! for, served by one task per worker from an epoll set of its own, without a task
-//! per connection.
+//! for, served by one thread per worker from an epoll set of its own, without a task
+//! per connection and without tokio between a socket and its answer.
 //!
 //! With a task per connection, each keep-alive hit costs tokio's work around it: the
 //! reactor sets the socket's readiness and wakes the task, the scheduler polls it,
 //! and the connection's future polls its socket, its idle timer, its shutdown and
-//! its reap waiters (`select!`) before the hit is read. The loop takes that away
-//! for the hits that need nothing else: tokio wakes one task when the loop's epoll
-//! set (level-triggered, nested in tokio's) has ready sockets, and the task reads
-//! every ready connection, then answers and writes each one's hits in turn, by the
-//! same code the fast path answers with ([`fastpath::Bufs::fresh_hit`],
-//! [`fastpath::answered`]). Reading them all first lets the CPU fetch what their
-//! answers will read while it works on the others (`Set::turn`).
+//! its reap waiters (`select!`) before the hit is read. A loop that was one task
+//! for all its connections, its epoll set nested in tokio's, still paid two waits
+//! per wake-up (tokio's, then its own set's) and a trip through the scheduler and a
+//! `select!`. The loop's thread waits in its own set only, as a server written for
+//! hits alone would: it reads every ready connection, then answers and writes each
+//! one's hits in turn, by the same code the fast path answers with
+//! ([`fastpath::Bufs::fresh_hit`], [`fastpath::answered`]). Reading them all first
+//! lets the CPU fetch what their answers will read while it works on the others
+//! (`Set::turn`). Measured against the nested loop at 80,000 hits/s on the peer
+//! corpus: 0.95x the CPU per hit (`scripts/hit-ab.sh`, see `docs/performance.md`);
+//! and a hit no longer waits behind the runtime's other tasks on its worker.
+//!
+//! The thread enters the runtime (so it can spawn the tasks it hands connections
+//! to) but never blocks anything of it, and nothing of a hit waits: the store's
+//! lookup takes only resident entries (a cold one is the service's, on a task), and
+//! the write is one non-blocking `writev`. What tokio told the loop's task, a
+//! [`Wake`] tells the thread: an eventfd in its set, rung by a park (new or
+//! returning connections) and by a small task that forwards the server's stop and
+//! reap signals; the sweep of idle connections is the wait's timeout.
 //!
 //! Anything that would wait goes to a task of its own, with its buffers and what it
 //! owes ([`Handoff`]; the server spawns it): a request the service answers (a miss,
@@ -45,14 +57,14 @@
 
 use std::io::{self, IoSlice};
 use std::net::TcpStream;
-use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use rustix::event::epoll::{self, Event, EventData, EventFlags};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
 
 use crate::edge::client::Peer;
 use crate::edge::conns::{Admitted, REAP_IDLE_MIN};
@@ -133,14 +145,30 @@ pub(crate) type Spawn = Arc<dyn Fn(Handoff) + Send + Sync>;
 
 /// The server's hit loops, one per worker.
 pub(crate) struct Loops {
-    senders: Vec<mpsc::UnboundedSender<Parked>>,
+    loops: Vec<One>,
     next: AtomicUsize,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// What [`Loops::stop`] ends and waits for.
+    ends: Mutex<Vec<Ending>>,
+}
+
+/// One loop: where its connections are sent, and what wakes its thread (`None`
+/// for a loop that could not start its thread: a task per connection instead).
+struct One {
+    parked: mpsc::UnboundedSender<Parked>,
+    wake: Option<Arc<Wake>>,
+}
+
+/// How a loop ends: the task that signals it (aborting it ends a loop's thread,
+/// see [`Ring`]), and the thread's end (its sender drops when it is gone).
+struct Ending {
+    task: tokio::task::JoinHandle<()>,
+    gone: Option<oneshot::Receiver<()>>,
 }
 
 impl Loops {
     /// Starts `n` loops, running until `stop` turns true and their connections
-    /// have closed (or [`Loops::stop`]).
+    /// have closed (or [`Loops::stop`]). Each runs on a thread of its own, which
+    /// enters the current runtime to spawn the tasks it hands connections to.
     pub(crate) fn start(
         ctx: &Arc<Ctx>,
         n: usize,
@@ -148,49 +176,222 @@ impl Loops {
         reap: &watch::Receiver<u64>,
         spawn: Spawn,
     ) -> Arc<Loops> {
-        let mut senders = Vec::new();
-        let mut tasks = Vec::new();
+        let mut loops = Vec::new();
+        let mut ends = Vec::new();
         for _ in 0..n.max(1) {
             let (tx, rx) = mpsc::unbounded_channel();
-            let ends = Ends {
-                stop: stop.clone(),
-                reap: reap.clone(),
+            let (wake, ending) = match start_thread(ctx, rx, (stop, reap), &spawn) {
+                Ok((wake, ending)) => (Some(wake), ending),
+                Err((e, rx)) => {
+                    // No loop: every connection parked here gets a task of its own.
+                    tracing::warn!(error = %e, "no hit loop; a task per connection");
+                    let task = tokio::spawn(no_loop(rx, spawn.clone()));
+                    (None, Ending { task, gone: None })
+                }
             };
-            tasks.push(tokio::spawn(run(ctx.clone(), rx, ends, spawn.clone())));
-            senders.push(tx);
+            loops.push(One { parked: tx, wake });
+            ends.push(ending);
         }
         Arc::new(Loops {
-            senders,
+            loops,
             next: AtomicUsize::new(0),
-            tasks: Mutex::new(tasks),
+            ends: Mutex::new(ends),
         })
     }
 
     /// Puts an idle connection into a loop (in turn). Once the loops have ended (the
     /// server is stopping) it is closed instead.
     pub(crate) fn park(&self, p: Parked) {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.loops.len();
+        let one = &self.loops[i];
         // (A send to an ended loop drops the connection: closed, its slot freed.)
-        let _ = self.senders[i].send(p);
+        if one.parked.send(p).is_ok() {
+            if let Some(w) = &one.wake {
+                w.ring();
+            }
+        }
     }
 
     /// Ends the loops, closing what they still hold, and waits until they are gone
     /// (each holds the server's state).
     pub(crate) async fn stop(&self) {
-        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-        for t in tasks {
-            t.abort();
-            let _ = t.await;
+        let ends = std::mem::take(&mut *self.ends.lock().unwrap_or_else(|e| e.into_inner()));
+        for e in ends {
+            e.task.abort();
+            let _ = e.task.await;
+            if let Some(gone) = e.gone {
+                let _ = gone.await;
+            }
         }
     }
 }
 
-/// What ends a loop's connections besides their clients.
-struct Ends {
-    /// Turns true when the server shuts down.
-    stop: watch::Receiver<bool>,
-    /// Changes when the server is full and idle connections should close.
-    reap: watch::Receiver<u64>,
+/// The key of a loop's wake-up in its epoll set (connections' keys are their
+/// indexes).
+const WAKE: u64 = u64::MAX;
+
+/// What wakes a loop's thread from its wait besides its connections, and what it
+/// is woken for.
+struct Wake {
+    /// An eventfd in the loop's epoll set: readable while a wake-up is owed.
+    fd: OwnedFd,
+    /// A wake-up is owed (the eventfd written and not yet read): another ring
+    /// writes nothing (a park's cost is a send, not a system call, while the loop
+    /// has not yet woken for the last one).
+    owed: AtomicBool,
+    /// The server is stopping.
+    stop: AtomicBool,
+    /// How many times the server asked for idle connections to be reaped.
+    reaps: AtomicU64,
+    /// The loop must end now, closing what it holds.
+    abort: AtomicBool,
+}
+
+impl Wake {
+    fn new() -> io::Result<Wake> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Wake {
+            fd,
+            owed: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            reaps: AtomicU64::new(0),
+            abort: AtomicBool::new(false),
+        })
+    }
+
+    /// Wakes the loop (to read what was set or sent before this).
+    fn ring(&self) {
+        if !self.owed.swap(true, Ordering::SeqCst) {
+            // (Only a full counter, 2^64 - 2 rings unread, could refuse it.)
+            let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
+        }
+    }
+
+    /// Takes the owed wake-up, before the loop reads what it was for: a ring after
+    /// this writes again, so what it was for is read at the next wake-up if not at
+    /// this one.
+    ///
+    /// The eventfd is read before `owed` is cleared. The other order loses
+    /// wake-ups: a ring between the two would see `owed` clear and write, the read
+    /// would take that write, and `owed` would stay set with nothing to read, so no
+    /// later ring would write again (a stop, or a parked connection, never heard).
+    /// In this order a ring before the clear writes nothing but was sent before
+    /// it, so the loop reads what it was for now; a ring after it writes.
+    /// (`wake_ups_are_never_lost` races rings against takes.)
+    fn take(&self) {
+        let mut count = [0u8; 8];
+        let _ = rustix::io::read(&self.fd, &mut count);
+        self.owed.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Ends a loop's thread when dropped: the task that forwards the server's signals
+/// holds it, so the thread ends when [`Loops::stop`] aborts that task, or when the
+/// runtime (which drops its tasks) goes away.
+struct Ring(Arc<Wake>);
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        self.0.abort.store(true, Ordering::SeqCst);
+        self.0.ring();
+    }
+}
+
+/// Starts a loop's thread, and the task that forwards the server's signals to it;
+/// the receiver back if it could not.
+fn start_thread(
+    ctx: &Arc<Ctx>,
+    rx: mpsc::UnboundedReceiver<Parked>,
+    (stop, reap): (&watch::Receiver<bool>, &watch::Receiver<u64>),
+    spawn: &Spawn,
+) -> Result<(Arc<Wake>, Ending), (io::Error, mpsc::UnboundedReceiver<Parked>)> {
+    let made = rustix::event::epoll::create(epoll::CreateFlags::CLOEXEC)
+        .map_err(io::Error::from)
+        .and_then(|ep| Ok((ep, Arc::new(Wake::new()?))))
+        .and_then(|(ep, wake)| {
+            let data = EventData::new_u64(WAKE);
+            epoll::add(&ep, &wake.fd, data, EventFlags::IN)?;
+            Ok((ep, wake))
+        });
+    let (ep, wake) = match made {
+        Ok(made) => made,
+        Err(e) => return Err((e, rx)),
+    };
+    let (gone_tx, gone) = oneshot::channel();
+    let runtime = tokio::runtime::Handle::current();
+    let (ctx, spawn, w) = (ctx.clone(), spawn.clone(), wake.clone());
+    // (The receiver moves into the thread only once it has started; a failed start
+    // drops it, and parked connections close: a thread that cannot start is a
+    // process out of threads.)
+    let started = std::thread::Builder::new()
+        .name("quire-hits".into())
+        .spawn(move || {
+            let _in = runtime.enter();
+            run(ctx, rx, &w, ep.as_fd(), spawn);
+            drop(gone_tx);
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "no thread for a hit loop");
+    }
+    let ring = Ring(wake.clone());
+    let task = tokio::spawn(forward(ring, stop.clone(), reap.clone()));
+    Ok((
+        wake,
+        Ending {
+            task,
+            gone: Some(gone),
+        },
+    ))
+}
+
+/// Tells a loop's thread of the server's stop and reaps, until aborted.
+async fn forward(ring: Ring, mut stop: watch::Receiver<bool>, mut reap: watch::Receiver<u64>) {
+    let wake = &ring.0;
+    let stopping = |wake: &Wake| {
+        wake.stop.store(true, Ordering::SeqCst);
+        wake.ring();
+    };
+    if *stop.borrow_and_update() {
+        stopping(wake);
+    }
+    let (mut stop_open, mut reap_open) = (true, true);
+    while stop_open || reap_open {
+        tokio::select! {
+            changed = stop.changed(), if stop_open => {
+                // (A server gone without a stop is stopping too.)
+                if changed.is_err() || *stop.borrow_and_update() {
+                    stopping(wake);
+                }
+                stop_open = changed.is_ok();
+            }
+            changed = reap.changed(), if reap_open => {
+                if changed.is_ok() {
+                    wake.reaps.fetch_add(1, Ordering::SeqCst);
+                    wake.ring();
+                }
+                reap_open = changed.is_ok();
+            }
+        }
+    }
+    // (The thread ends when this is aborted or dropped, with the runtime.)
+    std::future::pending::<()>().await;
+}
+
+/// Hands every connection parked on a loop that could not start to a task of its
+/// own.
+async fn no_loop(mut parked: mpsc::UnboundedReceiver<Parked>, spawn: Spawn) {
+    while let Some(p) = parked.recv().await {
+        spawn(Handoff {
+            stream: p.stream,
+            peer: p.peer,
+            held: p.held,
+            to: To::Fast(Box::new(Start {
+                bufs: p.bufs,
+                first: None,
+            })),
+        });
+    }
 }
 
 /// A connection in the loop.
@@ -224,96 +425,66 @@ enum After {
     Leave(To),
 }
 
-async fn run(ctx: Arc<Ctx>, mut parked: mpsc::UnboundedReceiver<Parked>, ends: Ends, spawn: Spawn) {
-    let ep = match crate::edge::sys::epoll_set() {
-        Ok(ep) => ep,
-        Err(e) => {
-            // No loop: every connection parked here gets a task of its own.
-            tracing::warn!(error = %e, "no epoll set for the hit loop; a task per connection");
-            while let Some(p) = parked.recv().await {
-                spawn(Handoff {
-                    stream: p.stream,
-                    peer: p.peer,
-                    held: p.held,
-                    to: To::Fast(Box::new(Start {
-                        bufs: p.bufs,
-                        first: None,
-                    })),
-                });
-            }
-            return;
-        }
-    };
+/// A loop's thread: waits in its epoll set for ready connections (or a wake-up,
+/// or the next sweep of idle ones), serves them, and ends when the server has
+/// stopped and its connections have closed, or when told to end now.
+fn run(
+    ctx: Arc<Ctx>,
+    mut parked: mpsc::UnboundedReceiver<Parked>,
+    wake: &Wake,
+    ep: BorrowedFd<'_>,
+    spawn: Spawn,
+) {
     let idle = ctx.peek().cfg.limits.client_idle_timeout.0;
     let mut set = Set {
-        ep: ep.get_ref().as_fd(),
+        ep,
         conns: Vec::new(),
         free: Vec::new(),
         ctx,
         spawn,
         idle,
-        stopping: *ends.stop.borrow(),
+        stopping: false,
         ready: Vec::new(),
     };
     let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let mut sweeps = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut parked_open = true;
-    let mut reap_open = true;
-    // The two signals' waits live across the loop's wake-ups: a `changed()` made
-    // afresh at each `select!` joins the channel's waiters and leaves them again
-    // every time, twice per wake-up at thousands of wake-ups a second.
-    let mut stop = std::pin::pin!(next_change(ends.stop));
-    let mut reap = std::pin::pin!(next_change(ends.reap));
+    let mut next_sweep = Instant::now() + every;
+    let mut reaps = 0;
     loop {
-        tokio::select! {
-            // (`poll_read_ready` keeps the task's waker in the file's one reader
-            // slot; `readable()` would join and leave a list of waiters each time.)
-            ready = std::future::poll_fn(|cx| ep.poll_read_ready(cx)) => {
-                let Ok(mut ready) = ready else { break };
-                // Cleared only when the set has nothing ready: its sockets are
-                // level-triggered, so one with bytes left unread stays ready, and
-                // tokio's edge would not come again for it. (Bytes that arrive
-                // after the turn's look make a new edge: see `Set::turn`.)
-                if !set.turn() {
-                    ready.clear_ready();
-                }
+        let wait = next_sweep.saturating_duration_since(Instant::now());
+        let wait = rustix::time::Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        if set.turn(&wait) {
+            wake.take();
+            if wake.abort.load(Ordering::SeqCst) {
+                break;
             }
-            p = parked.recv(), if parked_open => match p {
-                Some(p) => set.add(p),
-                None => parked_open = false,
-            },
-            _ = sweeps.tick() => set.sweep(),
-            // (Ended, each is not polled again: `stopping` stays set, `reap_open`
-            // cleared, or a new wait takes its place.)
-            _ = &mut stop, if !set.stopping => {
+            while let Ok(p) = parked.try_recv() {
+                set.add(p);
+            }
+            if wake.stop.load(Ordering::SeqCst) && !set.stopping {
                 set.stopping = true;
                 set.close_idle(Duration::ZERO);
             }
-            (changed, rx) = &mut reap, if reap_open => {
-                if !changed {
-                    // (The server is going away: its stop follows.)
-                    reap_open = false;
-                    continue;
-                }
-                reap.set(next_change(rx));
+            let asked = wake.reaps.load(Ordering::SeqCst);
+            if asked != reaps {
+                reaps = asked;
                 let n = set.close_idle(REAP_IDLE_MIN);
                 for _ in 0..n {
                     set.ctx.metrics.record_connection_reaped();
                 }
             }
         }
+        let now = Instant::now();
+        if now >= next_sweep {
+            set.sweep();
+            next_sweep = now + every;
+        }
         if set.stopping && set.open() == 0 {
             break;
         }
     }
-}
-
-/// `rx`'s next change (`false`: its sender is gone), with `rx` back for the wait
-/// after it.
-async fn next_change<T>(mut rx: watch::Receiver<T>) -> (bool, watch::Receiver<T>) {
-    let changed = rx.changed().await.is_ok();
-    (changed, rx)
 }
 
 impl Set<'_> {
@@ -331,9 +502,7 @@ impl Set<'_> {
             self.conns.len() - 1
         });
         let data = EventData::new_u64(i as u64);
-        // (`RDHUP`: a turn must know when the client's end came with its last bytes,
-        // see `Set::turn`.)
-        if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN | EventFlags::RDHUP) {
+        if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN) {
             tracing::debug!(error = %e, "a connection could not join the hit loop");
             self.free.push(i);
             self.leave(
@@ -357,19 +526,11 @@ impl Set<'_> {
         self.ctx.metrics.record_parked(1);
     }
 
-    /// Serves every ready connection once; whether the set may still have ready
-    /// connections (`false`: its readiness may be cleared).
-    ///
-    /// It may not when the look took fewer than [`EVENTS`], every read left its
-    /// socket empty (it returned less than the room it had), and no client's end
-    /// or error had come (`RDHUP`, `HUP`, `ERR`: a read returns the bytes before an
-    /// end, and only the next one sees the end, with nothing new to signal it). No
-    /// connection was left ready then, and any that became ready after the look did
-    /// so by bytes (or an end) arriving, which wakes the set's own file in tokio's
-    /// epoll set (an epoll file signals its waiters at each readiness of its
-    /// sockets), so tokio sees a new edge. A turn that found the set empty costs a
-    /// look and a trip through the loop's `select!` at every wake-up, which this
-    /// saves.
+    /// Waits at most `wait` for ready connections, and serves each once; whether
+    /// the loop's wake-up came too ([`Wake`]: its eventfd stays readable until
+    /// taken). The set is level-triggered and each turn asks it afresh, so a
+    /// connection left with bytes unread (a read that filled its room) or an end
+    /// behind the bytes read is simply ready again at the next turn.
     ///
     /// In passes over the ready connections, so that the cache misses of one
     /// connection's repeat overlap with the others' work instead of following one
@@ -380,35 +541,37 @@ impl Set<'_> {
     /// of a few thousand pages do not stay in the CPU's caches between two
     /// requests for the same page, and a repeat's reads depend on one another:
     /// the set, then the recipe, then what the recipe points at.)
-    fn turn(&mut self) -> bool {
-        // (Not initialised: the look writes the events it returns.)
+    fn turn(&mut self, wait: &rustix::time::Timespec) -> bool {
+        // (Not initialised: the wait writes the events it returns.)
         let mut events = [std::mem::MaybeUninit::<Event>::uninit(); EVENTS];
-        let (events, _) = match epoll::wait(self.ep, &mut events[..], Some(&ZERO)) {
+        let (events, _) = match epoll::wait(self.ep, &mut events[..], Some(wait)) {
             Ok(got) => got,
-            // Not known to be empty: look again (readiness stays set).
-            Err(rustix::io::Errno::INTR) => return true,
+            Err(rustix::io::Errno::INTR) => return false,
             Err(e) => {
+                // (Not expected of a set this thread owns; a wake-up is read, so a
+                // stop or an abort still ends the loop.)
                 tracing::warn!(error = %e, "the hit loop's epoll set failed");
-                return false;
+                std::thread::sleep(Duration::from_millis(10));
+                return true;
             }
         };
-        let mut more = events.len() == EVENTS;
-        // (The set's, kept between turns: a turn clears it rather than filling an
-        // array for a turn's most events each time.)
+        let mut woke = false;
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
         // (Read once for the turn: every hit of the turn is answered under it. A
         // reload lands at the next turn, a few microseconds on.)
         let policy = self.ctx.peek();
         for ev in events.iter() {
-            let i = ev.data.u64() as usize;
-            let Some(Some(c)) = self.conns.get_mut(i) else {
+            let key = ev.data.u64();
+            if key == WAKE {
+                woke = true;
+                continue;
+            }
+            let Some(Some(c)) = self.conns.get_mut(key as usize) else {
                 continue;
             };
-            let (got, drained) = receive(c);
-            let ended = EventFlags::RDHUP | EventFlags::HUP | EventFlags::ERR;
-            let flags = ev.flags; // (a copy: the event is a packed struct)
-            more |= !drained || flags.intersects(ended);
+            let i = key as usize;
+            let got = receive(c);
             let end = if got == Got::Bytes {
                 head_end(&c.b.buf)
             } else {
@@ -450,7 +613,7 @@ impl Set<'_> {
             }
         }
         self.ready = ready;
-        more
+        woke
     }
 
     /// Takes connection `i` out of the loop (and its epoll set).
@@ -516,11 +679,6 @@ struct Ready {
     hash: Option<u64>,
 }
 
-const ZERO: rustix::time::Timespec = rustix::time::Timespec {
-    tv_sec: 0,
-    tv_nsec: 0,
-};
-
 /// What reading a ready connection found.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Got {
@@ -534,18 +692,17 @@ enum Got {
     EndedInHead,
 }
 
-/// Reads what arrived on a ready connection, and whether that left its socket
-/// empty (the read returned less than the room it had, or nothing).
-fn receive(c: &mut Conn) -> (Got, bool) {
+/// Reads what arrived on a ready connection.
+fn receive(c: &mut Conn) -> Got {
     if c.b.buf.capacity() - c.b.buf.len() < 4096 {
         c.b.buf.reserve(8192);
     }
     match crate::edge::sys::recv_into_spare(&c.stream, &mut c.b.buf) {
-        Ok((0, _)) if c.b.buf.is_empty() => (Got::Closed, true),
-        Ok((0, _)) => (Got::EndedInHead, true),
-        Ok((got, room)) => (Got::Bytes, got < room),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => (Got::Nothing, true),
-        Err(_) => (Got::Closed, true),
+        Ok((0, _)) if c.b.buf.is_empty() => Got::Closed,
+        Ok((0, _)) => Got::EndedInHead,
+        Ok(_) => Got::Bytes,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Got::Nothing,
+        Err(_) => Got::Closed,
     }
 }
 
@@ -657,4 +814,52 @@ fn write_some(stream: &TcpStream, head: &[u8], body: &[u8]) -> io::Result<usize>
     let parts = [IoSlice::new(head), IoSlice::new(body)];
     let n = if body.is_empty() { 1 } else { 2 };
     Ok(rustix::io::writev(stream, &parts[..n])?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rings from several threads, each after sending something, against a thread
+    /// that waits on the eventfd and takes each wake-up before reading what was
+    /// sent, as the loop does: nothing sent may be left unread while the reader
+    /// waits (a lost wake-up leaves its wait to time out with messages pending).
+    #[test]
+    fn wake_ups_are_never_lost() {
+        const SENDERS: usize = 4;
+        const EACH: usize = 50_000;
+        let wake = Arc::new(Wake::new().expect("an eventfd"));
+        let sent = Arc::new(AtomicUsize::new(0));
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|_| {
+                let (wake, sent) = (wake.clone(), sent.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..EACH {
+                        sent.fetch_add(1, Ordering::SeqCst);
+                        wake.ring();
+                    }
+                })
+            })
+            .collect();
+        let mut read = 0;
+        while read < SENDERS * EACH {
+            let mut fds = [rustix::event::PollFd::new(
+                &wake.fd,
+                rustix::event::PollFlags::IN,
+            )];
+            let timeout = rustix::time::Timespec {
+                tv_sec: 2,
+                tv_nsec: 0,
+            };
+            let n = rustix::event::poll(&mut fds, Some(&timeout)).expect("poll");
+            let pending = sent.load(Ordering::SeqCst);
+            assert!(n == 1, "a wake-up lost: {read} read of {pending} sent");
+            wake.take();
+            read = sent.load(Ordering::SeqCst);
+        }
+        for s in senders {
+            s.join().expect("a sender");
+        }
+        assert_eq!(read, SENDERS * EACH);
+    }
 }
