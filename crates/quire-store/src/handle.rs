@@ -17,9 +17,11 @@ pub struct Handle {
 }
 
 enum Source {
-    /// Absolute volume offsets and lengths of the meta and body, in a pinned region.
+    /// Absolute volume offsets and lengths of the meta and body, in a pinned region;
+    /// `lead`: the bytes of the entry before its meta (header, key, tags).
     Mapped {
         region: u32,
+        lead: u32,
         meta_at: u64,
         meta_len: u64,
         body_at: u64,
@@ -29,17 +31,21 @@ enum Source {
 }
 
 impl Handle {
-    /// Wraps a pin the caller already took on `region`; the handle releases it.
+    /// Wraps a pin the caller already took on `region`, for the entry at `entry_at`;
+    /// the handle releases it.
     pub(crate) fn new(
         shared: Arc<Shared>,
-        region: u32,
+        (region, entry_at): (u32, u64),
         (meta_at, meta_len): (u64, u64),
         (body_at, body_len): (u64, u64),
     ) -> Handle {
+        debug_assert!(entry_at < meta_at, "the meta follows the entry's header");
         Handle {
             shared,
             src: Source::Mapped {
                 region,
+                // (A header and a key: far below 4 GiB.)
+                lead: u32::try_from(meta_at - entry_at).unwrap_or(u32::MAX),
                 meta_at,
                 meta_len,
                 body_at,
@@ -59,6 +65,33 @@ impl Handle {
     pub fn is_from_ram(&self) -> bool {
         matches!(self.src, Source::Ram(_))
     }
+
+    /// Where the entry's header, key, tags and meta lie in memory, which a later
+    /// lookup of the same key reads: for a prefetch ahead of it. `None` for a
+    /// RAM-tier hit.
+    pub fn span(&self) -> Option<Span> {
+        let Source::Mapped { lead, meta_len, .. } = self.src else {
+            return None;
+        };
+        let lead = lead as usize;
+        Some(Span {
+            at: (self.meta().as_ptr() as usize).wrapping_sub(lead),
+            len: lead + meta_len as usize,
+        })
+    }
+}
+
+/// Where a mapped entry's header, key, tags and meta lay in memory when it was read
+/// ([`Handle::span`]): an address, never read through, only handed to the CPU as a
+/// prefetch hint. It outlives the handle and its pin, so the entry may have moved
+/// or gone since; a prefetch of such an address loads a line for nothing (a
+/// prefetch never faults), and the lookup it was for checks the entry as always.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// The address of the entry's first byte.
+    pub at: usize,
+    /// Its bytes up to the end of its meta.
+    pub len: usize,
 }
 
 impl EntryRef for Handle {

@@ -43,7 +43,7 @@ mod volume;
 
 pub use engine::{Engine, EntryRef, FileExtent, Put, Stats};
 pub use error::{Result, StoreError};
-pub use handle::Handle;
+pub use handle::{Handle, Span};
 pub use huge_pages::HugePages;
 pub use options::Options;
 pub use recovery::OpenReport;

@@ -234,7 +234,7 @@ impl Store {
         };
         let meta = (off + h.meta_at(), u64::from(h.meta_len));
         let body = (off + h.body_at(), u64::from(h.body_len));
-        let handle = Handle::new(self.shared.clone(), loc.region, meta, body);
+        let handle = Handle::new(self.shared.clone(), (loc.region, off), meta, body);
         if let Some(ram) = &s.ram {
             if loc.freq > 0 && h.stride() <= ram_tier::OBJECT_BYTES_MAX {
                 ram.promote(hash, loc, key, handle.meta(), handle.body());

@@ -24,6 +24,26 @@ fn put_get_round_trip_with_meta() {
     assert_eq!((st.hits, st.misses, st.entries, st.admitted), (1, 1, 1, 1));
 }
 
+/// A handle's span is its entry's header, key and meta, where they lie in memory:
+/// ending at its meta's end, starting on an entry boundary, a header's length
+/// before its key.
+#[test]
+fn a_span_covers_the_entry_up_to_its_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&dir, 4 << 20);
+    s.put(b"first", b"m", b"1", &[]).unwrap();
+    s.put(b"a longer key", b"some meta bytes", b"body", &[])
+        .unwrap();
+    let h = s.get(b"a longer key").unwrap();
+    let span = h.span().expect("a mapped entry");
+    let meta = h.meta();
+    assert_eq!(span.at + span.len, meta.as_ptr() as usize + meta.len());
+    assert_eq!(span.len, 40 + b"a longer key".len() + meta.len());
+    assert_eq!(span.at % 16, 0, "entries start 16-byte aligned");
+    let first = s.get(b"first").unwrap().span().unwrap();
+    assert!(first.at < span.at, "written one after the other");
+}
+
 #[test]
 fn overwrite_remove_and_tags() {
     let dir = tempfile::tempdir().unwrap();

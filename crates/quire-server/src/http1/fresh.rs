@@ -45,6 +45,10 @@ pub(crate) struct Recipe {
     pub(crate) variant: Option<(Vec<u8>, u64)>,
     /// The stored response.
     pub(crate) record: Arc<Prepared>,
+    /// Where the entries under the two keys lay when the recipe was made: what a
+    /// repeat asks the CPU for ahead of its lookup (`crate::http1::repeat`). Hints
+    /// only: the lookup checks the entries as any does.
+    pub(crate) spans: [Option<quire_store::Span>; 2],
     /// The head of the representation the request gets (by its `Accept-Encoding`),
     /// all but the fields of the moment, and where its body lies.
     pub(crate) fixed: FixedHead,
@@ -139,6 +143,7 @@ pub(crate) fn prepare(
         primary: (look.primary_key, look.ids.0),
         variant,
         record,
+        spans: look.spans,
         fixed,
         not_modified,
         head_only: *method == Method::HEAD,

@@ -252,20 +252,42 @@ fn each_kept(hash: u64, f: impl Fn(&Kept)) {
 }
 
 /// Asks the CPU to start loading what a repeat of `k` reads besides its head: its
-/// fixed response head, the stored record (its timing) and its target. By the next
-/// request for the same URL they have left the caches (the recipes of 2,000 pages
-/// do not fit), and each is its own allocation: asked for together, their misses
-/// overlap with the head's comparison and the store's lookup instead of following
-/// them one by one.
+/// fixed response head, the stored record (its timing), its target, its keys (hashed
+/// for the store's lookup), and the store's entries themselves where they lay when
+/// the recipe was made (header, key and meta: checked and hashed by the lookup). By
+/// the next request for the same URL they have left the caches (the recipes of
+/// 2,000 pages do not fit), and each is its own allocation or its own place in the
+/// mapping: asked for together, their misses overlap with the head's comparison and
+/// each other instead of following one another. An entry that has moved since only
+/// costs its prefetch: the lookup finds where it is now.
 fn prefetch_kept(k: &Kept) {
     use crate::edge::sys::prefetch;
-    prefetch(k.recipe.fixed.bytes.as_ptr(), k.recipe.fixed.bytes.len());
+    let r = &k.recipe;
+    prefetch(r.fixed.bytes.as_ptr(), r.fixed.bytes.len());
     prefetch(k.target.as_ptr(), k.target.len());
-    let record: *const crate::request::hit::Prepared = Arc::as_ptr(&k.recipe.record);
+    let record: *const crate::request::hit::Prepared = Arc::as_ptr(&r.record);
     prefetch(
         record.cast(),
         std::mem::size_of::<crate::request::hit::Prepared>(),
     );
+    prefetch(r.primary.0.as_ptr(), r.primary.0.len());
+    if let Some((key, _)) = &r.variant {
+        prefetch(key.as_ptr(), key.len());
+    }
+    for span in r.spans.iter().flatten() {
+        prefetch_span(*span);
+    }
+}
+
+/// Asks the CPU for a store entry's lines up to the end of its meta (the first
+/// [`crate::edge::sys::prefetch`] takes, and the meta's last, which the record's
+/// identity reads).
+fn prefetch_span(span: quire_store::Span) {
+    use crate::edge::sys::prefetch;
+    // (An address only, never read through: a prefetch never faults.)
+    let at = std::ptr::without_provenance::<u8>(span.at);
+    prefetch(at, span.len);
+    prefetch(at.wrapping_add(span.len.saturating_sub(1)), 1);
 }
 
 /// The answer of `k` now, its head written to `out`; `None` when the URL's key

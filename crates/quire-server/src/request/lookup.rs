@@ -15,7 +15,7 @@ use std::sync::Arc;
 use http::header::HeaderMap;
 use quire_http::key::{MethodClass, NormalizedUrl, VaryFields};
 use quire_http::status::CacheStatus;
-use quire_store::{Cold, Engine, EntryRef, Fetched, Handle};
+use quire_store::{Cold, Engine, EntryRef, Fetched, Handle, Span};
 
 use crate::fill::recompress;
 use crate::request::hit::{Cached, Prepared};
@@ -44,6 +44,9 @@ pub(crate) struct Lookup {
     /// `primary_key`, and of the one under the variant key when the URL varies:
     /// what a later look compares to know the store still holds the same records.
     pub(crate) ids: (u64, Option<u64>),
+    /// Where the entries under `primary_key` and the variant key lay in memory: a
+    /// recipe's prefetch hints ([`quire_store::Span`]).
+    pub(crate) spans: [Option<Span>; 2],
 }
 
 impl Lookup {
@@ -127,6 +130,7 @@ fn read_records(
         entry: None,
         cold: None,
         ids: (0, None),
+        spans: [None; 2],
     };
     let h = match fetch(ctx, &look.primary_key, reading) {
         Fetched::Hit(h) => h,
@@ -140,6 +144,7 @@ fn read_records(
         return look;
     };
     look.ids.0 = id;
+    look.spans[0] = h.span();
     match cached {
         Cached::Object(o) => {
             look.record = Some(o);
@@ -151,6 +156,7 @@ fn read_records(
             match fetch(ctx, &vk, reading) {
                 Fetched::Hit(h) => {
                     if let Some((id, Cached::Object(o))) = ctx.records.get_identified(h.meta()) {
+                        look.spans[1] = h.span();
                         look.record = Some(o);
                         look.entry = Some(Arc::new(h));
                         look.ids.1 = Some(id);
