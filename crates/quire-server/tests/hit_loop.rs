@@ -1,5 +1,5 @@
 //! The hit loop (`http1::hit_loop`): idle cleartext connections and their hits
-//! served by one task per worker, and everything that would wait handed to a task
+//! served by one thread per worker, and everything that would wait handed to a task
 //! of its own and back. Each attack on what the loop holds has its test here: a
 //! client that never reads, one that pipelines without end, one that trickles a head,
 //! and a shutdown with connections parked.
@@ -268,6 +268,35 @@ async fn shutdown_closes_parked_connections_and_the_drain_ends() {
         assert_eq!(got, 0);
     }
     assert_eq!(q.ctx.metrics.parked(), 0);
+}
+
+/// The loop's thread outlives no runtime: one dropped without the server's stop
+/// (an embedding program's exit path, a test's end) drops the task that forwards
+/// the server's signals, whose guard ends the thread, which closes what it holds.
+#[test]
+fn a_runtime_dropped_without_a_stop_ends_the_loop_and_closes_its_connections() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (o, q) = rt.block_on(async {
+        let o = Origin::start().await;
+        let q = Quire::start(&o, |c| {
+            c.limits.client_idle_timeout = quire_server::config::Secs(Duration::from_secs(60));
+        })
+        .await;
+        cached(&o, &q, &[("/a", 10)]).await;
+        (o, q)
+    });
+    let mut s = connect_and_hit(q.addr, "/a");
+    assert!(rt.block_on(wait_for(|| q.ctx.metrics.parked() >= 1)));
+    drop(rt);
+    let (took, got) = until_closed(&mut s);
+    assert_eq!(got, 0);
+    // (Well inside the client's 10 s read timeout, and the idle limit of 60 s.)
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    drop((o, q));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

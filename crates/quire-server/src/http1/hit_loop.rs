@@ -278,11 +278,13 @@ impl Wake {
     /// later ring would write again (a stop, or a parked connection, never heard).
     /// In this order a ring before the clear writes nothing but was sent before
     /// it, so the loop reads what it was for now; a ring after it writes.
-    /// (`wake_ups_are_never_lost` races rings against takes.)
+    /// (`wake_ups_are_never_lost` races rings against takes.) The clear is a swap,
+    /// not a store: reading the last ring's swap, it makes what that ring's sender
+    /// sent before it visible to the reads that follow.
     fn take(&self) {
         let mut count = [0u8; 8];
         let _ = rustix::io::read(&self.fd, &mut count);
-        self.owed.store(false, Ordering::SeqCst);
+        self.owed.swap(false, Ordering::SeqCst);
     }
 }
 
@@ -556,6 +558,8 @@ impl Set<'_> {
             }
         };
         let mut woke = false;
+        // (The set's, kept between turns: a turn clears it rather than filling an
+        // array for a turn's most events each time.)
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
         // (Read once for the turn: every hit of the turn is answered under it. A
