@@ -13,9 +13,10 @@
 //! one's hits in turn, by the same code the fast path answers with
 //! ([`fastpath::Bufs::fresh_hit`], [`fastpath::answered`]). Reading them all first
 //! lets the CPU fetch what their answers will read while it works on the others
-//! (`Set::turn`). Measured against the nested loop at 80,000 hits/s on the peer
-//! corpus: 0.95x the CPU per hit (`scripts/hit-ab.sh`, see `docs/performance.md`);
-//! and a hit no longer waits behind the runtime's other tasks on its worker.
+//! (`Set::turn`). Measured against the nested loop on the peer corpus: 0.938x the
+//! CPU per hit at 40,000 hits/s, 0.969x at 80,000 (`scripts/hit-ab.sh`, see
+//! `docs/performance.md`); and a hit no longer waits behind the runtime's other
+//! tasks on its worker.
 //!
 //! The thread enters the runtime (so it can spawn the tasks it hands connections
 //! to) but never blocks anything of it, and nothing of a hit waits: the store's
