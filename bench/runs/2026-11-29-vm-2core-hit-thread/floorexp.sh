@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # floorexp.sh PORT [SPLIT]: the floor (QUIRE_fsplit) over 2,000 bodies at saturation; copy ns per hit
+# RATE=N: open loop at N requests/s (closed loop without it)
 PORT=$1
 if [ -n "$2" ]; then export FLOOR_SPLIT=1; fi
 taskset -c 0 /tmp/prof/QUIRE_fsplit bench floor --listen 127.0.0.1:$PORT --bytes 14289 --distinct 2000 > /dev/null 2>&1 &
 FP=$!
 unset FLOOR_SPLIT
 sleep 1
-taskset -c 1 /tmp/prof/QUIRE_b bench load --host 127.0.0.1:$PORT --paths /tmp/peerbench/site/urls.txt --connections 64 --duration 14 --accept-encoding gzip > /tmp/prof/lf-$PORT.out 2>&1 &
+taskset -c 1 /tmp/prof/QUIRE_b bench load --host 127.0.0.1:$PORT --paths /tmp/peerbench/site/urls.txt --connections 64 --duration 14 ${RATE:+--rate $RATE} --accept-encoding gzip > /tmp/prof/lf-$PORT.out 2>&1 &
 sleep 3
 perf record -F 4999 -o /tmp/prof/fx-$PORT.data -p $FP -- sleep 8 > /dev/null 2>&1
 sleep 4
