@@ -385,15 +385,22 @@ async fn forward(ring: Ring, mut stop: watch::Receiver<bool>, mut reap: watch::R
 /// own.
 async fn no_loop(mut parked: mpsc::UnboundedReceiver<Parked>, spawn: Spawn) {
     while let Some(p) = parked.recv().await {
-        spawn(Handoff {
-            stream: p.stream,
-            peer: p.peer,
-            held: p.held,
+        spawn(p.into_task());
+    }
+}
+
+impl Parked {
+    /// Its hand-off to a task of its own, owing nothing (it is idle).
+    fn into_task(self) -> Handoff {
+        Handoff {
+            stream: self.stream,
+            peer: self.peer,
+            held: self.held,
             to: To::Fast(Box::new(Start {
-                bufs: p.bufs,
+                bufs: self.bufs,
                 first: None,
             })),
-        });
+        }
     }
 }
 
@@ -450,36 +457,21 @@ fn run(
         ready: Vec::new(),
     };
     let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
-    let mut next_sweep = Instant::now() + every;
+    // (One clock read per wake-up: the next wait is reckoned from the end of this
+    // one's turn, at most a turn's work early, so a sweep comes that much later.)
+    let mut now = Instant::now();
+    let mut next_sweep = now + every;
     let mut reaps = 0;
     loop {
-        let wait = next_sweep.saturating_duration_since(Instant::now());
+        let wait = next_sweep.saturating_duration_since(now);
         let wait = rustix::time::Timespec {
             tv_sec: wait.as_secs() as i64,
             tv_nsec: i64::from(wait.subsec_nanos()),
         };
-        if set.turn(&wait) {
-            wake.take();
-            if wake.abort.load(Ordering::SeqCst) {
-                break;
-            }
-            while let Ok(p) = parked.try_recv() {
-                set.add(p);
-            }
-            if wake.stop.load(Ordering::SeqCst) && !set.stopping {
-                set.stopping = true;
-                set.close_idle(Duration::ZERO);
-            }
-            let asked = wake.reaps.load(Ordering::SeqCst);
-            if asked != reaps {
-                reaps = asked;
-                let n = set.close_idle(REAP_IDLE_MIN);
-                for _ in 0..n {
-                    set.ctx.metrics.record_connection_reaped();
-                }
-            }
+        if set.turn(&wait) && !set.heard(wake, &mut parked, &mut reaps) {
+            break;
         }
-        let now = Instant::now();
+        now = Instant::now();
         if now >= next_sweep {
             set.sweep();
             next_sweep = now + every;
@@ -491,6 +483,37 @@ fn run(
 }
 
 impl Set<'_> {
+    /// Takes the loop's wake-up and does what it was for: connections parked, the
+    /// server's stop, a reap asked for since `reaps` (the count last seen); `false`
+    /// when the loop must end now.
+    fn heard(
+        &mut self,
+        wake: &Wake,
+        parked: &mut mpsc::UnboundedReceiver<Parked>,
+        reaps: &mut u64,
+    ) -> bool {
+        wake.take();
+        if wake.abort.load(Ordering::SeqCst) {
+            return false;
+        }
+        while let Ok(p) = parked.try_recv() {
+            self.add(p);
+        }
+        if wake.stop.load(Ordering::SeqCst) && !self.stopping {
+            self.stopping = true;
+            self.close_idle(Duration::ZERO);
+        }
+        let asked = wake.reaps.load(Ordering::SeqCst);
+        if asked != *reaps {
+            *reaps = asked;
+            let n = self.close_idle(REAP_IDLE_MIN);
+            for _ in 0..n {
+                self.ctx.metrics.record_connection_reaped();
+            }
+        }
+        true
+    }
+
     /// Connections the loop holds.
     fn open(&self) -> usize {
         self.conns.len() - self.free.len()
@@ -508,15 +531,7 @@ impl Set<'_> {
         if let Err(e) = epoll::add(self.ep, &p.stream, data, EventFlags::IN) {
             tracing::debug!(error = %e, "a connection could not join the hit loop");
             self.free.push(i);
-            self.leave(
-                p.stream,
-                p.peer,
-                p.held,
-                To::Fast(Box::new(Start {
-                    bufs: p.bufs,
-                    first: None,
-                })),
-            );
+            self.leave(p.into_task());
             return;
         }
         self.conns[i] = Some(Conn {
@@ -612,7 +627,12 @@ impl Set<'_> {
                 After::Close => drop(self.take(r.i)),
                 After::Leave(to) => {
                     if let Some(c) = self.take(r.i) {
-                        self.leave(c.stream, c.peer, c.held, to);
+                        self.leave(Handoff {
+                            stream: c.stream,
+                            peer: c.peer,
+                            held: c.held,
+                            to,
+                        });
                     }
                 }
             }
@@ -630,14 +650,10 @@ impl Set<'_> {
         Some(c)
     }
 
-    fn leave(&self, stream: TcpStream, peer: Peer, held: Held, to: To) {
+    /// Hands a connection that left the loop to a task of its own.
+    fn leave(&self, h: Handoff) {
         self.ctx.metrics.record_loop_handoff();
-        (self.spawn)(Handoff {
-            stream,
-            peer,
-            held,
-            to,
-        });
+        (self.spawn)(h);
     }
 
     /// Closes the connections whose wait for a head passed the idle limit.
