@@ -543,16 +543,17 @@ impl StoredTiming {
             .saturating_add(elapsed(self.response_time, now))
     }
 
-    /// RFC 9111 §4.2: `response_is_fresh = (freshness_lifetime > current_age)`.
-    fn is_fresh(&self, now: SystemTime) -> bool {
+    /// RFC 9111 §4.2: `response_is_fresh = (freshness_lifetime > current_age)`,
+    /// at the current age `age`.
+    fn is_fresh_at_age(&self, age: Duration) -> bool {
         self.freshness_lifetime
-            .is_some_and(|lifetime| lifetime > self.age(now))
+            .is_some_and(|lifetime| lifetime > age)
     }
 
-    /// How long past its lifetime the response is at `now` (zero while fresh).
-    pub(crate) fn staleness(&self, now: SystemTime) -> Duration {
-        self.age(now)
-            .saturating_sub(self.freshness_lifetime.unwrap_or(Duration::ZERO))
+    /// How long past its lifetime the response is at the current age `age` (zero
+    /// while fresh).
+    fn staleness_at_age(&self, age: Duration) -> Duration {
+        age.saturating_sub(self.freshness_lifetime.unwrap_or(Duration::ZERO))
     }
 }
 
@@ -604,8 +605,10 @@ pub fn reuse(
     cfg: &ReuseConfig,
     now: SystemTime,
 ) -> Decision {
+    // (The age is reckoned once: every rule below reads the same moment.)
+    let age = stored.age(now);
     let revalidate = Decision::MustRevalidate {
-        stale_if_error: stale_if_error_window(stored, req_cc, cfg, now),
+        stale_if_error: stale_if_error_window(stored, req_cc, cfg, age),
     };
     // RFC 9111 §5.2.2.4: response no-cache → never reused without validation, and a
     // failed validation is not a successful one, so no stale-if-error either.
@@ -618,14 +621,13 @@ pub fn reuse(
     if req_cc.no_cache.is_some() {
         return revalidate;
     }
-    let age = stored.age(now);
     // RFC 9111 §5.2.1.1: the client does not accept a response older than max-age.
     if let Some(Delta::Secs(max_age)) = req_cc.max_age {
         if age > Duration::from_secs(max_age) {
             return revalidate;
         }
     }
-    if stored.is_fresh(now) {
+    if stored.is_fresh_at_age(age) {
         // RFC 9111 §5.2.1.3: the client wants at least min-fresh of freshness left.
         let left = stored
             .freshness_lifetime
@@ -647,7 +649,7 @@ pub fn reuse(
     if req_cc.min_fresh.is_some() {
         return revalidate;
     }
-    let staleness = stored.staleness(now);
+    let staleness = stored.staleness_at_age(age);
     // RFC 9111 §5.2.1.2: max-stale without a value accepts any staleness.
     match req_cc.max_stale {
         Some(MaxStale::Any) => return Decision::StaleAllowed,
@@ -671,11 +673,12 @@ pub fn reuse(
 /// RFC 5861 §4: how long from `now` a failing origin may be answered with the stored
 /// response: until `stale-if-error` (response or request, or configured grace) past
 /// its lifetime. Never for responses that forbid stale serving or demand validation.
+/// `age`: the response's age now.
 fn stale_if_error_window(
     stored: &StoredTiming,
     req_cc: &CacheControl,
     cfg: &ReuseConfig,
-    now: SystemTime,
+    age: Duration,
 ) -> Option<Duration> {
     if stored.flags.forbids_stale || stored.flags.no_cache {
         return None;
@@ -692,9 +695,7 @@ fn stale_if_error_window(
         .freshness_lifetime
         .unwrap_or(Duration::ZERO)
         .saturating_add(window);
-    limit
-        .checked_sub(stored.age(now))
-        .filter(|left| !left.is_zero())
+    limit.checked_sub(age).filter(|left| !left.is_zero())
 }
 
 /// Hop-by-hop fields never stored (RFC 9111 §3.1, RFC 9110 §7.6.1), and the

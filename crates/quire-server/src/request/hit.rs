@@ -641,11 +641,13 @@ pub(crate) fn fixed_head(
 /// to `out`: `Age`, and `Cache-Status` (upstream members, then `status` with its
 /// `ttl` now).
 pub(crate) fn write_moment(out: &mut Vec<u8>, p: &Prepared, status: &CacheStatus, now: SystemTime) {
-    h1::number_field(out, "age", p.timing.age(now).as_secs());
+    // (One age for both fields.)
+    let age = p.timing.age(now);
+    h1::number_field(out, "age", age.as_secs());
     out.extend_from_slice(b"cache-status: ");
     let status = status.clone();
     let status = if status.hit {
-        status.with_ttl(ttl_secs(&p.timing, now))
+        status.with_ttl(ttl_at_age(&p.timing, age))
     } else {
         status
     };
@@ -696,8 +698,13 @@ pub(crate) fn add_vary_accept_encoding(h: &mut HeaderMap) {
 
 /// Remaining freshness in whole seconds, negative when stale (RFC 9211 §2.4).
 pub(crate) fn ttl_secs(t: &quire_http::freshness::StoredTiming, now: SystemTime) -> i64 {
+    ttl_at_age(t, t.age(now))
+}
+
+/// [`ttl_secs`] of a response whose current age is `age`.
+fn ttl_at_age(t: &quire_http::freshness::StoredTiming, age: Duration) -> i64 {
     let lifetime = t.freshness_lifetime.unwrap_or(Duration::ZERO).as_secs() as i64;
-    lifetime.saturating_sub(t.age(now).as_secs() as i64)
+    lifetime.saturating_sub(age.as_secs() as i64)
 }
 
 /// An HTTP-date header value.
