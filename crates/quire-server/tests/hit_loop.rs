@@ -354,9 +354,9 @@ fn responses(s: &mut TcpStream, n: usize) -> Vec<quire_testkit::raw_h1::Raw> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_ready_in_one_turn_are_each_answered_as_if_alone() {
-    // A turn reads every ready connection before it answers any (so that their
-    // lookups' cache misses overlap): what each read found must stay with its own
-    // connection. Connections that ask for different pages, pipeline two, end, end
+    // A turn reads a group of ready connections (16) before it answers any (so
+    // that their lookups' cache misses overlap): what each read found must stay
+    // with its own connection, in every group of the turn. Connections that ask for different pages, pipeline two, end, end
     // in the middle of a head or send half a head all become ready at once; each
     // page has its own length, so an answer given to the wrong connection shows.
     let o = Origin::start().await;

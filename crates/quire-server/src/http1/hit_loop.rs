@@ -83,6 +83,22 @@ pub(crate) const PIPELINED_MAX: usize = 16;
 /// Ready connections taken from the epoll set at once.
 const EVENTS: usize = 256;
 
+/// Ready connections a turn reads before it answers them ([`Set::turn`]'s passes
+/// go over this many at a time). Enough for the prefetches of one connection's
+/// repeat to overlap with the others' work; few enough that a turn never reads a
+/// burst of requests with no answer written between them. The kernel frees a
+/// request's buffer (`skb`) back to the CPU that made it, the client's on loopback
+/// or the network card's interrupt CPU, in lists it drains as that CPU receives;
+/// the 32nd buffer freed into a list before it drains (half of
+/// `net.core.skb_defer_max`) costs an interrupt to that CPU. With every ready
+/// connection read first, a saturated loop read about 70 requests per wake-up
+/// with no answer between them, and sent that interrupt every 32 of them: 200 to
+/// 280 ns of CPU per hit on this project's VM, where the interrupt traps to the
+/// hypervisor (`native_write_msr` under `tcp_recvmsg`). In groups of 16 the
+/// client's answers and next requests come between, its CPU drains the list, and
+/// the interrupt fell to 2 to 4 ns per hit (`docs/performance.md`).
+const GROUP: usize = 16;
+
 /// What an open connection holds for its life, wherever it is served: its client's
 /// count (`limits.connections_per_client`), its slot of `limits.connections`, and
 /// its place in the open-connections gauge. Dropping it gives all three back (the
@@ -559,6 +575,9 @@ impl Set<'_> {
     /// of a few thousand pages do not stay in the CPU's caches between two
     /// requests for the same page, and a repeat's reads depend on one another:
     /// the set, then the recipe, then what the recipe points at.)
+    ///
+    /// The passes go over [`GROUP`] connections at a time, not over all of a
+    /// wake-up's: see there.
     fn turn(&mut self, wait: &rustix::time::Timespec) -> bool {
         // (Not initialised: the wait writes the events it returns.)
         let mut events = [std::mem::MaybeUninit::<Event>::uninit(); EVENTS];
@@ -573,14 +592,24 @@ impl Set<'_> {
                 return true;
             }
         };
+        // (Read once for the turn: every hit of the turn is answered under it. A
+        // reload lands at the next turn, a few microseconds on.)
+        let policy = self.ctx.peek();
+        let mut woke = false;
+        for group in events.chunks(GROUP) {
+            woke |= self.serve_ready(group, &policy);
+        }
+        woke
+    }
+
+    /// Serves a group of the turn's ready connections (at most [`GROUP`]), in the
+    /// passes [`Set::turn`] describes; whether the loop's wake-up was among them.
+    fn serve_ready(&mut self, events: &[Event], policy: &Arc<Policy>) -> bool {
         let mut woke = false;
         // (The set's, kept between turns: a turn clears it rather than filling an
         // array for a turn's most events each time.)
         let mut ready = std::mem::take(&mut self.ready);
         ready.clear();
-        // (Read once for the turn: every hit of the turn is answered under it. A
-        // reload lands at the next turn, a few microseconds on.)
-        let policy = self.ctx.peek();
         for ev in events.iter() {
             let key = ev.data.u64();
             if key == WAKE {
@@ -598,7 +627,7 @@ impl Set<'_> {
                 None
             };
             let head = end.map(|end| &c.b.buf[..end]);
-            let hash = head.and_then(|h| repeat::prefetch_set(h, c.peer, &policy));
+            let hash = head.and_then(|h| repeat::prefetch_set(h, c.peer, policy));
             ready.push(Ready { i, got, end, hash });
         }
         for hash in ready.iter().filter_map(|r| r.hash) {
@@ -612,7 +641,7 @@ impl Set<'_> {
                 continue;
             };
             let after = match r.got {
-                Got::Bytes => serve(&self.ctx, &policy, c, (r.end, r.hash)),
+                Got::Bytes => serve(&self.ctx, policy, c, (r.end, r.hash)),
                 Got::Nothing => After::Keep,
                 Got::Closed => After::Close,
                 // The client ended in the middle of a head: hyper's to refuse.
@@ -754,8 +783,6 @@ fn serve(
             other => return other,
         }
         if c.b.buf.is_empty() {
-            // Answered: the wait for the next head starts now.
-            c.idle_since = Instant::now();
             return After::Keep;
         }
     }
@@ -802,6 +829,9 @@ fn answer(
         Err(_) => return After::Close,
     };
     if written == head_len + body.len() {
+        // Answered: the wait for the next head starts (at the answer's start,
+        // read already: a clock read less per hit).
+        c.idle_since = start;
         let sent = (Outcome::Hit, answer.status, answer.body_len);
         fastpath::answered(ctx, policy, &asker, peer, sent, (start, took));
         c.b.reuse(asker);
