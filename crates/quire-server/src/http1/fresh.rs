@@ -49,6 +49,10 @@ pub(crate) struct Recipe {
     /// repeat asks the CPU for ahead of its lookup (`crate::http1::repeat`). Hints
     /// only: the lookup checks the entries as any does.
     pub(crate) spans: [Option<quire_store::Span>; 2],
+    /// Where the answer's body lay in the mapping when the recipe was made (its
+    /// address and length), for the same ahead-of-time ask; a hint as the spans
+    /// are. `None` for a body not in the mapping, or no body.
+    pub(crate) body_at: Option<(usize, usize)>,
     /// The head of the representation the request gets (by its `Accept-Encoding`),
     /// all but the fields of the moment, and where its body lies.
     pub(crate) fixed: FixedHead,
@@ -137,6 +141,7 @@ pub(crate) fn prepare(
         Precondition::Proceed => false,
     };
     let fixed = hit::fixed_head(&record, coding, not_modified).ok()?;
+    let body_at = body_at(&entry, &fixed, not_modified || *method == Method::HEAD);
     let recipe = Recipe {
         url,
         scope,
@@ -144,6 +149,7 @@ pub(crate) fn prepare(
         variant,
         record,
         spans: look.spans,
+        body_at,
         fixed,
         not_modified,
         head_only: *method == Method::HEAD,
@@ -151,6 +157,19 @@ pub(crate) fn prepare(
         status,
     };
     Some((recipe, entry))
+}
+
+/// Where the body a hit on `fixed` sends lies in `entry`'s mapping, as an address
+/// and a length (never read through: a prefetch hint); `None` without a body or
+/// outside the mapping.
+fn body_at(entry: &Handle, fixed: &FixedHead, bodiless: bool) -> Option<(usize, usize)> {
+    use quire_store::EntryRef;
+    if bodiless || fixed.body_len == 0 || entry.span().is_none() {
+        return None;
+    }
+    let body = entry.body().get(fixed.start as usize..)?;
+    let len = usize::try_from(fixed.body_len).ok()?.min(body.len());
+    Some((body.as_ptr() as usize, len))
 }
 
 /// The fresh-hit answer of `r` now, from `entry` (which holds `r`'s record: the
