@@ -292,8 +292,9 @@ const BODY_PREFETCH_MAX: usize = 32 * 1024;
 /// next request for the same page, so that copy waited on memory line by line;
 /// asked for here, in the hit loop's third pass, the lines arrive while the other
 /// connections of the group are read and answered, and the copy reads them from
-/// the caches. At saturation this cut quire's CPU per hit to 0.874x, at 80,000
-/// hits/s to 0.943x (`docs/performance.md`). Only the hit loop asks (its third
+/// the caches. At saturation this cut quire's CPU per hit to 0.854x in a paired
+/// A/B, and a first version that asked twice a hit, uncapped, to 0.943x at 80,000
+/// hits/s (`docs/performance.md`). Only the hit loop asks (its third
 /// pass); a task's lookup would use the body too soon after for the ask to help.
 /// An address that went stale (the entry moved, was evicted, or its page is not in
 /// memory) costs its prefetches only: a prefetch never faults.
