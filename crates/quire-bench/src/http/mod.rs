@@ -130,6 +130,12 @@ pub struct BenchHttpArgs {
     /// Keep-alive connections.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
+    /// The built-in generator never sleeps: it spins its core waiting for answers,
+    /// so no server pays for waking it (a remote client's machine would pay that,
+    /// not the server; on loopback a server slower than the generator finds it
+    /// asleep and wakes it for every few answers). Built-in generator, cleartext.
+    #[arg(long, conflicts_with = "tls")]
+    pub spin: bool,
     /// Length of each run: seconds, or with a unit (`15s`, `10m`), at least 1 s.
     #[arg(long, default_value = "10s")]
     pub duration: quire_server::config::Secs,
@@ -303,6 +309,9 @@ pub fn run(args: &BenchHttpArgs) -> anyhow::Result<()> {
     );
     if args.rate.is_some() && args.loadgen == Loadgen::Wrk {
         anyhow::bail!("--rate needs the built-in generator (wrk has no fixed-rate mode)");
+    }
+    if args.spin && args.loadgen == Loadgen::Wrk {
+        anyhow::bail!("--spin needs the built-in generator (wrk sleeps in its waits)");
     }
     let pki = tls_setup(args)?;
     let mut started: Vec<Server> = Vec::new();
@@ -492,6 +501,7 @@ fn load_run(
         cookie: s.cookie.as_deref(),
         cpus: &args.loadgen_cpus,
         handshakes,
+        spin: args.spin,
     };
     match (s.protocol, args.loadgen) {
         (Some(Protocol::Handshake), _) => load::run(&builtin(true)),
@@ -554,8 +564,35 @@ fn loadgen_line(args: &BenchHttpArgs) -> String {
         );
     }
     match args.loadgen {
+        Loadgen::Builtin if args.spin => {
+            "quire bench load (1 thread, epoll, spinning: never asleep)".into()
+        }
         Loadgen::Builtin => "quire bench load (1 thread, epoll)".into(),
         Loadgen::Wrk => "wrk (1 thread)".into(),
+    }
+}
+
+/// The report's line on the load generator (and, spinning, how fast it went).
+fn print_loadgen(args: &BenchHttpArgs, urls: usize, runs: &[Run]) {
+    println!(
+        "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
+        loadgen_line(args),
+        args.connections,
+        args.rate
+            .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
+        args.loadgen_cpus,
+        args.server_cpus,
+        args.order,
+        urls,
+        args.accept_encoding
+    );
+    if args.spin && args.rate.is_none() {
+        let most = runs.iter().map(|r| r.requests_per_sec).fold(0.0, f64::max);
+        println!(
+            "the generator spins, so its CPU cannot show whether it was the ceiling; it \
+             sent {most:.0} requests/s in this run's fastest round, so a server slower than \
+             that was not held back by it"
+        );
     }
 }
 
@@ -935,8 +972,11 @@ impl Bench<'_> {
             _ => None,
         };
         let secs = r.duration_us as f64 / 1e6;
-        let loadgen_cores = servers::cpu_count(&args.loadgen_cpus);
-        let q = procstat::judge(before, after, server, loadgen, secs, loadgen_cores);
+        let gen = procstat::Generator {
+            cores: servers::cpu_count(&args.loadgen_cpus),
+            spins: args.spin,
+        };
+        let q = procstat::judge(before, after, server, loadgen, secs, gen);
         let mut w = warnings.to_vec();
         w.extend(q.warnings.iter().cloned());
         if let Some(p) = s.protocol {
@@ -961,18 +1001,7 @@ impl Bench<'_> {
         let args = self.args;
         let names: Vec<&str> = self.subjects.iter().map(|s| s.name.as_str()).collect();
         summary::print(runs, &names);
-        println!(
-            "load generator: {}, {} connections{}, pinned to CPU {}; server CPUs {}; order {:?}; {} URLs; Accept-Encoding: {}",
-            loadgen_line(args),
-            args.connections,
-            args.rate
-                .map_or(", closed loop".into(), |r| format!(", open loop at {r:.0} requests/s")),
-            args.loadgen_cpus,
-            args.server_cpus,
-            args.order,
-            paths.len(),
-            args.accept_encoding
-        );
+        print_loadgen(args, paths.len(), runs);
         if let Some(line) = self.signed_in_line() {
             println!("{line}");
         }
@@ -989,6 +1018,7 @@ impl Bench<'_> {
                 "order": args.order,
                 "connections": args.connections,
                 "rate": args.rate,
+                "spin": args.spin,
                 "duration_s": self.duration.as_secs(),
                 "loadgen": if args.tls {
                     "h2load".to_owned()

@@ -110,17 +110,28 @@ pub(crate) struct Quiet {
     pub warnings: Vec<String>,
 }
 
+/// The load generator's CPUs, as [`judge`] sees them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Generator {
+    /// The cores it had.
+    pub cores: usize,
+    /// It spins (`--spin`): it uses all of its cores whatever its load, so its CPU
+    /// cannot say whether it was the ceiling.
+    pub spins: bool,
+}
+
 /// Judges a run from machine times before and after, the server's and the load
-/// generator's CPU jiffies over the run, the run's length, and the cores the load
-/// generator had.
+/// generator's CPU jiffies over the run, the run's length, and the load
+/// generator's cores.
 pub(crate) fn judge(
     before: CpuTimes,
     after: CpuTimes,
     server_jiffies: Option<u64>,
     loadgen_jiffies: u64,
     seconds: f64,
-    loadgen_cores: usize,
+    loadgen: Generator,
 ) -> Quiet {
+    let loadgen_cores = loadgen.cores;
     let pct = |j: u64| j as f64 / HZ / seconds.max(1e-9) * 100.0;
     let busy = after.busy.saturating_sub(before.busy);
     let total = (after.busy + after.idle + after.steal)
@@ -149,7 +160,7 @@ pub(crate) fn judge(
             q.other_cpu_pct
         ));
     }
-    if q.loadgen_cpu_pct > 90.0 * loadgen_cores as f64 {
+    if !loadgen.spins && q.loadgen_cpu_pct > 90.0 * loadgen_cores as f64 {
         warnings.push(format!(
             "the load generator used {:.0}% of its {} core(s): the figure is its ceiling, not the server's",
             q.loadgen_cpu_pct, loadgen_cores
@@ -202,7 +213,11 @@ mod tests {
             idle: 0,
             steal: 0,
         };
-        let q = judge(before, after, Some(900), 980, 10.0, 1);
+        let one = Generator {
+            cores: 1,
+            spins: false,
+        };
+        let q = judge(before, after, Some(900), 980, 10.0, one);
         assert!((q.server_cpu_pct - 90.0).abs() < 1e-9);
         assert!(
             q.warnings.iter().any(|w| w.contains("other processes")),
@@ -210,6 +225,13 @@ mod tests {
         );
         assert!(
             q.warnings.iter().any(|w| w.contains("load generator")),
+            "{q:?}"
+        );
+        // A spinning generator is busy whatever its load: no ceiling is read into it.
+        let spinning = Generator { spins: true, ..one };
+        let q = judge(before, after, Some(900), 980, 10.0, spinning);
+        assert!(
+            !q.warnings.iter().any(|w| w.contains("load generator")),
             "{q:?}"
         );
         let quiet = judge(
@@ -222,7 +244,7 @@ mod tests {
             Some(900),
             580,
             10.0,
-            1,
+            one,
         );
         assert!(quiet.warnings.is_empty(), "{quiet:?}");
         let stolen = judge(
@@ -235,7 +257,7 @@ mod tests {
             Some(500),
             500,
             10.0,
-            1,
+            one,
         );
         assert!(stolen.warnings.iter().any(|w| w.contains("steal")));
     }

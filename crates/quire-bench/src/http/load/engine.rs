@@ -12,6 +12,17 @@
 //! 85k/s). Open loop wakes for about every other request; an earlier version armed a
 //! timerfd for each wake (two more system calls) and used 96–97 % of its core at 40k
 //! requests/s against the vault, the wait's own timeout 66–67 %.
+//!
+//! Spinning (`spin`, `--spin`): every wait has a zero timeout, so the loop never
+//! sleeps and its core is always busy. On loopback a server answers into the
+//! generator's own socket, and when the generator sleeps the server's send pays to
+//! wake it (`sock_def_readable`, then `try_to_wake_up`: on a VM an interrupt to the
+//! generator's CPU). A server faster than the generator seldom finds it asleep; a
+//! slower one does. Profiled at saturation, quire paid 0.3–0.45 µs a hit there that
+//! the floor did not, and with the generator spinning its CPU per hit fell by that
+//! much. A client on another machine costs the server no such wake-up, so spinning
+//! figures are the fairer comparison of servers at saturation; the default
+//! (sleeping) is what a generator on the same machine costs.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -39,6 +50,8 @@ pub(crate) struct Config {
     pub rate: Option<f64>,
     /// A request unanswered this long is an error (its connection is reopened).
     pub timeout: Duration,
+    /// Never sleep in the wait (`--spin`).
+    pub spin: bool,
 }
 
 /// How often timeouts and connect retries are checked.
@@ -151,7 +164,11 @@ impl Engine<'_> {
                     }
                 }
             }
-            let timeout = wake.saturating_duration_since(now);
+            let timeout = if self.cfg.spin {
+                Duration::ZERO
+            } else {
+                wake.saturating_duration_since(now)
+            };
             let n = match wait(&self.epoll, &mut events, timeout, &mut fine) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

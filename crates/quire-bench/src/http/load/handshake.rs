@@ -338,6 +338,7 @@ mod tests {
             duration: Duration::from_millis(300),
             rate: None,
             timeout: Duration::from_secs(2),
+            spin: false,
         };
         let paths = vec!["/a".to_owned(), "/b".to_owned()];
         let reqs = Requests::closing(&paths, &addr.to_string(), "gzip", None).unwrap();

@@ -72,6 +72,11 @@ pub struct BenchLoadArgs {
     /// resumption), closed by the server after its answer; `--rate` is not used.
     #[arg(long, conflicts_with = "rate")]
     pub handshakes: bool,
+    /// Never sleep: wait for events without a timeout's sleep (`epoll_pwait2` with
+    /// a zero timeout), spinning the generator's core. A server then never has to
+    /// wake the generator to hand it an answer (see `engine`).
+    #[arg(long, conflicts_with = "handshakes")]
+    pub spin: bool,
 }
 
 /// One run of the generator as a separate process.
@@ -95,6 +100,8 @@ pub struct Spec<'a> {
     pub cpus: &'a str,
     /// A new TLS connection for every request (`--handshakes`).
     pub handshakes: bool,
+    /// The generator never sleeps (`--spin`).
+    pub spin: bool,
 }
 
 /// Runs `quire bench load` (this binary) pinned to `spec.cpus`, and returns its
@@ -121,6 +128,9 @@ pub fn run(spec: &Spec) -> anyhow::Result<(LoadResult, u64)> {
     }
     if spec.handshakes {
         cmd.arg("--handshakes");
+    }
+    if spec.spin {
+        cmd.arg("--spin");
     }
     let child = cmd
         .stdout(Stdio::piped())
@@ -168,6 +178,7 @@ pub fn main(args: &BenchLoadArgs) -> anyhow::Result<()> {
         duration: secs("duration", args.duration)?,
         rate: args.rate,
         timeout: secs("timeout", args.timeout)?,
+        spin: args.spin,
     };
     let (ae, cookie) = (&args.accept_encoding, args.cookie.as_deref());
     let (stats, tls) = if args.handshakes {

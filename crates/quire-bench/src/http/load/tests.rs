@@ -98,6 +98,10 @@ fn server() -> (SocketAddr, Arc<Counts>) {
 }
 
 fn load(addr: SocketAddr, paths: &[&str], rate: Option<f64>, ms: u64) -> Stats {
+    load_with(addr, paths, rate, ms, false)
+}
+
+fn load_with(addr: SocketAddr, paths: &[&str], rate: Option<f64>, ms: u64, spin: bool) -> Stats {
     let paths: Vec<String> = paths.iter().map(|p| (*p).to_owned()).collect();
     let reqs = Requests::new(&paths, &addr.to_string(), "gzip, br", None).unwrap();
     let cfg = Config {
@@ -106,6 +110,7 @@ fn load(addr: SocketAddr, paths: &[&str], rate: Option<f64>, ms: u64) -> Stats {
         duration: Duration::from_millis(ms),
         rate,
         timeout: Duration::from_secs(10),
+        spin,
     };
     engine::run(&cfg, &reqs).unwrap()
 }
@@ -142,6 +147,22 @@ fn open_loop_sends_every_due_request() {
     let due = Schedule::new(2000.0)
         .unwrap()
         .due_by(Duration::from_millis(1000));
+    assert_eq!(s.requests + s.unsent, due);
+}
+
+#[test]
+fn a_spinning_generator_counts_what_a_sleeping_one_does() {
+    // `--spin` only changes how the loop waits (never asleep): every request still
+    // goes out, is answered and counted exactly, closed loop and open loop alike.
+    let (addr, counts) = server();
+    let s = load_with(addr, MIX, None, 500, true);
+    assert_matches(&s, &counts);
+    let (addr, counts) = server();
+    let s = load_with(addr, MIX, Some(2000.0), 500, true);
+    assert_matches(&s, &counts);
+    let due = Schedule::new(2000.0)
+        .unwrap()
+        .due_by(Duration::from_millis(500));
     assert_eq!(s.requests + s.unsent, due);
 }
 
