@@ -11,9 +11,9 @@
 //!   decides when a body sent by sendfile may be unpinned, see [`crate::edge::sendfile`]).
 //! - [`reverse_name`]: `getnameinfo` with `NI_NAMEREQD`, an address's reverse DNS
 //!   name (crawler classes' checks, see [`crate::edge::crawlers`]).
-//! - [`prefetch`]: asks the CPU to load cache lines ahead of use (a repeat hit's
-//!   recipe, see [`crate::http1::repeat`]); the intrinsic is `unsafe` only because
-//!   it needs SSE, which every x86-64 CPU has.
+//! - [`prefetch`] and [`prefetch_l2`]: ask the CPU to load cache lines ahead of
+//!   use (a repeat hit's recipe and body, see [`crate::http1::repeat`]); the
+//!   intrinsic is `unsafe` only because it needs SSE, which every x86-64 CPU has.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -41,15 +41,30 @@ pub(crate) fn recv_into_spare(sock: impl AsFd, buf: &mut BytesMut) -> io::Result
 /// lines; see `crate::http1::repeat`): nothing is read, no address faults.
 pub(crate) fn prefetch(at: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    for line in (0..len.min(8 * 64)).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: `prefetcht0` needs SSE, which every x86-64 CPU has; it reads no
-        // memory the program sees and never faults, whatever the address (one out
-        // of bounds is ignored), so no pointer here has to be valid.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast()) };
-    }
+    lines::<{ std::arch::x86_64::_MM_HINT_T0 }>(at, len);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (at, len);
+}
+
+/// Like [`prefetch`], into the core's L2 cache rather than its L1 (`prefetcht1`):
+/// for bytes the kernel reads a little later (a body it copies into a socket),
+/// which would only crowd out of L1 what the hit reads before. At most 8 lines.
+pub(crate) fn prefetch_l2(at: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    lines::<{ std::arch::x86_64::_MM_HINT_T1 }>(at, len);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, len);
+}
+
+/// The prefetches of [`prefetch`] and [`prefetch_l2`], with the cache-level hint `HINT`.
+#[cfg(target_arch = "x86_64")]
+fn lines<const HINT: i32>(at: *const u8, len: usize) {
+    for line in (0..len.min(8 * 64)).step_by(64) {
+        // SAFETY: `prefetcht0`/`prefetcht1` need SSE, which every x86-64 CPU has;
+        // they read no memory the program sees and never fault, whatever the address
+        // (one out of bounds is ignored), so no pointer here has to be valid.
+        unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(at.wrapping_add(line).cast()) };
+    }
 }
 
 /// Whether `SIOCOUTQ` is known here: Linux, where it equals `TIOCOUTQ` (0x5411) on

@@ -281,33 +281,46 @@ fn prefetch_kept(k: &Kept) {
 }
 
 /// Most bytes of a body [`prefetch_body`] asks for: the corpus's mean answer twice
-/// over, and, for the 16 connections of a turn's group (`http1::hit_loop`), half a
-/// megabyte, well inside a core's L2 (2 MiB on the project's VM). A longer body's
-/// first 32 KiB come from the caches and the rest as before.
+/// over. A longer body's first 32 KiB come from the caches and the rest as before.
 const BODY_PREFETCH_MAX: usize = 32 * 1024;
+
+/// The CPU's own prefetcher works within a page of this size.
+const PAGE: usize = 4096;
+
+/// Lines [`prefetch_body`] asks for at the start of each page of a body: enough for
+/// the CPU's own prefetcher (the L2 streamer) to see a run and fetch the rest of the
+/// page ahead, which it does without holding up the core.
+const BODY_LINES_PER_PAGE: usize = 4;
 
 /// Asks the CPU for the body `k`'s answer will send, where it lay when the recipe
 /// was made (at most [`BODY_PREFETCH_MAX`] bytes). The kernel copies the body into
 /// the socket, and the bodies of a few thousand pages are not in the caches by the
-/// next request for the same page, so that copy waited on memory line by line;
-/// asked for here, in the hit loop's third pass, the lines arrive while the other
-/// connections of the group are read and answered, and the copy reads them from
-/// the caches. At saturation this cut quire's CPU per hit to 0.854x in a paired
-/// A/B, and a first version that asked twice a hit, uncapped, to 0.943x at 80,000
-/// hits/s (`docs/performance.md`). Only the hit loop asks (its third
-/// pass); a task's lookup would use the body too soon after for the ask to help.
-/// An address that went stale (the entry moved, was evicted, or its page is not in
-/// memory) costs its prefetches only: a prefetch never faults.
+/// next request for the same page, so that copy waited on memory line by line.
+/// Asked for here, in the hit loop's third pass, the lines arrive while the other
+/// connections of the group are read and answered, and the copy reads them from L2.
+///
+/// Only the first [`BODY_LINES_PER_PAGE`] lines of each 4 KiB page are asked for,
+/// into L2: the streamer fetches the rest of the page. Asking for every line (the
+/// first version) stalled the loop itself, since a prefetch waits for a free line
+/// fill buffer once a dozen or so are in flight: its loop took 0.8 µs a hit at 80,000
+/// hits/s, the 14 KB's memory cost moved from the kernel's copy rather than hidden.
+/// Paired A/Bs against that version: 0.961x CPU per hit at saturation, 0.978x at
+/// 80,000 hits/s (`docs/performance.md`); every line against none had measured
+/// 0.854x at saturation. Only the hit loop asks (its third pass); a task's lookup
+/// would use the body too soon after for the ask to help. An address that went
+/// stale (the entry moved, was evicted, or its page is not in memory) costs its
+/// prefetches only: a prefetch never faults.
 fn prefetch_body(k: &Kept) {
     let Some((at, len)) = k.recipe.body_at else {
         return;
     };
-    // (An address only, never read through.)
-    let at = std::ptr::without_provenance::<u8>(at);
-    let len = len.min(BODY_PREFETCH_MAX);
-    // (`prefetch` asks for at most 8 lines a call.)
-    for off in (0..len).step_by(512) {
-        crate::edge::sys::prefetch(at.wrapping_add(off), (len - off).min(512));
+    let end = at.saturating_add(len.min(BODY_PREFETCH_MAX));
+    let mut page = at;
+    while page < end {
+        // (An address only, never read through.)
+        let lines = (end - page).min(BODY_LINES_PER_PAGE * 64);
+        crate::edge::sys::prefetch_l2(std::ptr::without_provenance(page), lines);
+        page = (page & !(PAGE - 1)) + PAGE;
     }
 }
 
