@@ -8,7 +8,10 @@
 # of the server's memory the kernel mapped in 2 MiB pages.
 #   B=server binary (quire), G=generator binary (default B), CONFIG=quire's --config.
 #   Scratch builds only (not committed): QUIRE_CHUNK=N made the hit loop read N ready connections per group;
-#   SPIN=1 set QUIRE_LOAD_SPIN, with which the generator's epoll wait never slept (timeout 0).
+#   SPIN=1 makes the generator spin (`bench load --spin`: its epoll wait never sleeps). In this folder's runs it was
+#   a scratch generator's QUIRE_LOAD_SPIN, which did the same; `--spin` replaced it a stop later.
+#   RATE=R runs the generator open loop at R requests/s instead of a closed loop (added a stop later, for
+#   ../2026-11-30-vm-2core-spin/profile-80k.txt).
 KIND=$1; PORT=$2; B=${B:?server binary}; G=${G:-$B}
 if [ "$KIND" = quire ]; then
   rm -rf /tmp/sat-vol-$PORT
@@ -21,8 +24,8 @@ else
   taskset -c 0 $B bench floor --listen 127.0.0.1:$PORT --bytes 14289 --distinct 2000 > /dev/null 2>&1 &
   PID=$!; sleep 1
 fi
-env ${SPIN:+QUIRE_LOAD_SPIN=1} taskset -c 1 $G bench load --host 127.0.0.1:$PORT --paths /tmp/peerbench/site/urls.txt \
-  --connections 64 --duration 14 --accept-encoding gzip > /tmp/sat-load-$PORT.out 2>&1 &
+taskset -c 1 $G bench load ${SPIN:+--spin} ${RATE:+--rate $RATE} --host 127.0.0.1:$PORT \
+  --paths /tmp/peerbench/site/urls.txt --connections 64 --duration 14 --accept-encoding gzip > /tmp/sat-load-$PORT.out 2>&1 &
 sleep 3
 # How much of the mapping the kernel maps in 2 MiB pages (quire's volume; the floor's heap shows as AnonHugePages).
 pmd=$(grep -E "^(FilePmdMapped|AnonHugePages)" /proc/$PID/smaps_rollup | awk '{printf "%s %s kB  ", $1, $2}')
