@@ -1166,6 +1166,28 @@ mod tests {
     }
 
     #[test]
+    fn a_spinning_generator_is_refused_where_there_is_none() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: BenchHttpArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["x", "--proxy", "http://127.0.0.1:1", "--spin"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|c| c.args)
+        };
+        // Over TLS the load comes from h2load: refused while parsing.
+        assert!(parse(&["--tls"]).is_err());
+        // wrk sleeps in its waits: refused before any server starts.
+        let wrk = parse(&["--loadgen", "wrk"]).unwrap();
+        let e = run(&wrk).unwrap_err().to_string();
+        assert!(e.contains("--spin"), "{e}");
+        assert!(parse(&[]).unwrap().spin);
+    }
+
+    #[test]
     fn the_report_says_the_run_was_signed_in_and_what_the_cache_did() {
         let line = signed_in_line(&SignedInSample {
             cache_status: Some("quire; fwd=bypass; detail=cookie".into()),
