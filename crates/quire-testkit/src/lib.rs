@@ -439,6 +439,24 @@ pub struct Quire {
     _dir: tempfile::TempDir,
 }
 
+/// The context for `cfg`. A test that restarts quire on the same volume may find
+/// the stopped instance's last threads still holding it for a moment (seen once in
+/// CI: `InUse`), so that one error is retried for up to 2 s; any other fails at once.
+async fn open_ctx(cfg: Config) -> Arc<Ctx> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        match Ctx::new(cfg.clone()) {
+            Ok(ctx) => return ctx,
+            Err(e)
+                if format!("{e:?}").contains("InUse") && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("starting quire: {e:?}"),
+        }
+    }
+}
+
 impl Quire {
     /// Starts quire in front of `origin`, with `tweak` applied to the test config.
     pub async fn start(origin: &Origin, tweak: impl FnOnce(&mut Config)) -> Quire {
@@ -453,7 +471,7 @@ impl Quire {
         cfg.cache.size = quire_server::config::ByteSize(64 << 20);
         cfg.limits.origin_read_timeout = quire_server::config::Secs(Duration::from_secs(2));
         tweak(&mut cfg);
-        let ctx = Ctx::new(cfg).unwrap();
+        let ctx = open_ctx(cfg).await;
         let server = Server::bind(ctx.clone()).await.unwrap();
         let addr = server.local_addr().unwrap();
         let redirect_addr = server.redirect_addr();
