@@ -302,7 +302,15 @@ impl Ctx {
         &self,
         p: &crate::request::hit::Prepared,
     ) -> quire_http::freshness::StoredTiming {
-        let t = *p.timing();
+        self.timing_as_reused(*p.timing())
+    }
+
+    /// A record's timing `t` (a copy of [`crate::request::hit::Prepared::timing`])
+    /// as [`Ctx::timing_of`] gives it.
+    pub(crate) fn timing_as_reused(
+        &self,
+        t: quire_http::freshness::StoredTiming,
+    ) -> quire_http::freshness::StoredTiming {
         if self.stale_always.load(std::sync::atomic::Ordering::Acquire) {
             return t.expired();
         }

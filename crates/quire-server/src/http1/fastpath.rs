@@ -39,7 +39,7 @@ use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderValue};
@@ -56,6 +56,7 @@ use crate::http1::repeat::{self, Kept};
 use crate::metrics::Outcome;
 use crate::ops::access_log::{self, AccessLog, Entry};
 use crate::policy::Policy;
+use crate::request::body::Mapped;
 use crate::state::Ctx;
 
 /// What ended the fast path on a connection.
@@ -108,6 +109,16 @@ pub(crate) enum Admit {
     Taken,
     /// Over the client's rate: a 429, to ask again after this wait.
     Refused(Duration),
+}
+
+impl Admit {
+    /// What [`admit_hit`] would have said.
+    fn result(self) -> Result<(), Duration> {
+        match self {
+            Admit::Taken => Ok(()),
+            Admit::Refused(wait) => Err(wait),
+        }
+    }
 }
 
 /// Most sent-by-sendfile bodies a connection keeps pinned before it waits for its
@@ -325,11 +336,7 @@ async fn serve(
             at,
             admit,
         }) => {
-            let admit = match admit {
-                Admit::Taken => Ok(()),
-                Admit::Refused(wait) => Err(wait),
-            };
-            c.answer_hit(answer, asker, at, Some(admit), in_flight)
+            c.answer_hit(answer, asker, at, Some(admit.result()), in_flight)
                 .await?
         }
     };
@@ -359,7 +366,8 @@ async fn serve(
         let start = std::time::Instant::now();
         // (Its own statement: the policy's guard ends with it, not held through the
         // service's answer below.)
-        let fresh = c.b.fresh_hit(ctx, &ctx.peek(), peer, end, None);
+        let fresh =
+            c.b.fresh_hit(ctx, &ctx.peek(), peer, (end, None), ctx.clock.now());
         let (answer, asker) = match fresh {
             Fresh::Hit(answer, asker) => (answer, asker),
             Fresh::Other(req) => {
@@ -542,17 +550,19 @@ impl Bufs {
     /// kept recipe ([`repeat`]), or a head parsed now, answered if it is a fresh hit
     /// (and its recipe kept), else the service's or hyper's.
     /// `hashed`: the head's hash, if already taken ([`repeat::find`]); `policy`: the
-    /// one in force, which the caller read (the hit loop once per turn).
+    /// one in force, which the caller read (the hit loop once per turn); `now`: the
+    /// server's clock ([`Ctx::clock`]) read after the head arrived, which freshness,
+    /// `Age` and `ttl` are reckoned at.
     pub(crate) fn fresh_hit(
         &mut self,
         ctx: &Arc<Ctx>,
         policy: &Arc<Policy>,
         peer: Peer,
-        end: usize,
-        hashed: Option<u64>,
+        (end, hashed): (usize, Option<u64>),
+        now: SystemTime,
     ) -> Fresh {
         if let Some(k) = repeat::find(&self.buf[..end], peer, policy, hashed) {
-            if let Some(answer) = repeat::answer(ctx, policy, &k, peer, &mut self.out) {
+            if let Some(answer) = repeat::answer(ctx, policy, &k, peer, now, &mut self.out) {
                 self.buf.advance(end);
                 ctx.metrics.record_repeat();
                 return Fresh::Hit(answer, Asker::Kept(k));
@@ -568,7 +578,6 @@ impl Bufs {
         let Some((recipe, entry)) = fresh::prepare(ctx, policy, &req, peer) else {
             return Fresh::Other(req);
         };
-        let now = ctx.clock.now();
         let at = (req.path(), peer);
         let Some(answer) = fresh::serve(ctx, policy, &recipe, entry, at, now, &mut self.out) else {
             self.out.clear();
@@ -656,7 +665,7 @@ impl Conn<'_> {
     /// it was asked); `false` when the connection is to close.
     async fn answer_hit(
         &mut self,
-        answer: Answer,
+        mut answer: Answer,
         asker: Asker,
         at: (std::time::Instant, Duration),
         admit: Option<Result<(), Duration>>,
@@ -666,7 +675,7 @@ impl Conn<'_> {
         let admit =
             admit.unwrap_or_else(|| admit_hit(ctx, &ctx.peek(), asker.client(ctx, peer), at.0));
         let sent = match admit {
-            Ok(()) => self.send_hit(&answer, in_flight).await?.then_some((
+            Ok(()) => self.send_hit(&mut answer, in_flight).await?.then_some((
                 Outcome::Hit,
                 answer.status,
                 answer.body_len,
@@ -705,7 +714,11 @@ impl Conn<'_> {
     /// Writes a fresh hit whose head is in `out`, keeping a body sent by sendfile
     /// pinned until the peer has acknowledged it; `false` when the connection is to
     /// close.
-    async fn send_hit(&mut self, answer: &Answer, in_flight: &mut InFlight) -> io::Result<bool> {
+    async fn send_hit(
+        &mut self,
+        answer: &mut Answer,
+        in_flight: &mut InFlight,
+    ) -> io::Result<bool> {
         // Ask the socket (one ioctl) only every IN_FLIGHT_CHECK bodies: a pin held a
         // few responses longer costs nothing, a system call per response does.
         if in_flight.0.len() >= IN_FLIGHT_CHECK {
@@ -719,7 +732,9 @@ impl Conn<'_> {
         }
         match write_answer(self.wire, &self.b.out, answer, self.volume, self.stall).await {
             Ok(false) => {}
-            Ok(true) => in_flight.0.extend(answer.body.clone()),
+            Ok(true) => in_flight
+                .0
+                .extend(answer.body.take().map(Mapped::into_bytes)),
             Err(e) => {
                 // Failed, or the client stopped reading for limits.send_stall. The queue
                 // may hold part of a sendfile'd body: drop it with the connection
@@ -750,7 +765,7 @@ async fn write_answer(
     volume: Option<&Volume>,
     stall: std::time::Duration,
 ) -> io::Result<bool> {
-    let body: &[u8] = a.body.as_deref().unwrap_or(&[]);
+    let body: &[u8] = a.body.as_ref().map_or(&[], AsRef::as_ref);
     if let (Some(stream), Some(volume)) = (wire.plain(), volume) {
         let mut sent_from_file = false;
         let write = |slices: &[IoSlice<'_>]| {

@@ -14,13 +14,12 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use bytes::Bytes;
 use http::header;
 use http::Method;
 use quire_http::bypass::{self, Bypass};
 use quire_http::cache_control::CacheControl;
 use quire_http::conditional::Precondition;
-use quire_http::freshness::{self, Decision};
+use quire_http::freshness::{self, Decision, StoredTiming};
 use quire_http::key::{self, MethodClass, NormalizedUrl};
 use quire_http::status::CacheStatus;
 use quire_store::Handle;
@@ -29,13 +28,22 @@ use crate::edge::client::Peer;
 use crate::http1::h1;
 use crate::http1::head::Plain;
 use crate::policy::Policy;
+use crate::request::body::{Mapped, Pinned};
 use crate::request::hit::{self, FixedHead, Prepared};
 use crate::state::{Ctx, Scope};
 
 /// What a request head decides about its fresh hit, whatever the moment.
+///
+/// In the order a repeat reads it ([`crate::http1::repeat`]), which asks the CPU
+/// for a kept recipe's lines ahead of its answer: what every answer reads first,
+/// then the prefetch hints, and the URL last (`repr(C)` keeps that order). What a
+/// repeat reads of the stored record is copied here (its timing, status, whether
+/// it carries upstream `Cache-Status` lines), so that an answer reads none of the
+/// record's own 700-odd bytes; the copies are the record's, which is immutable (a
+/// refill or a 304's new head is another record, of another identity, which a
+/// repeat's lookup refuses).
+#[repr(C)]
 pub(crate) struct Recipe {
-    /// The normalised URL (its key version is asked again on a repeat).
-    pub(crate) url: NormalizedUrl,
     /// The key version (and audience) the keys were made in.
     pub(crate) scope: Scope,
     /// The URL's key and the identity of the record found under it.
@@ -45,6 +53,24 @@ pub(crate) struct Recipe {
     pub(crate) variant: Option<(Vec<u8>, u64)>,
     /// The stored response.
     pub(crate) record: Arc<Prepared>,
+    /// The head of the representation the request gets (by its `Accept-Encoding`),
+    /// all but the fields of the moment, and where its body lies.
+    pub(crate) fixed: FixedHead,
+    /// The record's timing ([`Prepared::timing`]).
+    timing: StoredTiming,
+    /// quire's `Cache-Status` member before its `ttl`.
+    status: CacheStatus,
+    /// The request's `Cache-Control` (`max-age`, `min-fresh`, …), when it has one:
+    /// most have none, and an empty one is 168 bytes.
+    req_cc: Option<Box<CacheControl>>,
+    /// The record's status code ([`Prepared::status`]).
+    code: u16,
+    /// The record carries upstream caches' `Cache-Status` lines.
+    upstream: bool,
+    /// The head's `If-None-Match`/`If-Modified-Since` match: a 304.
+    not_modified: bool,
+    /// `HEAD` (no body); else `GET`, the only other method the fast path takes.
+    head_only: bool,
     /// Where the entries under the two keys lay when the recipe was made: what a
     /// repeat asks the CPU for ahead of its lookup (`crate::http1::repeat`). Hints
     /// only: the lookup checks the entries as any does.
@@ -53,18 +79,14 @@ pub(crate) struct Recipe {
     /// address and length), for the same ahead-of-time ask; a hint as the spans
     /// are. `None` for a body not in the mapping, or no body.
     pub(crate) body_at: Option<(usize, usize)>,
-    /// The head of the representation the request gets (by its `Accept-Encoding`),
-    /// all but the fields of the moment, and where its body lies.
-    pub(crate) fixed: FixedHead,
-    /// The head's `If-None-Match`/`If-Modified-Since` match: a 304.
-    not_modified: bool,
-    /// `HEAD` (no body); else `GET`, the only other method the fast path takes.
-    head_only: bool,
-    /// The request's `Cache-Control` (`max-age`, `min-fresh`, …).
-    req_cc: CacheControl,
-    /// quire's `Cache-Status` member before its `ttl`.
-    status: CacheStatus,
+    /// The normalised URL (its key version is asked again on a repeat; an HTTP
+    /// origin's version does not read it).
+    pub(crate) url: NormalizedUrl,
 }
+
+/// The `Cache-Control` of a request without one.
+static NO_CACHE_CONTROL: std::sync::LazyLock<CacheControl> =
+    std::sync::LazyLock::new(CacheControl::default);
 
 impl Recipe {
     /// The request's method: `GET` or `HEAD`.
@@ -79,9 +101,11 @@ impl Recipe {
 
 /// A fresh hit ready to write (its head is in the connection's output buffer).
 pub(crate) struct Answer {
-    /// The body, a slice of the store's mapping; `None` for `HEAD`, a 304 or an
-    /// empty body.
-    pub(crate) body: Option<Bytes>,
+    /// The body, a slice of the store's mapping, with the handle that pins it;
+    /// `None` for `HEAD`, a 304 or an empty body. Not `Bytes`: those would cost an
+    /// allocation (and its free) per hit, which a hit the hit loop writes at once
+    /// does without ([`Mapped::into_bytes`] where an owner needs them).
+    pub(crate) body: Option<Mapped<Pinned>>,
     pub(crate) status: u16,
     pub(crate) body_len: u64,
 }
@@ -142,19 +166,23 @@ pub(crate) fn prepare(
     };
     let fixed = hit::fixed_head(&record, coding, not_modified).ok()?;
     let body_at = body_at(&entry, &fixed, not_modified || *method == Method::HEAD);
+    let req_cc = CacheControl::from_headers(headers);
     let recipe = Recipe {
-        url,
         scope,
         primary: (look.primary_key, look.ids.0),
         variant,
+        timing: *record.timing(),
+        code: record.status().as_u16(),
+        upstream: !record.upstream().is_empty(),
         record,
-        spans: look.spans,
-        body_at,
         fixed,
+        status,
+        req_cc: (req_cc != *NO_CACHE_CONTROL).then(|| Box::new(req_cc)),
         not_modified,
         head_only: *method == Method::HEAD,
-        req_cc: CacheControl::from_headers(headers),
-        status,
+        spans: look.spans,
+        body_at,
+        url,
     };
     Some((recipe, entry))
 }
@@ -186,10 +214,11 @@ pub(crate) fn serve<H>(
     out: &mut Vec<u8>,
 ) -> Option<Answer>
 where
-    H: std::borrow::Borrow<Handle> + Send + 'static,
+    H: Into<Pinned>,
 {
-    let timing = ctx.timing_of(&r.record);
-    if freshness::reuse(&timing, &r.req_cc, &policy.reuse, now) != Decision::Fresh {
+    let timing = ctx.timing_as_reused(r.timing);
+    let req_cc = r.req_cc.as_deref().unwrap_or(&NO_CACHE_CONTROL);
+    if freshness::reuse(&timing, req_cc, &policy.reuse, now) != Decision::Fresh {
         return None;
     }
     // A hit due for refresh-ahead is the service's (it starts the revalidation),
@@ -202,25 +231,22 @@ where
     if r.scope.audience.is_some() {
         ctx.metrics.record_audience_request();
     }
-    let (p, fixed) = (&r.record, &r.fixed);
+    let fixed = &r.fixed;
     let body = if r.not_modified || r.head_only || fixed.body_len == 0 {
         None
     } else {
-        Some(Prepared::body_at(entry, fixed).ok()?)
+        Some(Prepared::body_at(entry.into(), fixed).ok()?)
     };
     out.extend_from_slice(&fixed.bytes);
-    hit::write_moment(out, p, &r.status, now);
+    let upstream = if r.upstream { r.record.upstream() } else { &[] };
+    hit::write_moment(out, (&r.timing, upstream), &r.status, now);
     if let Some(hsts) = ctx.tls.as_ref().and_then(|t| t.hsts()).filter(|_| peer.tls) {
         h1::field(out, "strict-transport-security", hsts.as_bytes());
     }
     out.extend_from_slice(b"\r\n");
     let answer = Answer {
         body,
-        status: if r.not_modified {
-            304
-        } else {
-            p.status().as_u16()
-        },
+        status: if r.not_modified { 304 } else { r.code },
         body_len: if r.not_modified || r.head_only {
             0
         } else {

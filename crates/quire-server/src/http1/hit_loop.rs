@@ -63,7 +63,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use rustix::event::epoll::{self, Event, EventData, EventFlags};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
 
@@ -636,12 +636,13 @@ impl Set<'_> {
         for hash in ready.iter().filter_map(|r| r.hash) {
             repeat::prefetch_recipe_reads(hash);
         }
+        let mut clock = Moments::read(&self.ctx);
         for r in &ready {
             let Some(Some(c)) = self.conns.get_mut(r.i) else {
                 continue;
             };
             let after = match r.got {
-                Got::Bytes => serve(&self.ctx, policy, c, (r.end, r.hash)),
+                Got::Bytes => serve(&self.ctx, policy, c, (r.end, r.hash), &mut clock),
                 Got::Nothing => After::Keep,
                 Got::Closed => After::Close,
                 // The client ended in the middle of a head: hyper's to refuse.
@@ -764,6 +765,7 @@ fn serve(
     policy: &Arc<Policy>,
     c: &mut Conn,
     first: (Option<usize>, Option<u64>),
+    clock: &mut Moments,
 ) -> After {
     let limit = policy.cfg.limits.header_bytes.0 as usize;
     for turn in 0..PIPELINED_MAX {
@@ -778,7 +780,7 @@ fn serve(
             }
             return After::Keep;
         };
-        match answer(ctx, policy, c, end, hashed) {
+        match answer(ctx, policy, c, (end, hashed), clock) {
             After::Keep => {}
             other => return other,
         }
@@ -793,26 +795,30 @@ fn serve(
     })))
 }
 
-/// Answers the head ending at `end` (`hashed`: its hash, if taken already): a fresh
-/// hit written whole stays in the loop; anything else leaves it.
+/// Answers the head ending at `end` (`hashed`: its hash, if taken already), at the
+/// moment `clock` gives: a fresh hit written whole stays in the loop; anything else
+/// leaves it.
 fn answer(
     ctx: &Arc<Ctx>,
     policy: &Arc<Policy>,
     c: &mut Conn,
-    end: usize,
-    hashed: Option<u64>,
+    (end, hashed): (usize, Option<u64>),
+    clock: &mut Moments,
 ) -> After {
     let peer = c.peer;
     c.b.out.clear();
-    let start = Instant::now();
-    let (answer, asker) = match c.b.fresh_hit(ctx, policy, peer, end, hashed) {
+    let (start, now) = clock.start();
+    let (answer, asker) = match c.b.fresh_hit(ctx, policy, peer, (end, hashed), now) {
         Fresh::Hit(answer, asker) => (answer, asker),
-        Fresh::Other(req) => return leave_fast(c, First::Request(req)),
+        Fresh::Other(req) => {
+            clock.end();
+            return leave_fast(c, First::Request(req));
+        }
         Fresh::Handover(rest) => return After::Leave(To::Hyper(rest)),
     };
-    let took = start.elapsed();
     if let Err(wait) = fastpath::admit_hit(ctx, policy, asker.client(ctx, peer), start) {
         // Over its rate: a task writes the 429.
+        let took = clock.end() - start;
         let first = First::Hit {
             answer,
             asker,
@@ -821,17 +827,18 @@ fn answer(
         };
         return leave_fast(c, first);
     }
-    let body: &[u8] = answer.body.as_deref().unwrap_or(&[]);
+    let body: &[u8] = answer.body.as_ref().map_or(&[], AsRef::as_ref);
     let head_len = c.b.out.len();
     let written = match write_some(&c.stream, &c.b.out, body) {
         Ok(n) => n,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
         Err(_) => return After::Close,
     };
+    let end = clock.end();
+    let took = end - start;
     if written == head_len + body.len() {
-        // Answered: the wait for the next head starts (at the answer's start,
-        // read already: a clock read less per hit).
-        c.idle_since = start;
+        // Answered: the wait for the next head starts.
+        c.idle_since = end;
         let sent = (Outcome::Hit, answer.status, answer.body_len);
         fastpath::answered(ctx, policy, &asker, peer, sent, (start, took));
         c.b.reuse(asker);
@@ -858,6 +865,52 @@ fn leave_fast(c: &mut Conn, first: First) -> After {
         bufs: std::mem::replace(&mut c.b, Bufs::empty()),
         first: Some(first),
     })))
+}
+
+/// The clock as a group of answers reads it: once for the group (the monotonic
+/// clock and the server's wall clock, [`Ctx::clock`]), then once per answer, at its
+/// end, which is where the next answer starts.
+///
+/// Three reads a hit had cost 0.11 µs of 6 to 8 (its start and end for
+/// `quire_request_duration_seconds`, and the wall clock for its freshness, `Age`
+/// and `ttl`). Here an answer's start is the previous one's end (or the group's
+/// read), and its wall-clock moment is the group's plus the monotonic time since:
+/// exact to the clock's own drift over a group, a few microseconds. Every moment is
+/// read after the group's heads arrived, so no answer is reckoned at a time before
+/// its request. What a hit's duration measures in the loop: from the end of the
+/// answer before it in the group (or the group's start) to its own write's return,
+/// which is one non-blocking system call (a write the socket does not take whole
+/// leaves the loop), so the time spent between two answers on a connection that had
+/// nothing to read counts in the next.
+struct Moments {
+    /// The group's monotonic read.
+    base: Instant,
+    /// The server's wall clock at `base`.
+    wall: std::time::SystemTime,
+    /// The last answer's end (`base` before the first).
+    last: Instant,
+}
+
+impl Moments {
+    fn read(ctx: &Ctx) -> Moments {
+        let base = Instant::now();
+        Moments {
+            base,
+            wall: ctx.clock.now(),
+            last: base,
+        }
+    }
+
+    /// The next answer's start, and the server's wall clock then.
+    fn start(&self) -> (Instant, std::time::SystemTime) {
+        (self.last, self.wall + (self.last - self.base))
+    }
+
+    /// The answer begun at [`Moments::start`] ended now; when.
+    fn end(&mut self) -> Instant {
+        self.last = Instant::now();
+        self.last
+    }
 }
 
 /// One non-blocking vectored write of a hit's head and body: what the socket took.

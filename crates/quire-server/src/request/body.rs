@@ -40,16 +40,65 @@ impl<H: Borrow<Handle>> AsRef<[u8]> for Mapped<H> {
     }
 }
 
-/// `Bytes` over `handle.body()[start..end]` without copying. Out-of-range bounds
-/// are clamped (callers pass ranges checked against the body length).
+impl<H: Borrow<Handle>> Mapped<H> {
+    /// `handle.body()[start..end]`. Out-of-range bounds are clamped (callers pass
+    /// ranges checked against the body length).
+    pub(crate) fn new(handle: H, start: u64, end: u64) -> Mapped<H> {
+        let len = handle.borrow().body().len();
+        let end = usize::try_from(end).unwrap_or(len).min(len);
+        let start = usize::try_from(start).unwrap_or(end).min(end);
+        Mapped { handle, start, end }
+    }
+
+    /// Drops the first `n` bytes (a write took them).
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.start = self.start.saturating_add(n).min(self.end);
+    }
+}
+
+impl<H: Borrow<Handle> + Send + 'static> Mapped<H> {
+    /// As `Bytes`, for an owner that needs them (hyper, a pin kept past its write):
+    /// an allocation, which a hit written at once does without.
+    pub(crate) fn into_bytes(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
+/// `Bytes` over `handle.body()[start..end]` without copying ([`Mapped::new`]).
 pub(crate) fn mapped<H>(handle: H, start: u64, end: u64) -> Bytes
 where
     H: Borrow<Handle> + Send + 'static,
 {
-    let len = handle.borrow().body().len();
-    let end = usize::try_from(end).unwrap_or(len).min(len);
-    let start = usize::try_from(start).unwrap_or(end).min(end);
-    Bytes::from_owner(Mapped { handle, start, end })
+    Mapped::new(handle, start, end).into_bytes()
+}
+
+/// The store handle a fresh hit's body holds: the lookup's own, or one shared with
+/// the record's other readers.
+#[derive(Debug)]
+pub(crate) enum Pinned {
+    Own(Handle),
+    Shared(std::sync::Arc<Handle>),
+}
+
+impl Borrow<Handle> for Pinned {
+    fn borrow(&self) -> &Handle {
+        match self {
+            Pinned::Own(h) => h,
+            Pinned::Shared(h) => h,
+        }
+    }
+}
+
+impl From<Handle> for Pinned {
+    fn from(h: Handle) -> Pinned {
+        Pinned::Own(h)
+    }
+}
+
+impl From<std::sync::Arc<Handle>> for Pinned {
+    fn from(h: std::sync::Arc<Handle>) -> Pinned {
+        Pinned::Shared(h)
+    }
 }
 
 /// What a response carries.

@@ -255,6 +255,11 @@ impl Prepared {
         &self.timing
     }
 
+    /// Upstream caches' `Cache-Status` lines.
+    pub(crate) fn upstream(&self) -> &[HeaderValue] {
+        &self.upstream
+    }
+
     /// The stored status.
     pub fn status(&self) -> StatusCode {
         StatusCode::from_u16(self.rec.meta.status).unwrap_or(StatusCode::OK)
@@ -279,19 +284,18 @@ impl Prepared {
     /// The body of `fixed` in the entry's body section, without copying. (Reads
     /// only `fixed` and the entry: not this record, whose coding list a hit need not
     /// bring into the CPU's cache.)
-    pub(crate) fn body_at<H>(entry: H, fixed: &FixedHead) -> Result<Bytes, NotServed>
-    where
-        H: std::borrow::Borrow<Handle> + Send + 'static,
-    {
+    pub(crate) fn body_at(
+        entry: body::Pinned,
+        fixed: &FixedHead,
+    ) -> Result<body::Mapped<body::Pinned>, NotServed> {
         use quire_store::EntryRef;
-        if entry.borrow().body().len() as u64 != fixed.bodies_len {
+        use std::borrow::Borrow;
+        let held: &Handle = entry.borrow();
+        if held.body().len() as u64 != fixed.bodies_len {
             return Err(NotServed::BodyGone);
         }
-        Ok(body::mapped(
-            entry,
-            fixed.start,
-            fixed.start + fixed.body_len,
-        ))
+        let end = fixed.start + fixed.body_len;
+        Ok(body::Mapped::new(entry, fixed.start, end))
     }
 
     /// Prepares `rec` for serving.
@@ -640,18 +644,23 @@ pub(crate) fn fixed_head(
 /// The fields of a fresh hit's HTTP/1.1 head that change with the moment, appended
 /// to `out`: `Age`, and `Cache-Status` (upstream members, then `status` with its
 /// `ttl` now).
-pub(crate) fn write_moment(out: &mut Vec<u8>, p: &Prepared, status: &CacheStatus, now: SystemTime) {
+pub(crate) fn write_moment(
+    out: &mut Vec<u8>,
+    (timing, upstream): (&StoredTiming, &[HeaderValue]),
+    status: &CacheStatus,
+    now: SystemTime,
+) {
     // (One age for both fields.)
-    let age = p.timing.age(now);
+    let age = timing.age(now);
     h1::number_field(out, "age", age.as_secs());
     out.extend_from_slice(b"cache-status: ");
     let status = status.clone();
     let status = if status.hit {
-        status.with_ttl(ttl_at_age(&p.timing, age))
+        status.with_ttl(ttl_at_age(timing, age))
     } else {
         status
     };
-    status.write_after(&p.upstream, out);
+    status.write_after(upstream, out);
     out.extend_from_slice(b"\r\n");
 }
 
