@@ -114,3 +114,50 @@ async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it
         "served from the volume kept across the restart"
     );
 }
+
+/// With brotli and zstd both off, a page read (here, stored before a restart and read
+/// after it) queues no job: there is nothing for one to make (each had cost the
+/// compression pool two decodes and a copy of the body, on every page's first read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_job_is_queued_for_codings_that_are_off() {
+    let o = pages().await;
+    let dir = tempfile::tempdir().unwrap();
+    let volume = dir.path().join("kept.vol");
+    let at = |c: &mut quire_server::config::Config| {
+        c.cache.path = volume.clone();
+        c.encodings.br = false;
+        c.encodings.zstd = false;
+    };
+    let mut q = Quire::start(&o, at).await;
+    let stored = get(&q, "/kept", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(stored.status, 200);
+    settle(&q).await;
+    let addr = q.addr;
+    q.shutdown().await;
+    drop(q);
+
+    let q = Quire::start(&o, |c| {
+        at(c);
+        c.listen = addr;
+    })
+    .await;
+    for _ in 0..3 {
+        let r = get(&q, "/kept", &[("accept-encoding", "br, zstd, gzip")]).await;
+        assert!(r.cache_status().contains("hit"), "{}", r.cache_status());
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(decode("gzip", &r.body), page(20_000));
+    }
+    settle(&q).await;
+    let m = metrics_text(&q).await;
+    assert_eq!(
+        deferred(&m, "recovered"),
+        0.0,
+        "nothing to make, nothing queued"
+    );
+    assert_eq!(deferred(&m, "refused"), 0.0);
+    assert_eq!(
+        o.hits("/kept"),
+        1,
+        "served from the volume kept across the restart"
+    );
+}

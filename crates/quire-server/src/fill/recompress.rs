@@ -132,6 +132,18 @@ fn recover(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord, identity_len: u64) ->
     if !has(Coding::Gzip) || has(Coding::Br) || has(Coding::Zstd) {
         return Asked::Done;
     }
+    // With brotli and zstd both off there is nothing for a job to make ([`wanted`]),
+    // and nothing is ever deferred, so every stored page's first read came here:
+    // queued anyway, each cost the pool two decodes and a copy of the body for
+    // nothing, on the hit loop's core when the process is pinned to one.
+    if !ctx
+        .peek()
+        .codings
+        .iter()
+        .any(|c| matches!(c, Coding::Br | Coding::Zstd))
+    {
+        return Asked::Done;
+    }
     if !ctx.invalidations.covers(0) {
         ctx.deferred.count(Outcome::Expired);
         return Asked::Done;
