@@ -636,7 +636,7 @@ impl Set<'_> {
         for hash in ready.iter().filter_map(|r| r.hash) {
             repeat::prefetch_recipe_reads(hash);
         }
-        let mut clock = Moments::read(&self.ctx);
+        let mut clock = Moments::read(&self.ctx.clock);
         for r in &ready {
             let Some(Some(c)) = self.conns.get_mut(r.i) else {
                 continue;
@@ -894,11 +894,12 @@ struct Moments {
 }
 
 impl Moments {
-    fn read(ctx: &Ctx) -> Moments {
+    /// Reads the monotonic clock and the server's wall clock `clock`.
+    fn read(clock: &crate::clock::Clock) -> Moments {
         let base = Instant::now();
         Moments {
             base,
-            wall: ctx.clock.now(),
+            wall: clock.now(),
             last: base,
         }
     }
@@ -925,6 +926,33 @@ fn write_some(stream: &TcpStream, head: &[u8], body: &[u8]) -> io::Result<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each answer of a group starts where the one before ended, and its wall-clock
+    /// moment is the group's moved on by exactly the monotonic time since; a test's
+    /// advanced server clock is in it.
+    #[test]
+    fn each_answer_starts_where_the_last_ended_on_the_servers_clock() {
+        let clock = crate::clock::Clock::default();
+        clock.advance(Duration::from_secs(3600));
+        let before = std::time::SystemTime::now();
+        let mut m = Moments::read(&clock);
+        let (s1, w1) = m.start();
+        assert_eq!(s1, m.base);
+        assert_eq!(w1, m.wall);
+        assert!(
+            w1 >= before + Duration::from_secs(3600),
+            "the advanced clock"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+        let e1 = m.end();
+        let (s2, w2) = m.start();
+        assert_eq!(s2, e1, "the next answer starts at the last one's end");
+        assert!(e1 - s1 >= Duration::from_millis(2));
+        assert_eq!(w2.duration_since(w1).unwrap(), e1 - s1);
+        let e2 = m.end();
+        assert!(e2 >= e1);
+        assert_eq!(m.start().0, e2);
+    }
 
     /// Rings from several threads, each after sending something, against a thread
     /// that waits on the eventfd and takes each wake-up before reading what was
