@@ -484,8 +484,6 @@ fn paths(args: &BenchHttpArgs, client: &urls::Client, host: &str) -> anyhow::Res
     Ok(paths)
 }
 
-/// One load run against subject `s`: from the cleartext generator `--loadgen`
-/// chose, or over TLS from h2load or the handshake client.
 /// How long [`Bench::prime`] runs the generator against each subject. Without
 /// it quire's first round was the one where the hit loop first saw the generator's
 /// request heads: on the 2,000-page corpus at 80,000 requests/s, its core was busy
@@ -496,6 +494,8 @@ fn paths(args: &BenchHttpArgs, client: &urls::Client, host: &str) -> anyhow::Res
 /// length).
 const PRIME: Duration = Duration::from_secs(2);
 
+/// One load run against subject `s`: from the cleartext generator `--loadgen`
+/// chose, or over TLS from h2load or the handshake client.
 fn load_run(
     args: &BenchHttpArgs,
     duration: Duration,
