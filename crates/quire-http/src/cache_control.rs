@@ -196,6 +196,16 @@ enum Arg<'a> {
 }
 
 impl CacheControl {
+    /// About what this holds on the heap: the field names of a qualified
+    /// `no-cache` or `private` (at most `FIELD_NAMES_MAX` each).
+    pub fn heap_bytes(&self) -> usize {
+        let names = |q: &Option<Qualified>| match q {
+            Some(Qualified::Fields(f)) => f.iter().map(|n| size_of::<String>() + n.len()).sum(),
+            _ => 0,
+        };
+        names(&self.no_cache) + names(&self.private)
+    }
+
     /// Parses every `Cache-Control` line of `headers`.
     pub fn from_headers(headers: &HeaderMap) -> CacheControl {
         Self::from_field(headers, &CACHE_CONTROL)
@@ -479,6 +489,17 @@ fn skip_element(line: &[u8], mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn heap_bytes_counts_the_field_names_a_directive_names() {
+        let cc = CacheControl::parse_lines([&b"no-cache=\"a, bb\", private"[..]]);
+        assert_eq!(cc.heap_bytes(), 2 * size_of::<String>() + 3);
+        assert_eq!(
+            CacheControl::parse_lines([&b"max-age=5"[..]]).heap_bytes(),
+            0
+        );
+    }
+
     use super::*;
     use http::HeaderValue;
     use proptest::prelude::*;

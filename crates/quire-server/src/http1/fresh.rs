@@ -89,6 +89,14 @@ static NO_CACHE_CONTROL: std::sync::LazyLock<CacheControl> =
     std::sync::LazyLock::new(CacheControl::default);
 
 impl Recipe {
+    /// What the request's kept `Cache-Control` holds on the heap (its field names
+    /// counted by length), for the recipe table's bound.
+    pub(crate) fn req_cc_bytes(&self) -> usize {
+        self.req_cc
+            .as_ref()
+            .map_or(0, |cc| size_of::<CacheControl>() + cc.heap_bytes())
+    }
+
     /// The request's method: `GET` or `HEAD`.
     pub(crate) fn method(&self) -> &'static str {
         if self.head_only {

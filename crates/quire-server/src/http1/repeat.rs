@@ -165,6 +165,7 @@ impl Kept {
             + r.fixed.bytes.len()
             + r.primary.0.len()
             + r.variant.as_ref().map_or(0, |(k, _)| k.len())
+            + r.req_cc_bytes()
     }
 }
 
