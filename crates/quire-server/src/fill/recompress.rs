@@ -51,16 +51,16 @@ use crate::state::Ctx;
 /// Largest identity body brotli is made for at the upgrade level.
 pub(crate) const UPGRADE_BYTES_MAX: usize = 1 << 20;
 
+/// The slow codings `policy` stores (brotli, zstd): what a deferred job makes.
+fn slow_codings(policy: &crate::policy::Policy) -> impl Iterator<Item = Coding> + '_ {
+    let slow = |c: &&Coding| matches!(c, Coding::Br | Coding::Zstd);
+    policy.codings.iter().filter(slow).copied()
+}
+
 /// The codings still to make for an entry, with the brotli level to use: `dcz`
 /// too when the entry has a dictionary and zstd is on.
 fn wanted(ctx: &Ctx, later: &Later, identity_len: usize) -> (Vec<Coding>, compress::Levels) {
-    let policy = ctx.peek();
-    let mut codings: Vec<Coding> = policy
-        .codings
-        .iter()
-        .copied()
-        .filter(|c| matches!(c, Coding::Br | Coding::Zstd))
-        .collect();
+    let mut codings: Vec<Coding> = slow_codings(&ctx.peek()).collect();
     if later.dictionary.is_some() && codings.contains(&Coding::Zstd) {
         codings.push(Coding::Dcz);
     }
@@ -136,12 +136,7 @@ fn recover(ctx: &Arc<Ctx>, key: &[u8], rec: &ObjectRecord, identity_len: u64) ->
     // and nothing is ever deferred, so every stored page's first read came here:
     // queued anyway, each cost the pool two decodes and a copy of the body for
     // nothing, on the hit loop's core when the process is pinned to one.
-    if !ctx
-        .peek()
-        .codings
-        .iter()
-        .any(|c| matches!(c, Coding::Br | Coding::Zstd))
-    {
+    if slow_codings(&ctx.peek()).next().is_none() {
         return Asked::Done;
     }
     if !ctx.invalidations.covers(0) {
