@@ -24,6 +24,33 @@ fn deferred(metrics: &str, result: &str) -> f64 {
     )
 }
 
+/// quire (with `tweak`) on a volume in `dir` that stored `/kept` (gzip), stopped and
+/// started again on the same volume and address (the host a page is keyed under is
+/// the one it was asked of).
+async fn stored_then_restarted(
+    o: &Origin,
+    dir: &tempfile::TempDir,
+    tweak: impl Fn(&mut quire_server::config::Config),
+) -> Quire {
+    let volume = dir.path().join("kept.vol");
+    let at = |c: &mut quire_server::config::Config| {
+        c.cache.path = volume.clone();
+        tweak(c);
+    };
+    let mut q = Quire::start(o, at).await;
+    let stored = get(&q, "/kept", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(stored.status, 200);
+    settle(&q).await;
+    let addr = q.addr;
+    q.shutdown().await;
+    drop(q);
+    Quire::start(o, |c| {
+        at(c);
+        c.listen = addr;
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
     let o = pages().await;
@@ -74,22 +101,7 @@ async fn a_crowd_of_pages_read_once_costs_no_slow_codings() {
 async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it() {
     let o = pages().await;
     let dir = tempfile::tempdir().unwrap();
-    let volume = dir.path().join("kept.vol");
-    let at = |c: &mut quire_server::config::Config| c.cache.path = volume.clone();
-    let mut q = Quire::start(&o, at).await;
-    let stored = get(&q, "/kept", &[("accept-encoding", "gzip")]).await;
-    assert_eq!(stored.status, 200);
-    settle(&q).await;
-    let addr = q.addr;
-    q.shutdown().await;
-    drop(q);
-
-    // The same address: the host a page is keyed under is the one it was asked of.
-    let q = Quire::start(&o, |c| {
-        at(c);
-        c.listen = addr;
-    })
-    .await;
+    let q = stored_then_restarted(&o, &dir, |_| {}).await;
     let first = get(&q, "/kept", &[("accept-encoding", "br, gzip")]).await;
     assert!(
         first.cache_status().contains("hit"),
@@ -122,23 +134,9 @@ async fn a_page_stored_before_a_restart_gets_its_slow_codings_on_a_read_after_it
 async fn no_job_is_queued_for_codings_that_are_off() {
     let o = pages().await;
     let dir = tempfile::tempdir().unwrap();
-    let volume = dir.path().join("kept.vol");
-    let at = |c: &mut quire_server::config::Config| {
-        c.cache.path = volume.clone();
+    let q = stored_then_restarted(&o, &dir, |c| {
         c.encodings.br = false;
         c.encodings.zstd = false;
-    };
-    let mut q = Quire::start(&o, at).await;
-    let stored = get(&q, "/kept", &[("accept-encoding", "gzip")]).await;
-    assert_eq!(stored.status, 200);
-    settle(&q).await;
-    let addr = q.addr;
-    q.shutdown().await;
-    drop(q);
-
-    let q = Quire::start(&o, |c| {
-        at(c);
-        c.listen = addr;
     })
     .await;
     for _ in 0..3 {
