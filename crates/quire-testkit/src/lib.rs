@@ -447,9 +447,10 @@ async fn open_ctx(cfg: Config) -> Arc<Ctx> {
     loop {
         match Ctx::new(cfg.clone()) {
             Ok(ctx) => return ctx,
-            Err(e)
-                if format!("{e:?}").contains("InUse") && std::time::Instant::now() < deadline =>
-            {
+            Err(quire_server::policy::StartError::Store {
+                source: quire_store::StoreError::InUse { .. },
+                ..
+            }) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(e) => panic!("starting quire: {e:?}"),
